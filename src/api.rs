@@ -1,0 +1,135 @@
+//! The JSON a node speaks over HTTP, shared by `fle-node` (which serves it), the controller
+//! (which reads it and stores it in the history) and the checkers (which judge it).
+//!
+//! Field names are the wire contract: change them only together with every reader.
+
+use serde::{Deserialize, Serialize};
+
+/// A server's role, as ZooKeeper names it (and numbers it on the election wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ServerState {
+    Looking,
+    Following,
+    Leading,
+    Observing,
+}
+
+/// Where a server is in Zab: electing, or discovery/sync/broadcast under a leader.
+/// A leader's `peer_epoch` is the epoch it leads only from `Sync` on (it is set after discovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ZabPhase {
+    Election,
+    Discovery,
+    Sync,
+    Broadcast,
+}
+
+/// One vote a server counted when it decided an election.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountedVote {
+    /// Who sent the vote.
+    pub sid: u64,
+    /// Whom the vote proposes as leader.
+    pub leader: u64,
+    pub zxid: u64,
+    pub peer_epoch: u64,
+}
+
+/// The last election a server decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectionSummary {
+    /// The election epoch (logicalclock) of the deciding round.
+    pub round: u64,
+    pub leader: u64,
+    /// The decided vote's zxid and peer epoch (what the leader was elected with).
+    pub zxid: u64,
+    pub peer_epoch: u64,
+    /// The votes counted for the decision (recvset, or outofelection when it joined a leader).
+    pub votes: Vec<CountedVote>,
+    pub took_ms: u64,
+}
+
+/// `GET /status` of a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub sid: u64,
+    pub state: ServerState,
+    /// The leader this server leads/follows, or None while looking.
+    pub leader: Option<u64>,
+    /// currentEpoch (persisted).
+    pub peer_epoch: u64,
+    /// acceptedEpoch (persisted).
+    #[serde(default)]
+    pub accepted_epoch: u64,
+    /// logicalclock: the election round.
+    pub election_epoch: u64,
+    /// Last logged zxid (logged but uncommitted included), as in ZooKeeper's votes.
+    pub last_zxid: u64,
+    pub last_zxid_hex: String,
+    #[serde(default)]
+    pub last_committed_zxid: u64,
+    #[serde(default = "default_phase")]
+    pub zab_phase: ZabPhase,
+    /// The node's own wall clock (what libfaketime moves), ms since the Unix epoch.
+    pub wall_clock_ms: i64,
+    pub uptime_ms: u64,
+    pub last_election: Option<ElectionSummary>,
+}
+
+fn default_phase() -> ZabPhase {
+    ZabPhase::Election
+}
+
+/// `POST /write` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WriteRequest {
+    pub value: serde_json::Value,
+}
+
+/// `POST /write` success (200): the write is committed at `zxid`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WriteCommitted {
+    pub zxid: u64,
+}
+
+/// `POST /write` refusal or unknown outcome (503 / 504), and every other API error.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+    /// Known leader, when the server is a follower that will not forward.
+    #[serde(default)]
+    pub leader: Option<u64>,
+    /// True when the write may or may not have happened (timeouts).
+    #[serde(default)]
+    pub outcome_unknown: bool,
+}
+
+/// One committed entry of the replicated log (`GET /log?from=ZXID`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub zxid: u64,
+    pub value: serde_json::Value,
+}
+
+/// `GET /log` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogResponse {
+    pub entries: Vec<LogEntry>,
+    pub last_committed_zxid: u64,
+}
+
+/// ZooKeeper's epoch: the high 32 bits of a zxid.
+pub fn epoch_of(zxid: u64) -> u64 {
+    zxid >> 32
+}
+
+/// ZooKeeper's counter: the low 32 bits of a zxid.
+pub fn counter_of(zxid: u64) -> u64 {
+    zxid & 0xffff_ffff
+}
+
+pub fn make_zxid(epoch: u64, counter: u64) -> u64 {
+    (epoch << 32) | (counter & 0xffff_ffff)
+}

@@ -1,0 +1,3 @@
+//! Where nodes run and how the controller drives them.
+
+pub mod clean;

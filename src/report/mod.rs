@@ -1,0 +1,3 @@
+//! Reports: HTML page, plots, JUnit XML, run index, serve.
+
+pub mod cli;
