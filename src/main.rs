@@ -36,7 +36,11 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::BAD_ARGS } else { exit::VALID };
+            let code = if e.use_stderr() {
+                exit::BAD_ARGS
+            } else {
+                exit::VALID
+            };
             let _ = e.print();
             std::process::exit(code);
         }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod store;
+pub mod test_info;
 
 /// Jepsen's operation types: `invoke` starts an operation; `ok` it happened; `fail` it certainly
 /// did not happen; `info` the outcome is unknown (or, for the nemesis, "this was done").

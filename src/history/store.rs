@@ -17,7 +17,8 @@ pub fn read_history(path: &Path) -> Result<Vec<Event>> {
     let mut events = Vec::new();
     let mut lines = BufReader::new(file).lines().enumerate().peekable();
     while let Some((i, line)) = lines.next() {
-        let line = line.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
+        let line =
+            line.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -25,7 +26,11 @@ pub fn read_history(path: &Path) -> Result<Vec<Event>> {
             Ok(e) => events.push(e),
             // A torn final line is what a killed controller leaves: keep everything before it.
             Err(_) if lines.peek().is_none() => break,
-            Err(e) => bail!("{}: line {}: not a history event: {e}", path.display(), i + 1),
+            Err(e) => bail!(
+                "{}: line {}: not a history event: {e}",
+                path.display(),
+                i + 1
+            ),
         }
     }
     Ok(events)
@@ -41,7 +46,10 @@ impl HistoryWriter {
     pub fn create(path: &Path) -> Result<Self> {
         let file = std::fs::File::create(path)
             .with_context(|| format!("cannot create history {}", path.display()))?;
-        Ok(Self { out: std::io::BufWriter::new(file), next_index: 0 })
+        Ok(Self {
+            out: std::io::BufWriter::new(file),
+            next_index: 0,
+        })
     }
 
     /// Writes `event` with the next index (the index field of `event` is overwritten) and
