@@ -22,6 +22,20 @@ pub enum EventType {
 }
 
 /// What an event is about.
+///
+/// Conventions every writer and reader follows:
+/// - Observers (`process` = node name) record one completed read per poll: `ok` with an
+///   `api::NodeStatus` value, or `fail`/`info` with `{"error": "..."}` when unreachable / timed out.
+/// - Clients (`process` = client number) record `invoke` then `ok`/`fail`/`info`; a write's invoke
+///   value is `{"value": V}`, its ok value `{"value": V, "zxid": Z}`.
+/// - The final read of each node's log is one `FinalLog` event per node: `ok` with
+///   `{"entries": [{"zxid", "value"}..], "last_committed_zxid": Z}`, or `fail`/`info` with an error.
+/// - The nemesis (`process` = "nemesis") records each action as `invoke` then `info` (done, with
+///   exactly what was done: nodes, pids, rules, offsets) or `fail` (it could not be done).
+///   A fault starts with `Kill`, `Pause`, `Partition` or `Clock` and is undone by `Start`, `Resume`,
+///   `Heal` or a `Clock` whose value has `"mode": "reset"` respectively. Values carry `"nodes":
+///   ["n1", ..]` (the affected nodes); partitions carry `"shape"` and `"drops": {"n1": ["n3"], ..}`
+///   (n1 drops traffic from n3). The heal of the final phase has `"final": true` in its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum F {
