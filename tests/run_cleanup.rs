@@ -36,28 +36,38 @@ fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::pa
     (child, dir.unwrap())
 }
 
-#[test]
-fn sigint_mid_run_tears_everything_down() {
-    if !root_or_skip("sigint_mid_run_tears_everything_down") {
-        return;
-    }
+/// Sends `signal` to a run mid-way and checks that it tore everything down.
+fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("reports");
     let (mut child, dir) = start_run(&out, &fle_node());
     let recorded = resources(&dir);
     assert!(!leftovers(&recorded).is_empty(), "the run created nothing?");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let code = wait_exit(&mut child, Duration::from_secs(60));
     assert_eq!(code, Some(2), "an interrupted run's verdict is unknown");
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
-    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("interrupted by {name}")),
+        "{stderr}"
+    );
     // The partial history is readable.
     fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+}
+
+#[test]
+fn sigint_mid_run_tears_everything_down() {
+    if root_or_skip("sigint_mid_run_tears_everything_down") {
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGINT, "SIGINT");
+    }
+}
+
+#[test]
+fn sigterm_mid_run_tears_everything_down() {
+    if root_or_skip("sigterm_mid_run_tears_everything_down") {
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGTERM, "SIGTERM");
+    }
 }
 
 #[test]
