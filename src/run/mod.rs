@@ -205,13 +205,11 @@ async fn run_body(
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
-    let control: Arc<dyn Control> = {
-        let (mode, nodes, dir) = (plan.mode, plan.nodes.clone(), run_dir.to_path_buf());
-        Arc::new(
-            tokio::task::spawn_blocking(move || LocalCluster::create(mode, nodes, &dir, registry))
-                .await??,
-        )
-    };
+    // Not spawn_blocking: a signal must not be able to drop this future while a background
+    // thread is still creating (and recording) resources the teardown already listed.
+    let control: Arc<dyn Control> = Arc::new(tokio::task::block_in_place(|| {
+        LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
+    })?);
     guard.set_control(control.clone());
     let target: Arc<dyn Target> = Arc::new(FleNode::new(
         control.clone(),
