@@ -7,6 +7,8 @@
 //! - `targets`: resolving leader/random/minority/... to nodes when a fault starts.
 
 pub mod catalogue;
+pub mod clock;
+pub mod iptables;
 pub mod partition;
 pub mod plan;
 pub mod schedule;
