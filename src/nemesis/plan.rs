@@ -21,57 +21,72 @@ pub struct PlannedFault {
     pub clock_delta_ms: Option<i64>,
 }
 
-/// Plans faults from `schedule` until `until` (the nemesis never plans a fault it cannot undo
-/// before then).
-pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let total_weight: u64 = schedule.faults.iter().map(|f| u64::from(f.weight)).sum();
-    let mut planned = Vec::new();
-    if total_weight == 0 {
-        return planned;
-    }
-    let mut t = schedule.interval;
-    loop {
-        let mut ticket = rng.gen_range(0..total_weight);
-        let template = schedule
-            .faults
-            .iter()
-            .find(|f| {
-                let w = u64::from(f.weight);
-                if ticket < w {
-                    true
-                } else {
-                    ticket -= w;
-                    false
-                }
-            })
-            .expect("ticket is below the total weight");
-        let duration = template.duration.unwrap_or(schedule.duration);
-        if t + duration > until {
-            break;
+/// The endless sequence of faults a schedule and a seed give, in order.
+pub struct Planner<'a> {
+    schedule: &'a Schedule,
+    rng: ChaCha8Rng,
+    total_weight: u64,
+    next_start: Duration,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(schedule: &'a Schedule, seed: u64) -> Self {
+        Planner {
+            schedule,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            total_weight: schedule.faults.iter().map(|f| u64::from(f.weight)).sum(),
+            next_start: schedule.interval,
         }
-        let pick = rng.gen::<u64>();
+    }
+}
+
+impl Iterator for Planner<'_> {
+    type Item = PlannedFault;
+
+    fn next(&mut self) -> Option<PlannedFault> {
+        if self.total_weight == 0 {
+            return None;
+        }
+        let mut ticket = self.rng.gen_range(0..self.total_weight);
+        let template = self.schedule.faults.iter().find(|f| {
+            let w = u64::from(f.weight);
+            if ticket < w {
+                true
+            } else {
+                ticket -= w;
+                false
+            }
+        })?;
+        let duration = template.duration.unwrap_or(self.schedule.duration);
+        let pick = self.rng.gen::<u64>();
         let clock_delta_ms = match template.clock {
             Some(ClockMode::Bump {
                 delta_ms,
                 random_sign,
-            }) => Some(if random_sign && rng.gen_bool(0.5) {
+            }) => Some(if random_sign && self.rng.gen_bool(0.5) {
                 -delta_ms
             } else {
                 delta_ms
             }),
             _ => None,
         };
-        planned.push(PlannedFault {
-            start: t,
+        let start = self.next_start;
+        self.next_start += duration + self.schedule.interval;
+        Some(PlannedFault {
+            start,
             duration,
             template: template.clone(),
             pick,
             clock_delta_ms,
-        });
-        t += duration + schedule.interval;
+        })
     }
-    planned
+}
+
+/// The faults planned to start and end before `until`.
+pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
+    Planner::new(schedule, seed)
+        .take_while(|f| f.start + f.duration <= until)
+        .collect()
 }
 
 #[cfg(test)]
