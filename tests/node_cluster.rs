@@ -110,10 +110,15 @@ fn kill_leader_elects_best_remaining(n: u64) {
     }
     let first = c.wait_for(LIMIT, "a first leader", |c| c.quorum_leader(&all));
     assert_eq!(first, n, "equal zxids: the largest sid leads");
+    // Following and connected to the leader (the role reports broadcast once in touch).
     let all_following = |c: &Cluster, leader: u64, among: &[u64]| {
         among
             .iter()
-            .all(|&s| c.role(s).is_some_and(|(_, l)| l == Some(leader)))
+            .all(|&s| {
+                c.status(s).is_some_and(|st| {
+                    st["leader"].as_u64() == Some(leader) && st["zab_phase"] == "broadcast"
+                })
+            })
             .then_some(())
     };
     c.wait_for(LIMIT, "everyone to follow", |c| {
@@ -162,4 +167,40 @@ fn killing_the_leader_of_three_elects_the_best_remaining() {
 #[test]
 fn killing_the_leader_of_five_elects_the_best_remaining() {
     kill_leader_elects_best_remaining(5);
+}
+
+fn signal(c: &Cluster, sid: u64, sig: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(c.pid(sid).unwrap() as i32);
+    nix::sys::signal::kill(pid, sig).unwrap();
+}
+
+#[test]
+fn a_paused_leader_is_replaced_and_steps_down_when_resumed() {
+    use nix::sys::signal::Signal::{SIGCONT, SIGSTOP};
+    let mut c = Cluster::new(3);
+    for sid in 1..=3 {
+        c.start(sid);
+    }
+    c.wait_for(LIMIT, "3 to lead, everyone connected", |c| {
+        (1..=3)
+            .all(|s| {
+                c.status(s).is_some_and(|st| {
+                    st["leader"].as_u64() == Some(3) && st["zab_phase"] == "broadcast"
+                })
+            })
+            .then_some(())
+    });
+    // A paused leader closes nothing: the followers notice only its silence (syncLimit ticks).
+    signal(&c, 3, SIGSTOP);
+    c.wait_for(LIMIT, "1 and 2 to elect 2", |c| {
+        role_is(c, 2, "LEADING", Some(2))?;
+        role_is(c, 1, "FOLLOWING", Some(2))
+    });
+    // Resumed, the old leader hears no quorum, steps down and joins the new leader.
+    signal(&c, 3, SIGCONT);
+    c.wait_for(LIMIT, "3 to follow 2", |c| {
+        role_is(c, 3, "FOLLOWING", Some(2))
+    });
+    assert!(c.log_of(3).contains("LostQuorum"), "{}", c.log_of(3));
+    assert_eq!(c.role(2), Some(("LEADING".into(), Some(2))));
 }

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 use tokio::time::{timeout, Instant};
 
+use crate::api::{NodeStatus, ZabPhase};
 use crate::node::peers::{self, Identity};
 
 /// ZooKeeper's PING packet type, our only message.
@@ -39,6 +40,20 @@ pub struct RoleContext {
     pub identity: Identity,
     /// Connections accepted on our quorum port, waiting for a leader to take them.
     pub accepted: Arc<Mutex<mpsc::Receiver<TcpStream>>>,
+    /// The published status: a role reports its phase there.
+    pub status: Arc<tokio::sync::watch::Sender<NodeStatus>>,
+}
+
+impl RoleContext {
+    /// Discovery until the leader and a quorum are in touch, broadcast after (Zab's words;
+    /// this minimal role has no sync step, so it skips from one to the other).
+    fn set_phase(&self, phase: ZabPhase) {
+        self.status.send_if_modified(|s| {
+            let changed = s.zab_phase != phase;
+            s.zab_phase = phase;
+            changed
+        });
+    }
 }
 
 /// Why a role ended (logged by the server, which then looks for a leader again).
@@ -75,7 +90,9 @@ pub async fn lead(ctx: Arc<RoleContext>) -> RoleEnd {
                     .iter()
                     .filter(|(sid, at)| **sid != ctx.sid && now.duration_since(**at) <= sync_window)
                     .count();
-                if heard < ctx.quorum && now.duration_since(started) > grace {
+                if heard >= ctx.quorum {
+                    ctx.set_phase(ZabPhase::Broadcast);
+                } else if now.duration_since(started) > grace {
                     return RoleEnd::LostQuorum { heard, needed: ctx.quorum };
                 }
             }
@@ -140,6 +157,7 @@ pub async fn follow(ctx: Arc<RoleContext>, leader: u64) -> RoleEnd {
         // The leader may not be leading yet: retry until initLimit runs out.
         tokio::time::sleep(ctx.tick / 4).await;
     };
+    ctx.set_phase(ZabPhase::Broadcast);
     let silence = ctx.tick * ctx.sync_limit;
     let mut buf = [0u8; 64];
     loop {

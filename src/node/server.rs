@@ -86,6 +86,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let mut election = Election::new(ecfg, Instant::now().into_std());
 
     let (status_tx, status_rx) = watch::channel(initial_status(&cfg, &store));
+    let status_tx = Arc::new(status_tx);
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
     let http_state = HttpState {
         status: status_rx,
@@ -124,6 +125,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         quorum_addrs: cfg.servers.iter().map(|(s, a)| (*s, a.quorum())).collect(),
         identity,
         accepted: Arc::new(tokio::sync::Mutex::new(accepted_rx)),
+        status: status_tx.clone(),
     });
 
     tracing::info!(
@@ -203,7 +205,7 @@ async fn role_done(role: &mut Option<RoleFuture>) -> RoleEnd {
 /// The server's side effects, kept apart from the election state machine.
 struct Shell {
     peers: Peers,
-    status: watch::Sender<NodeStatus>,
+    status: Arc<watch::Sender<NodeStatus>>,
     counters: Arc<Mutex<ElectionCounters>>,
     store: Store,
     role_ctx: Arc<RoleContext>,
@@ -278,8 +280,8 @@ impl Shell {
             s.state = d.state;
             s.leader = Some(d.vote.leader);
             s.election_epoch = election.logicalclock();
-            // Without Zab there is no discovery or sync: the role is the broadcast phase.
-            s.zab_phase = ZabPhase::Broadcast;
+            // The role moves it to broadcast once leader and quorum are in touch.
+            s.zab_phase = ZabPhase::Discovery;
             s.last_election = Some(summary);
         });
         let ctx = self.role_ctx.clone();
