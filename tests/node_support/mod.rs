@@ -70,7 +70,25 @@ impl Cluster {
                 },
             );
         }
-        let servers: String = nodes
+        let c = Cluster {
+            dir,
+            nodes,
+            procs: BTreeMap::new(),
+            extra_args: Vec::new(),
+        };
+        c.write_configs();
+        c
+    }
+
+    /// Points server `sid`'s election port elsewhere (e.g. at a blackhole) in every config.
+    pub fn set_election_port(&mut self, sid: u64, port: u16) {
+        self.nodes.get_mut(&sid).unwrap().election_port = port;
+        self.write_configs();
+    }
+
+    fn write_configs(&self) {
+        let servers: String = self
+            .nodes
             .values()
             .map(|s| {
                 format!(
@@ -79,7 +97,7 @@ impl Cluster {
                 )
             })
             .collect();
-        for s in nodes.values() {
+        for s in self.nodes.values() {
             let cfg = format!(
                 "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
                  admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
@@ -87,12 +105,6 @@ impl Cluster {
                 s.admin_port
             );
             std::fs::write(&s.config, cfg).unwrap();
-        }
-        Cluster {
-            dir,
-            nodes,
-            procs: BTreeMap::new(),
-            extra_args: Vec::new(),
         }
     }
 
@@ -227,6 +239,11 @@ impl Drop for Cluster {
         let sids: Vec<u64> = self.procs.keys().copied().collect();
         for sid in sids {
             self.kill(sid);
+        }
+        // For post-mortems: FLC_KEEP_NODE_LOGS=1 keeps configs, data dirs and logs.
+        if std::env::var_os("FLC_KEEP_NODE_LOGS").is_some() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept node files in {}", self.dir.path().display());
         }
     }
 }
