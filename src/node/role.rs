@@ -48,11 +48,14 @@ impl RoleContext {
     /// Discovery until the leader and a quorum are in touch, broadcast after (Zab's words;
     /// this minimal role has no sync step, so it skips from one to the other).
     fn set_phase(&self, phase: ZabPhase) {
-        self.status.send_if_modified(|s| {
+        let changed = self.status.send_if_modified(|s| {
             let changed = s.zab_phase != phase;
             s.zab_phase = phase;
             changed
         });
+        if changed {
+            tracing::info!(sid = self.sid, zab_phase = ?phase, "state change");
+        }
     }
 }
 

@@ -279,6 +279,26 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..128)) {
+            let _ = decode_notification(&bytes);
+        }
+
+        #[test]
+        fn every_notification_round_trips(
+            state in 0i32..4, leader: u64, zxid: u64, round: u64, epoch: u64,
+            config in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+        ) {
+            let n = Notification {
+                state: state_from_code(state).unwrap(),
+                leader, zxid, election_epoch: round, peer_epoch: epoch,
+                version: NOTIFICATION_VERSION, config,
+            };
+            proptest::prop_assert_eq!(decode_notification(&encode_notification(&n)), Ok(n));
+        }
+    }
+
     #[test]
     fn frame_lengths_outside_limits_are_rejected() {
         assert!(check_frame_length(0).is_err());
