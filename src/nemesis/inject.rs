@@ -6,11 +6,12 @@
 
 use super::clock;
 use super::iptables;
-use super::partition::{components, grudge};
+use super::partition::{components, grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{ClockMode, FaultKind, PartitionShape};
 use super::targets::resolve;
 use crate::control::registry::Resource;
+use crate::control::Control;
 use crate::history::{EventType, F, NEMESIS};
 use crate::run::nemesis::NemesisContext;
 use anyhow::{anyhow, bail, Context, Result};
@@ -174,9 +175,11 @@ fn partition(
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
-    let netns = ctx.control.netns().ok_or_else(|| {
-        anyhow!("partitions need nodes in their own network namespaces (--net netns)")
-    })?;
+    if !partitions_possible(ctx.control.as_ref()) {
+        bail!(
+            "partitions need nodes with their own network stack (--net netns, or hosts over SSH)"
+        );
+    }
     let g = grudge(shape, nodes, targets, pick);
     let mut value = base.clone();
     value["shape"] = json!(shape.name());
@@ -190,34 +193,7 @@ fn partition(
         None,
         value.clone(),
     );
-    let mut rules = BTreeMap::new();
-    for (node, sources) in &g {
-        let ns = netns.names.netns(node);
-        ctx.control.registry().record(Resource::Rule {
-            netns: Some(ns.clone()),
-            table: "filter".into(),
-            spec: iptables::hook_spec(),
-        })?;
-        ctx.control.registry().record(Resource::Chain {
-            netns: Some(ns),
-            table: "filter".into(),
-            chain: iptables::CHAIN.into(),
-        })?;
-        let addrs = sources
-            .iter()
-            .map(|s| ctx.control.node_host(s))
-            .collect::<Result<Vec<_>>>()?;
-        for cmd in iptables::cut_commands(&addrs) {
-            run_iptables(ctx, node, &cmd)?;
-        }
-        rules.insert(
-            node.clone(),
-            addrs
-                .iter()
-                .map(|a| format!("-s {a} -j DROP"))
-                .collect::<Vec<_>>(),
-        );
-    }
+    let rules = cut(ctx.control.as_ref(), &g)?;
     value["chain"] = json!(iptables::CHAIN);
     value["rules"] = json!(rules);
     ctx.recorder
@@ -227,21 +203,51 @@ fn partition(
     })
 }
 
-/// Removes the tool's chain from `nodes` and records the heal.
-pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let mut value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
-    if last {
-        value["final"] = json!(true);
+/// Whether nodes have network stacks of their own, so iptables can cut one off.
+pub fn partitions_possible(control: &dyn Control) -> bool {
+    control.kind() != "loopback"
+}
+
+/// Installs the grudge's DROP rules, each chain recorded before it exists; returns the rules
+/// per node as text.
+pub fn cut(control: &dyn Control, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
+    let mut rules = BTreeMap::new();
+    for (node, sources) in g {
+        let netns = control.netns().map(|n| n.names.netns(node));
+        control.registry().record(Resource::Rule {
+            netns: netns.clone(),
+            table: "filter".into(),
+            spec: iptables::hook_spec(),
+        })?;
+        control.registry().record(Resource::Chain {
+            netns,
+            table: "filter".into(),
+            chain: iptables::CHAIN.into(),
+        })?;
+        let addrs = sources
+            .iter()
+            .map(|s| control.node_host(s))
+            .collect::<Result<Vec<_>>>()?;
+        for cmd in iptables::cut_commands(&addrs) {
+            run_iptables(control, node, &cmd)?;
+        }
+        rules.insert(
+            node.clone(),
+            addrs.iter().map(|a| format!("-s {a} -j DROP")).collect(),
+        );
     }
-    ctx.recorder
-        .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
+    Ok(rules)
+}
+
+/// Removes the tool's chain from `nodes`; returns the nodes where it could not be removed.
+pub fn uncut(control: &dyn Control, nodes: &[String]) -> BTreeMap<String, String> {
     let mut errors = BTreeMap::new();
     for node in nodes {
         for cmd in iptables::heal_commands() {
             // Unhooking a chain that is not there fails harmlessly; verify below instead.
-            let _ = run_iptables(ctx, node, &cmd);
+            let _ = run_iptables(control, node, &cmd);
         }
-        match chain_present(ctx, node) {
+        match chain_present(control, node) {
             Ok(false) => {}
             Ok(true) => {
                 errors.insert(
@@ -254,6 +260,18 @@ pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
             }
         }
     }
+    errors
+}
+
+/// Removes the tool's chain from `nodes` and records the heal.
+pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
+    let mut value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
+    if last {
+        value["final"] = json!(true);
+    }
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
+    let errors = uncut(ctx.control.as_ref(), nodes);
     let kind = if errors.is_empty() {
         EventType::Info
     } else {
@@ -266,8 +284,8 @@ pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
 }
 
 /// Whether the tool's chain exists in `node`'s context.
-pub fn chain_present(ctx: &NemesisContext, node: &str) -> Result<bool> {
-    let out = ctx.control.exec(node, "iptables", &["-w", "-S"])?;
+pub fn chain_present(control: &dyn Control, node: &str) -> Result<bool> {
+    let out = control.exec(node, "iptables", &["-w", "-S"])?;
     if !out.status.success() {
         bail!(
             "iptables -S failed: {}",
@@ -279,9 +297,9 @@ pub fn chain_present(ctx: &NemesisContext, node: &str) -> Result<bool> {
     )))
 }
 
-fn run_iptables(ctx: &NemesisContext, node: &str, args: &[String]) -> Result<()> {
+fn run_iptables(control: &dyn Control, node: &str, args: &[String]) -> Result<()> {
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ctx.control.exec(node, "iptables", &argv)?;
+    let out = control.exec(node, "iptables", &argv)?;
     if !out.status.success() {
         bail!(
             "iptables {} on {node}: {}",

@@ -4,7 +4,7 @@
 
 use super::clock;
 use super::inject::{self, Active};
-use super::plan::{PlannedFault, Planner};
+use super::plan::{plan, PlannedFault};
 use super::schedule::Schedule;
 use crate::control::target::BoxFuture;
 use crate::history::{EventType, F, NEMESIS};
@@ -12,6 +12,7 @@ use crate::run::nemesis::{Nemesis, NemesisContext};
 use anyhow::Result;
 use serde_json::json;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -33,7 +34,11 @@ impl ScheduledNemesis {
     async fn run_plan(&self, ctx: &NemesisContext) -> Result<()> {
         let mut stop = ctx.stop.clone();
         let start = Instant::now();
-        for fault in Planner::new(&self.schedule, ctx.seed) {
+        // Leave a margin so that the last fault is undone before the run's stop, on time.
+        let until = ctx
+            .time_limit
+            .saturating_sub(ctx.time_limit.min(Duration::from_secs(10)) / 10);
+        for fault in plan(&self.schedule, ctx.seed, until) {
             if sleep_or_stop(&mut stop, start + fault.start).await {
                 break;
             }
@@ -109,7 +114,9 @@ impl ScheduledNemesis {
                 }
             }
         }
-        if kinds.contains(&FaultKind::Partition) && ctx.control.netns().is_some() {
+        if kinds.contains(&FaultKind::Partition)
+            && inject::partitions_possible(ctx.control.as_ref())
+        {
             inject::heal_partition(ctx, &nodes, true);
         }
         if kinds.contains(&FaultKind::Clock) {
@@ -122,6 +129,11 @@ impl ScheduledNemesis {
     /// Records whether the cluster is really healed: every process running and not stopped,
     /// no tool chain left, every clock at +0.
     fn verify(&self, ctx: &NemesisContext, nodes: &[String]) {
+        let partitions = self
+            .schedule
+            .kinds()
+            .contains(&super::schedule::FaultKind::Partition)
+            && inject::partitions_possible(ctx.control.as_ref());
         let mut problems = Vec::new();
         for node in nodes {
             // SIGCONT is harmless to a running process and the one way out of a stop.
@@ -133,8 +145,8 @@ impl ScheduledNemesis {
                 Ok(None) => problems.push(format!("{node} is not running")),
                 Err(e) => problems.push(format!("{node}: cannot signal it: {e:#}")),
             }
-            if ctx.control.netns().is_some() {
-                match inject::chain_present(ctx, node) {
+            if partitions {
+                match inject::chain_present(ctx.control.as_ref(), node) {
                     Ok(true) => problems.push(format!(
                         "{node} still has the {} chain",
                         super::iptables::CHAIN

@@ -44,6 +44,8 @@ pub struct NemesisContext {
     pub observations: Arc<Observations>,
     pub seed: u64,
     pub settings: NemesisSettings,
+    /// How long faults may run: the nemesis plans none that would outlast it.
+    pub time_limit: Duration,
     /// Turns true when the run's time is up (or it is interrupted).
     pub stop: watch::Receiver<bool>,
 }
