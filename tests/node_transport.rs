@@ -84,9 +84,15 @@ async fn delivers_both_ways_keeps_the_latest_and_resends_after_a_restart() {
     drop(p2);
     drop(in2);
     p1.send(2, &note(300));
-    let l2 = TcpListener::bind(&addrs[&2])
-        .await
-        .expect("rebind server 2's port");
+    // The aborted acceptor frees the port asynchronously: poll until it can be bound again.
+    let end = tokio::time::Instant::now() + LIMIT;
+    let l2 = loop {
+        match TcpListener::bind(&addrs[&2]).await {
+            Ok(l) => break l,
+            Err(e) if tokio::time::Instant::now() >= end => panic!("rebind server 2's port: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
     let (_p2, mut in2) = start(2, l2, &addrs).await;
     recv_round(&mut in2, 1, 300).await;
     p1.send(2, &note(301));
