@@ -108,3 +108,40 @@ fn the_seeded_quorum_minority_bug_lets_a_lone_server_lead_and_says_so() {
         c.log_of(1)
     );
 }
+
+#[test]
+fn sigterm_stops_the_node_cleanly_with_exit_0() {
+    let mut c = Cluster::new(1);
+    c.start(1);
+    // A one-server ensemble is its own quorum: it leads.
+    c.wait_for(Duration::from_secs(30), "n1 to lead alone", |c| {
+        let (state, leader) = c.role(1)?;
+        (state == "LEADING" && leader == Some(1)).then_some(())
+    });
+    let mut guard = KillOnDrop(c.take_process(1).unwrap());
+    let child = &mut guard.0;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= end {
+            panic!("fle-node ignored SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", c.log_of(1));
+    assert!(c.log_of(1).contains("fle-node stopping"));
+}
+
+/// Reaps a process handed out of the cluster, also when the test panics.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -4,8 +4,15 @@
 //! (`tick`), and carries out what it returns (`Output`): notifications to send and the
 //! decision. Time is passed in, so tests drive it with tables of messages and fake instants.
 //!
-//! Deliberate differences from ZooKeeper, each for robustness against bad peers: a
-//! notification naming a leader that is not a configured voter is dropped and counted.
+//! Deliberate differences from ZooKeeper:
+//! - a notification naming a leader that is not a configured voter is dropped and counted
+//!   (robustness against bad peers);
+//! - a LOOKING notification that arrives while this server is still settled is answered (as
+//!   in ZooKeeper) AND kept, then replayed when this server starts looking. ZooKeeper drops
+//!   it, so when one server notices a dead leader a moment before the others, its vote is
+//!   lost until its 200 ms re-send and the others can elect a worse leader without it.
+//!   Replaying is the same as that message arriving a little later, which the protocol must
+//!   tolerate anyway, so safety is unchanged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -106,6 +113,8 @@ pub struct Election {
     round_started: Instant,
     /// The vote this server stands by once decided (answered to LOOKING peers).
     current: Ballot,
+    /// The latest LOOKING notification per peer received while settled, with when it came.
+    parked: BTreeMap<u64, (Instant, Notification)>,
     counters: ElectionCounters,
 }
 
@@ -131,6 +140,7 @@ impl Election {
             poll_deadline: now,
             round_started: now,
             current: ballot,
+            parked: BTreeMap::new(),
             counters: ElectionCounters::default(),
         }
     }
@@ -168,7 +178,14 @@ impl Election {
         if self.count_agreeing(&self.recvset, &self.proposal_ballot(), true) >= self.cfg.quorum() {
             self.finalize_deadline = Some(now + self.cfg.finalize_wait);
         }
-        self.send_to_all()
+        let mut out = self.send_to_all();
+        // Only votes from the handover moment: older ones describe a past the peer has left.
+        for (from, (at, n)) in std::mem::take(&mut self.parked) {
+            if now.saturating_duration_since(at) <= self.cfg.finalize_wait {
+                out.extend(self.step(now, from, n));
+            }
+        }
+        out
     }
 
     /// The next instant `tick` has something to do, if any.
@@ -218,6 +235,8 @@ impl Election {
                     self.current.election_epoch,
                     self.state,
                 ));
+                // Kept for replay when we look again (see the module header).
+                self.parked.insert(from, (now, n));
             }
             return out;
         }
@@ -703,6 +722,30 @@ mod tests {
             (e.state(), e.leader(), e.logicalclock()),
             (Following, Some(2), 4)
         );
+    }
+
+    #[test]
+    fn a_vote_that_arrives_just_before_we_look_is_replayed_when_we_do() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 3), t);
+        e.start_looking(t, 0, 0);
+        e.step(t, 2, note(Leading, 2, 0, 1));
+        e.step(t, 3, note(Following, 2, 0, 1));
+        assert_eq!(e.state(), Following);
+        // 3 noticed the dead leader first; we still follow, answer, and keep its vote.
+        let out = e.step(t, 3, note(Looking, 3, 0, 2));
+        assert_eq!(sends(&out), vec![(3, 2, 1)]);
+        let out = e.start_looking(t, 0, 0);
+        assert_eq!(e.logicalclock(), 2);
+        assert_eq!(e.proposal().leader, 3, "3's vote was replayed");
+        assert!(sends(&out).contains(&(2, 3, 2)), "{out:?}");
+        assert!(e.finalize_deadline.is_some(), "3 and I agree");
+        // A vote parked long before we look again is not replayed.
+        e.tick(t + FW);
+        e.step(t + FW, 2, note(Looking, 2, 0, 3));
+        let out = e.start_looking(t + FW * 3, 0, 0);
+        assert_eq!(e.proposal().leader, 1);
+        assert!(!sends(&out).iter().any(|s| s.1 == 2));
     }
 
     #[test]

@@ -72,9 +72,19 @@ struct Link {
 }
 
 /// The running transport: hand it notifications, read incoming ones from `inbound`.
+/// Dropping it stops the acceptor and every peer task, closing their connections.
 pub struct Peers {
     links: BTreeMap<u64, Link>,
     pub counters: Arc<WireCounters>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Peers {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
 }
 
 /// Who we are on the election network.
@@ -98,6 +108,7 @@ impl Peers {
     ) -> Peers {
         let counters = Arc::new(WireCounters::default());
         let mut links = BTreeMap::new();
+        let mut tasks = Vec::new();
         for (sid, addr) in peers {
             if sid == me.sid {
                 continue;
@@ -115,7 +126,7 @@ impl Peers {
                 inbound: inbound.clone(),
                 counters: counters.clone(),
             };
-            tokio::spawn(task.run());
+            tasks.push(tokio::spawn(task.run()));
             links.insert(
                 sid,
                 Link {
@@ -133,8 +144,12 @@ impl Peers {
                 .collect(),
             counters: counters.clone(),
         };
-        tokio::spawn(acceptor.run(listener));
-        Peers { links, counters }
+        tasks.push(tokio::spawn(acceptor.run(listener)));
+        Peers {
+            links,
+            counters,
+            tasks,
+        }
     }
 
     /// Puts `n` in the peer's send slot, replacing what was not yet sent.

@@ -22,6 +22,7 @@ use tokio::time::{timeout, Instant};
 
 use crate::api::{NodeStatus, ZabPhase};
 use crate::node::peers::{self, Identity};
+use crate::node::store::Store;
 
 /// ZooKeeper's PING packet type, our only message.
 const PING: u8 = 5;
@@ -42,6 +43,8 @@ pub struct RoleContext {
     pub accepted: Arc<Mutex<mpsc::Receiver<TcpStream>>>,
     /// The published status: a role reports its phase there.
     pub status: Arc<tokio::sync::watch::Sender<NodeStatus>>,
+    /// The durable state (unused by this minimal role; Zab persists epochs through it).
+    pub store: Arc<std::sync::Mutex<Store>>,
 }
 
 impl RoleContext {

@@ -37,7 +37,15 @@ type RoleFuture = Pin<Box<dyn Future<Output = RoleEnd> + Send>>;
 /// Runs the server until SIGTERM/SIGINT.
 pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let store = Store::open(&cfg.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let opened = Store::open(&cfg.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (current_epoch, accepted_epoch, last_zxid) = (
+        opened.current_epoch(),
+        opened.accepted_epoch(),
+        opened.last_logged_zxid(),
+    );
+    let initial = initial_status(&cfg, &opened);
+    // Shared with the role: Zab persists epochs (and logs) while it runs.
+    let store = Arc::new(Mutex::new(opened));
     let me = cfg.me().clone();
     let election_listener = TcpListener::bind(me.election()).await.with_context(|| {
         format!(
@@ -85,7 +93,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let quorum = ecfg.quorum();
     let mut election = Election::new(ecfg, Instant::now().into_std());
 
-    let (status_tx, status_rx) = watch::channel(initial_status(&cfg, &store));
+    let (status_tx, status_rx) = watch::channel(initial);
     let status_tx = Arc::new(status_tx);
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
     let http_state = HttpState {
@@ -126,6 +134,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         identity,
         accepted: Arc::new(tokio::sync::Mutex::new(accepted_rx)),
         status: status_tx.clone(),
+        store: store.clone(),
     });
 
     tracing::info!(
@@ -135,9 +144,9 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         election = %me.election(),
         quorum_port = %me.quorum(),
         admin = %admin,
-        current_epoch = store.current_epoch(),
-        accepted_epoch = store.accepted_epoch(),
-        last_zxid = format_args!("{:#x}", store.last_logged_zxid()),
+        current_epoch,
+        accepted_epoch,
+        last_zxid = format_args!("{last_zxid:#x}"),
         "fle-node started"
     );
 
@@ -149,11 +158,8 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         role_ctx,
         role: None,
     };
-    let out = election.start_looking(
-        Instant::now().into_std(),
-        shell.store.last_logged_zxid(),
-        shell.store.current_epoch(),
-    );
+    let (zxid, epoch) = shell.vote_basis();
+    let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
     shell.looking(&election);
     shell.apply(&election, out);
 
@@ -172,11 +178,8 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             end = role_done(&mut shell.role), if shell.role.is_some() => {
                 shell.role = None;
                 tracing::info!(sid = cfg.sid, reason = ?end, "role ended");
-                let out = election.start_looking(
-                    Instant::now().into_std(),
-                    shell.store.last_logged_zxid(),
-                    shell.store.current_epoch(),
-                );
+                let (zxid, epoch) = shell.vote_basis();
+                let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
                 shell.looking(&election);
                 shell.apply(&election, out);
             }
@@ -207,12 +210,18 @@ struct Shell {
     peers: Peers,
     status: Arc<watch::Sender<NodeStatus>>,
     counters: Arc<Mutex<ElectionCounters>>,
-    store: Store,
+    store: Arc<Mutex<Store>>,
     role_ctx: Arc<RoleContext>,
     role: Option<RoleFuture>,
 }
 
 impl Shell {
+    /// (last logged zxid, currentEpoch): what my own vote is made of.
+    fn vote_basis(&self) -> (u64, u64) {
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        (store.last_logged_zxid(), store.current_epoch())
+    }
+
     fn apply(&mut self, election: &Election, out: Vec<Output>) {
         for o in out {
             match o {
@@ -224,11 +233,14 @@ impl Shell {
     }
 
     fn looking(&mut self, election: &Election) {
-        let (epoch, accepted, zxid) = (
-            self.store.current_epoch(),
-            self.store.accepted_epoch(),
-            self.store.last_logged_zxid(),
-        );
+        let (epoch, accepted, zxid) = {
+            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                store.current_epoch(),
+                store.accepted_epoch(),
+                store.last_logged_zxid(),
+            )
+        };
         self.status.send_modify(|s| {
             s.state = ServerState::Looking;
             s.leader = None;

@@ -136,6 +136,11 @@ impl Cluster {
         self.procs.insert(sid, child);
     }
 
+    /// Hands a running process over to the caller (who must reap it).
+    pub fn take_process(&mut self, sid: u64) -> Option<Child> {
+        self.procs.remove(&sid)
+    }
+
     pub fn pid(&self, sid: u64) -> Option<u32> {
         self.procs.get(&sid).map(|c| c.id())
     }
