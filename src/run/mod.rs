@@ -263,6 +263,7 @@ async fn run_body(
         observations: obs.clone(),
         seed,
         settings: plan.nemesis_settings.clone(),
+        time_limit: plan.time_limit,
         stop: ops_stopped.clone(),
     };
     let mut ops = JoinSet::new();
