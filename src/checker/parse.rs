@@ -1,0 +1,146 @@
+//! The fast path from `history.jsonl` to a `Digest`, without a `serde_json::Value` per event.
+//!
+//! Status reads are nearly every line of a history. Each is parsed into a borrowed struct
+//! holding only the fields the checkers judge; its `last_election` is kept as raw JSON text and
+//! parsed only when it differs from the node's previous one (it changes once per election,
+//! not once per read). Every other event goes through `Event` and the ordinary builder.
+
+use super::model::{Digest, DigestBuilder, NodeIx, StatusCore};
+use crate::api::{ElectionSummary, ServerState, ZabPhase};
+use crate::history::{Event, EventType, F};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    index: u64,
+    time: u64,
+    #[serde(borrow)]
+    process: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: EventType,
+    f: F,
+    #[serde(default, borrow)]
+    node: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    value: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct StatusFields<'a> {
+    state: ServerState,
+    leader: Option<u64>,
+    peer_epoch: u64,
+    #[serde(default)]
+    accepted_epoch: u64,
+    #[serde(default = "election_phase")]
+    zab_phase: ZabPhase,
+    #[serde(default, borrow)]
+    last_election: Option<&'a RawValue>,
+}
+
+fn election_phase() -> ZabPhase {
+    ZabPhase::Election
+}
+
+/// Reads a history file into a digest. Also returns each line's byte offset, so evidence can
+/// quote the original events. A torn last line (a killed controller) is skipped, as in
+/// `history::store::read_history`; any other bad line is an error naming it.
+pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open history {}", path.display()))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut b = DigestBuilder::new(nodes);
+    let mut last_raw: Vec<String> = Vec::new();
+    let mut offsets = Vec::new();
+    let mut line = String::new();
+    let mut offset = 0u64;
+    let mut lineno = 0u64;
+    let mut pending_err: Option<anyhow::Error> = None;
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .with_context(|| format!("{}: cannot read line {}", path.display(), lineno + 1))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        let start = offset;
+        offset += n as u64;
+        if line.trim().is_empty() {
+            continue;
+        }
+        // An error only counts if another line follows (else it is a torn last line).
+        if let Some(e) = pending_err.take() {
+            return Err(e);
+        }
+        let pos = offsets.len() as u32;
+        match add_line(&mut b, &mut last_raw, pos, &line) {
+            Ok(()) => offsets.push(start),
+            Err(e) => {
+                pending_err = Some(e.context(format!(
+                    "{}: line {lineno}: not a history event",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Ok((b.finish(), offsets))
+}
+
+fn add_line(b: &mut DigestBuilder, last_raw: &mut Vec<String>, pos: u32, line: &str) -> Result<()> {
+    let l: Line = serde_json::from_str(line)?;
+    if l.f == F::Status && l.kind == EventType::Ok {
+        let Some(node) = l.node.as_deref() else {
+            bail!("a status read without \"node\"")
+        };
+        let node: NodeIx = b.node(node);
+        let Some(value) = l.value else {
+            bail!("a status read without a value")
+        };
+        let s: StatusFields = serde_json::from_str(value.get()).context("not a node status")?;
+        let core = StatusCore {
+            state: s.state,
+            phase: s.zab_phase,
+            leader: s.leader,
+            peer_epoch: s.peer_epoch,
+            accepted_epoch: s.accepted_epoch,
+        };
+        b.status(pos, l.index, l.time, node, core);
+        if let Some(raw) = s.last_election.map(|r| r.get()).filter(|r| *r != "null") {
+            if last_raw.len() <= node as usize {
+                last_raw.resize(node as usize + 1, String::new());
+            }
+            let last = &mut last_raw[node as usize];
+            if last != raw {
+                let summary: ElectionSummary = serde_json::from_str(raw)
+                    .context("last_election is not an election summary")?;
+                b.election(pos, node, Some(summary));
+                last.clear();
+                last.push_str(raw);
+            } else {
+                b.note_election_present();
+            }
+        }
+        return Ok(());
+    }
+    let value = match l.value {
+        Some(v) => serde_json::from_str(v.get())?,
+        None => serde_json::Value::Null,
+    };
+    let e = Event {
+        index: l.index,
+        time: l.time,
+        process: l.process.into_owned(),
+        kind: l.kind,
+        f: l.f,
+        node: l.node.map(Cow::into_owned),
+        value,
+    };
+    b.event(pos, &e).map_err(anyhow::Error::msg)
+}
