@@ -80,7 +80,7 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
             return Err(e);
         }
         let pos = offsets.len() as u32;
-        match add_line(&mut b, &mut last_raw, pos, &line) {
+        match add_line(&mut b, &mut last_raw, pos, line.trim_end()) {
             Ok(()) => offsets.push(start),
             Err(e) => {
                 pending_err = Some(e.context(format!(
