@@ -13,6 +13,7 @@ pub mod finding;
 pub mod model;
 pub mod parse;
 pub mod recovery;
+pub mod scan;
 pub mod vote_rule;
 
 /// Jepsen's `valid?`: true, false or unknown.

@@ -197,6 +197,23 @@ impl DigestBuilder {
         ix
     }
 
+    /// A known node by its name's bytes; a linear look among a handful of names beats hashing.
+    pub fn find_node(&self, name: &[u8]) -> Option<NodeIx> {
+        let ix = self
+            .digest
+            .nodes
+            .iter()
+            .position(|n| n.as_bytes() == name)?;
+        Some(ix as NodeIx)
+    }
+
+    pub fn node_bytes(&mut self, name: &[u8]) -> NodeIx {
+        match self.find_node(name) {
+            Some(ix) => ix,
+            None => self.node(&String::from_utf8_lossy(name)),
+        }
+    }
+
     pub fn status(&mut self, pos: u32, index: u64, time: u64, node: NodeIx, core: StatusCore) {
         self.digest.events += 1;
         self.digest.reads[node as usize] += 1;

@@ -6,6 +6,7 @@
 //! not once per read). Every other event goes through `Event` and the ordinary builder.
 
 use super::model::{Digest, DigestBuilder, NodeIx, StatusCore};
+use super::scan;
 use crate::api::{ElectionSummary, ServerState, ZabPhase};
 use crate::history::{Event, EventType, F};
 use anyhow::{bail, Context, Result};
@@ -55,16 +56,16 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
         .with_context(|| format!("cannot open history {}", path.display()))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut b = DigestBuilder::new(nodes);
-    let mut last_raw: Vec<String> = Vec::new();
+    let mut last_raw: Vec<Vec<u8>> = Vec::new();
     let mut offsets = Vec::new();
-    let mut line = String::new();
+    let mut line: Vec<u8> = Vec::new();
     let mut offset = 0u64;
     let mut lineno = 0u64;
     let mut pending_err: Option<anyhow::Error> = None;
     loop {
         line.clear();
         let n = reader
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .with_context(|| format!("{}: cannot read line {}", path.display(), lineno + 1))?;
         if n == 0 {
             break;
@@ -72,7 +73,7 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
         lineno += 1;
         let start = offset;
         offset += n as u64;
-        if line.trim().is_empty() {
+        if line.iter().all(|c| c.is_ascii_whitespace()) {
             continue;
         }
         // An error only counts if another line follows (else it is a torn last line).
@@ -80,7 +81,21 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
             return Err(e);
         }
         let pos = offsets.len() as u32;
-        match add_line(&mut b, &mut last_raw, pos, line.trim_end()) {
+        let added = match std::str::from_utf8(&line) {
+            Ok(text) => {
+                let text = text.trim_end();
+                let prev = |node: &[u8]| {
+                    let ix = b.find_node(node)?;
+                    last_raw.get(ix as usize).map(|v| v.as_slice())
+                };
+                match scan::status_line(text.as_bytes(), prev) {
+                    Some(s) => add_scanned(&mut b, &mut last_raw, pos, s),
+                    None => add_line(&mut b, &mut last_raw, pos, text),
+                }
+            }
+            Err(e) => Err(anyhow::anyhow!("not UTF-8 text: {e}")),
+        };
+        match added {
             Ok(()) => offsets.push(start),
             Err(e) => {
                 pending_err = Some(e.context(format!(
@@ -93,7 +108,12 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
     Ok((b.finish(), offsets))
 }
 
-fn add_line(b: &mut DigestBuilder, last_raw: &mut Vec<String>, pos: u32, line: &str) -> Result<()> {
+fn add_line(
+    b: &mut DigestBuilder,
+    last_raw: &mut Vec<Vec<u8>>,
+    pos: u32,
+    line: &str,
+) -> Result<()> {
     let l: Line = serde_json::from_str(line)?;
     if l.f == F::Status && l.kind == EventType::Ok {
         let Some(node) = l.node.as_deref() else {
@@ -112,22 +132,8 @@ fn add_line(b: &mut DigestBuilder, last_raw: &mut Vec<String>, pos: u32, line: &
             accepted_epoch: s.accepted_epoch,
         };
         b.status(pos, l.index, l.time, node, core);
-        if let Some(raw) = s.last_election.map(|r| r.get()).filter(|r| *r != "null") {
-            if last_raw.len() <= node as usize {
-                last_raw.resize(node as usize + 1, String::new());
-            }
-            let last = &mut last_raw[node as usize];
-            if last != raw {
-                let summary: ElectionSummary = serde_json::from_str(raw)
-                    .context("last_election is not an election summary")?;
-                b.election(pos, node, Some(summary));
-                last.clear();
-                last.push_str(raw);
-            } else {
-                b.note_election_present();
-            }
-        }
-        return Ok(());
+        let raw = s.last_election.map(|r| r.get()).filter(|r| *r != "null");
+        return election(b, last_raw, pos, node, raw.map(str::as_bytes));
     }
     let value = match l.value {
         Some(v) => serde_json::from_str(v.get())?,
@@ -143,4 +149,49 @@ fn add_line(b: &mut DigestBuilder, last_raw: &mut Vec<String>, pos: u32, line: &
         value,
     };
     b.event(pos, &e).map_err(anyhow::Error::msg)
+}
+
+/// Adds a status read the scanner took apart.
+fn add_scanned(
+    b: &mut DigestBuilder,
+    last_raw: &mut Vec<Vec<u8>>,
+    pos: u32,
+    s: scan::StatusLine,
+) -> Result<()> {
+    let node = b.node_bytes(s.node);
+    let core = StatusCore {
+        state: s.state,
+        phase: s.phase,
+        leader: s.leader,
+        peer_epoch: s.peer_epoch,
+        accepted_epoch: s.accepted_epoch,
+    };
+    b.status(pos, s.index, s.time, node, core);
+    election(b, last_raw, pos, node, s.last_election)
+}
+
+/// Records a read's `last_election`, parsing it only when its text differs from the node's
+/// previous one.
+fn election(
+    b: &mut DigestBuilder,
+    last_raw: &mut Vec<Vec<u8>>,
+    pos: u32,
+    node: NodeIx,
+    raw: Option<&[u8]>,
+) -> Result<()> {
+    let Some(raw) = raw else { return Ok(()) };
+    if last_raw.len() <= node as usize {
+        last_raw.resize(node as usize + 1, Vec::new());
+    }
+    let last = &mut last_raw[node as usize];
+    if last.as_slice() == raw {
+        b.note_election_present();
+        return Ok(());
+    }
+    let summary: ElectionSummary =
+        serde_json::from_slice(raw).context("last_election is not an election summary")?;
+    b.election(pos, node, Some(summary));
+    last.clear();
+    last.extend_from_slice(raw);
+    Ok(())
 }
