@@ -110,6 +110,32 @@ pub enum Rec {
     Nemesis(Box<NemesisOp>),
 }
 
+impl Rec {
+    /// Moves a record parsed in a later part of a file into the whole: its position shifts by
+    /// the lines before the part, its node indices go through `map`.
+    pub fn shift(&mut self, by: u32, map: &[NodeIx]) {
+        match self {
+            Rec::Status(s) => {
+                s.pos += by;
+                s.node = map[s.node as usize];
+            }
+            Rec::Unreachable { pos, node, .. } => {
+                *pos += by;
+                *node = map[*node as usize];
+            }
+            Rec::Write(w) => w.pos += by,
+            Rec::FinalLog(l) => {
+                l.pos += by;
+                l.node = map[l.node as usize];
+            }
+            Rec::Nemesis(n) => {
+                n.pos += by;
+                n.nodes.iter_mut().for_each(|x| *x = map[*x as usize]);
+            }
+        }
+    }
+}
+
 /// A decided election a node reported, recorded when it first appeared.
 #[derive(Debug, Clone)]
 pub struct Election {

@@ -51,15 +51,155 @@ fn election_phase() -> ZabPhase {
 /// Reads a history file into a digest. Also returns each line's byte offset, so evidence can
 /// quote the original events. A torn last line (a killed controller) is skipped, as in
 /// `history::store::read_history`; any other bad line is an error naming it.
+///
+/// A large file is cut at line boundaries into one part per core, parsed in parallel and the
+/// parts joined (parsing is nearly all of a check's time). If any part finds a bad line, the
+/// whole file is read again in one pass, which names the line and tells a torn tail from a
+/// corrupt middle.
 pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> {
-    let file = std::fs::File::open(path)
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot open history {}", path.display()))?
+        .len();
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    // Below this a second thread costs more than it saves.
+    const PART_MIN: u64 = 16 << 20;
+    digest_file_in(path, nodes, (len / PART_MIN).clamp(1, cores as u64))
+}
+
+/// `digest_file` with a chosen number of parts (tests use it on small files).
+pub fn digest_file_in(path: &Path, nodes: &[String], parts: u64) -> Result<(Digest, Vec<u64>)> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot open history {}", path.display()))?
+        .len();
+    if parts <= 1 {
+        return digest_range(path, 0, u64::MAX, nodes).and_then(finish_whole);
+    }
+    let bounds = part_bounds(path, len, parts)?;
+    let results: Vec<Result<Part>> = std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| s.spawn(move || digest_range(path, w[0], w[1], nodes)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a parser thread panicked")))
+            })
+            .collect()
+    });
+    let last = results.len() - 1;
+    let clean = results
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.as_ref().is_ok_and(|p| i == last || p.torn_tail.is_none()));
+    if !clean {
+        return digest_range(path, 0, u64::MAX, nodes).and_then(finish_whole);
+    }
+    let parts: Vec<Part> = results
+        .into_iter()
+        .map(|r| r.expect("checked above"))
+        .collect();
+    Ok(join(parts))
+}
+
+/// Byte offsets that cut the file into `parts` pieces, each starting at a line.
+fn part_bounds(path: &Path, len: u64, parts: u64) -> Result<Vec<u64>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = BufReader::new(std::fs::File::open(path)?);
+    let mut bounds = vec![0];
+    for k in 1..parts {
+        let guess = len * k / parts;
+        file.seek(SeekFrom::Start(guess))?;
+        let mut skipped = Vec::new();
+        let n = file.read_until(b'\n', &mut skipped)? as u64;
+        let cut = (guess + n).min(len);
+        if cut > *bounds.last().unwrap() {
+            bounds.push(cut);
+        }
+    }
+    bounds.push(len);
+    Ok(bounds)
+}
+
+/// One part's digest, its lines' offsets, and the error of its last line if that line was bad
+/// (a torn tail only at the end of the file).
+struct Part {
+    digest: Digest,
+    offsets: Vec<u64>,
+    torn_tail: Option<anyhow::Error>,
+}
+
+fn finish_whole(p: Part) -> Result<(Digest, Vec<u64>)> {
+    Ok((p.digest, p.offsets))
+}
+
+/// Joins parts parsed separately: positions shift by the lines before each part, node indices
+/// are mapped by name (a part may meet a node test.json does not list), and an election a node
+/// reported across the cut is kept once.
+fn join(parts: Vec<Part>) -> (Digest, Vec<u64>) {
+    let mut it = parts.into_iter();
+    let first = it.next().expect("at least one part");
+    let (mut d, mut offsets) = (first.digest, first.offsets);
+    for p in it {
+        let shift = offsets.len() as u32;
+        let map: Vec<NodeIx> = p
+            .digest
+            .nodes
+            .iter()
+            .map(|name| match d.nodes.iter().position(|n| n == name) {
+                Some(ix) => ix as NodeIx,
+                None => {
+                    d.nodes.push(name.clone());
+                    d.reads.push(0);
+                    (d.nodes.len() - 1) as NodeIx
+                }
+            })
+            .collect();
+        for (ix, reads) in p.digest.reads.iter().enumerate() {
+            d.reads[map[ix] as usize] += reads;
+        }
+        d.events += p.digest.events;
+        d.reads_with_election += p.digest.reads_with_election;
+        let mut seen_first = vec![false; d.nodes.len()];
+        for mut el in p.digest.elections {
+            el.pos += shift;
+            el.node = map[el.node as usize];
+            let first_here = !std::mem::replace(&mut seen_first[el.node as usize], true);
+            let repeats = d
+                .elections
+                .iter()
+                .rev()
+                .find(|e| e.node == el.node)
+                .is_some_and(|e| e.summary == el.summary);
+            if !(first_here && repeats) {
+                d.elections.push(el);
+            }
+        }
+        d.recs.reserve(p.digest.recs.len());
+        d.recs.extend(p.digest.recs.into_iter().map(|mut r| {
+            r.shift(shift, &map);
+            r
+        }));
+        offsets.extend(p.offsets);
+    }
+    (d, offsets)
+}
+
+/// Parses the lines that start in `[start, end)`.
+fn digest_range(path: &Path, start: u64, end: u64, nodes: &[String]) -> Result<Part> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)
         .with_context(|| format!("cannot open history {}", path.display()))?;
+    file.seek(SeekFrom::Start(start))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut b = DigestBuilder::new(nodes);
     let mut last_raw: Vec<Vec<u8>> = Vec::new();
     let mut offsets = Vec::new();
     let mut line: Vec<u8> = Vec::new();
-    let mut offset = 0u64;
+    let mut offset = start;
     let mut lineno = 0u64;
     let mut pending_err: Option<anyhow::Error> = None;
     loop {
@@ -67,7 +207,7 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
         let n = reader
             .read_until(b'\n', &mut line)
             .with_context(|| format!("{}: cannot read line {}", path.display(), lineno + 1))?;
-        if n == 0 {
+        if n == 0 || offset >= end {
             break;
         }
         lineno += 1;
@@ -105,7 +245,11 @@ pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> 
             }
         }
     }
-    Ok((b.finish(), offsets))
+    Ok(Part {
+        digest: b.finish(),
+        offsets,
+        torn_tail: pending_err,
+    })
 }
 
 fn add_line(
