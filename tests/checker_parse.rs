@@ -28,7 +28,7 @@ fn conclusions(dir: &Path, history: &Path, parts: u64) -> serde_json::Value {
     });
     serde_json::json!({
         "results": serde_json::to_value(&results).unwrap(),
-        "events": d.events, "recs": d.recs.len(), "elections": d.elections.len(),
+        "events": d.events, "recs": d.records().count(), "elections": d.elections.len(),
         "reads": d.reads, "nodes": d.nodes, "offsets": offsets,
     })
 }

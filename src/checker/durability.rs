@@ -27,7 +27,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut fates: HashMap<&str, Fate> = HashMap::new();
     let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
     let mut writes = 0usize;
-    for r in &d.recs {
+    for r in d.records() {
         match r {
             Rec::Write(w) => {
                 writes += 1;

@@ -95,6 +95,9 @@ impl NemesisOp {
     }
 }
 
+// The memory budget: 5 M records must fit well under 1 GiB.
+const _: () = assert!(std::mem::size_of::<Rec>() <= 64);
+
 /// One record of the digest, in history order.
 #[derive(Debug, Clone)]
 pub enum Rec {
@@ -149,7 +152,9 @@ pub struct Election {
 pub struct Digest {
     /// Node names, those of test.json first, then any other the history names.
     pub nodes: Vec<String>,
-    pub recs: Vec<Rec>,
+    /// The records, in history order, as the parts they were parsed in (a file parsed in
+    /// parallel keeps its parts rather than copying them into one vector: half the peak memory).
+    pub parts: Vec<Vec<Rec>>,
     pub elections: Vec<Election>,
     /// Successful status reads per node.
     pub reads: Vec<u64>,
@@ -160,8 +165,13 @@ pub struct Digest {
 }
 
 impl Digest {
+    /// Every record, in history order.
+    pub fn records(&self) -> impl Iterator<Item = &Rec> + '_ {
+        self.parts.iter().flatten()
+    }
+
     pub fn statuses(&self) -> impl Iterator<Item = &Status> + '_ {
-        self.recs.iter().filter_map(|r| match r {
+        self.records().filter_map(|r| match r {
             Rec::Status(s) => Some(s),
             _ => None,
         })
@@ -223,6 +233,22 @@ impl DigestBuilder {
         ix
     }
 
+    fn push(&mut self, r: Rec) {
+        if self.digest.parts.is_empty() {
+            self.digest.parts.push(Vec::new());
+        }
+        self.digest.parts[0].push(r);
+    }
+
+    /// Reserves room for about `n` records: a vector that doubles as it grows copies itself
+    /// and, at its peak, holds both copies.
+    pub fn reserve(&mut self, n: usize) {
+        if self.digest.parts.is_empty() {
+            self.digest.parts.push(Vec::new());
+        }
+        self.digest.parts[0].reserve(n);
+    }
+
     /// A known node by its name's bytes; a linear look among a handful of names beats hashing.
     pub fn find_node(&self, name: &[u8]) -> Option<NodeIx> {
         let ix = self
@@ -243,7 +269,7 @@ impl DigestBuilder {
     pub fn status(&mut self, pos: u32, index: u64, time: u64, node: NodeIx, core: StatusCore) {
         self.digest.events += 1;
         self.digest.reads[node as usize] += 1;
-        self.digest.recs.push(Rec::Status(Status {
+        self.push(Rec::Status(Status {
             pos,
             index,
             time,
@@ -295,7 +321,7 @@ impl DigestBuilder {
             (F::Status, _) => {
                 self.digest.events += 1;
                 if let Some(node) = node {
-                    self.digest.recs.push(Rec::Unreachable {
+                    self.push(Rec::Unreachable {
                         pos,
                         time: e.time,
                         node,
@@ -306,7 +332,7 @@ impl DigestBuilder {
                 self.digest.events += 1;
                 let value = e.value.get("value").map(canonical);
                 let zxid = e.value.get("zxid").and_then(|z| z.as_u64());
-                self.digest.recs.push(Rec::Write(Box::new(WriteOp {
+                self.push(Rec::Write(Box::new(WriteOp {
                     pos,
                     time: e.time,
                     process: e.process.clone(),
@@ -329,9 +355,7 @@ impl DigestBuilder {
                     let why = e.value.get("error").and_then(|v| v.as_str());
                     Err(why.unwrap_or("no reason given").to_string())
                 };
-                self.digest
-                    .recs
-                    .push(Rec::FinalLog(Box::new(FinalLog { pos, node, entries })));
+                self.push(Rec::FinalLog(Box::new(FinalLog { pos, node, entries })));
             }
             (F::Read, _) => self.digest.events += 1,
             (f, kind) => {
@@ -348,7 +372,7 @@ impl DigestBuilder {
                     nodes.push(n);
                 }
                 let flag = |k: &str| e.value.get(k);
-                self.digest.recs.push(Rec::Nemesis(Box::new(NemesisOp {
+                self.push(Rec::Nemesis(Box::new(NemesisOp {
                     pos,
                     index: e.index,
                     time: e.time,

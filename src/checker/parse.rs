@@ -178,11 +178,10 @@ fn join(parts: Vec<Part>) -> (Digest, Vec<u64>) {
                 d.elections.push(el);
             }
         }
-        d.recs.reserve(p.digest.recs.len());
-        d.recs.extend(p.digest.recs.into_iter().map(|mut r| {
-            r.shift(shift, &map);
-            r
-        }));
+        for mut recs in p.digest.parts {
+            recs.iter_mut().for_each(|r| r.shift(shift, &map));
+            d.parts.push(recs);
+        }
         offsets.extend(p.offsets);
     }
     (d, offsets)
@@ -196,6 +195,11 @@ fn digest_range(path: &Path, start: u64, end: u64, nodes: &[String]) -> Result<P
     file.seek(SeekFrom::Start(start))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut b = DigestBuilder::new(nodes);
+    // Status lines are several hundred bytes; reserved but untouched room costs no memory.
+    let span = end
+        .min(reader.get_ref().metadata()?.len())
+        .saturating_sub(start);
+    b.reserve((span / 160) as usize);
     let mut last_raw: Vec<Vec<u8>> = Vec::new();
     let mut offsets = Vec::new();
     let mut line: Vec<u8> = Vec::new();

@@ -57,8 +57,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut final_heal: Option<&NemesisOp> = None;
     // The heal is done at its `info`; only a history without one falls back to the `invoke`.
     let final_kind = if d
-        .recs
-        .iter()
+        .records()
         .any(|r| matches!(r, Rec::Nemesis(op) if op.is_final && op.kind == EventType::Info))
     {
         EventType::Info
@@ -74,7 +73,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut overlaps = Vec::new();
     let mut end_time = 0u64;
 
-    for r in &d.recs {
+    for r in d.records() {
         let (time, pos) = match r {
             Rec::Status(s) => {
                 view[s.node as usize] = Some(*s);
