@@ -203,13 +203,32 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
     }
+    let (n_windows, windows_ms) = (windows.len(), total_ms(&windows));
+    let windows_max = windows.iter().filter_map(|w| w["ms"].as_u64()).max();
+    let (n_overlaps, overlaps_ms) = (overlaps.len(), total_ms(&overlaps));
     let m = json!({
         "bound_ms": bound_ms,
         "quorum": quorum,
         "final_heal_to_quorum_leader_ms": recovered.map(|r| r.0 / 1_000_000),
-        "faults": fault_times,
-        "leaderless_windows": windows,
-        "leader_overlaps": overlaps,
+        "faults": capped(fault_times),
+        "leaderless_windows": capped(windows),
+        "leaderless_windows_count": n_windows,
+        "leaderless_ms_total": windows_ms,
+        "leaderless_ms_max": windows_max,
+        "leader_overlaps": capped(overlaps),
+        "leader_overlaps_count": n_overlaps,
+        "leader_overlap_ms_total": overlaps_ms,
     });
     Finding::judge(violations, gaps, ok).with_measurements(m)
+}
+
+/// A flapping cluster can open thousands of windows: list the first 1000 (counts and totals
+/// cover them all).
+fn capped(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    v.truncate(1000);
+    v
+}
+
+fn total_ms(v: &[serde_json::Value]) -> u64 {
+    v.iter().filter_map(|w| w["ms"].as_u64()).sum()
 }
