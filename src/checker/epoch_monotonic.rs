@@ -68,7 +68,10 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
         if max_steps.last().is_none_or(|m| s.peer_epoch > m.1) {
-            max_steps.push((s.time, s.peer_epoch, s.pos));
+            // Times may step back a little between concurrently appended lines; a step dated
+            // no earlier than the one before keeps the search sorted and errs towards "later".
+            let t = max_steps.last().map_or(s.time, |m| m.0.max(s.time));
+            max_steps.push((t, s.peer_epoch, s.pos));
         }
         last[s.node as usize] = Some(*s);
     }

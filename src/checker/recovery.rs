@@ -106,7 +106,10 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             Rec::Write(w) => (w.time, w.pos),
             Rec::FinalLog(_) => continue,
         };
-        end_time = end_time.max(time);
+        // Observers append concurrently, so times can step back a little between lines;
+        // the running maximum keeps every interval non-negative.
+        let time = time.max(end_time);
+        end_time = time;
 
         // A leaderless window opens at the first record without a quorum leader.
         match (quorum_leader(d, &view, quorum).is_some(), window_start) {
