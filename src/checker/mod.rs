@@ -81,8 +81,10 @@ pub struct CheckOptions {
     /// How long after the final heal a quorum may take to agree on a leader; None: derived from
     /// the cluster's timing (`recovery::default_bound_ms`).
     pub recovery_bound_ms: Option<u64>,
-    /// How old a status read's snapshot may be at its recorded (receive) time. Orderings between
-    /// reads of different nodes are only trusted beyond this margin.
+    /// How old a status read's snapshot may be at its recorded (receive) time: at least the
+    /// observer's per-read timeout, since a late answer carries an old state. Orderings between
+    /// reads of different nodes are only trusted beyond this margin. (Reads of one node are
+    /// taken in order: an observer sends its next read only after the previous answer.)
     pub read_slack_ms: u64,
 }
 
