@@ -93,8 +93,8 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                     entries[i].0, entries[i].1, longest[i].0, longest[i].1
                 ),
                 vec![
-                    EvRef::new(l.pos, format!("{name} final log")),
-                    EvRef::new(longest_log.pos, format!("{lname} final log")),
+                    EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
+                    EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
                 ],
             ));
         } else if entries.len() < longest.len() {
@@ -104,7 +104,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                     entries.len(),
                     longest.len()
                 ),
-                vec![EvRef::new(l.pos, format!("{name} final log"))],
+                vec![EvRef::new(l.pos, format!("{name} final log")).at_entry(entries.len())],
             ));
         }
     }
@@ -115,8 +115,8 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     for (l, entries) in &readable {
         let name = d.name(l.node);
         let mut seen: HashMap<&str, u64> = HashMap::new();
-        for (zxid, v) in entries.iter() {
-            let here = EvRef::new(l.pos, format!("{name} final log"));
+        for (i, (zxid, v)) in entries.iter().enumerate() {
+            let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(i);
             if let Some(first) = seen.insert(v.as_str(), *zxid) {
                 listed.1.insert(v);
                 violations.push((
@@ -150,7 +150,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     }
 
     // Every acknowledged write is in the longest log, at its acknowledged zxid.
-    let in_longest: HashMap<&str, u64> = longest.iter().map(|(z, v)| (v.as_str(), *z)).collect();
+    let in_longest: HashMap<&str, (usize, u64)> = longest
+        .iter()
+        .enumerate()
+        .map(|(i, (z, v))| (v.as_str(), (i, *z)))
+        .collect();
     let mut acked = 0usize;
     let mut acks: Vec<(&str, &WriteOp)> = fates
         .iter()
@@ -172,8 +176,8 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                     proof,
                 ));
             }
-            (Some(at), Some(z)) if at != z => {
-                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")));
+            (Some((i, at)), Some(z)) if at != z => {
+                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
                 violations.push((
                     format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),
                     proof,

@@ -8,6 +8,8 @@ use super::Validity;
 pub struct EvRef {
     pub pos: u32,
     pub why: String,
+    /// For a final log: the entry that matters (only entries around it are quoted).
+    pub entry: Option<usize>,
 }
 
 impl EvRef {
@@ -15,7 +17,39 @@ impl EvRef {
         EvRef {
             pos,
             why: why.into(),
+            entry: None,
         }
+    }
+
+    pub fn at_entry(mut self, i: usize) -> Self {
+        self.entry = Some(i);
+        self
+    }
+}
+
+/// A final log can hold a whole run's writes: quote only a few entries of it (around the one
+/// that matters), saying which and how many there are.
+pub fn trim_log(event: &mut serde_json::Value, entry: Option<usize>) {
+    const AROUND: usize = 3;
+    let Some(entries) = event
+        .get_mut("value")
+        .and_then(|v| v.get_mut("entries"))
+        .and_then(|e| e.as_array_mut())
+    else {
+        return;
+    };
+    let total = entries.len();
+    let from = entry.map_or(0, |i| i.saturating_sub(AROUND)).min(total);
+    let to = entry.map_or(2 * AROUND, |i| i + AROUND + 1).min(total);
+    if from == 0 && to == total {
+        return;
+    }
+    let kept: Vec<serde_json::Value> = entries.drain(from..to).collect();
+    *entries = kept;
+    let value = event.get_mut("value").and_then(|v| v.as_object_mut());
+    if let Some(value) = value {
+        value.insert("entries_total".into(), total.into());
+        value.insert("entries_shown_from".into(), from.into());
     }
 }
 
@@ -72,4 +106,47 @@ impl Finding {
 /// "1.234 s" from nanoseconds, for explanations.
 pub fn secs(ns: u64) -> String {
     format!("{:.3} s", ns as f64 / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_log;
+    use serde_json::json;
+
+    fn log(n: u64) -> serde_json::Value {
+        let entries: Vec<_> = (0..n).map(|z| json!({"zxid": z, "value": z})).collect();
+        json!({"index": 9, "f": "final-log", "value": {"entries": entries, "last_committed_zxid": n}})
+    }
+
+    #[test]
+    fn a_long_final_log_is_quoted_around_the_entry_that_matters() {
+        let mut e = log(100);
+        trim_log(&mut e, Some(50));
+        let shown: Vec<u64> = e["value"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["zxid"].as_u64().unwrap())
+            .collect();
+        assert_eq!(shown, (47..=53).collect::<Vec<_>>());
+        assert_eq!(
+            (
+                e["value"]["entries_total"].as_u64(),
+                e["value"]["entries_shown_from"].as_u64()
+            ),
+            (Some(100), Some(47))
+        );
+
+        let mut e = log(100);
+        trim_log(&mut e, None);
+        assert_eq!(e["value"]["entries"].as_array().unwrap().len(), 6);
+
+        // Short logs, and entries past the end, are quoted whole.
+        let mut e = log(4);
+        trim_log(&mut e, Some(3));
+        assert_eq!(e, log(4));
+        let mut e = log(100);
+        trim_log(&mut e, Some(100));
+        assert_eq!(e["value"]["entries_shown_from"].as_u64(), Some(97));
+    }
 }

@@ -118,7 +118,11 @@ pub fn check_digest(
         let evidence = f
             .evidence
             .iter()
-            .map(|ev| serde_json::json!({"why": ev.why, "event": quote(ev.pos)}))
+            .map(|ev| {
+                let mut event = quote(ev.pos);
+                finding::trim_log(&mut event, ev.entry);
+                serde_json::json!({"why": ev.why, "event": event})
+            })
             .collect();
         checkers.push(CheckResult {
             name: name.to_string(),
