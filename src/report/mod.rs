@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod faults;
+pub mod fixture;
 pub mod html;
 pub mod index;
 pub mod junit;

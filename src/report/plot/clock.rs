@@ -24,7 +24,6 @@ impl Drawing for Clock<'_> {
                 caption: Some("Clock offset per node"),
                 y_desc: "node clock − controller clock (s)",
                 pick: |n| &n.clock_offset_s,
-                legend: true,
                 x_desc: true,
             },
         )

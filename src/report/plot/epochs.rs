@@ -24,7 +24,6 @@ impl Drawing for Epochs<'_> {
                 caption: Some("Epochs and last zxid per node"),
                 y_desc: "current epoch",
                 pick: |n| &n.epoch,
-                legend: true,
                 x_desc: false,
             },
         )?;
@@ -35,7 +34,6 @@ impl Drawing for Epochs<'_> {
                 caption: None,
                 y_desc: "last zxid (counter)",
                 pick: |n| &n.zxid_counter,
-                legend: false,
                 x_desc: true,
             },
         )

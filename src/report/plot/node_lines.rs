@@ -14,8 +14,6 @@ pub struct Panel<'a> {
     pub caption: Option<&'a str>,
     pub y_desc: &'a str,
     pub pick: fn(&NodeData) -> &ColumnSeries,
-    /// Draw the legend (node colors and fault kinds) above this panel.
-    pub legend: bool,
     pub x_desc: bool,
 }
 
@@ -37,17 +35,25 @@ pub fn draw_panel<DB: DrawingBackend>(
     // Leave room so flat lines sit inside the frame, not on it.
     let pad = ((hi - lo) * 0.08).max(0.5);
     let (lo, hi) = (lo - pad, hi + pad);
-    let mut builder = ChartBuilder::on(area);
+    let body = match panel.caption {
+        Some(title) => {
+            let mut keys: Vec<Key> = data
+                .nodes
+                .keys()
+                .enumerate()
+                .map(|(i, n)| Key::new(n.clone(), style::node_color(i), 1.0))
+                .collect();
+            keys.extend(style::fault_keys(&data.faults));
+            style::header(area, title, &keys)?
+        }
+        None => area.clone(),
+    };
+    let mut builder = ChartBuilder::on(&body);
     builder
+        .margin_top(6)
         .margin_right(20)
         .margin_left(10)
         .y_label_area_size(80);
-    if let Some(c) = panel.caption {
-        builder
-            .caption(c, (FONT, 20))
-            .margin_top(8)
-            .set_label_area_size(LabelAreaPosition::Top, 28);
-    }
     builder.x_label_area_size(if panel.x_desc { 40 } else { 26 });
     let mut chart = builder
         .build_cartesian_2d(0f64..t_end, lo..hi)
@@ -83,16 +89,6 @@ pub fn draw_panel<DB: DrawingBackend>(
                     .map_err(drawing_error)?;
             }
         }
-    }
-    if panel.legend {
-        let mut keys: Vec<Key> = data
-            .nodes
-            .keys()
-            .enumerate()
-            .map(|(i, n)| Key::new(n.clone(), style::node_color(i), 1.0))
-            .collect();
-        keys.extend(style::fault_keys(&data.faults));
-        style::legend_row(area, &keys, (100, 34))?;
     }
     if data.nodes.values().all(|n| (panel.pick)(n).is_empty()) {
         style::centered_note(area, "no readings in the history")?;

@@ -32,15 +32,27 @@ impl Drawing for RecoveryPlot<'_> {
             .filter_map(|r| r.recovery_s)
             .fold(1.0f64, f64::max)
             * 1.15;
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                "Recovery: time to a quorum-backed leader after each fault",
-                (FONT, 20),
-            )
-            .margin_top(8)
+        let mut keys: Vec<Key> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| self.recoveries.iter().any(|r| r.kind == *k))
+            .map(|k| Key::new(k.name(), style::fault_color(k), 1.0))
+            .collect();
+        if self.recoveries.iter().any(|r| r.recovery_s.is_none()) {
+            keys.push(Key::new(
+                "× = no quorum-backed leader before the end",
+                BLACK,
+                0.0,
+            ));
+        }
+        let body = style::header(
+            root,
+            "Recovery: time to a quorum-backed leader after each fault",
+            &keys,
+        )?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(6)
             .margin_right(20)
             .margin_left(10)
-            .set_label_area_size(LabelAreaPosition::Top, 28)
             .x_label_area_size(40)
             .y_label_area_size(70)
             .build_cartesian_2d(0f64..t_end, 0f64..max_s)
@@ -71,19 +83,6 @@ impl Drawing for RecoveryPlot<'_> {
                 }))
                 .map_err(drawing_error)?;
         }
-        let mut keys: Vec<Key> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| self.recoveries.iter().any(|r| r.kind == *k))
-            .map(|k| Key::new(k.name(), style::fault_color(k), 1.0))
-            .collect();
-        if self.recoveries.iter().any(|r| r.recovery_s.is_none()) {
-            keys.push(Key::new(
-                "× = no quorum-backed leader before the end",
-                BLACK,
-                0.0,
-            ));
-        }
-        style::legend_row(root, &keys, (90, 34))?;
         if self.recoveries.is_empty() {
             style::centered_note(root, "no faults in this run")?;
         }

@@ -117,6 +117,29 @@ pub fn legend_row<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Height of the strip above each chart that holds its title and legend.
+pub const HEADER_PX: u32 = 60;
+
+/// Draws the title and the legend above the chart (never over the data) and returns the
+/// area left for the chart.
+pub fn header<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    keys: &[Key],
+) -> Result<DrawingArea<DB, plotters::coord::Shift>> {
+    let (head, body) = area.split_vertically(HEADER_PX);
+    let (w, _) = head.dim_in_pixel();
+    let style =
+        TextStyle::from((FONT, 20).into_font()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Top,
+        ));
+    head.draw(&Text::new(title.to_string(), (w as i32 / 2, 6), style))
+        .map_err(drawing_error)?;
+    legend_row(&head, keys, (90, 36))?;
+    Ok(body)
+}
+
 /// Writes a one-line note (e.g. "no data") in the middle of an area.
 pub fn centered_note<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,

@@ -36,13 +36,22 @@ impl Drawing for Timeline<'_> {
         root.fill(&WHITE).map_err(drawing_error)?;
         let t_end = style::t_end_s(data.t_end_ns);
         let lanes = data.nodes.len().max(1) as f64;
-        let mut chart = ChartBuilder::on(root)
-            .caption("Leader timeline", (FONT, 20))
-            .margin_top(8)
+        let mut keys: Vec<Key> = STATES
+            .into_iter()
+            .filter(|s| {
+                data.nodes
+                    .values()
+                    .any(|n| n.spans.iter().any(|x| x.state == *s))
+            })
+            .map(|s| Key::new(s.name(), style::lane_color(s), 1.0))
+            .collect();
+        keys.extend(style::fault_keys(&data.faults));
+        let body = style::header(root, "Leader timeline", &keys)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(6)
             .margin_right(20)
             .margin_left(10)
-            .set_label_area_size(LabelAreaPosition::Top, 28)
-            .x_label_area_size(36)
+            .x_label_area_size(40)
             .y_label_area_size(50)
             .build_cartesian_2d(0f64..t_end, 0f64..lanes)
             .map_err(drawing_error)?;
@@ -105,17 +114,6 @@ impl Drawing for Timeline<'_> {
             ))
             .map_err(drawing_error)?;
         }
-        let mut keys: Vec<Key> = STATES
-            .into_iter()
-            .filter(|s| {
-                data.nodes
-                    .values()
-                    .any(|n| n.spans.iter().any(|x| x.state == *s))
-            })
-            .map(|s| Key::new(s.name(), style::lane_color(s), 1.0))
-            .collect();
-        keys.extend(style::fault_keys(&data.faults));
-        style::legend_row(root, &keys, (70, 34))?;
         if data.nodes.values().all(|n| n.spans.is_empty()) {
             style::centered_note(root, "no status reads in the history")?;
         }

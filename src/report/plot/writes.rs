@@ -5,6 +5,7 @@
 use super::style::{self, Key, FONT};
 use super::{drawing_error, Drawing};
 use crate::report::scan::RunData;
+use crate::report::scan::COLUMNS;
 use crate::report::series::ColumnSeries;
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -42,12 +43,17 @@ impl Drawing for Writes<'_> {
             .map(|r| r.1)
             .fold(1.0f64, f64::max)
             * 1.1;
-        let mut chart = ChartBuilder::on(&top)
-            .caption("Client operations: latency and throughput", (FONT, 20))
-            .margin_top(8)
+        let mut keys: Vec<Key> = ops
+            .iter()
+            .filter(|(_, s, _)| !s.is_empty())
+            .map(|(name, _, c)| Key::new(*name, *c, 1.0))
+            .collect();
+        keys.extend(style::fault_keys(&data.faults));
+        let body = style::header(&top, "Client operations: latency and throughput", &keys)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(6)
             .margin_right(20)
             .margin_left(10)
-            .set_label_area_size(LabelAreaPosition::Top, 28)
             .x_label_area_size(30)
             .y_label_area_size(70)
             .build_cartesian_2d(0f64..t_end, 0f64..max_latency)
@@ -71,13 +77,6 @@ impl Drawing for Writes<'_> {
                 }))
                 .map_err(drawing_error)?;
         }
-        let mut keys: Vec<Key> = ops
-            .iter()
-            .filter(|(_, s, _)| !s.is_empty())
-            .map(|(name, _, c)| Key::new(*name, *c, 1.0))
-            .collect();
-        keys.extend(style::fault_keys(&data.faults));
-        style::legend_row(&top, &keys, (90, 34))?;
         if !self.has_ops() {
             style::centered_note(&top, "no client operations in the history")?;
         }
@@ -91,10 +90,23 @@ fn throughput<DB: DrawingBackend>(
     ok: &ColumnSeries,
     t_end: f64,
 ) -> Result<()> {
-    let width_s = ok.column_width_s().max(1e-9);
-    let rate: Vec<(f64, f64)> = ok
-        .points()
-        .map(|(t, b)| (t, b.count as f64 / width_s))
+    // Throughput needs wider bins than latency: ~1 s, and at least 60 bins per plot.
+    let col_s = ok.column_width_s().max(1e-9);
+    let per_bin = ((1.0 / col_s).ceil() as usize).clamp(1, (COLUMNS / 60).max(1));
+    let bin_s = col_s * per_bin as f64;
+    let bins = COLUMNS.div_ceil(per_bin);
+    let mut counts = vec![0u64; bins];
+    for (t, b) in ok.points() {
+        counts[((t / bin_s) as usize).min(bins - 1)] += b.count;
+    }
+    // A step line: each bin's rate holds across the bin.
+    let rate: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let r = *c as f64 / bin_s;
+            [(i as f64 * bin_s, r), ((i + 1) as f64 * bin_s, r)]
+        })
         .collect();
     let max_rate = rate.iter().map(|p| p.1).fold(1.0f64, f64::max) * 1.1;
     let mut chart = ChartBuilder::on(area)
@@ -112,24 +124,8 @@ fn throughput<DB: DrawingBackend>(
         .draw()
         .map_err(drawing_error)?;
     style::shade_faults(&mut chart, &data.faults, (0.0, max_rate))?;
-    // Columns without completions are zero throughput, not missing data.
-    let mut line = Vec::with_capacity(rate.len() * 2);
-    let mut next = rate.iter().peekable();
-    let columns = (t_end / width_s).round() as usize;
-    for c in 0..columns {
-        let t = (c as f64 + 0.5) * width_s;
-        let v = match next.peek() {
-            Some((pt, v)) if (pt - t).abs() < width_s / 2.0 => {
-                let v = *v;
-                next.next();
-                v
-            }
-            _ => 0.0,
-        };
-        line.push((t, v));
-    }
     chart
-        .draw_series(LineSeries::new(line, OK.stroke_width(1)))
+        .draw_series(LineSeries::new(rate, OK.stroke_width(1)))
         .map_err(drawing_error)?;
     Ok(())
 }
