@@ -106,22 +106,19 @@ impl<'de> Visitor<'de> for LiteValueVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LiteValue, A::Error> {
         let mut v = LiteValue::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
-                "state" => {
-                    let s: Option<Cow<'de, str>> = map.next_value()?;
-                    v.state = s.as_deref().and_then(LaneState::parse);
-                }
-                "leader" => v.leader = map.next_value::<Option<u64>>()?,
-                "peer_epoch" => v.peer_epoch = Some(map.next_value()?),
-                "last_zxid" => v.last_zxid = Some(map.next_value()?),
-                "wall_clock_ms" => v.wall_clock_ms = Some(map.next_value()?),
-                "zxid" => v.zxid = map.next_value::<MaybeU64>()?.get(),
-                "error" => {
+        while let Some(key) = map.next_key::<Field>()? {
+            match key {
+                Field::State => v.state = map.next_value::<StateField>()?.0,
+                Field::Leader => v.leader = map.next_value::<Option<u64>>()?,
+                Field::PeerEpoch => v.peer_epoch = Some(map.next_value()?),
+                Field::LastZxid => v.last_zxid = Some(map.next_value()?),
+                Field::WallClockMs => v.wall_clock_ms = Some(map.next_value()?),
+                Field::Zxid => v.zxid = map.next_value::<MaybeU64>()?.get(),
+                Field::Error => {
                     map.next_value::<IgnoredAny>()?;
                     v.has_error = true;
                 }
-                _ => {
+                Field::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -156,6 +153,85 @@ impl<'de> Visitor<'de> for LiteValueVisitor {
 
     fn visit_str<E>(self, _: &str) -> Result<LiteValue, E> {
         Ok(LiteValue::default())
+    }
+}
+
+/// A value key, recognised without allocating (a million status reads have ~15 keys each).
+enum Field {
+    State,
+    Leader,
+    PeerEpoch,
+    LastZxid,
+    WallClockMs,
+    Zxid,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Field, E> {
+                Ok(match s {
+                    "state" => Field::State,
+                    "leader" => Field::Leader,
+                    "peer_epoch" => Field::PeerEpoch,
+                    "last_zxid" => Field::LastZxid,
+                    "wall_clock_ms" => Field::WallClockMs,
+                    "zxid" => Field::Zxid,
+                    "error" => Field::Error,
+                    _ => Field::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// A status's `state`, read without allocating; unknown states and non-strings are None.
+struct StateField(Option<LaneState>);
+
+impl<'de> Deserialize<'de> for StateField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StateField;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a server state")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<StateField, E> {
+                Ok(StateField(LaneState::parse(s)))
+            }
+            fn visit_unit<E>(self) -> Result<StateField, E> {
+                Ok(StateField(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StateField, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StateField(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<StateField, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StateField(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<StateField, E> {
+                Ok(StateField(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<StateField, E> {
+                Ok(StateField(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<StateField, E> {
+                Ok(StateField(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<StateField, E> {
+                Ok(StateField(None))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
