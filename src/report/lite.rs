@@ -61,7 +61,7 @@ impl LaneState {
         }
     }
 
-    fn parse(s: &str) -> Option<LaneState> {
+    pub fn parse(s: &str) -> Option<LaneState> {
         match s {
             "LOOKING" => Some(LaneState::Looking),
             "FOLLOWING" => Some(LaneState::Following),

@@ -12,6 +12,7 @@
 //! renders in seconds with flat memory. `cli` holds `fle-chaos report` and `fle-chaos serve`.
 
 pub mod cli;
+pub mod fast;
 pub mod faults;
 pub mod fixture;
 pub mod html;

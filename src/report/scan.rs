@@ -69,22 +69,22 @@ pub fn scan(path: &Path, nodes: &[String], started_at_ms: i64, quorum: usize) ->
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot open history {}", path.display()))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_no = 0u64;
     loop {
         line.clear();
         let n = reader
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .with_context(|| format!("{}: cannot read line {}", path.display(), line_no + 1))?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        let text = line.trim_end();
+        let text = line.trim_ascii_end();
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_str::<LiteEvent>(text) {
+        match super::fast::parse_line(text) {
             Ok(e) => s.event(&e, text)?,
             // A torn last line is what a killed controller leaves behind.
             Err(_) if reader.fill_buf().map(|b| b.is_empty()).unwrap_or(false) => break,
@@ -179,26 +179,18 @@ impl Scanner {
         self.nodes.get_mut(name).expect("inserted above")
     }
 
-    fn event(&mut self, e: &LiteEvent, line: &str) -> Result<()> {
+    fn event(&mut self, e: &LiteEvent, line: &[u8]) -> Result<()> {
         self.events += 1;
         if self.head.len() < HEAD_LINES {
-            let mut l = line.to_string();
-            if l.len() > HEAD_LINE_CHARS {
-                let cut = (0..=HEAD_LINE_CHARS)
-                    .rev()
-                    .find(|&i| l.is_char_boundary(i))
-                    .unwrap_or(0);
-                l.truncate(cut);
-                l.push('…');
-            }
-            self.head.push(l);
+            let l = String::from_utf8_lossy(line);
+            self.head.push(super::text::shorten(&l, HEAD_LINE_CHARS));
         }
         match e.f {
             F::Status => self.status(e),
             F::Write | F::Read => self.op(e),
             f if FaultTracker::is_nemesis_f(f) && e.process == crate::history::NEMESIS => {
                 // Rare: parse the whole event, its value says what was done to whom.
-                let full: Event = serde_json::from_str(line)?;
+                let full: Event = serde_json::from_slice(line)?;
                 match self.faults.observe(&full) {
                     FaultChange::Started(kind, nodes) => {
                         let at = self
