@@ -62,11 +62,15 @@ impl LaneState {
     }
 
     pub fn parse(s: &str) -> Option<LaneState> {
+        Self::parse_bytes(s.as_bytes())
+    }
+
+    pub fn parse_bytes(s: &[u8]) -> Option<LaneState> {
         match s {
-            "LOOKING" => Some(LaneState::Looking),
-            "FOLLOWING" => Some(LaneState::Following),
-            "LEADING" => Some(LaneState::Leading),
-            "OBSERVING" => Some(LaneState::Observing),
+            b"LOOKING" => Some(LaneState::Looking),
+            b"FOLLOWING" => Some(LaneState::Following),
+            b"LEADING" => Some(LaneState::Leading),
+            b"OBSERVING" => Some(LaneState::Observing),
             _ => None,
         }
     }

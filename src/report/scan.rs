@@ -68,34 +68,212 @@ pub fn scan(path: &Path, nodes: &[String], started_at_ms: i64, quorum: usize) ->
     let mut s = Scanner::new(t_end_ns, nodes, started_at_ms, quorum);
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot open history {}", path.display()))?;
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4);
+    // Parsing is most of the work and lines are independent: blocks of lines are parsed on
+    // `workers` threads, round robin, and consumed here in file order.
+    std::thread::scope(|scope| -> Result<()> {
+        let mut to_workers = Vec::new();
+        let mut from_workers = Vec::new();
+        for _ in 0..workers {
+            let (block_tx, block_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+            let (parsed_tx, parsed_rx) = std::sync::mpsc::sync_channel::<ParsedBlock>(2);
+            scope.spawn(move || {
+                for block in block_rx {
+                    if parsed_tx.send(parse_block(block)).is_err() {
+                        break;
+                    }
+                }
+            });
+            to_workers.push(block_tx);
+            from_workers.push(parsed_rx);
+        }
+        let reader = scope.spawn(move || read_blocks(file, to_workers));
+        let mut line_no = 0u64;
+        for seq in 0.. {
+            let Ok(block) = from_workers[seq % workers].recv() else {
+                break;
+            };
+            for rec in block.recs {
+                let line = &block.bytes[rec.line.0..rec.line.1];
+                let event = LiteEvent {
+                    time: rec.time,
+                    process: rec.process.as_cow(&block.bytes),
+                    kind: rec.kind,
+                    f: rec.f,
+                    node: rec.node.as_ref().map(|n| n.as_cow(&block.bytes)),
+                    value: rec.value,
+                };
+                s.event(&event, line)?;
+            }
+            if let Some(bad) = block.error {
+                // A torn last line (no newline: the controller died writing it) ends the
+                // history; any other bad line is damage.
+                if bad.unterminated {
+                    break;
+                }
+                bail!(
+                    "{}: line {} is not a history event ({}); the file is damaged: \
+                     re-run the test or cut the history before this line",
+                    path.display(),
+                    line_no + bad.line + 1,
+                    bad.error
+                );
+            }
+            line_no += block.lines;
+        }
+        drop(from_workers);
+        reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the history reader thread panicked"))?
+            .with_context(|| format!("cannot read {}", path.display()))
+    })?;
+    Ok(s.finish())
+}
+
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// Reads whole lines in blocks of about `BLOCK_BYTES` and deals them to the workers.
+fn read_blocks(
+    file: std::fs::File,
+    workers: Vec<std::sync::mpsc::SyncSender<Vec<u8>>>,
+) -> std::io::Result<()> {
     let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut line = Vec::new();
-    let mut line_no = 0u64;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("{}: cannot read line {}", path.display(), line_no + 1))?;
-        if n == 0 {
-            break;
+    for seq in 0.. {
+        let mut block = Vec::with_capacity(BLOCK_BYTES + 4096);
+        (&mut reader)
+            .take(BLOCK_BYTES as u64)
+            .read_to_end(&mut block)?;
+        if block.is_empty() {
+            return Ok(());
         }
-        line_no += 1;
-        let text = line.trim_ascii_end();
-        if text.is_empty() {
-            continue;
+        if block.last() != Some(&b'\n') {
+            reader.read_until(b'\n', &mut block)?;
         }
-        match super::fast::parse_line(text) {
-            Ok(e) => s.event(&e, text)?,
-            // A torn last line is what a killed controller leaves behind.
-            Err(_) if reader.fill_buf().map(|b| b.is_empty()).unwrap_or(false) => break,
-            Err(e) => bail!(
-                "{}: line {line_no} is not a history event ({e}); the file is damaged: \
-                 re-run the test or cut the history before this line",
-                path.display()
-            ),
+        if workers[seq % workers.len()].send(block).is_err() {
+            return Ok(()); // the consumer stopped (an error it reports itself)
         }
     }
-    Ok(s.finish())
+    Ok(())
+}
+
+/// Text of an event borrowed from its block, or owned when serde had to unescape it.
+enum Text {
+    Range(usize, usize),
+    Owned(String),
+}
+
+impl Text {
+    fn of(s: std::borrow::Cow<str>, block: &[u8]) -> Text {
+        match s {
+            std::borrow::Cow::Borrowed(b) => {
+                let start = b.as_ptr() as usize - block.as_ptr() as usize;
+                Text::Range(start, start + b.len())
+            }
+            std::borrow::Cow::Owned(o) => Text::Owned(o),
+        }
+    }
+
+    fn as_cow<'a>(&'a self, block: &'a [u8]) -> std::borrow::Cow<'a, str> {
+        match self {
+            // The range was a &str of this very block.
+            Text::Range(a, b) => {
+                std::borrow::Cow::Borrowed(std::str::from_utf8(&block[*a..*b]).unwrap_or(""))
+            }
+            Text::Owned(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+}
+
+/// One parsed line, pointing into its block.
+struct Rec {
+    time: u64,
+    process: Text,
+    kind: EventType,
+    f: F,
+    node: Option<Text>,
+    value: super::lite::LiteValue,
+    line: (usize, usize),
+}
+
+struct BadLine {
+    /// 0-based line number within the block.
+    line: u64,
+    error: String,
+    unterminated: bool,
+}
+
+struct ParsedBlock {
+    bytes: Vec<u8>,
+    recs: Vec<Rec>,
+    lines: u64,
+    error: Option<BadLine>,
+}
+
+fn parse_block(bytes: Vec<u8>) -> ParsedBlock {
+    let mut recs = Vec::with_capacity(bytes.len() / 512);
+    let mut lines = 0u64;
+    let mut error = None;
+    let mut start = 0;
+    while start < bytes.len() {
+        if let Some((e, took)) = super::fast::parse_next(&bytes[start..]) {
+            let line = &bytes[start..start + took];
+            let line = line.trim_ascii_end();
+            recs.push(Rec {
+                time: e.time,
+                process: Text::of(e.process, &bytes),
+                kind: e.kind,
+                f: e.f,
+                node: e.node.map(|n| Text::of(n, &bytes)),
+                value: e.value,
+                line: (start, start + line.len()),
+            });
+            lines += 1;
+            start += took;
+            continue;
+        }
+        // The slow path: find the line, let serde parse it or name the error.
+        let end = bytes[start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map(|p| start + p);
+        let line_end = end.unwrap_or(bytes.len());
+        let text = bytes[start..line_end].trim_ascii_end();
+        if !text.is_empty() {
+            match serde_json::from_slice::<LiteEvent>(text) {
+                Ok(e) => {
+                    let offset = text.as_ptr() as usize - bytes.as_ptr() as usize;
+                    recs.push(Rec {
+                        time: e.time,
+                        process: Text::of(e.process, &bytes),
+                        kind: e.kind,
+                        f: e.f,
+                        node: e.node.map(|n| Text::of(n, &bytes)),
+                        value: e.value,
+                        line: (offset, offset + text.len()),
+                    });
+                }
+                Err(e) => {
+                    error = Some(BadLine {
+                        line: lines,
+                        error: e.to_string(),
+                        unterminated: end.is_none(),
+                    });
+                    break;
+                }
+            }
+        }
+        lines += 1;
+        start = line_end + 1;
+    }
+    ParsedBlock {
+        bytes,
+        recs,
+        lines,
+        error,
+    }
 }
 
 /// The time of the last complete event, read from the file's tail so that series can be
