@@ -318,7 +318,7 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
     let fx = write_run(
         root.path(),
         &FixtureSpec {
-            duration_s: 8.0,
+            duration_s: 40.0,
             ..FixtureSpec::small("torn")
         },
     )
@@ -336,4 +336,19 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
     std::fs::write(&history, lines.join("\n")).unwrap();
     let err = report::render_run(&fx.run_dir).unwrap_err();
     assert!(format!("{err:#}").contains("line 11"), "{err:#}");
+
+    // Far into the file (past the first block the parser threads get), still named exactly.
+    let mut lines: Vec<&str> = text.lines().collect();
+    let far = lines.len() - 3;
+    lines[far] = "{\"index\": broken";
+    std::fs::write(&history, lines.join("\n")).unwrap();
+    assert!(
+        std::fs::metadata(&history).unwrap().len() > 4 << 20,
+        "history spans several blocks"
+    );
+    let err = report::render_run(&fx.run_dir).unwrap_err();
+    assert!(
+        format!("{err:#}").contains(&format!("line {} ", far + 1)),
+        "{err:#}"
+    );
 }
