@@ -88,6 +88,18 @@ pub struct CheckOptions {
     pub read_slack_ms: u64,
 }
 
+impl CheckOptions {
+    /// These options for a run: a read may be as old as the observer's read timeout
+    /// (test.json `settings.status_timeout_ms`), so orderings are trusted only beyond it.
+    pub fn for_run(&self, info: &TestInfo) -> CheckOptions {
+        let timeout = info.settings["status_timeout_ms"].as_u64().unwrap_or(0);
+        CheckOptions {
+            read_slack_ms: self.read_slack_ms.max(timeout),
+            ..self.clone()
+        }
+    }
+}
+
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
@@ -137,6 +149,7 @@ pub fn check_digest(
 
 /// Checks a history held in memory.
 pub fn check_history(events: &[Event], info: &TestInfo, opts: &CheckOptions) -> Results {
+    let opts = &opts.for_run(info);
     match model::digest_events(events, &info.nodes) {
         Ok(d) => check_digest(&d, info, opts, |pos| {
             serde_json::to_value(&events[pos as usize]).unwrap_or_default()
@@ -192,6 +205,7 @@ pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
 pub fn check_loaded(run_dir: &Path, run: &LoadedRun, opts: &CheckOptions) -> Results {
     let path = run_dir.join("history.jsonl");
     let mut file = std::fs::File::open(&path).ok().map(std::io::BufReader::new);
+    let opts = &opts.for_run(&run.info);
     check_digest(&run.digest, &run.info, opts, |pos| {
         let quoted = file.as_mut().and_then(|f| {
             f.seek(std::io::SeekFrom::Start(run.offsets[pos as usize]))
