@@ -59,6 +59,7 @@ async fn cluster(
                 init_limit: 10,
                 sync_limit: 5,
                 faketime: true,
+                fake_monotonic: false,
                 bug: None,
                 finalize_wait_ms: None,
                 status_timeout: Duration::from_millis(500),

@@ -26,8 +26,15 @@ pub fn prepare(node_dir: &Path) -> Result<PathBuf> {
     Ok(file)
 }
 
-/// The environment that starts a process under libfaketime driven by `file`.
+/// The environment that starts a process under libfaketime driven by `file`, moving only its
+/// wall clock (like an NTP step).
 pub fn env(file: &Path) -> Vec<(String, String)> {
+    env_with(file, false)
+}
+
+/// As `env`; with `fake_monotonic` the monotonic clock moves too (a VM whose clocks misbehave),
+/// which also skews every timeout the process measures.
+pub fn env_with(file: &Path, fake_monotonic: bool) -> Vec<(String, String)> {
     vec![
         ("LD_PRELOAD".into(), LIBFAKETIME.into()),
         (
@@ -35,6 +42,9 @@ pub fn env(file: &Path) -> Vec<(String, String)> {
             file.to_string_lossy().into_owned(),
         ),
         ("FAKETIME_NO_CACHE".into(), "1".into()),
-        ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
+        (
+            "FAKETIME_DONT_FAKE_MONOTONIC".into(),
+            if fake_monotonic { "0" } else { "1" }.into(),
+        ),
     ]
 }

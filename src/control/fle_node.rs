@@ -23,6 +23,8 @@ pub struct FleNodeOptions {
     pub sync_limit: u32,
     /// Start nodes under libfaketime (the clock nemesis needs it).
     pub faketime: bool,
+    /// Under libfaketime, fake the monotonic clock too (a schedule's `fake_monotonic`).
+    pub fake_monotonic: bool,
     /// `--bug NAME` for fle-node (deliberate bugs the checkers must catch).
     pub bug: Option<String>,
     pub finalize_wait_ms: Option<u64>,
@@ -166,7 +168,7 @@ impl Target for FleNode {
         }
         let dir = self.control.node_dir(node)?;
         let env = match self.clock_file(node) {
-            Some(file) => faketime::env(&file),
+            Some(file) => faketime::env_with(&file, self.opts.fake_monotonic),
             None => Vec::new(),
         };
         self.control.spawn(

@@ -105,6 +105,8 @@ pub struct Plan {
     pub mode: NetMode,
     pub binary: PathBuf,
     pub faketime: bool,
+    /// The schedule asks libfaketime to move monotonic clocks too.
+    pub fake_monotonic: bool,
     pub seed: u64,
     pub time_limit: Duration,
     pub recovery_timeout: Duration,
@@ -157,6 +159,7 @@ impl Plan {
             interval,
             mode == NetMode::Netns,
         )?;
+        let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
             kinds: schedule
                 .kinds()
@@ -210,6 +213,7 @@ impl Plan {
             mode,
             binary,
             faketime,
+            fake_monotonic,
             seed: args.seed.unwrap_or_else(rand::random),
             time_limit,
             recovery_timeout,

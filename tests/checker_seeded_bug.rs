@@ -1,0 +1,92 @@
+//! The checkers catch a real bug in a real cluster: fle-node started with the test-only
+//! `--bug quorum-minority` (a quorum of n/2 instead of n/2+1) under a halves partition of 4
+//! nodes lets both halves elect a leader in the same epoch, and election-safety says so. The
+//! same run without the bug is judged safe, so the verdict is the bug's doing.
+
+mod run_support;
+
+use fle_chaos::checker::{Results, Validity};
+use run_support::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
+use std::time::Duration;
+
+const HALVES: &str =
+    "interval = \"3s\"\nduration = \"5s\"\n[[fault]]\nkind = \"partition\"\nshape = \"halves\"\n";
+
+/// Runs 4 nodes under a halves partition; returns the exit code and results.json.
+fn run(bug: bool, dir: &std::path::Path) -> (i32, Results) {
+    let schedule = dir.join("halves.toml");
+    std::fs::write(&schedule, HALVES).unwrap();
+    let out = dir.join("reports");
+    let mut args = vec![
+        "--nodes",
+        "4",
+        "--time-limit",
+        "10",
+        "--seed",
+        "3",
+        "--nemesis-file",
+        schedule.to_str().unwrap(),
+    ];
+    if bug {
+        args.extend(["--bug", "quorum-minority"]);
+    }
+    let mut child = spawn_test(&args, &out, &run_support::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(120)).expect("the run ends");
+    let run = run_dir(&out).expect("the run folder");
+    assert!(leftovers(&resources(&run)).is_empty());
+    let results = std::fs::read_to_string(run.join("results.json")).expect("results.json");
+    (code, serde_json::from_str(&results).unwrap())
+}
+
+fn verdict(results: &Results, checker: &str) -> Validity {
+    results
+        .checkers
+        .iter()
+        .find(|c| c.name == checker)
+        .expect(checker)
+        .valid
+}
+
+#[test]
+fn a_minority_quorum_under_a_partition_is_caught_by_election_safety() {
+    if !root_or_skip("a_minority_quorum_under_a_partition_is_caught_by_election_safety") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, results) = run(true, dir.path());
+    assert_eq!(
+        verdict(&results, "election-safety"),
+        Validity::False,
+        "{results:#?}"
+    );
+    let safety = results
+        .checkers
+        .iter()
+        .find(|c| c.name == "election-safety")
+        .unwrap();
+    assert!(
+        !safety.evidence.is_empty(),
+        "the violation must come with evidence"
+    );
+    assert_eq!(code, fle_chaos::exit::INVALID);
+}
+
+#[test]
+fn the_same_partition_without_the_bug_is_safe() {
+    if !root_or_skip("the_same_partition_without_the_bug_is_safe") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, results) = run(false, dir.path());
+    assert_eq!(
+        verdict(&results, "election-safety"),
+        Validity::True,
+        "{results:#?}"
+    );
+    assert_eq!(
+        verdict(&results, "epoch-monotonic"),
+        Validity::True,
+        "{results:#?}"
+    );
+    assert_ne!(code, fle_chaos::exit::INVALID, "{results:#?}");
+}
