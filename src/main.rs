@@ -18,6 +18,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once; the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run a test: start a cluster, run the workload and faults, check, report.

@@ -1,3 +1,81 @@
-//! Where nodes run and how the controller drives them.
+//! Where nodes run and how the controller drives them (Jepsen's `control` and `db`).
+//!
+//! Two seams:
+//! - `Control`: *where* a node runs. A small interface: run a command in a node's context,
+//!   spawn and track a daemon with its pid, signal it, write a file for a node, the node's
+//!   address. `local::LocalCluster` implements it with network namespaces (or plain loopback
+//!   addresses); an SSH backend would be a second implementation.
+//! - `target::Target`: *what* runs on a node (start, kill, pause, resume, status, write, read
+//!   log, logs). `fle_node::FleNode` is the first implementation; real ZooKeeper the second.
+//!   Nothing above `Target` knows which one runs.
+//!
+//! Every resource a run creates is recorded in `registry` before it exists, and `teardown`
+//! removes exactly those, on every exit path and from `clean`.
 
 pub mod clean;
+pub mod faketime;
+pub mod fle_node;
+pub mod local;
+pub mod netns;
+pub mod os_setup;
+pub mod registry;
+pub mod target;
+pub mod teardown;
+
+use anyhow::Result;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+pub use nix::sys::signal::Signal;
+
+/// A long-running process to start for a node.
+#[derive(Debug, Clone)]
+pub struct DaemonSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// stdout and stderr are appended here (restarts append to the same file).
+    pub log: PathBuf,
+}
+
+/// Where the nodes of a cluster run.
+pub trait Control: Send + Sync {
+    /// "netns", "loopback" (later "ssh").
+    fn kind(&self) -> &'static str;
+    /// Node names, "n1".."nN".
+    fn nodes(&self) -> &[String];
+    /// The address the node listens on and its peers and the controller reach it at.
+    fn node_host(&self, node: &str) -> Result<IpAddr>;
+    /// A port the node may listen on: `preferred` where the node has its own network stack,
+    /// a currently free port where nodes share one.
+    fn node_port(&self, node: &str, preferred: u16) -> Result<u16>;
+    /// The controller's own address as nodes see it, when it has one (the netns bridge).
+    fn controller_addr(&self) -> Option<IpAddr>;
+    /// The node's folder (config, data, logs).
+    fn node_dir(&self, node: &str) -> Result<PathBuf>;
+    /// Runs a command in the node's context (its namespace) and waits for it.
+    fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output>;
+    /// Writes a file for the node (path relative to the node's folder); returns its full path.
+    fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
+    /// Starts the node's daemon (one per node) and returns its pid.
+    fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32>;
+    /// The daemon's pid while it runs (stopped counts as running).
+    fn pid(&self, node: &str) -> Option<u32>;
+    /// Sends `signal` to the node's daemon; returns its pid, or None when none runs.
+    fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>>;
+    /// SIGKILLs the node's daemon and waits until it is gone; returns its pid if one ran.
+    fn kill(&self, node: &str) -> Result<Option<u32>>;
+    /// The namespaces of a local namespace cluster (for the partition nemesis).
+    fn netns(&self) -> Option<&netns::NetnsCluster>;
+    /// The run's resource registry (the nemesis records the chains and rules it creates).
+    fn registry(&self) -> &registry::Registry;
+    /// Removes everything the cluster created. Idempotent.
+    fn teardown(&self) -> teardown::TeardownReport;
+}
+
+/// Whether the controller runs as root (namespaces, iptables, apt-get need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

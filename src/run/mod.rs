@@ -1,12 +1,331 @@
 //! One test run end to end (Jepsen's `core/run!`): setup, observe, workload, nemesis, final
-//! heal, teardown, check, report.
+//! heal, recovery, final reads, teardown, check, report.
+//!
+//! - `plan`: the CLI options and their validation (all bad input is found before anything
+//!   is created);
+//! - `run_dir`: the run folder, `latest`, controller.log;
+//! - `recorder`: the one history writer; `observe`: the per-node observers;
+//! - `nemesis`: the seam the fault injector plugs into;
+//! - `final_phase`: heal safety net, recovery wait, final log reads;
+//! - `guard`: teardown on every exit path; `progress`: the live line;
+//! - `finish`: check and report (`finish_run`).
 
-use clap::Args;
+pub mod final_phase;
+pub mod finish;
+pub mod guard;
+pub mod nemesis;
+pub mod observe;
+pub mod plan;
+pub mod progress;
+pub mod recorder;
+pub mod run_dir;
 
-/// `fle-chaos test` options.
-#[derive(Args, Debug, Clone)]
-pub struct TestArgs {}
+pub use plan::TestArgs;
 
-pub async fn test(_args: TestArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not yet implemented")
+use crate::control::fle_node::{FleNode, FleNodeOptions};
+use crate::control::local::{LocalCluster, NetMode};
+use crate::control::os_setup::{self, Needs};
+use crate::control::registry::Registry;
+use crate::control::target::Target;
+use crate::control::Control;
+use crate::exit;
+use crate::history::test_info::TestInfo;
+use crate::workload::{self, writes};
+use anyhow::{Context, Result};
+use guard::Guard;
+use observe::Observations;
+use plan::Plan;
+use recorder::Recorder;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
+/// times; the exit code is the worst verdict.
+pub async fn test(args: TestArgs) -> Result<i32> {
+    let plan = Plan::from_args(args)?;
+    os_setup::ensure(
+        Needs {
+            netns: plan.mode == NetMode::Netns,
+            iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition")
+                || plan.nemesis_settings.file.is_some(),
+            faketime: plan.faketime,
+        },
+        &mut |msg| eprintln!("fle-chaos: {msg}"),
+    )?;
+    std::fs::create_dir_all(&plan.args.out)
+        .with_context(|| format!("cannot create --out {}", plan.args.out.display()))?;
+    run_dir::init_tracing();
+    let mut worst = exit::VALID;
+    for i in 0..plan.args.test_count {
+        let seed = plan.seed.wrapping_add(i as u64);
+        // A panic inside the run unwinds through its guard (teardown) and ends here as 255.
+        let code = match tokio::spawn(run_once(plan.clone(), seed)).await {
+            Ok(Ok(code)) => code,
+            Ok(Err(e)) => {
+                run_dir::log_off();
+                return Err(e);
+            }
+            Err(e) => {
+                run_dir::log_off();
+                anyhow::bail!("the run crashed: {e}");
+            }
+        };
+        worst = worse(worst, code);
+        if code == INTERRUPTED {
+            return Ok(exit::UNKNOWN);
+        }
+    }
+    Ok(worst)
+}
+
+/// Internal code for a run ended by a signal (reported as unknown).
+const INTERRUPTED: i32 = -1;
+
+fn worse(a: i32, b: i32) -> i32 {
+    let rank = |c: i32| match c {
+        exit::VALID => 0,
+        exit::UNKNOWN | INTERRUPTED => 1,
+        exit::INVALID => 2,
+        _ => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// One run: returns the verdict's exit code, or INTERRUPTED.
+async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
+    let start = Instant::now();
+    let run_dir = run_dir::create(&plan.args.out, &plan.name)?;
+    run_dir::log_to(&run_dir)?;
+    eprintln!("fle-chaos: run {} (seed {seed})", run_dir.display());
+    let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
+    TestInfo {
+        name: plan.name.clone(),
+        target: "fle".into(),
+        nodes: plan.nodes.clone(),
+        workload: plan.workload.name.clone(),
+        nemesis: plan.nemesis_settings.kinds.clone(),
+        seed,
+        time_limit_s: plan.time_limit.as_secs_f64(),
+        tick_ms: plan.args.tick_ms,
+        init_limit: plan.args.init_limit,
+        sync_limit: plan.args.sync_limit,
+        started_at: chrono::Utc::now(),
+        replay_command: plan.replay_command(seed),
+        version: env!("CARGO_PKG_VERSION").into(),
+        settings: serde_json::json!({
+            "args": plan.args,
+            "workload": plan.workload,
+            "nemesis": plan.nemesis_settings,
+            "net": plan.args.net,
+            "node_binary": plan.binary,
+            "faketime": plan.faketime,
+            "run_id": run_id,
+            "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
+        }),
+    }
+    .write(&run_dir.join("test.json"))?;
+    let recorder = Arc::new(Recorder::create(&run_dir.join("history.jsonl"), start)?);
+    let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
+    let guard = Guard::new(registry.clone());
+    let outcome = tokio::select! {
+        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard) => r.map(|_| None),
+        sig = shutdown_signal() => Ok(Some(sig)),
+    };
+    match outcome {
+        Err(e) => {
+            tracing::error!("run failed: {e:#}");
+            guard.teardown_now();
+            run_dir::log_off();
+            Err(e)
+        }
+        Ok(Some(signal)) => {
+            tracing::warn!("interrupted by {signal}");
+            guard.teardown_now();
+            eprintln!(
+                "fle-chaos: interrupted by {signal}; cluster torn down; partial history in {}",
+                run_dir.join("history.jsonl").display()
+            );
+            run_dir::log_off();
+            Ok(INTERRUPTED)
+        }
+        Ok(None) => {
+            if plan.args.leave_running {
+                guard.disarm();
+                eprintln!(
+                    "fle-chaos: cluster left running (--leave-running); see {}; remove it with `fle-chaos clean`",
+                    run_dir.join("resources.jsonl").display()
+                );
+            } else {
+                guard.teardown_now();
+            }
+            if recorder.write_errors() > 0 {
+                eprintln!(
+                    "fle-chaos: {} history events could not be written",
+                    recorder.write_errors()
+                );
+            }
+            let code = tokio::task::spawn_blocking({
+                let dir = run_dir.clone();
+                move || finish::finish_run(&dir)
+            })
+            .await??;
+            tracing::info!("verdict exit code {code}");
+            run_dir::log_off();
+            Ok(code)
+        }
+    }
+}
+
+/// The run proper, from cluster creation to the final reads. Dropping this future (on a
+/// signal) aborts every task it started; the caller's guard then tears the cluster down.
+async fn run_body(
+    plan: &Plan,
+    seed: u64,
+    run_dir: &Path,
+    recorder: Arc<Recorder>,
+    registry: Arc<Registry>,
+    guard: &Guard,
+) -> Result<()> {
+    let progress = progress::bar();
+    progress.set_message("creating the cluster");
+    let control: Arc<dyn Control> = {
+        let (mode, nodes, dir) = (plan.mode, plan.nodes.clone(), run_dir.to_path_buf());
+        Arc::new(
+            tokio::task::spawn_blocking(move || LocalCluster::create(mode, nodes, &dir, registry))
+                .await??,
+        )
+    };
+    guard.set_control(control.clone());
+    let target: Arc<dyn Target> = Arc::new(FleNode::new(
+        control.clone(),
+        FleNodeOptions {
+            binary: plan.binary.clone(),
+            tick_ms: plan.args.tick_ms,
+            init_limit: plan.args.init_limit,
+            sync_limit: plan.args.sync_limit,
+            faketime: plan.faketime,
+            bug: plan.args.bug.clone(),
+            finalize_wait_ms: plan.args.finalize_wait_ms,
+            status_timeout: Duration::from_millis(500),
+            write_timeout: Duration::from_millis(plan.workload.timeout_ms),
+        },
+    )?);
+    for node in &plan.nodes {
+        target.setup(node)?;
+    }
+    for node in &plan.nodes {
+        let pid = target.start(node)?;
+        tracing::info!("started {node}: pid {pid}");
+    }
+
+    let obs = Arc::new(Observations::new(plan.nodes.clone()));
+    let (stop_observers, observers_stopped) = watch::channel(false);
+    let mut observers = JoinSet::new();
+    let period = Duration::from_secs_f64(1.0 / plan.workload.observe_hz);
+    for node in &plan.nodes {
+        observers.spawn(observe::observe(
+            node.clone(),
+            target.clone(),
+            recorder.clone(),
+            obs.clone(),
+            period,
+            observers_stopped.clone(),
+        ));
+    }
+    let mut progress_task = JoinSet::new();
+    progress_task.spawn(progress::refresh(
+        progress.clone(),
+        recorder.clone(),
+        obs.clone(),
+        plan.time_limit,
+    ));
+
+    let (stop_ops, ops_stopped) = watch::channel(false);
+    let ctx = nemesis::NemesisContext {
+        target: target.clone(),
+        control: control.clone(),
+        recorder: recorder.clone(),
+        observations: obs.clone(),
+        seed,
+        settings: plan.nemesis_settings.clone(),
+        stop: ops_stopped.clone(),
+    };
+    let mut ops = JoinSet::new();
+    {
+        let (nemesis, ctx) = (plan.nemesis.clone(), ctx.clone());
+        ops.spawn(async move {
+            if let Err(e) = nemesis.run(&ctx).await {
+                tracing::error!("nemesis failed: {e:#}");
+            }
+        });
+    }
+    if plan.workload.kind == workload::Kind::Writes {
+        let clients = writes::Clients {
+            target: target.clone(),
+            recorder: recorder.clone(),
+            observations: obs.clone(),
+            concurrency: plan.workload.clients,
+            rate: plan.workload.rate,
+            next_value: Arc::new(AtomicU64::new(0)),
+        };
+        for id in 0..plan.workload.clients {
+            ops.spawn(writes::client(id, clients.clone(), ops_stopped.clone()));
+        }
+    }
+
+    tokio::time::sleep(plan.time_limit).await;
+    let _ = stop_ops.send(true);
+    while let Some(r) = ops.join_next().await {
+        r.context("a client or the nemesis crashed")?;
+    }
+    progress_task.abort_all();
+    progress.set_message("final heal and recovery");
+
+    if let Err(e) = plan.nemesis.final_heal(&ctx).await {
+        tracing::error!("final heal failed: {e:#}");
+    }
+    final_phase::ensure_all_up(target.as_ref(), &recorder);
+    match final_phase::wait_for_recovery(&obs, &recorder, plan.recovery_timeout).await {
+        Some((sid, epoch, took)) => tracing::info!(
+            "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
+            took.as_millis()
+        ),
+        None => tracing::warn!(
+            "no quorum agreed on a leader within {} s of the final heal",
+            plan.recovery_timeout.as_secs_f64()
+        ),
+    }
+    let _ = stop_observers.send(true);
+    while let Some(r) = observers.join_next().await {
+        r.context("an observer crashed")?;
+    }
+    progress.set_message("final reads");
+    final_phase::final_reads(target.clone(), recorder.clone()).await;
+    progress.finish_and_clear();
+    Ok(())
+}
+
+/// Resolves on Ctrl-C, SIGTERM or SIGHUP, naming the signal.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return "SIGINT";
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
+    }
 }

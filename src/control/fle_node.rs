@@ -1,0 +1,317 @@
+//! `Target` for fle-node: writes `zoo.cfg` and `myid` as ZooKeeper expects them, starts
+//! `fle-node --config DIR/zoo.cfg` through the cluster's `Control` (optionally under
+//! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`).
+
+use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use super::{faketime, Control, DaemonSpec, Signal};
+use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
+use crate::history::sid_of;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to run fle-node.
+#[derive(Debug, Clone)]
+pub struct FleNodeOptions {
+    pub binary: PathBuf,
+    pub tick_ms: u64,
+    pub init_limit: u32,
+    pub sync_limit: u32,
+    /// Start nodes under libfaketime (the clock nemesis needs it).
+    pub faketime: bool,
+    /// `--bug NAME` for fle-node (deliberate bugs the checkers must catch).
+    pub bug: Option<String>,
+    pub finalize_wait_ms: Option<u64>,
+    /// Per status read; a paused node costs its observer this long per read, nobody else.
+    pub status_timeout: Duration,
+    /// Per write, client side (fle-node answers 504 on its own timeout before this).
+    pub write_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    quorum: u16,
+    election: u16,
+    http: u16,
+}
+
+pub struct FleNode {
+    control: Arc<dyn Control>,
+    opts: FleNodeOptions,
+    ports: HashMap<String, Ports>,
+    /// One keep-alive client per node for status reads (short timeout) and one for the rest.
+    status_clients: HashMap<String, reqwest::Client>,
+    client: reqwest::Client,
+}
+
+impl FleNode {
+    pub fn new(control: Arc<dyn Control>, opts: FleNodeOptions) -> Result<Self> {
+        let mut ports = HashMap::new();
+        let mut status_clients = HashMap::new();
+        for node in control.nodes() {
+            ports.insert(
+                node.clone(),
+                Ports {
+                    quorum: control.node_port(node, 2888)?,
+                    election: control.node_port(node, 3888)?,
+                    http: control.node_port(node, 8080)?,
+                },
+            );
+            status_clients.insert(
+                node.clone(),
+                reqwest::Client::builder()
+                    .timeout(opts.status_timeout)
+                    .connect_timeout(opts.status_timeout)
+                    .tcp_nodelay(true)
+                    .pool_max_idle_per_host(1)
+                    .no_proxy()
+                    .build()?,
+            );
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .tcp_nodelay(true)
+            .no_proxy()
+            .build()?;
+        Ok(FleNode {
+            control,
+            opts,
+            ports,
+            status_clients,
+            client,
+        })
+    }
+
+    fn ports(&self, node: &str) -> Result<Ports> {
+        self.ports
+            .get(node)
+            .copied()
+            .with_context(|| format!("no node named {node}"))
+    }
+
+    fn http_base(&self, node: &str) -> Result<String> {
+        let addr = SocketAddr::new(self.control.node_host(node)?, self.ports(node)?.http);
+        Ok(format!("http://{addr}"))
+    }
+
+    fn config_path(&self, node: &str) -> Result<PathBuf> {
+        Ok(self.control.node_dir(node)?.join("zoo.cfg"))
+    }
+
+    /// zoo.cfg in ZooKeeper's own terms.
+    fn zoo_cfg(&self, node: &str) -> Result<String> {
+        let dir = self.control.node_dir(node)?;
+        let mut cfg = String::new();
+        writeln!(cfg, "tickTime={}", self.opts.tick_ms)?;
+        writeln!(cfg, "initLimit={}", self.opts.init_limit)?;
+        writeln!(cfg, "syncLimit={}", self.opts.sync_limit)?;
+        writeln!(cfg, "dataDir={}", dir.join("data").display())?;
+        for peer in self.control.nodes() {
+            let sid = sid_of(peer).with_context(|| format!("node name {peer} has no sid"))?;
+            let p = self.ports(peer)?;
+            let host = self.control.node_host(peer)?;
+            writeln!(cfg, "server.{sid}={host}:{}:{}", p.quorum, p.election)?;
+        }
+        writeln!(cfg, "admin.serverAddress={}", self.control.node_host(node)?)?;
+        writeln!(cfg, "admin.serverPort={}", self.ports(node)?.http)?;
+        Ok(cfg)
+    }
+}
+
+fn read_error(e: reqwest::Error) -> ReadError {
+    if e.is_connect() {
+        ReadError::Unreachable(format!("cannot connect: {e}"))
+    } else if e.is_timeout() {
+        ReadError::Timeout(format!("timed out: {e}"))
+    } else {
+        ReadError::Timeout(format!("{e}"))
+    }
+}
+
+impl Target for FleNode {
+    fn name(&self) -> &'static str {
+        "fle"
+    }
+
+    fn nodes(&self) -> Vec<String> {
+        self.control.nodes().to_vec()
+    }
+
+    fn setup(&self, node: &str) -> Result<()> {
+        let sid = sid_of(node).with_context(|| format!("node name {node} has no sid"))?;
+        self.control
+            .write_file(node, "data/myid".as_ref(), format!("{sid}\n").as_bytes())?;
+        self.control
+            .write_file(node, "zoo.cfg".as_ref(), self.zoo_cfg(node)?.as_bytes())?;
+        if self.opts.faketime {
+            faketime::prepare(&self.control.node_dir(node)?)?;
+        }
+        Ok(())
+    }
+
+    fn start(&self, node: &str) -> Result<u32> {
+        let mut args = vec![
+            "--config".to_string(),
+            self.config_path(node)?.display().to_string(),
+        ];
+        if let Some(bug) = &self.opts.bug {
+            args.extend(["--bug".to_string(), bug.clone()]);
+        }
+        if let Some(ms) = self.opts.finalize_wait_ms {
+            args.extend(["--finalize-wait-ms".to_string(), ms.to_string()]);
+        }
+        let dir = self.control.node_dir(node)?;
+        let env = match self.clock_file(node) {
+            Some(file) => faketime::env(&file),
+            None => Vec::new(),
+        };
+        self.control.spawn(
+            node,
+            &DaemonSpec {
+                program: self.opts.binary.clone(),
+                args,
+                env,
+                log: dir.join("node.log"),
+            },
+        )
+    }
+
+    fn kill(&self, node: &str) -> Result<Option<u32>> {
+        self.control.kill(node)
+    }
+
+    fn pause(&self, node: &str) -> Result<Option<u32>> {
+        self.control.signal(node, Signal::SIGSTOP)
+    }
+
+    fn resume(&self, node: &str) -> Result<Option<u32>> {
+        self.control.signal(node, Signal::SIGCONT)
+    }
+
+    fn is_running(&self, node: &str) -> bool {
+        self.control.pid(node).is_some()
+    }
+
+    fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>> {
+        let url = self.http_base(node).map(|b| format!("{b}/status"));
+        let client = self.status_clients.get(node).cloned();
+        Box::pin(async move {
+            let url = url.map_err(|e| ReadError::Unreachable(format!("{e:#}")))?;
+            let client = client.ok_or_else(|| ReadError::Unreachable("no such node".into()))?;
+            let resp = client.get(&url).send().await.map_err(read_error)?;
+            if !resp.status().is_success() {
+                return Err(ReadError::Unreachable(format!("HTTP {}", resp.status())));
+            }
+            resp.json::<NodeStatus>()
+                .await
+                .map_err(|e| ReadError::Timeout(format!("bad status body: {e}")))
+        })
+    }
+
+    fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome> {
+        let url = self.http_base(node).map(|b| format!("{b}/write"));
+        Box::pin(async move {
+            let url = match url {
+                Ok(u) => u,
+                Err(e) => {
+                    return WriteOutcome::Fail {
+                        error: format!("{e:#}"),
+                        leader_hint: None,
+                    }
+                }
+            };
+            let sent = self
+                .client
+                .post(&url)
+                .timeout(self.opts.write_timeout)
+                .json(&WriteRequest { value })
+                .send()
+                .await;
+            let resp = match sent {
+                Ok(r) => r,
+                // Never connected: the node never saw the request.
+                Err(e) if e.is_connect() => {
+                    return WriteOutcome::Fail {
+                        error: format!("cannot connect: {e}"),
+                        leader_hint: None,
+                    }
+                }
+                Err(e) => {
+                    return WriteOutcome::Info {
+                        error: format!("{e}"),
+                    }
+                }
+            };
+            let code = resp.status().as_u16();
+            match code {
+                200 => match resp.json::<WriteCommitted>().await {
+                    Ok(c) => WriteOutcome::Ok { zxid: c.zxid },
+                    // Committed, but we could not read the zxid: the outcome is not in doubt,
+                    // the evidence is; record it as unknown rather than invent a zxid.
+                    Err(e) => WriteOutcome::Info {
+                        error: format!("200 with unreadable body: {e}"),
+                    },
+                },
+                503 => {
+                    let err = resp.json::<ApiError>().await.ok();
+                    WriteOutcome::Fail {
+                        error: err
+                            .as_ref()
+                            .map(|e| e.error.clone())
+                            .unwrap_or_else(|| "503".into()),
+                        leader_hint: err.and_then(|e| e.leader),
+                    }
+                }
+                _ => {
+                    let err = resp.json::<ApiError>().await.ok();
+                    WriteOutcome::Info {
+                        error: err
+                            .map(|e| e.error)
+                            .unwrap_or_else(|| format!("HTTP {code}")),
+                    }
+                }
+            }
+        })
+    }
+
+    fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>> {
+        let url = self.http_base(node).map(|b| format!("{b}/log?from=0"));
+        Box::pin(async move {
+            let url = url.map_err(|e| ReadError::Unreachable(format!("{e:#}")))?;
+            let resp = self
+                .client
+                .get(&url)
+                .timeout(Duration::from_secs(10))
+                .send()
+                .await
+                .map_err(read_error)?;
+            if !resp.status().is_success() {
+                return Err(ReadError::Unreachable(format!("HTTP {}", resp.status())));
+            }
+            resp.json::<LogResponse>()
+                .await
+                .map_err(|e| ReadError::Timeout(format!("bad log body: {e}")))
+        })
+    }
+
+    fn log_paths(&self, node: &str) -> Vec<PathBuf> {
+        self.control
+            .node_dir(node)
+            .map(|d| vec![d.join("node.log")])
+            .unwrap_or_default()
+    }
+
+    fn clock_file(&self, node: &str) -> Option<PathBuf> {
+        if !self.opts.faketime {
+            return None;
+        }
+        self.control
+            .node_dir(node)
+            .ok()
+            .map(|d| faketime::control_file(&d))
+    }
+}

@@ -1,0 +1,262 @@
+//! `Control` for nodes on this machine: each in its own network namespace (the default, root
+//! only), or all on loopback addresses (no root; no partitions).
+//!
+//! Daemons are spawned in their own process group (a Ctrl-C at the terminal reaches only the
+//! controller, which then tears down in order) and tracked by `std::process::Child`, so exited
+//! ones are reaped and a pid is never signalled after it could have been reused.
+
+use super::netns::{self, NetnsCluster};
+use super::registry::{process_comm, process_start_time, Registry, Resource};
+use super::teardown::{remove_all, TeardownReport};
+use super::{Control, DaemonSpec, Signal};
+use anyhow::{bail, Context, Result};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// How nodes are networked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetMode {
+    Netns,
+    Loopback,
+}
+
+pub struct LocalCluster {
+    nodes: Vec<String>,
+    run_dir: PathBuf,
+    registry: Arc<Registry>,
+    net: Option<NetnsCluster>,
+    /// Loopback mode: 127.x.y.z base chosen per run (less contention for ports between runs).
+    loopback_base: Ipv4Addr,
+    daemons: Mutex<HashMap<String, Child>>,
+    torn_down: Mutex<bool>,
+}
+
+impl LocalCluster {
+    /// Builds the cluster network (namespaces or nothing) for `nodes`; node folders are
+    /// `run_dir/nodes/<node>/`.
+    pub fn create(
+        mode: NetMode,
+        nodes: Vec<String>,
+        run_dir: &Path,
+        registry: Arc<Registry>,
+    ) -> Result<Self> {
+        for n in &nodes {
+            let dir = run_dir.join("nodes").join(n);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut cluster = LocalCluster {
+            nodes: nodes.clone(),
+            run_dir: run_dir.to_path_buf(),
+            registry: registry.clone(),
+            net: None,
+            loopback_base: {
+                use rand::Rng;
+                let mut rng = rand::thread_rng();
+                Ipv4Addr::new(127, rng.gen_range(1..=250), rng.gen_range(0..=255), 0)
+            },
+            daemons: Mutex::new(HashMap::new()),
+            torn_down: Mutex::new(false),
+        };
+        if mode == NetMode::Netns {
+            // On failure part of the network may exist: the caller's teardown removes it, as
+            // everything was recorded first.
+            cluster.net = Some(NetnsCluster::create(&registry, &nodes)?);
+        }
+        Ok(cluster)
+    }
+
+    fn index_of(&self, node: &str) -> Result<usize> {
+        self.nodes
+            .iter()
+            .position(|n| n == node)
+            .with_context(|| format!("no node named {node} in this cluster"))
+    }
+}
+
+impl Control for LocalCluster {
+    fn kind(&self) -> &'static str {
+        if self.net.is_some() {
+            "netns"
+        } else {
+            "loopback"
+        }
+    }
+
+    fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+
+    fn node_host(&self, node: &str) -> Result<IpAddr> {
+        match &self.net {
+            Some(net) => Ok(IpAddr::V4(net.node_addr(node)?)),
+            None => {
+                let o = self.loopback_base.octets();
+                Ok(IpAddr::V4(Ipv4Addr::new(
+                    o[0],
+                    o[1],
+                    o[2],
+                    11 + self.index_of(node)? as u8,
+                )))
+            }
+        }
+    }
+
+    fn node_port(&self, node: &str, preferred: u16) -> Result<u16> {
+        if self.net.is_some() {
+            return Ok(preferred);
+        }
+        // Shared network stack: ask the kernel for a free port on the node's address.
+        let host = self.node_host(node)?;
+        let l = std::net::TcpListener::bind((host, 0))
+            .with_context(|| format!("cannot find a free port on {host}"))?;
+        Ok(l.local_addr()?.port())
+    }
+
+    fn controller_addr(&self) -> Option<IpAddr> {
+        self.net.as_ref().map(|n| IpAddr::V4(n.bridge_addr()))
+    }
+
+    fn node_dir(&self, node: &str) -> Result<PathBuf> {
+        self.index_of(node)?;
+        Ok(self.run_dir.join("nodes").join(node))
+    }
+
+    fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output> {
+        match &self.net {
+            Some(net) => net.exec_in(node, program, args),
+            None => {
+                self.index_of(node)?;
+                let out = Command::new(program)
+                    .args(args)
+                    .output()
+                    .with_context(|| format!("cannot run {program}"))?;
+                if !out.status.success() {
+                    bail!(
+                        "`{program} {}` failed: {}",
+                        args.join(" "),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf> {
+        let path = self.node_dir(node)?.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, contents)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+
+    fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
+        if *self.torn_down.lock().unwrap() {
+            bail!("the cluster is torn down; not starting {node}");
+        }
+        let mut daemons = self.daemons.lock().unwrap();
+        if let Some(child) = daemons.get_mut(node) {
+            if child.try_wait()?.is_none() {
+                bail!("{node} is already running (pid {})", child.id());
+            }
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&spec.log)
+            .with_context(|| format!("cannot open {}", spec.log.display()))?;
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.node_dir(node)?)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0);
+        if let Some(net) = &self.net {
+            netns::enter_netns_on_spawn(&mut cmd, &net.netns_of(node)?)?;
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {} for {node}", spec.program.display()))?;
+        let pid = child.id();
+        // Recorded right after spawn (a pid cannot be known before): the window in which a
+        // SIGKILLed controller would leak it is a few microseconds.
+        let start_time = process_start_time(pid).unwrap_or(0);
+        let comm = process_comm(pid).unwrap_or_default();
+        self.registry.record(Resource::Process {
+            pid,
+            start_time,
+            comm,
+            node: node.to_string(),
+        })?;
+        daemons.insert(node.to_string(), child);
+        Ok(pid)
+    }
+
+    fn pid(&self, node: &str) -> Option<u32> {
+        let mut daemons = self.daemons.lock().unwrap();
+        let child = daemons.get_mut(node)?;
+        match child.try_wait() {
+            Ok(None) => Some(child.id()),
+            _ => None,
+        }
+    }
+
+    fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>> {
+        let Some(pid) = self.pid(node) else {
+            return Ok(None);
+        };
+        // Holding no lock across the signal is fine: only `kill`/`teardown` reap, and they
+        // take the lock, so the pid cannot be reused before `pid()` would notice.
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+            .with_context(|| format!("cannot send {signal} to {node} (pid {pid})"))?;
+        Ok(Some(pid))
+    }
+
+    fn kill(&self, node: &str) -> Result<Option<u32>> {
+        let mut daemons = self.daemons.lock().unwrap();
+        let Some(child) = daemons.get_mut(node) else {
+            return Ok(None);
+        };
+        if child.try_wait()?.is_some() {
+            return Ok(None);
+        }
+        let pid = child.id();
+        child
+            .kill()
+            .with_context(|| format!("cannot kill {node}"))?;
+        child.wait()?;
+        Ok(Some(pid))
+    }
+
+    fn netns(&self) -> Option<&NetnsCluster> {
+        self.net.as_ref()
+    }
+
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn teardown(&self) -> TeardownReport {
+        *self.torn_down.lock().unwrap() = true;
+        let report = remove_all(&self.registry.resources());
+        // Reap what teardown killed.
+        for (_, mut child) in self.daemons.lock().unwrap().drain() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if report.errors.is_empty() {
+            self.registry.release();
+        }
+        report
+    }
+}

@@ -1,0 +1,96 @@
+//! OS setup, as Jepsen's `os` does it: make sure the tools the selected faults need are on the
+//! machine (iproute2 for namespaces, iptables for partitions, libfaketime for clock faults),
+//! installing them with apt-get when missing and we are root, and saying what we install.
+//! Without root a missing tool is a clear error with the command to run.
+
+use super::faketime::LIBFAKETIME;
+use crate::exit::bad_input;
+use anyhow::Result;
+use std::path::Path;
+use std::process::Command;
+
+/// What the run needs from the OS.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    pub netns: bool,
+    pub iptables: bool,
+    pub faketime: bool,
+}
+
+struct Tool {
+    what: &'static str,
+    packages: &'static [&'static str],
+    present: fn() -> bool,
+}
+
+fn on_path(program: &str) -> bool {
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(program).exists())
+}
+
+/// Installs what `needs` requires and is missing; `say` receives what is being done.
+pub fn ensure(needs: Needs, say: &mut dyn FnMut(&str)) -> Result<()> {
+    let mut tools = Vec::new();
+    if needs.netns {
+        tools.push(Tool {
+            what: "network namespaces (`ip`)",
+            packages: &["iproute2"],
+            present: || on_path("ip"),
+        });
+    }
+    if needs.iptables {
+        tools.push(Tool {
+            what: "partitions (`iptables`)",
+            packages: &["iptables"],
+            present: || on_path("iptables"),
+        });
+    }
+    if needs.faketime {
+        tools.push(Tool {
+            what: "clock faults (libfaketime)",
+            packages: &["libfaketime", "faketime"],
+            present: || Path::new(LIBFAKETIME).exists(),
+        });
+    }
+    let missing: Vec<&Tool> = tools.iter().filter(|t| !(t.present)()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let packages: Vec<&str> = missing
+        .iter()
+        .flat_map(|t| t.packages.iter().copied())
+        .collect();
+    let what: Vec<&str> = missing.iter().map(|t| t.what).collect();
+    if !crate::control::is_root() {
+        return Err(bad_input(format!(
+            "{} needed but missing; install as root: apt-get install -y {}",
+            what.join(", "),
+            packages.join(" ")
+        )));
+    }
+    say(&format!(
+        "installing {} for {} (apt-get)",
+        packages.join(" "),
+        what.join(", ")
+    ));
+    let status = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    let still_missing: Vec<&str> = missing
+        .iter()
+        .filter(|t| !(t.present)())
+        .map(|t| t.what)
+        .collect();
+    if status.map(|s| s.success()).unwrap_or(false) && still_missing.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "could not install {} for {}; run `apt-get update && apt-get install -y {}` and retry",
+        packages.join(" "),
+        still_missing.join(", "),
+        packages.join(" ")
+    )
+}

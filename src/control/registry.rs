@@ -1,0 +1,173 @@
+//! The resource registry: every namespace, link, iptables rule/chain, process, subnet claim and
+//! file a run creates is written down *before* it is created, in two places: the run folder
+//! (`resources.jsonl`, the record people read) and a fixed registry directory (so that
+//! `fle-chaos clean` finds the leftovers of a SIGKILLed controller without knowing the run
+//! folder). Teardown and `clean` remove exactly what is listed here and nothing else.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One thing a run created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Resource {
+    /// The controller that owns the run; `clean` leaves a run alone while it is alive.
+    Controller {
+        pid: u32,
+        start_time: u64,
+        run_dir: PathBuf,
+    },
+    /// A network namespace (`ip netns`).
+    Netns { name: String },
+    /// A host network link (bridge or host end of a veth pair).
+    Link { name: String },
+    /// A claimed /24 (a lock file in the registry directory).
+    Subnet { claim: PathBuf, cidr: String },
+    /// A process the run started; `start_time` (from /proc/PID/stat) proves a pid is still ours.
+    Process {
+        pid: u32,
+        start_time: u64,
+        comm: String,
+        node: String,
+    },
+    /// An iptables chain (in a node's namespace when `netns` is set, else on the host).
+    Chain {
+        netns: Option<String>,
+        table: String,
+        chain: String,
+    },
+    /// An iptables rule, as the arguments after `-A` / `-D` (e.g. `["INPUT", "-j", "flc-x"]`).
+    Rule {
+        netns: Option<String>,
+        table: String,
+        spec: Vec<String>,
+    },
+    /// A file or directory outside the run folder.
+    File { path: PathBuf },
+}
+
+/// The fixed directory where every live run lists its resources.
+/// Root uses /run (a tmpfs: it empties on reboot, exactly when namespaces and processes vanish).
+pub fn registry_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FLE_CHAOS_REGISTRY") {
+        return PathBuf::from(dir);
+    }
+    if crate::control::is_root() {
+        PathBuf::from("/run/fle-chaos")
+    } else {
+        PathBuf::from(format!("/tmp/fle-chaos-{}", unsafe { libc::getuid() }))
+    }
+}
+
+/// The list of one run's resources, appended as they are created.
+pub struct Registry {
+    run_id: String,
+    global: PathBuf,
+    local: PathBuf,
+    inner: Mutex<Vec<Resource>>,
+}
+
+impl Registry {
+    /// Starts the registry of run `run_id`, recording the controller itself first.
+    pub fn create(run_id: &str, run_dir: &Path) -> Result<Self> {
+        let dir = registry_dir();
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the registry directory {}", dir.display()))?;
+        let registry = Registry {
+            run_id: run_id.to_string(),
+            global: dir.join(format!("{run_id}.jsonl")),
+            local: run_dir.join("resources.jsonl"),
+            inner: Mutex::new(Vec::new()),
+        };
+        let pid = std::process::id();
+        registry.record(Resource::Controller {
+            pid,
+            start_time: process_start_time(pid).unwrap_or(0),
+            run_dir: run_dir.to_path_buf(),
+        })?;
+        Ok(registry)
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn global_path(&self) -> &Path {
+        &self.global
+    }
+
+    /// Writes `resource` down in both lists. Call it before creating the resource, so that a
+    /// crash in between leaves a record of something that may not exist (harmless) rather than
+    /// a resource nobody knows about.
+    pub fn record(&self, resource: Resource) -> Result<()> {
+        let mut line = serde_json::to_string(&resource)?;
+        line.push('\n');
+        for path in [&self.global, &self.local] {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot append to {}", path.display()))?;
+            f.write_all(line.as_bytes())?;
+        }
+        self.inner.lock().unwrap().push(resource);
+        Ok(())
+    }
+
+    /// Everything recorded so far, in creation order.
+    pub fn resources(&self) -> Vec<Resource> {
+        self.inner.lock().unwrap().clone()
+    }
+
+    /// Called once everything is torn down: the run no longer owns anything.
+    pub fn release(&self) {
+        let _ = std::fs::remove_file(&self.global);
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&self.local) {
+            let _ = writeln!(f, "{{\"kind\":\"torn-down\"}}");
+        }
+    }
+}
+
+/// Reads a registry file; unknown or torn lines are skipped (a killed controller may tear one).
+pub fn read_resources(path: &Path) -> Result<Vec<Resource>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// The start time of a process (field 22 of /proc/PID/stat, clock ticks since boot): with the
+/// pid it identifies a process uniquely, so a recycled pid is never mistaken for ours.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // comm may contain spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The command name of a process (/proc/PID/comm).
+pub fn process_comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// True when `pid` is alive and is the very process that was recorded (same start time).
+pub fn is_same_process(pid: u32, start_time: u64) -> bool {
+    process_start_time(pid) == Some(start_time) && !is_zombie(pid)
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            rest.split_whitespace().next().map(|st| st == "Z")
+        })
+        .unwrap_or(false)
+}

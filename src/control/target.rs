@@ -1,0 +1,72 @@
+//! `Target`: the system under test as the controller, workloads and nemesis see it (Jepsen's
+//! `db` + `client` for one node). fle-node is the first implementation; real ZooKeeper will be
+//! the second, so nothing here names fle-node, and everything above this trait goes through it.
+
+use crate::api::{LogResponse, NodeStatus};
+use anyhow::Result;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+
+/// A boxed future, so that `Target` can be used as `Arc<dyn Target>`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a read did not return a value; decides Jepsen's `fail` (certainly not answered:
+/// nothing reached the node) vs `info` (unknown: timed out or cut mid-way).
+#[derive(Debug, Clone)]
+pub enum ReadError {
+    Unreachable(String),
+    Timeout(String),
+}
+
+impl ReadError {
+    pub fn message(&self) -> &str {
+        match self {
+            ReadError::Unreachable(m) | ReadError::Timeout(m) => m,
+        }
+    }
+}
+
+/// The outcome of one write, in Jepsen's terms.
+#[derive(Debug, Clone)]
+pub enum WriteOutcome {
+    /// Committed at this zxid.
+    Ok { zxid: u64 },
+    /// Certainly not applied (refused, or never reached the node).
+    Fail {
+        error: String,
+        leader_hint: Option<u64>,
+    },
+    /// May or may not have been applied.
+    Info { error: String },
+}
+
+/// One node of the system under test.
+pub trait Target: Send + Sync {
+    /// "fle" or "zookeeper".
+    fn name(&self) -> &'static str;
+    /// Node names, "n1".."nN"; the number is the server id.
+    fn nodes(&self) -> Vec<String>;
+    /// Writes the node's configuration (done once before the first start).
+    fn setup(&self, node: &str) -> Result<()>;
+    /// Starts the node on its existing data; returns its pid.
+    fn start(&self, node: &str) -> Result<u32>;
+    /// SIGKILLs the node; returns the pid it had, None when it was not running.
+    fn kill(&self, node: &str) -> Result<Option<u32>>;
+    /// SIGSTOPs the node; returns its pid.
+    fn pause(&self, node: &str) -> Result<Option<u32>>;
+    /// SIGCONTs the node; returns its pid.
+    fn resume(&self, node: &str) -> Result<Option<u32>>;
+    /// Whether the node's process runs (paused counts as running).
+    fn is_running(&self, node: &str) -> bool;
+    /// One status read.
+    fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>>;
+    /// One write of `value` through this node (which should be the leader).
+    fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome>;
+    /// The node's committed log from the start.
+    fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>>;
+    /// The node's log files (for the report).
+    fn log_paths(&self, node: &str) -> Vec<PathBuf>;
+    /// The libfaketime control file of the node, when it runs under libfaketime.
+    fn clock_file(&self, node: &str) -> Option<PathBuf>;
+}

@@ -1,0 +1,138 @@
+//! Removing what a run recorded in its registry, in dependency order: processes, iptables
+//! rules, chains, namespaces, links, subnet claims, files. Shared by the run's own teardown
+//! and by `fle-chaos clean`; it touches nothing that is not listed, and a process only when its
+//! pid and start time still match the record (pids get reused).
+
+use super::netns;
+use super::registry::{is_same_process, Resource};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What one teardown did: one line per removed resource, and the errors it met.
+#[derive(Debug, Default)]
+pub struct TeardownReport {
+    pub removed: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// Removes every resource in `resources` (the controller record excepted).
+pub fn remove_all(resources: &[Resource]) -> TeardownReport {
+    let mut report = TeardownReport::default();
+    let mut killed = Vec::new();
+    for r in resources {
+        if let Resource::Process {
+            pid,
+            start_time,
+            comm,
+            node,
+        } = r
+        {
+            // pid + start time identify the process across exec (a launcher script that
+            // execs the server keeps both), and a reused pid has another start time.
+            if is_same_process(*pid, *start_time) {
+                match kill(Pid::from_raw(*pid as i32), Signal::SIGKILL) {
+                    Ok(()) => {
+                        report
+                            .removed
+                            .push(format!("process {pid} ({comm}, node {node})"));
+                        killed.push((*pid, *start_time));
+                    }
+                    Err(e) => report.errors.push(format!("kill {pid}: {e}")),
+                }
+            }
+        }
+    }
+    // A killed process keeps its sockets until it is gone; wait (bounded) so namespaces go cleanly.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while killed.iter().any(|(p, s)| is_same_process(*p, *s)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Rules before chains: a chain still referenced cannot be deleted.
+    for r in resources.iter().rev() {
+        if let Resource::Rule { netns, table, spec } = r {
+            let mut args = vec!["-w", "-t", table, "-D"];
+            args.extend(spec.iter().map(String::as_str));
+            if iptables(netns.as_deref(), &args).is_ok() {
+                report
+                    .removed
+                    .push(format!("iptables rule {}", spec.join(" ")));
+            }
+        }
+    }
+    for r in resources.iter().rev() {
+        if let Resource::Chain {
+            netns,
+            table,
+            chain,
+        } = r
+        {
+            let flushed = iptables(netns.as_deref(), &["-w", "-t", table, "-F", chain]);
+            let deleted = iptables(netns.as_deref(), &["-w", "-t", table, "-X", chain]);
+            if flushed.is_ok() && deleted.is_ok() {
+                report.removed.push(format!("iptables chain {chain}"));
+            }
+        }
+    }
+    for r in resources.iter().rev() {
+        match r {
+            Resource::Netns { name } => {
+                let existed = std::path::Path::new("/run/netns").join(name).exists();
+                match netns::delete_netns(name) {
+                    Ok(()) if existed => report.removed.push(format!("namespace {name}")),
+                    Ok(()) => {}
+                    Err(e) => report.errors.push(format!("{e:#}")),
+                }
+            }
+            Resource::Link { name } => {
+                let existed = std::path::Path::new("/sys/class/net").join(name).exists();
+                match netns::delete_link(name) {
+                    Ok(()) if existed => report.removed.push(format!("link {name}")),
+                    Ok(()) => {}
+                    Err(e) => report.errors.push(format!("{e:#}")),
+                }
+            }
+            _ => {}
+        }
+    }
+    for r in resources.iter().rev() {
+        match r {
+            Resource::Subnet { claim, cidr } if std::fs::remove_file(claim).is_ok() => {
+                report.removed.push(format!("subnet claim {cidr}"));
+            }
+            Resource::File { path } => {
+                let gone = if path.is_dir() {
+                    std::fs::remove_dir_all(path)
+                } else {
+                    std::fs::remove_file(path)
+                };
+                if gone.is_ok() {
+                    report.removed.push(format!("file {}", path.display()));
+                }
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+/// Runs iptables on the host or inside a namespace; a missing namespace counts as done
+/// (deleting the namespace took its rules with it).
+fn iptables(netns: Option<&str>, args: &[&str]) -> Result<(), ()> {
+    let mut cmd = match netns {
+        Some(ns) => {
+            if !std::path::Path::new("/run/netns").join(ns).exists() {
+                return Err(());
+            }
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "iptables"]);
+            c
+        }
+        None => Command::new("iptables"),
+    };
+    match cmd.args(args).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        _ => Err(()),
+    }
+}

@@ -1,0 +1,81 @@
+//! The seam where the nemesis plugs into a run.
+//!
+//! A nemesis is started with the run and gets a `NemesisContext`: the `Target` (kill, start,
+//! pause, resume, clock files), the `Control` (exec in a node's namespace, addresses, the
+//! registry to record iptables chains/rules it creates so teardown and `clean` remove them),
+//! the history recorder, the latest observations (to aim at "the leader"), the seed, the
+//! settings from the CLI, and a stop signal. `run` returns when `stop` turns true; then the
+//! controller calls `final_heal` once, which must undo every fault (restart killed nodes,
+//! resume paused ones, remove partitions, reset clocks) and record it with `"final": true`.
+//!
+//! `build` picks the implementation; until `crate::nemesis` provides one it is `NoNemesis`.
+
+use super::observe::Observations;
+use super::recorder::Recorder;
+use crate::control::target::{BoxFuture, Target};
+use crate::control::Control;
+use anyhow::Result;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The fault kinds the CLI accepts.
+pub const KINDS: &[&str] = &["kill", "pause", "partition", "clock"];
+
+/// What the user asked for (`--nemesis`, `--nemesis-interval`, `--nemesis-file`).
+#[derive(Debug, Clone, Serialize)]
+pub struct NemesisSettings {
+    /// Subset of `KINDS`; empty = no faults.
+    pub kinds: Vec<String>,
+    /// Mean time between faults.
+    pub interval: Duration,
+    /// A schedule file (nemesis/*.toml), when given; it takes precedence over `kinds`.
+    pub file: Option<PathBuf>,
+}
+
+/// Everything a nemesis may use.
+#[derive(Clone)]
+pub struct NemesisContext {
+    pub target: Arc<dyn Target>,
+    pub control: Arc<dyn Control>,
+    pub recorder: Arc<Recorder>,
+    pub observations: Arc<Observations>,
+    pub seed: u64,
+    pub settings: NemesisSettings,
+    /// Turns true when the run's time is up (or it is interrupted).
+    pub stop: watch::Receiver<bool>,
+}
+
+/// A fault injector.
+pub trait Nemesis: Send + Sync {
+    /// Injects faults until `ctx.stop` turns true.
+    fn run<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>>;
+    /// Undoes every fault still in force. Called once, after `run` returned.
+    fn final_heal<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>>;
+}
+
+/// The nemesis that does nothing (`--nemesis none`, and every run until faults exist).
+pub struct NoNemesis;
+
+impl Nemesis for NoNemesis {
+    fn run<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
+        let mut stop = ctx.stop.clone();
+        Box::pin(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            Ok(())
+        })
+    }
+
+    fn final_heal<'a>(&'a self, _ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The nemesis for these settings. The nemesis engineer replaces the body with a call into
+/// `crate::nemesis` (validating `settings.file` there, as a `BadInput` on bad schedules).
+pub fn build(settings: &NemesisSettings) -> Result<Arc<dyn Nemesis>> {
+    let _ = settings;
+    Ok(Arc::new(NoNemesis))
+}

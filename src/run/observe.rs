@@ -1,0 +1,161 @@
+//! Observers: one task per node reading its status at a steady rate (>= 50 Hz by default),
+//! recording every read, and keeping the latest view of each node for the workload ("who is
+//! the leader?"), the nemesis (target the leader), recovery and the progress line.
+//!
+//! Each observer has its own task, client and timeout, so a slow, paused or dead node only
+//! slows its own observer. Missed ticks are delayed, not burst: after a slow read the observer
+//! resumes its rate instead of firing a backlog of reads.
+
+use super::recorder::Recorder;
+use crate::api::{NodeStatus, ServerState};
+use crate::control::target::{ReadError, Target};
+use crate::history::{EventType, F};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The latest read of one node.
+#[derive(Debug, Clone, Default)]
+pub struct NodeView {
+    pub status: Option<NodeStatus>,
+    /// When the read completed (ns since run start); 0 = never read.
+    pub time: u64,
+    pub error: Option<String>,
+}
+
+/// The latest view of every node.
+pub struct Observations {
+    nodes: Vec<String>,
+    views: RwLock<HashMap<String, NodeView>>,
+}
+
+impl Observations {
+    pub fn new(nodes: Vec<String>) -> Self {
+        Observations {
+            nodes,
+            views: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+
+    fn set(&self, node: &str, view: NodeView) {
+        self.views.write().unwrap().insert(node.to_string(), view);
+    }
+
+    pub fn latest(&self, node: &str) -> NodeView {
+        self.views
+            .read()
+            .unwrap()
+            .get(node)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Statuses read successfully within `max_age_ns` of `now`.
+    fn fresh(&self, now: u64, max_age_ns: u64) -> Vec<(String, NodeStatus)> {
+        let views = self.views.read().unwrap();
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let v = views.get(n)?;
+                let s = v.status.clone()?;
+                (v.error.is_none() && now.saturating_sub(v.time) <= max_age_ns)
+                    .then(|| (n.clone(), s))
+            })
+            .collect()
+    }
+
+    /// The node that most recently claimed to lead (highest epoch wins when several claim).
+    pub fn leader(&self, now: u64, max_age_ns: u64) -> Option<(String, NodeStatus)> {
+        self.fresh(now, max_age_ns)
+            .into_iter()
+            .filter(|(_, s)| s.state == ServerState::Leading)
+            .max_by_key(|(_, s)| (s.peer_epoch, s.zab_phase == crate::api::ZabPhase::Broadcast))
+    }
+
+    /// A leader that a quorum agrees on (itself included), with its epoch: recovery.
+    pub fn quorum_leader(&self, now: u64, max_age_ns: u64) -> Option<(u64, u64)> {
+        let fresh = self.fresh(now, max_age_ns);
+        let quorum = self.nodes.len() / 2 + 1;
+        fresh
+            .iter()
+            .filter(|(_, s)| s.state == ServerState::Leading)
+            .map(|(_, l)| (l.sid, l.peer_epoch))
+            .find(|(sid, epoch)| {
+                fresh
+                    .iter()
+                    .filter(|(_, s)| {
+                        matches!(s.state, ServerState::Leading | ServerState::Following)
+                            && s.peer_epoch == *epoch
+                            && (s.leader == Some(*sid) || s.sid == *sid)
+                    })
+                    .count()
+                    >= quorum
+            })
+    }
+}
+
+/// Reads `node`'s status every `period` until `stop` turns true.
+pub async fn observe(
+    node: String,
+    target: Arc<dyn Target>,
+    recorder: Arc<Recorder>,
+    observations: Arc<Observations>,
+    period: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let read = tokio::select! {
+            r = target.status(&node) => r,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let (kind, value, view) = match read {
+            Ok(status) => {
+                let value = serde_json::to_value(&status).unwrap_or_default();
+                (
+                    EventType::Ok,
+                    value,
+                    NodeView {
+                        status: Some(status),
+                        time: 0,
+                        error: None,
+                    },
+                )
+            }
+            Err(e) => {
+                let kind = match e {
+                    ReadError::Unreachable(_) => EventType::Fail,
+                    ReadError::Timeout(_) => EventType::Info,
+                };
+                let msg = e.message().to_string();
+                (
+                    kind,
+                    serde_json::json!({ "error": msg }),
+                    NodeView {
+                        status: observations.latest(&node).status,
+                        time: 0,
+                        error: Some(msg),
+                    },
+                )
+            }
+        };
+        let event = recorder.record(&node, kind, F::Status, Some(&node), value);
+        observations.set(
+            &node,
+            NodeView {
+                time: event.time,
+                ..view
+            },
+        );
+    }
+}

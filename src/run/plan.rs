@@ -1,0 +1,292 @@
+//! `fle-chaos test` options, and their validation into a `Plan` before anything is created:
+//! every bad flag, file or missing privilege is reported here, as one line, exit 254.
+
+use super::nemesis::{self, Nemesis, NemesisSettings, KINDS};
+use crate::control::local::NetMode;
+use crate::exit::bad_input;
+use crate::workload::{self, Workload};
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Net {
+    /// One network namespace per node on a private bridge (root).
+    Netns,
+    /// All nodes on 127.x.y.z addresses of this host (no root; no partitions).
+    Loopback,
+}
+
+/// `fle-chaos test` options.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct TestArgs {
+    /// Number of nodes (servers n1..nN; 1 to 31).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=31))]
+    pub nodes: u32,
+    /// Seconds of workload and faults, before the final heal, recovery and final reads.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub time_limit: f64,
+    /// Workload: a short name (election, writes: workloads/NAME.toml) or a path to a TOML file.
+    #[arg(long, default_value = "election", value_name = "NAME|FILE")]
+    pub workload: String,
+    /// Faults: `none`, or a comma list of kill,pause,partition,clock
+    /// [default: all four; with --net loopback: kill,pause,clock].
+    #[arg(long, value_name = "none|KIND,..")]
+    pub nemesis: Option<String>,
+    /// Mean seconds between faults.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub nemesis_interval: f64,
+    /// A fault schedule (nemesis/*.toml); takes precedence over --nemesis.
+    #[arg(long, value_name = "FILE")]
+    pub nemesis_file: Option<PathBuf>,
+    /// Seed of every random choice (same seed, same schedule) [default: random, printed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Concurrent clients of the writes workload [default: the workload file's `clients`].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Writes per second, all clients together [default: the workload file's `rate`].
+    #[arg(long, value_name = "PER_SECOND")]
+    pub rate: Option<f64>,
+    /// Where runs are stored: OUT/<test-name>/<timestamp>/, OUT/latest links the newest.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run the test this many times (seeds SEED, SEED+1, ...); the worst verdict is the exit code.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub test_count: u32,
+    /// Keep the cluster running after the run (no teardown); `fle-chaos clean` removes it.
+    #[arg(long)]
+    pub leave_running: bool,
+    /// How nodes are networked.
+    #[arg(long, value_enum, default_value_t = Net::Netns)]
+    pub net: Net,
+    /// The fle-node executable [default: fle-node next to fle-chaos].
+    #[arg(long, value_name = "FILE")]
+    pub node_binary: Option<PathBuf>,
+    /// The test's name (its folder under --out) [default: the workload's name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// ZooKeeper tickTime in milliseconds.
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    pub tick_ms: u64,
+    /// ZooKeeper initLimit, in ticks.
+    #[arg(long, default_value_t = 10, value_name = "TICKS")]
+    pub init_limit: u32,
+    /// ZooKeeper syncLimit, in ticks.
+    #[arg(long, default_value_t = 5, value_name = "TICKS")]
+    pub sync_limit: u32,
+    /// Seconds to wait, after the final heal, for a quorum to agree on a leader.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub recovery_timeout: f64,
+    /// Start nodes under libfaketime even without clock faults.
+    #[arg(long)]
+    pub faketime: bool,
+    /// Pass `--bug NAME` to fle-node (a deliberate bug the checkers must catch).
+    #[arg(long, value_name = "NAME")]
+    pub bug: Option<String>,
+    /// Pass `--finalize-wait-ms N` to fle-node.
+    #[arg(long, value_name = "MS")]
+    pub finalize_wait_ms: Option<u64>,
+}
+
+/// Validated settings of a run.
+#[derive(Clone)]
+pub struct Plan {
+    pub args: TestArgs,
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub workload: Workload,
+    pub nemesis_settings: NemesisSettings,
+    pub nemesis: Arc<dyn Nemesis>,
+    pub mode: NetMode,
+    pub binary: PathBuf,
+    pub faketime: bool,
+    pub seed: u64,
+    pub time_limit: Duration,
+    pub recovery_timeout: Duration,
+}
+
+fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
+    if v.is_finite() && v > 0.0 && v < 1e7 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(bad_input(format!(
+            "{flag} {v}: must be a positive number of seconds"
+        )))
+    }
+}
+
+fn parse_kinds(arg: Option<&str>, mode: NetMode) -> Result<Vec<String>> {
+    let Some(arg) = arg else {
+        return Ok(KINDS
+            .iter()
+            .filter(|k| mode == NetMode::Netns || **k != "partition")
+            .map(|k| k.to_string())
+            .collect());
+    };
+    if arg.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut kinds = Vec::new();
+    for k in arg.split(',').map(str::trim) {
+        if !KINDS.contains(&k) {
+            return Err(bad_input(format!(
+                "--nemesis {arg}: unknown fault `{k}`; use none or a comma list of {}",
+                KINDS.join(",")
+            )));
+        }
+        if !kinds.iter().any(|x| x == k) {
+            kinds.push(k.to_string());
+        }
+    }
+    Ok(kinds)
+}
+
+impl Plan {
+    pub fn from_args(args: TestArgs) -> Result<Plan> {
+        let mode = match args.net {
+            Net::Netns => NetMode::Netns,
+            Net::Loopback => NetMode::Loopback,
+        };
+        let time_limit = positive_seconds("--time-limit", args.time_limit)?;
+        let interval = positive_seconds("--nemesis-interval", args.nemesis_interval)?;
+        let recovery_timeout = positive_seconds("--recovery-timeout", args.recovery_timeout)?;
+        if args.tick_ms == 0 || args.init_limit == 0 || args.sync_limit == 0 {
+            return Err(bad_input(
+                "--tick-ms, --init-limit and --sync-limit must be positive",
+            ));
+        }
+        let mut workload = workload::load(&args.workload)?;
+        if let Some(c) = args.concurrency {
+            if c == 0 || c > 1000 {
+                return Err(bad_input(format!(
+                    "--concurrency {c}: must be between 1 and 1000"
+                )));
+            }
+            workload.clients = c;
+        }
+        if let Some(r) = args.rate {
+            if !(r.is_finite() && r > 0.0 && r <= 100_000.0) {
+                return Err(bad_input(format!(
+                    "--rate {r}: must be a positive number of writes per second"
+                )));
+            }
+            workload.rate = r;
+        }
+        let kinds = parse_kinds(args.nemesis.as_deref(), mode)?;
+        if mode == NetMode::Loopback && kinds.iter().any(|k| k == "partition") {
+            return Err(bad_input(
+                "--nemesis partition needs --net netns: loopback nodes share one network stack, \
+                 so iptables cannot cut one off; drop `partition` or run as root without --net loopback",
+            ));
+        }
+        if let Some(f) = &args.nemesis_file {
+            if !f.is_file() {
+                return Err(bad_input(format!(
+                    "--nemesis-file {}: no such file; give a schedule such as nemesis/<name>.toml",
+                    f.display()
+                )));
+            }
+        }
+        let nemesis_settings = NemesisSettings {
+            kinds,
+            interval,
+            file: args.nemesis_file.clone(),
+        };
+        let nemesis = nemesis::build(&nemesis_settings)?;
+        let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            || name.starts_with('.')
+        {
+            return Err(bad_input(format!(
+                "--name {name:?}: use letters, digits, '.', '_' and '-' only"
+            )));
+        }
+        let binary = match &args.node_binary {
+            Some(b) => b.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| {
+                    bad_input(format!(
+                        "cannot locate fle-chaos itself ({e}); pass --node-binary"
+                    ))
+                })?
+                .with_file_name("fle-node"),
+        };
+        if !binary.is_file() {
+            return Err(bad_input(format!(
+                "fle-node not found at {}: build it (cargo build --release) or pass --node-binary FILE",
+                binary.display()
+            )));
+        }
+        if mode == NetMode::Netns && !crate::control::is_root() {
+            return Err(bad_input(
+                "--net netns (the default) needs root to create network namespaces, veth links and \
+                 a bridge: run as root, or use --net loopback (no partition faults then)",
+            ));
+        }
+        let faketime = args.faketime
+            || nemesis_settings.kinds.iter().any(|k| k == "clock")
+            || nemesis_settings.file.is_some();
+        Ok(Plan {
+            name,
+            nodes: (1..=args.nodes).map(|i| format!("n{i}")).collect(),
+            workload,
+            nemesis_settings,
+            nemesis,
+            mode,
+            binary,
+            faketime,
+            seed: args.seed.unwrap_or_else(rand::random),
+            time_limit,
+            recovery_timeout,
+            args,
+        })
+    }
+
+    /// A command line that replays run number `i` of this plan.
+    pub fn replay_command(&self, seed: u64) -> String {
+        let a = &self.args;
+        let mut cmd = format!(
+            "fle-chaos test --nodes {} --time-limit {} --workload {} --nemesis {} --nemesis-interval {} --seed {seed} --net {} --tick-ms {} --init-limit {} --sync-limit {}",
+            a.nodes,
+            a.time_limit,
+            a.workload,
+            if self.nemesis_settings.kinds.is_empty() {
+                "none".to_string()
+            } else {
+                self.nemesis_settings.kinds.join(",")
+            },
+            a.nemesis_interval,
+            match a.net {
+                Net::Netns => "netns",
+                Net::Loopback => "loopback",
+            },
+            a.tick_ms,
+            a.init_limit,
+            a.sync_limit
+        );
+        if let Some(f) = &a.nemesis_file {
+            cmd.push_str(&format!(" --nemesis-file {}", f.display()));
+        }
+        if self.workload.kind == workload::Kind::Writes {
+            cmd.push_str(&format!(
+                " --concurrency {} --rate {}",
+                self.workload.clients, self.workload.rate
+            ));
+        }
+        if let Some(b) = &a.bug {
+            cmd.push_str(&format!(" --bug {b}"));
+        }
+        if a.faketime {
+            cmd.push_str(" --faketime");
+        }
+        cmd
+    }
+}
