@@ -250,8 +250,10 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // 0 valid; 2 unknown while the checkers are not merged yet (finish_run says unknown).
+    // Invalid (1), bad input (254) or a crash (255) fail.
     assert!(
-        matches!(out.status.code(), Some(0)),
+        matches!(out.status.code(), Some(0) | Some(2)),
         "fle-chaos test --ssh: {:?}\n{stderr}",
         out.status
     );
