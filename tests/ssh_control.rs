@@ -239,3 +239,60 @@ fn clean_removes_what_a_crashed_controller_left_on_the_hosts() {
     );
     nothing_left(&vms, &run_id, &[pid]);
 }
+
+/// Kills every sshd process serving a connection on VM `i` (not the listener we started):
+/// for the controller, the connection is lost as if the network or the host had dropped it.
+fn cut_connections(vms: &FakeVms, i: usize) -> usize {
+    let listener = vms.vms[i].sshd_pid().unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "pids", &vms.vms[i].netns])
+        .output()
+        .unwrap();
+    let mut killed = 0;
+    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        let pid: u32 = pid.parse().unwrap();
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if pid != listener && comm.trim() == "sshd" {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            killed += 1;
+        }
+    }
+    killed
+}
+
+#[test]
+fn a_lost_connection_is_retried_recorded_and_the_partition_still_removed() {
+    if !can_run("a_lost_connection_is_retried_recorded_and_the_partition_still_removed") {
+        return;
+    }
+    let vms = FakeVms::create(3);
+    let run_id = format!("l{}", vms.suffix);
+    let (c, run_dir) = cluster(&vms, &run_id);
+    partition_chain(&c, "n2", c.node_host("n1").unwrap());
+    assert!(c.connection_events().is_empty());
+
+    assert!(cut_connections(&vms, 1) > 0, "the connection to n2 existed");
+    // The next command finds the connection gone, reconnects and succeeds.
+    let out = wait_for("n2 to answer again", Duration::from_secs(60), || {
+        c.exec("n2", "iptables", &["-w", "-S", "flc-partition"])
+            .ok()
+    });
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DROP"));
+    let events = c.connection_events();
+    assert!(
+        events.iter().any(|e| e.contains(&vms.addr(1).to_string())),
+        "{events:?}"
+    );
+    let recorded = std::fs::read_to_string(run_dir.join("ssh-connections.jsonl")).unwrap();
+    assert!(recorded.contains("connection-lost"), "{recorded}");
+
+    // Lost again just before teardown: teardown reconnects and still removes the partition.
+    cut_connections(&vms, 1);
+    let report = c.teardown();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    nothing_left(&vms, &run_id, &[]);
+    assert!(reaches(&vms, 0, 1));
+}
