@@ -13,11 +13,27 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn cluster(mode: NetMode, n: usize, dir: &std::path::Path) -> LocalCluster {
+/// A cluster that is torn down when dropped, also when an assertion fails.
+struct Cluster(LocalCluster);
+
+impl std::ops::Deref for Cluster {
+    type Target = LocalCluster;
+    fn deref(&self) -> &LocalCluster {
+        &self.0
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.0.teardown();
+    }
+}
+
+fn cluster(mode: NetMode, n: usize, dir: &std::path::Path) -> Cluster {
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
     let registry = Arc::new(Registry::create(&run_id, dir).unwrap());
     let nodes = (1..=n).map(|i| format!("n{i}")).collect();
-    LocalCluster::create(mode, nodes, dir, registry).unwrap()
+    Cluster(LocalCluster::create(mode, nodes, dir, registry).unwrap())
 }
 
 /// Runs `f` on a thread that has joined namespace `ns`.

@@ -104,3 +104,26 @@ fn help_explains_every_option_with_its_default() {
     }
     assert!(help.contains("[default: 5]") && help.contains("[default: 60]"));
 }
+
+#[test]
+fn without_root_namespaces_are_refused_naming_what_needs_root() {
+    // Drop to nobody (needs root to do so, and setpriv from util-linux).
+    if !fle_chaos::control::is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!(
+            "SKIPPED without_root_...: needs root and setpriv to become an unprivileged user"
+        );
+        return;
+    }
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args(["test", "--nodes", "3", "--out", "/nonexistent-flc-out"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(254), "{err}");
+    assert!(
+        err.contains("needs root") && err.contains("--net loopback"),
+        "{err}"
+    );
+}

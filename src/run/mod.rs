@@ -183,6 +183,15 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             .await??;
             tracing::info!("verdict exit code {code}");
             run_dir::log_off();
+            eprintln!(
+                "fle-chaos: {} ({}): exit {code}",
+                run_dir.display(),
+                match code {
+                    exit::VALID => "valid",
+                    exit::INVALID => "INVALID",
+                    _ => "unknown",
+                }
+            );
             Ok(code)
         }
     }
