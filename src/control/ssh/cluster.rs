@@ -461,12 +461,21 @@ impl Control for SshCluster {
                 Err(e) => report.errors.push(format!("ssh teardown task: {e}")),
             }
         }
-        // Anything else the run recorded locally (none today, but the registry is shared).
+        // Anything else the run recorded locally. Host-level iptables entries (no namespace)
+        // are skipped: on an SSH cluster they were made on the remote hosts, where the host-side
+        // record already removed them, and must never be replayed on the controller's machine.
         let local: Vec<Resource> = self
             .registry
             .resources()
             .into_iter()
-            .filter(|r| !matches!(r, Resource::SshNode(_)))
+            .filter(|r| {
+                !matches!(
+                    r,
+                    Resource::SshNode(_)
+                        | Resource::Chain { netns: None, .. }
+                        | Resource::Rule { netns: None, .. }
+                )
+            })
             .collect();
         let rest = remove_all(&local);
         report.removed.extend(rest.removed);
