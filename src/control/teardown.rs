@@ -24,6 +24,8 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     let (removed, errors) = super::ssh::remove_recorded(resources);
     report.removed.extend(removed);
     report.errors.extend(errors);
+    let local = super::ssh::local_resources(resources);
+    let resources = &local[..];
     let mut killed = Vec::new();
     for r in resources {
         if let Resource::Process {

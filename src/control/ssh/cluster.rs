@@ -461,22 +461,8 @@ impl Control for SshCluster {
                 Err(e) => report.errors.push(format!("ssh teardown task: {e}")),
             }
         }
-        // Anything else the run recorded locally. Host-level iptables entries (no namespace)
-        // are skipped: on an SSH cluster they were made on the remote hosts, where the host-side
-        // record already removed them, and must never be replayed on the controller's machine.
-        let local: Vec<Resource> = self
-            .registry
-            .resources()
-            .into_iter()
-            .filter(|r| {
-                !matches!(
-                    r,
-                    Resource::SshNode(_)
-                        | Resource::Chain { netns: None, .. }
-                        | Resource::Rule { netns: None, .. }
-                )
-            })
-            .collect();
+        // Anything else the run recorded locally (see `local_resources`).
+        let local = super::local_resources(&self.registry.resources());
         let rest = remove_all(&local);
         report.removed.extend(rest.removed);
         report.errors.extend(rest.errors);

@@ -45,6 +45,23 @@ pub fn check_hosts(hosts: &[String], options: &SshOptions) -> anyhow::Result<()>
     })
 }
 
+/// `resources` without what lives on remote hosts: the SSH nodes, and, in a run that has SSH
+/// nodes, the host-level (no namespace) iptables entries the nemesis records, which were made
+/// on the remote hosts (their host-side record removes them) and must never be replayed on the
+/// controller's own machine.
+pub fn local_resources(resources: &[Resource]) -> Vec<Resource> {
+    let remote_run = resources.iter().any(|r| matches!(r, Resource::SshNode(_)));
+    resources
+        .iter()
+        .filter(|r| match r {
+            Resource::SshNode(_) => false,
+            Resource::Chain { netns: None, .. } | Resource::Rule { netns: None, .. } => !remote_run,
+            _ => true,
+        })
+        .cloned()
+        .collect()
+}
+
 /// Removes what the remote nodes among `resources` left on their hosts (`fle-chaos clean`
 /// after a crashed controller): reconnects with the recorded settings, kills the recorded
 /// processes, deletes the recorded iptables rules and chains and the node folders.
@@ -93,4 +110,42 @@ pub fn remove_recorded(resources: &[Resource]) -> (Vec<String>, Vec<String>) {
         }
         (removed, errors)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(netns: Option<&str>) -> Resource {
+        Resource::Chain {
+            netns: netns.map(str::to_string),
+            table: "filter".into(),
+            chain: "flc-partition".into(),
+        }
+    }
+
+    #[test]
+    fn host_level_iptables_entries_of_an_ssh_run_are_not_replayed_locally() {
+        let node = Resource::SshNode(RemoteNode {
+            node: "n1".into(),
+            host: "vm1".into(),
+            user: None,
+            port: None,
+            private_key: None,
+            strict_host_key_checking: true,
+            config_file: None,
+            dir: "/tmp/flc-x-n1".into(),
+        });
+        let file = Resource::File {
+            path: "/tmp/x".into(),
+        };
+        let ssh_run = [node, chain(None), chain(Some("flc-x-n1")), file.clone()];
+        assert_eq!(
+            local_resources(&ssh_run),
+            vec![chain(Some("flc-x-n1")), file.clone()]
+        );
+        // A local run keeps its host-level entries.
+        let local_run = [chain(None), file];
+        assert_eq!(local_resources(&local_run), local_run.to_vec());
+    }
 }
