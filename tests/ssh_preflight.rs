@@ -128,7 +128,8 @@ struct TempUser(String);
 
 impl Drop for TempUser {
     fn drop(&mut self) {
-        let _ = Command::new("userdel").arg(&self.0).status();
+        // -f: an sshd child of the refused session may still run as the user.
+        let _ = Command::new("userdel").args(["-f", &self.0]).status();
     }
 }
 
@@ -137,8 +138,9 @@ fn a_user_without_sudo_is_refused_before_anything_starts() {
     if !can_run("a_user_without_sudo_is_refused_before_anything_starts") {
         return;
     }
+    // Declared before the VMs so that it is dropped after them (their sshd gone first).
+    let user = TempUser(format!("flcu{:05x}", rand::random::<u32>() & 0xfffff));
     let vms = FakeVms::create(1);
-    let user = TempUser(format!("flcu{}", vms.suffix));
     let made = Command::new("useradd")
         // `-p '*'`: no password, but not locked (sshd refuses locked accounts even with a key).
         .args([
@@ -167,4 +169,12 @@ fn a_user_without_sudo_is_refused_before_anything_starts() {
         "{text}"
     );
     nothing_started(&vms);
+    let name = user.0.clone();
+    drop(vms);
+    drop(user);
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    assert!(
+        !passwd.lines().any(|l| l.starts_with(&format!("{name}:"))),
+        "the test user {name} is gone"
+    );
 }

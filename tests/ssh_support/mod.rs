@@ -342,10 +342,16 @@ impl Drop for FakeVms {
                 let _ = child.wait();
             }
         }
-        for vm in &self.vms {
+        for (i, vm) in self.vms.iter().enumerate() {
             let _ = Command::new("ip")
                 .args(["netns", "delete", &vm.netns])
                 .status();
+            // A namespace lives on while the kernel still holds sockets of it (a connection
+            // cut mid-close), and its veth with it: delete our end, which takes the pair.
+            let veth = format!("flcsv{}{}", self.suffix, i + 1);
+            if Path::new("/sys/class/net").join(&veth).exists() {
+                let _ = Command::new("ip").args(["link", "delete", &veth]).status();
+            }
         }
         if let Some(bridge) = &self.bridge {
             let _ = Command::new("ip").args(["link", "delete", bridge]).status();
