@@ -209,6 +209,8 @@ async fn run_body(
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
+    // Not spawn_blocking: a signal must not be able to drop this future while a background
+    // thread is still creating (and recording) resources the teardown already listed.
     let control: Arc<dyn Control> = match &plan.hosts {
         Some(hosts) => {
             let config = ssh::SshClusterConfig {
@@ -221,25 +223,15 @@ async fn run_body(
                     faketime: plan.faketime,
                 },
             };
-            let dir = run_dir.to_path_buf();
-            Arc::new(
-                tokio::task::spawn_blocking(move || {
-                    ssh::SshCluster::create(config, &dir, registry, &mut |m| {
-                        eprintln!("fle-chaos: {m}")
-                    })
+            Arc::new(tokio::task::block_in_place(|| {
+                ssh::SshCluster::create(config, run_dir, registry, &mut |m| {
+                    eprintln!("fle-chaos: {m}")
                 })
-                .await??,
-            )
+            })?)
         }
-        None => {
-            let (mode, nodes, dir) = (plan.mode, plan.nodes.clone(), run_dir.to_path_buf());
-            Arc::new(
-                tokio::task::spawn_blocking(move || {
-                    LocalCluster::create(mode, nodes, &dir, registry)
-                })
-                .await??,
-            )
-        }
+        None => Arc::new(tokio::task::block_in_place(|| {
+            LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
+        })?),
     };
     guard.set_control(control.clone());
     let target: Arc<dyn Target> = Arc::new(FleNode::new(
@@ -294,6 +286,7 @@ async fn run_body(
         observations: obs.clone(),
         seed,
         settings: plan.nemesis_settings.clone(),
+        time_limit: plan.time_limit,
         stop: ops_stopped.clone(),
     };
     let mut ops = JoinSet::new();
