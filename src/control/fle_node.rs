@@ -150,7 +150,9 @@ impl Target for FleNode {
         self.control
             .write_file(node, "zoo.cfg".as_ref(), self.zoo_cfg(node)?.as_bytes())?;
         if self.opts.faketime {
-            faketime::prepare(&self.control.node_dir(node)?)?;
+            // Through the Control, so that it lands where the node runs (a remote host too).
+            self.control
+                .write_file(node, "faketime".as_ref(), b"+0\n")?;
         }
         Ok(())
     }

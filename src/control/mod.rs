@@ -19,6 +19,7 @@ pub mod local;
 pub mod netns;
 pub mod os_setup;
 pub mod registry;
+pub mod ssh;
 pub mod target;
 pub mod teardown;
 

@@ -47,6 +47,8 @@ pub enum Resource {
     },
     /// A file or directory outside the run folder.
     File { path: PathBuf },
+    /// A node's folder on a remote host (SSH clusters); what it holds is listed on the host.
+    SshNode(super::ssh::RemoteNode),
 }
 
 /// The fixed directory where every live run lists its resources.

@@ -20,6 +20,12 @@ pub struct TeardownReport {
 /// Removes every resource in `resources` (the controller record excepted).
 pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     let mut report = TeardownReport::default();
+    // Remote nodes (SSH clusters) first: their record lives on their hosts.
+    let (removed, errors) = super::ssh::remove_recorded(resources);
+    report.removed.extend(removed);
+    report.errors.extend(errors);
+    let local = super::ssh::local_resources(resources);
+    let resources = &local[..];
     let mut killed = Vec::new();
     for r in resources {
         if let Resource::Process {

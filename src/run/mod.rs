@@ -26,6 +26,7 @@ use crate::control::fle_node::{FleNode, FleNodeOptions};
 use crate::control::local::{LocalCluster, NetMode};
 use crate::control::os_setup::{self, Needs};
 use crate::control::registry::Registry;
+use crate::control::ssh;
 use crate::control::target::Target;
 use crate::control::Control;
 use crate::exit;
@@ -51,15 +52,18 @@ pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
 /// times; the exit code is the worst verdict.
 pub async fn test(args: TestArgs) -> Result<i32> {
     let plan = Plan::from_args(args)?;
-    os_setup::ensure(
-        Needs {
-            netns: plan.mode == NetMode::Netns,
-            iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition")
-                || plan.nemesis_settings.file.is_some(),
-            faketime: plan.faketime,
-        },
-        &mut |msg| eprintln!("fle-chaos: {msg}"),
-    )?;
+    let needs = Needs {
+        netns: plan.mode == NetMode::Netns,
+        iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition")
+            || plan.nemesis_settings.file.is_some(),
+        faketime: plan.faketime,
+    };
+    match &plan.hosts {
+        // Remote nodes: the tools are needed on the hosts (installed at setup), and every
+        // host is checked now, before anything is created anywhere.
+        Some(hosts) => ssh::check_hosts(hosts, &plan.args.ssh.options())?,
+        None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
+    }
     std::fs::create_dir_all(&plan.args.out)
         .with_context(|| format!("cannot create --out {}", plan.args.out.display()))?;
     run_dir::init_tracing();
@@ -213,9 +217,28 @@ async fn run_body(
     progress.set_message("creating the cluster");
     // Not spawn_blocking: a signal must not be able to drop this future while a background
     // thread is still creating (and recording) resources the teardown already listed.
-    let control: Arc<dyn Control> = Arc::new(tokio::task::block_in_place(|| {
-        LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
-    })?);
+    let control: Arc<dyn Control> = match &plan.hosts {
+        Some(hosts) => {
+            let config = ssh::SshClusterConfig {
+                hosts: hosts.clone(),
+                options: plan.args.ssh.options(),
+                binary: plan.binary.clone(),
+                needs: Needs {
+                    netns: false,
+                    iptables: true,
+                    faketime: plan.faketime,
+                },
+            };
+            Arc::new(tokio::task::block_in_place(|| {
+                ssh::SshCluster::create(config, run_dir, registry, &mut |m| {
+                    eprintln!("fle-chaos: {m}")
+                })
+            })?)
+        }
+        None => Arc::new(tokio::task::block_in_place(|| {
+            LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
+        })?),
+    };
     guard.set_control(control.clone());
     let target: Arc<dyn Target> = Arc::new(FleNode::new(
         control.clone(),

@@ -3,6 +3,7 @@
 
 use super::nemesis::{Nemesis, NemesisSettings};
 use crate::control::local::NetMode;
+use crate::control::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
 use crate::workload::{self, Workload};
 use anyhow::Result;
@@ -24,9 +25,10 @@ pub enum Net {
 /// `fle-chaos test` options.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct TestArgs {
-    /// Number of nodes (servers n1..nN; 1 to 31).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=31))]
-    pub nodes: u32,
+    /// Number of local nodes (servers n1..nN; 1 to 31), or with --ssh the remote hosts,
+    /// comma-separated (n1 runs on the first): `--ssh --nodes vm1,vm2,vm3`.
+    #[arg(long, default_value = "5", value_name = "N|HOST,HOST,..")]
+    pub nodes: NodesArg,
     /// Seconds of workload and faults, before the final heal, recovery and final reads.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub time_limit: f64,
@@ -91,6 +93,8 @@ pub struct TestArgs {
     /// Pass `--finalize-wait-ms N` to fle-node.
     #[arg(long, value_name = "MS")]
     pub finalize_wait_ms: Option<u64>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
 }
 
 /// Validated settings of a run.
@@ -110,6 +114,8 @@ pub struct Plan {
     pub seed: u64,
     pub time_limit: Duration,
     pub recovery_timeout: Duration,
+    /// With --ssh: the hosts, one per node, in node order.
+    pub hosts: Option<Vec<String>>,
 }
 
 fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
@@ -128,6 +134,14 @@ impl Plan {
             Net::Netns => NetMode::Netns,
             Net::Loopback => NetMode::Loopback,
         };
+        let hosts = args.ssh.hosts(Some(&args.nodes))?;
+        let count = args.nodes.count();
+        if !(1..=31).contains(&count) {
+            return Err(bad_input(format!(
+                "--nodes {}: between 1 and 31 nodes",
+                args.nodes
+            )));
+        }
         let time_limit = positive_seconds("--time-limit", args.time_limit)?;
         let interval = positive_seconds("--nemesis-interval", args.nemesis_interval)?;
         let recovery_timeout = positive_seconds("--recovery-timeout", args.recovery_timeout)?;
@@ -197,7 +211,7 @@ impl Plan {
                 binary.display()
             )));
         }
-        if mode == NetMode::Netns && !crate::control::is_root() {
+        if mode == NetMode::Netns && hosts.is_none() && !crate::control::is_root() {
             return Err(bad_input(
                 "--net netns (the default) needs root to create network namespaces, veth links and \
                  a bridge: run as root, or use --net loopback (no partition faults then)",
@@ -206,7 +220,8 @@ impl Plan {
         let faketime = args.faketime || nemesis_settings.kinds.iter().any(|k| k == "clock");
         Ok(Plan {
             name,
-            nodes: (1..=args.nodes).map(|i| format!("n{i}")).collect(),
+            nodes: (1..=count).map(|i| format!("n{i}")).collect(),
+            hosts,
             workload,
             nemesis_settings,
             nemesis,
@@ -258,6 +273,7 @@ impl Plan {
         if a.faketime {
             cmd.push_str(" --faketime");
         }
+        cmd.push_str(&a.ssh.replay_flags());
         cmd
     }
 }

@@ -1,0 +1,277 @@
+//! What the SSH backend leaves on a host, and the shell that creates and removes it.
+//!
+//! Each node owns one folder on its host, `/tmp/flc-<run>-<node>/` (config, data, log, the
+//! uploaded fle-node binary), and in it a record, `flc-resources`, that lists on the host
+//! itself every process and iptables rule/chain the run creates there, appended *before* the
+//! thing exists (a process records itself between fork and exec). Teardown and `clean` read that
+//! record over SSH and remove exactly what it lists, then the folder; the controller's registry
+//! holds one `RemoteNode` per host: how to reach it and which folder is ours.
+
+use super::session::{HostSession, SshOptions};
+use super::shell::quote;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The record file inside a node's remote folder.
+pub const RECORD: &str = "flc-resources";
+/// Where the uploaded fle-node binary lives inside the node's folder.
+pub const BINARY: &str = "fle-node";
+/// The file the spawned daemon's pid appears in.
+const PID_FILE: &str = ".flc-pid";
+
+/// A node's folder on a remote host, as the controller's registry records it: enough to
+/// reconnect and clean up from `fle-chaos clean` after the controller died.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteNode {
+    pub node: String,
+    pub host: String,
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    pub private_key: Option<PathBuf>,
+    pub strict_host_key_checking: bool,
+    pub config_file: Option<PathBuf>,
+    pub dir: PathBuf,
+}
+
+impl RemoteNode {
+    pub fn options(&self) -> SshOptions {
+        SshOptions {
+            user: self.user.clone(),
+            port: self.port,
+            private_key: self.private_key.clone(),
+            strict_host_key_checking: self.strict_host_key_checking,
+            config_file: self.config_file.clone(),
+            connect_timeout: std::time::Duration::from_secs(10),
+            retries: 3,
+        }
+    }
+}
+
+/// The folder of `node` for run `run_id` on its host.
+pub fn node_dir(run_id: &str, node: &str) -> PathBuf {
+    PathBuf::from(format!("/tmp/flc-{run_id}-{node}"))
+}
+
+/// Shell functions every script starts with: whether a recorded process is still the one we
+/// started (same pid and start time, not a zombie), and a process's start time.
+const PRELUDE: &str = r#"
+flc_start() { s=$(cat /proc/$1/stat 2>/dev/null) || return 1; set -- ${s##*) }; echo "${20}"; }
+flc_alive() { want=$2; s=$(cat /proc/$1/stat 2>/dev/null) || return 1; set -- ${s##*) }; [ "$1" != Z ] && [ "${20}" = "$want" ]; }
+"#;
+
+/// Starts `command` (already quoted) detached from the SSH session, in `dir`, appending its
+/// output to `log`; prints "PID START". The daemon records itself before exec'ing.
+pub fn spawn_script(dir: &str, log: &str, command: &str) -> String {
+    let d = quote(dir);
+    let inner = format!(
+        "echo \"process $$ $(flc_start $$)\" >> {rec} && echo $$ > {pid}.tmp && mv {pid}.tmp {pid} && exec {command}",
+        rec = quote(RECORD),
+        pid = PID_FILE,
+    );
+    format!(
+        "{PRELUDE}
+cd {d} || exit 1
+rm -f {PID_FILE}
+nohup setsid sh -c {inner} >> {log} 2>&1 < /dev/null &
+i=0
+while [ ! -s {PID_FILE} ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
+[ -s {PID_FILE} ] || {{ echo 'the daemon did not start' >&2; exit 1; }}
+pid=$(cat {PID_FILE})
+echo \"$pid $(flc_start $pid)\"",
+        inner = quote(&format!("{PRELUDE}\n{inner}")),
+        log = quote(log),
+    )
+}
+
+/// Exits 0 when process `pid` with start time `start` is alive.
+pub fn alive_script(pid: u32, start: u64) -> String {
+    format!("{PRELUDE}\nflc_alive {pid} {start}")
+}
+
+/// Sends `signal` (a name without SIG) to the recorded process if it still is ours; prints
+/// "sent" or "gone". With `wait`, also waits (bounded) until it is gone.
+pub fn signal_script(pid: u32, start: u64, signal: &str, wait: bool) -> String {
+    let wait = if wait {
+        format!(
+            "i=0; while flc_alive {pid} {start} && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
+flc_alive {pid} {start} && {{ echo 'still alive after SIGKILL' >&2; exit 1; }}"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{PRELUDE}
+flc_alive {pid} {start} || {{ echo gone; exit 0; }}
+kill -s {signal} {pid} || exit 1
+{wait}
+echo sent"
+    )
+}
+
+/// `iptables ARGS` with the chain or hook rule it creates written into the record first.
+pub fn record_iptables(dir: &str, args: &[&str]) -> Option<String> {
+    let mut table = "filter".to_string();
+    let mut lines = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        match args[i] {
+            "-t" | "--table" if i + 1 < args.len() => {
+                table = args[i + 1].to_string();
+                i += 1;
+            }
+            "-N" | "--new-chain" if i + 1 < args.len() => {
+                lines.push(format!("chain {table} {}", quote(args[i + 1])));
+                i += 1;
+            }
+            "-A" | "--append" | "-I" | "--insert" if i + 1 < args.len() => {
+                let chain = args[i + 1];
+                let mut rest: Vec<&str> = args[i + 2..].to_vec();
+                // `-I CHAIN 1 ...`: the position is not part of the rule.
+                if matches!(args[i], "-I" | "--insert")
+                    && rest.first().is_some_and(|p| p.parse::<u32>().is_ok())
+                {
+                    rest.remove(0);
+                }
+                let spec: Vec<String> = std::iter::once(chain)
+                    .chain(rest.into_iter().filter(|a| *a != "-w"))
+                    .map(quote)
+                    .collect();
+                lines.push(format!("rule {table} {}", spec.join(" ")));
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let mut script = String::new();
+    for l in lines {
+        script.push_str(&format!(
+            "printf '%s\\n' {} >> {}/{RECORD} || exit 1\n",
+            quote(&l),
+            quote(dir)
+        ));
+    }
+    Some(script)
+}
+
+/// Kills the recorded processes still ours, deletes the recorded iptables rules (newest
+/// first, every copy) and chains. Prints "removed ..." lines; failures go to stderr as
+/// "error: ..." lines.
+pub fn cleanup_script(dir: &str) -> String {
+    format!(
+        "{PRELUDE}
+R={rec}
+[ -f \"$R\" ] || exit 0
+pids=''
+while read -r kind a b rest; do
+  if [ \"$kind\" = process ] && flc_alive \"$a\" \"$b\"; then
+    kill -s KILL \"$a\" && echo \"removed process $a\" && pids=\"$pids $a:$b\"
+  fi
+done < \"$R\"
+for pb in $pids; do
+  i=0
+  while flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
+  flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && echo \"error: process ${{pb%%:*}} survived SIGKILL\" >&2
+done
+tac \"$R\" | while read -r kind table rest; do
+  [ \"$kind\" = rule ] || continue
+  eval \"set -- $rest\"
+  while iptables -w -t \"$table\" -D \"$@\" 2>/dev/null; do echo \"removed iptables rule $*\"; done
+done
+tac \"$R\" | while read -r kind table chain; do
+  [ \"$kind\" = chain ] || continue
+  eval \"chain=$chain\"
+  iptables -w -t \"$table\" -S \"$chain\" >/dev/null 2>&1 || continue
+  if iptables -w -t \"$table\" -F \"$chain\" && iptables -w -t \"$table\" -X \"$chain\"; then
+    echo \"removed iptables chain $chain\"
+  else
+    echo \"error: cannot delete iptables chain $chain (still referenced?)\" >&2
+  fi
+done
+true",
+        rec = quote(&format!("{dir}/{RECORD}")),
+    )
+}
+
+/// Deletes the node's folder, refusing any path that is not one of ours.
+pub fn remove_dir_script(dir: &str) -> String {
+    format!(
+        "case {d} in /*/flc-*) ;; *) echo 'error: refusing to delete {d}' >&2; exit 1;; esac
+[ -e {d} ] || exit 0
+rm -rf {d} && echo 'removed folder '{d}",
+        d = quote(dir)
+    )
+}
+
+/// The node's folder as a tar stream on stdout (logs, data, record; not the binary).
+pub fn fetch_script(dir: &str) -> String {
+    format!(
+        "[ -d {d} ] || exit 0; tar -C {d} --exclude=./{BINARY} --exclude=./{PID_FILE} -cf - .",
+        d = quote(dir)
+    )
+}
+
+/// What removing one node's resources did.
+#[derive(Debug, Default)]
+pub struct Removal {
+    pub removed: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// Kills the node's recorded processes and deletes its recorded iptables rules and chains,
+/// adding what it did to `r`; false when the host could not be asked.
+pub async fn cleanup(host: &HostSession, dir: &str, r: &mut Removal) -> bool {
+    run_removal(
+        host,
+        "removing processes and iptables rules",
+        &cleanup_script(dir),
+        r,
+    )
+    .await
+}
+
+/// Removes everything `node` recorded on its host, then its folder (`clean`, and the last step
+/// of a run's teardown).
+pub async fn remove_node(host: &HostSession, dir: &str, r: &mut Removal) {
+    // Without the cleanup, deleting the folder would lose the record of what to kill.
+    if cleanup(host, dir, r).await {
+        run_removal(host, "removing the node folder", &remove_dir_script(dir), r).await;
+    }
+}
+
+async fn run_removal(host: &HostSession, what: &str, script: &str, r: &mut Removal) -> bool {
+    let name = host.host();
+    match host.run(what, script, None).await {
+        Ok(out) => {
+            for l in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some(x) = l.strip_prefix("removed ") {
+                    r.removed.push(format!("{x} on {name}"));
+                }
+            }
+            let mut reported = false;
+            for l in String::from_utf8_lossy(&out.stderr).lines() {
+                if let Some(x) = l.strip_prefix("error: ") {
+                    r.errors.push(format!("{name}: {x}"));
+                    reported = true;
+                }
+            }
+            if !out.status.success() && !reported {
+                r.errors.push(format!(
+                    "{name}: {what} failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            out.status.success()
+        }
+        Err(e) => {
+            r.errors.push(format!(
+                "{name}: {what}: {e:#} (the record stays on the host; run `fle-chaos clean` \
+                 when it is reachable again)"
+            ));
+            false
+        }
+    }
+}
