@@ -169,6 +169,7 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
             init_limit: 10,
             sync_limit: 5,
             faketime: true,
+            fake_monotonic: false,
             bug: None,
             finalize_wait_ms: None,
             status_timeout: Duration::from_millis(500),
