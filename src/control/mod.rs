@@ -21,6 +21,7 @@ pub mod os_setup;
 pub mod registry;
 pub mod target;
 pub mod teardown;
+pub mod zookeeper;
 
 use anyhow::Result;
 use std::net::IpAddr;
