@@ -56,6 +56,10 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         },
         &mut |msg| eprintln!("fle-chaos: {msg}"),
     )?;
+    if plan.args.target == plan::TargetKind::Zookeeper {
+        let java = crate::control::zookeeper::launch::JvmOptions::default().java;
+        crate::control::zookeeper::os_setup::ensure(&java, &mut |m| eprintln!("fle-chaos: {m}"))?;
+    }
     std::fs::create_dir_all(&plan.args.out)
         .with_context(|| format!("cannot create --out {}", plan.args.out.display()))?;
     run_dir::init_tracing();
@@ -108,7 +112,10 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
     TestInfo {
         name: plan.name.clone(),
-        target: "fle".into(),
+        target: match plan.args.target {
+            plan::TargetKind::Fle => "fle".into(),
+            plan::TargetKind::Zookeeper => "zookeeper".into(),
+        },
         nodes: plan.nodes.clone(),
         workload: plan.workload.name.clone(),
         nemesis: plan.nemesis_settings.kinds.clone(),
@@ -204,20 +211,34 @@ async fn run_body(
         )
     };
     guard.set_control(control.clone());
-    let target: Arc<dyn Target> = Arc::new(FleNode::new(
-        control.clone(),
-        FleNodeOptions {
-            binary: plan.binary.clone(),
-            tick_ms: plan.args.tick_ms,
-            init_limit: plan.args.init_limit,
-            sync_limit: plan.args.sync_limit,
-            faketime: plan.faketime,
-            bug: plan.args.bug.clone(),
-            finalize_wait_ms: plan.args.finalize_wait_ms,
-            status_timeout: Duration::from_millis(500),
-            write_timeout: Duration::from_millis(plan.workload.timeout_ms),
-        },
-    )?);
+    let target: Arc<dyn Target> = if plan.args.target == plan::TargetKind::Zookeeper {
+        let mut opts = crate::control::zookeeper::ZooKeeperOptions::new(
+            plan.args.tick_ms,
+            plan.args.init_limit,
+            plan.args.sync_limit,
+        );
+        opts.faketime = plan.faketime;
+        opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
+        Arc::new(crate::control::zookeeper::ZooKeeper::new(
+            control.clone(),
+            opts,
+        )?)
+    } else {
+        Arc::new(FleNode::new(
+            control.clone(),
+            FleNodeOptions {
+                binary: plan.binary.clone(),
+                tick_ms: plan.args.tick_ms,
+                init_limit: plan.args.init_limit,
+                sync_limit: plan.args.sync_limit,
+                faketime: plan.faketime,
+                bug: plan.args.bug.clone(),
+                finalize_wait_ms: plan.args.finalize_wait_ms,
+                status_timeout: Duration::from_millis(500),
+                write_timeout: Duration::from_millis(plan.workload.timeout_ms),
+            },
+        )?)
+    };
     for node in &plan.nodes {
         target.setup(node)?;
     }

@@ -21,6 +21,16 @@ pub enum Net {
     Loopback,
 }
 
+/// The system under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// fle-node, this crate's FLE + Zab.
+    Fle,
+    /// Apache ZooKeeper 3.8 from Debian's `zookeeper` package (installed when missing).
+    Zookeeper,
+}
+
 /// `fle-chaos test` options.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct TestArgs {
@@ -64,6 +74,9 @@ pub struct TestArgs {
     /// How nodes are networked.
     #[arg(long, value_enum, default_value_t = Net::Netns)]
     pub net: Net,
+    /// What runs on the nodes.
+    #[arg(long, value_enum, default_value_t = TargetKind::Fle)]
+    pub target: TargetKind,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -219,7 +232,7 @@ impl Plan {
                 })?
                 .with_file_name("fle-node"),
         };
-        if !binary.is_file() {
+        if args.target == TargetKind::Fle && !binary.is_file() {
             return Err(bad_input(format!(
                 "fle-node not found at {}: build it (cargo build --release) or pass --node-binary FILE",
                 binary.display()
@@ -286,6 +299,9 @@ impl Plan {
         }
         if a.faketime {
             cmd.push_str(" --faketime");
+        }
+        if a.target == TargetKind::Zookeeper {
+            cmd.push_str(" --target zookeeper");
         }
         cmd
     }
