@@ -7,6 +7,7 @@ use fle_chaos::api::{NodeStatus, ServerState};
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::registry::Registry;
 use fle_chaos::control::target::{Target, WriteOutcome};
+use fle_chaos::control::zookeeper::observe::quorum_leader;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::Control;
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ impl Drop for Teardown {
 }
 
 fn skip_reason() -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
+    if !fle_chaos::control::is_root() {
         return Some("needs root (network namespaces); run as root, as CI does".into());
     }
     let mut say = |s: &str| eprintln!("setup: {s}");
@@ -54,17 +55,6 @@ async fn statuses(zk: &ZooKeeper, nodes: &[String]) -> HashMap<String, NodeStatu
     out
 }
 
-/// A leader that serves and that a majority of `all` (itself included) follow in its epoch.
-fn quorum_leader(seen: &HashMap<String, NodeStatus>, all: usize) -> Option<(u64, u64)> {
-    let leader = seen.values().find(|s| s.state == ServerState::Leading)?;
-    let backing = seen
-        .values()
-        .filter(|s| s.leader == Some(leader.sid) && s.peer_epoch == leader.peer_epoch)
-        .filter(|s| matches!(s.state, ServerState::Leading | ServerState::Following))
-        .count();
-    (backing > all / 2).then_some((leader.sid, leader.peer_epoch))
-}
-
 async fn wait_for_leader(
     zk: &ZooKeeper,
     nodes: &[String],
@@ -76,7 +66,7 @@ async fn wait_for_leader(
     let mut last = HashMap::new();
     while start.elapsed() < deadline {
         last = statuses(zk, nodes).await;
-        if let Some((sid, epoch)) = quorum_leader(&last, all) {
+        if let Some((sid, epoch)) = quorum_leader(last.values(), all) {
             if Some(sid) != not {
                 return (sid, epoch, start.elapsed());
             }
