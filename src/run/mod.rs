@@ -217,7 +217,8 @@ async fn run_body(
             plan.args.init_limit,
             plan.args.sync_limit,
         );
-        opts.faketime = plan.faketime;
+        // Only on request: libfaketime stalls the JVM (README, Real Apache ZooKeeper).
+        opts.faketime = plan.args.faketime;
         opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
         Arc::new(crate::control::zookeeper::ZooKeeper::new(
             control.clone(),

@@ -190,7 +190,16 @@ impl Plan {
             }
             workload.rate = r;
         }
-        let kinds = parse_kinds(args.nemesis.as_deref(), mode)?;
+        let mut kinds = parse_kinds(args.nemesis.as_deref(), mode)?;
+        if args.target == TargetKind::Zookeeper && kinds.iter().any(|k| k == "clock") {
+            if args.nemesis.is_some() {
+                return Err(bad_input(
+                    "--nemesis clock with --target zookeeper: under libfaketime ZooKeeper's JVM \
+                     stalls and never serves (see README, Real Apache ZooKeeper); drop `clock`",
+                ));
+            }
+            kinds.retain(|k| k != "clock");
+        }
         if mode == NetMode::Loopback && kinds.iter().any(|k| k == "partition") {
             return Err(bad_input(
                 "--nemesis partition needs --net netns: loopback nodes share one network stack, \
