@@ -186,10 +186,23 @@ impl Sessions {
     /// The node's view of every written znode, in sequence order, after a `sync` so a
     /// follower has caught up with its leader's commits.
     pub async fn read_log(&self, node: &str) -> Result<LogResponse, ReadError> {
+        // A session held across a kill of its server expires once the server is back: the
+        // first read learns that, a fresh session answers.
+        match self.read_log_once(node).await {
+            Err((e, true)) => {
+                tracing::info!("{node}: {}; reading again with a new session", e.message());
+                self.read_log_once(node).await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    /// One final read; on error also whether the session ended (worth one retry).
+    async fn read_log_once(&self, node: &str) -> Result<LogResponse, (ReadError, bool)> {
         let client = self
             .session(node)
             .await
-            .map_err(|NoSession(m)| ReadError::Unreachable(m))?;
+            .map_err(|NoSession(m)| (ReadError::Unreachable(m), false))?;
         let read = async {
             match client.sync(TEST_PATH).await {
                 Ok(()) | Err(zk::Error::NoNode) => {}
@@ -221,17 +234,20 @@ impl Sessions {
                 entries,
             }),
             Ok(Err(e)) => {
-                if e_ends_session(&e) {
+                let ended = e_ends_session(&e);
+                if ended {
                     self.drop_session(node).await;
                 }
-                Err(ReadError::Timeout(format!(
-                    "reading {TEST_PATH} on {node}: {e}"
-                )))
+                let msg = format!("reading {TEST_PATH} on {node}: {e}");
+                Err((ReadError::Timeout(msg), ended))
             }
-            Err(_) => Err(ReadError::Timeout(format!(
-                "reading {TEST_PATH} on {node}: no answer within {:?}",
-                self.opts.read_timeout
-            ))),
+            Err(_) => Err((
+                ReadError::Timeout(format!(
+                    "reading {TEST_PATH} on {node}: no answer within {:?}",
+                    self.opts.read_timeout
+                )),
+                false,
+            )),
         }
     }
 

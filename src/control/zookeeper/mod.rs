@@ -17,7 +17,7 @@ pub mod os_setup;
 
 use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
 use super::{faketime, Control, DaemonSpec, Signal};
-use crate::api::{LogResponse, NodeStatus};
+use crate::api::{LogResponse, NodeStatus, ServerState};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
 use client::{ClientOptions, Sessions};
@@ -71,6 +71,8 @@ pub struct ZooKeeper {
     started: Mutex<HashMap<String, Instant>>,
     /// The last zxid each server reported (ZooKeeper reports none while it elects).
     last_zxid: Mutex<HashMap<String, u64>>,
+    /// The epoch each server last served in (see `observe`: reported while it does not serve).
+    served_epoch: Mutex<HashMap<String, u64>>,
 }
 
 impl ZooKeeper {
@@ -119,6 +121,7 @@ impl ZooKeeper {
             sessions,
             started: Mutex::new(HashMap::new()),
             last_zxid: Mutex::new(HashMap::new()),
+            served_epoch: Mutex::new(HashMap::new()),
         })
     }
 
@@ -197,15 +200,28 @@ impl ZooKeeper {
             .map(|t| t.elapsed().as_millis() as u64)
             .unwrap_or(0);
         let wall_clock_ms = date.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
+        let last_served_epoch = self
+            .served_epoch
+            .lock()
+            .unwrap()
+            .get(node)
+            .copied()
+            .unwrap_or(0);
         let status = observe::to_status(&Observation {
             sid: server.sid,
             leader,
             zab,
             previous_zxid,
+            last_served_epoch,
             epochs: self.epochs(node),
             wall_clock_ms,
             uptime_ms,
         });
+        if status.state != ServerState::Looking {
+            let mut served = self.served_epoch.lock().unwrap();
+            let e = served.entry(node.to_string()).or_insert(0);
+            *e = (*e).max(status.peer_epoch);
+        }
         Ok(status)
     }
 }

@@ -14,6 +14,10 @@
 //!   with nothing written since still reports the previous epoch's zxid, so the zxid alone
 //!   would show it following two leaders "in one epoch" (seen on 3.8.0: a follower reported
 //!   zxid 0x0 under the epoch-1 leader and again under the epoch-2 leader).
+//!   A server that does not serve reports the epoch it last served in: ZooKeeper writes the
+//!   new currentEpoch during sync (the leader after the epoch acks, a follower at NEWLEADER),
+//!   before it serves, and a LOOKING read already carrying the new epoch would look like the
+//!   epoch being established before its leader took it. acceptedEpoch is always the file's.
 //! - election epoch (logicalclock) and the counted votes are not exposed by ZooKeeper:
 //!   `election_epoch` is 0 and `last_election` None, so the vote-rule checker answers unknown.
 //! - the node's wall clock: the `Date` header of the AdminServer's answer (the JVM's clock,
@@ -118,6 +122,8 @@ pub struct Observation {
     pub zab: ZabAnswer,
     /// The last zxid seen from this server before (kept while it elects).
     pub previous_zxid: u64,
+    /// The epoch this server last served in, as this controller saw it (0: never served).
+    pub last_served_epoch: u64,
     pub epochs: Epochs,
     pub wall_clock_ms: i64,
     pub uptime_ms: u64,
@@ -137,7 +143,10 @@ pub fn to_status(o: &Observation) -> NodeStatus {
         LeaderAnswer::NotServing(_) => (ServerState::Looking, None),
     };
     let last_zxid = o.zab.last_zxid.unwrap_or(o.previous_zxid);
-    let peer_epoch = o.epochs.current.unwrap_or_else(|| epoch_of(last_zxid));
+    let peer_epoch = match state {
+        ServerState::Looking => o.last_served_epoch,
+        _ => o.epochs.current.unwrap_or_else(|| epoch_of(last_zxid)),
+    };
     let phase = match (state, o.zab.phase) {
         // Not serving yet says more than a zabstate read a moment apart.
         (ServerState::Looking, Some(ZabPhase::Broadcast)) | (ServerState::Looking, None) => {
@@ -151,7 +160,7 @@ pub fn to_status(o: &Observation) -> NodeStatus {
         state,
         leader,
         peer_epoch,
-        accepted_epoch: o.epochs.accepted.unwrap_or(peer_epoch),
+        accepted_epoch: o.epochs.accepted.unwrap_or(peer_epoch).max(peer_epoch),
         election_epoch: 0,
         last_zxid,
         last_zxid_hex: format!("0x{last_zxid:x}"),
@@ -214,6 +223,7 @@ mod tests {
             leader,
             zab,
             previous_zxid: 0x1_0000_0004,
+            last_served_epoch: 1,
             epochs,
             wall_clock_ms: 5,
             uptime_ms: 6,
@@ -338,5 +348,35 @@ mod tests {
         assert_eq!(s.zab_phase, ZabPhase::Election);
         assert_eq!(s.last_zxid, 0x1_0000_0004);
         assert_eq!((s.peer_epoch, s.accepted_epoch), (1, 2));
+    }
+
+    #[test]
+    fn a_syncing_server_keeps_its_served_epoch_until_it_serves_the_new_one() {
+        // currentEpoch is already 2 on disk (written during sync), the server does not serve.
+        let syncing = observation(
+            parse_leader(LEADER_NOT_SERVING.as_bytes()).unwrap(),
+            ZabAnswer {
+                phase: Some(ZabPhase::Sync),
+                last_zxid: None,
+            },
+            Epochs {
+                current: Some(2),
+                accepted: Some(2),
+            },
+        );
+        let s = to_status(&syncing);
+        assert_eq!(
+            (s.state, s.zab_phase),
+            (ServerState::Looking, ZabPhase::Sync)
+        );
+        assert_eq!((s.peer_epoch, s.accepted_epoch), (1, 2));
+        let serving = Observation {
+            leader: LeaderAnswer::Serving {
+                is_leader: true,
+                leader_id: 2,
+            },
+            ..syncing
+        };
+        assert_eq!(to_status(&serving).peer_epoch, 2);
     }
 }
