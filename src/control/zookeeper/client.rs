@@ -186,14 +186,26 @@ impl Sessions {
     /// The node's view of every written znode, in sequence order, after a `sync` so a
     /// follower has caught up with its leader's commits.
     pub async fn read_log(&self, node: &str) -> Result<LogResponse, ReadError> {
-        // A session held across a kill of its server expires once the server is back: the
-        // first read learns that, a fresh session answers.
-        match self.read_log_once(node).await {
-            Err((e, true)) => {
-                tracing::info!("{node}: {}; reading again with a new session", e.message());
-                self.read_log_once(node).await.map_err(|(e, _)| e)
+        // The final read comes right after the final heal: a server restarted then is still
+        // starting its JVM or syncing (it refuses sessions until it serves), so keep trying
+        // for a while. A session held across a kill of its server expires once the server is
+        // back: the first read learns that, a fresh session answers.
+        let start = std::time::Instant::now();
+        let mut retried_session = false;
+        loop {
+            match self.read_log_once(node).await {
+                Err((e @ ReadError::Unreachable(_), _))
+                    if start.elapsed() < self.opts.read_timeout =>
+                {
+                    tracing::debug!("{node}: {}; trying again", e.message());
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err((e, true)) if !retried_session => {
+                    tracing::info!("{node}: {}; reading again with a new session", e.message());
+                    retried_session = true;
+                }
+                other => return other.map_err(|(e, _)| e),
             }
-            other => other.map_err(|(e, _)| e),
         }
     }
 
