@@ -1,6 +1,101 @@
-//! `fle-node`: one ZooKeeper-style server (Fast Leader Election + Zab). See `fle_chaos::node`.
+//! `fle-node`: one ZooKeeper-style server (Fast Leader Election). See `fle_chaos::node`.
+//!
+//! Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad command line or configuration,
+//! 1 could not start (data dir, ports) or failed while running.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use fle_chaos::node::{config, server};
+
+#[derive(Parser)]
+#[command(
+    name = "fle-node",
+    version,
+    about = "One ZooKeeper-style server that finds its leader with Fast Leader Election"
+)]
+struct Cli {
+    /// zoo.cfg-style file (tickTime, initLimit, syncLimit, dataDir, server.N, admin.*);
+    /// dataDir must hold a `myid` file.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// TEST ONLY: run with a seeded bug so checkers can prove they catch it.
+    #[arg(long, value_enum, value_name = "BUG")]
+    bug: Option<Bug>,
+    /// How long a quorum must agree with no better vote before deciding (finalizeWait).
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    finalize_wait_ms: u64,
+    /// Upper bound of the notification re-send back-off (maxNotificationInterval).
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    max_notification_interval_ms: u64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Bug {
+    /// Count n/2 votes as a quorum instead of n/2+1: two leaders become possible.
+    QuorumMinority,
+}
 
 fn main() {
-    eprintln!("fle-node: not yet implemented");
-    std::process::exit(2);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_target(false)
+        .with_ansi(false)
+        .init();
+    let cfg = match config::load(&cli.config) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("fle-node: {e}");
+            std::process::exit(2);
+        }
+    };
+    if cli.finalize_wait_ms == 0 || cli.max_notification_interval_ms < 200 {
+        eprintln!(
+            "fle-node: --finalize-wait-ms must be > 0 and --max-notification-interval-ms >= 200"
+        );
+        std::process::exit(2);
+    }
+    for key in &cfg.ignored_keys {
+        tracing::warn!(key = %key, "zoo.cfg key not used by fle-node");
+    }
+    let bug_quorum_minority = matches!(cli.bug, Some(Bug::QuorumMinority));
+    if bug_quorum_minority {
+        tracing::warn!(
+            "!!! SEEDED BUG ENABLED: --bug quorum-minority counts n/2 votes as a quorum; \
+             this server is UNSAFE and exists only to test checkers !!!"
+        );
+    }
+    let opts = server::Options {
+        finalize_wait: Duration::from_millis(cli.finalize_wait_ms),
+        max_notification_interval: Duration::from_millis(cli.max_notification_interval_ms),
+        bug_quorum_minority,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fle-node: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(server::run(cfg, opts)) {
+        eprintln!("fle-node: {e:#}");
+        std::process::exit(1);
+    }
 }

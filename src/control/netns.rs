@@ -194,18 +194,28 @@ pub fn ip(args: &[&str]) -> Result<()> {
 
 /// Deletes a namespace; a namespace that is already gone is not an error.
 pub fn delete_netns(name: &str) -> Result<()> {
-    if !Path::new("/run/netns").join(name).exists() {
+    let path = Path::new("/run/netns").join(name);
+    if !path.exists() {
         return Ok(());
     }
-    ip(&["netns", "delete", name])
+    match ip(&["netns", "delete", name]) {
+        // Someone else (a concurrent `clean`) removed it in between: done all the same.
+        Err(_) if !path.exists() => Ok(()),
+        r => r,
+    }
 }
 
 /// Deletes a host link; a link that is already gone is not an error.
 pub fn delete_link(name: &str) -> Result<()> {
-    if !Path::new("/sys/class/net").join(name).exists() {
+    let path = Path::new("/sys/class/net").join(name);
+    if !path.exists() {
         return Ok(());
     }
-    ip(&["link", "delete", name])
+    match ip(&["link", "delete", name]) {
+        // Gone in between (a concurrent `clean`, or its namespace took the veth with it).
+        Err(_) if !path.exists() => Ok(()),
+        r => r,
+    }
 }
 
 /// Every /24 that has an IPv4 address or route on the host right now.

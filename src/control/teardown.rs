@@ -1,10 +1,10 @@
 //! Removing what a run recorded in its registry, in dependency order: processes, iptables
 //! rules, chains, namespaces, links, subnet claims, files. Shared by the run's own teardown
 //! and by `fle-chaos clean`; it touches nothing that is not listed, and a process only when its
-//! pid, start time and name still match the record (pids get reused).
+//! pid and start time still match the record (pids get reused).
 
 use super::netns;
-use super::registry::{is_same_process, process_comm, Resource};
+use super::registry::{is_same_process, Resource};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::process::Command;
@@ -29,9 +29,9 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             node,
         } = r
         {
-            if is_same_process(*pid, *start_time)
-                && process_comm(*pid).as_deref() == Some(comm.as_str())
-            {
+            // pid + start time identify the process across exec (a launcher script that
+            // execs the server keeps both), and a reused pid has another start time.
+            if is_same_process(*pid, *start_time) {
                 match kill(Pid::from_raw(*pid as i32), Signal::SIGKILL) {
                     Ok(()) => {
                         report

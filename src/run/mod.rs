@@ -186,6 +186,15 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             .await??;
             tracing::info!("verdict exit code {code}");
             run_dir::log_off();
+            eprintln!(
+                "fle-chaos: {} ({}): exit {code}",
+                run_dir.display(),
+                match code {
+                    exit::VALID => "valid",
+                    exit::INVALID => "INVALID",
+                    _ => "unknown",
+                }
+            );
             Ok(code)
         }
     }
@@ -203,13 +212,11 @@ async fn run_body(
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
-    let control: Arc<dyn Control> = {
-        let (mode, nodes, dir) = (plan.mode, plan.nodes.clone(), run_dir.to_path_buf());
-        Arc::new(
-            tokio::task::spawn_blocking(move || LocalCluster::create(mode, nodes, &dir, registry))
-                .await??,
-        )
-    };
+    // Not spawn_blocking: a signal must not be able to drop this future while a background
+    // thread is still creating (and recording) resources the teardown already listed.
+    let control: Arc<dyn Control> = Arc::new(tokio::task::block_in_place(|| {
+        LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
+    })?);
     guard.set_control(control.clone());
     let target: Arc<dyn Target> = if plan.args.target == plan::TargetKind::Zookeeper {
         let mut opts = crate::control::zookeeper::ZooKeeperOptions::new(
@@ -278,6 +285,7 @@ async fn run_body(
         observations: obs.clone(),
         seed,
         settings: plan.nemesis_settings.clone(),
+        time_limit: plan.time_limit,
         stop: ops_stopped.clone(),
     };
     let mut ops = JoinSet::new();

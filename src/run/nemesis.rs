@@ -8,7 +8,7 @@
 //! controller calls `final_heal` once, which must undo every fault (restart killed nodes,
 //! resume paused ones, remove partitions, reset clocks) and record it with `"final": true`.
 //!
-//! `build` picks the implementation; until `crate::nemesis` provides one it is `NoNemesis`.
+//! `crate::nemesis::build` picks the implementation from the schedule.
 
 use super::observe::Observations;
 use super::recorder::Recorder;
@@ -44,6 +44,8 @@ pub struct NemesisContext {
     pub observations: Arc<Observations>,
     pub seed: u64,
     pub settings: NemesisSettings,
+    /// How long faults may run: the nemesis plans none that would outlast it.
+    pub time_limit: Duration,
     /// Turns true when the run's time is up (or it is interrupted).
     pub stop: watch::Receiver<bool>,
 }
@@ -71,11 +73,4 @@ impl Nemesis for NoNemesis {
     fn final_heal<'a>(&'a self, _ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
-}
-
-/// The nemesis for these settings. The nemesis engineer replaces the body with a call into
-/// `crate::nemesis` (validating `settings.file` there, as a `BadInput` on bad schedules).
-pub fn build(settings: &NemesisSettings) -> Result<Arc<dyn Nemesis>> {
-    let _ = settings;
-    Ok(Arc::new(NoNemesis))
 }

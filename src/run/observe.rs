@@ -159,3 +159,71 @@ pub async fn observe(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ZabPhase;
+
+    fn status(sid: u64, state: ServerState, leader: Option<u64>, epoch: u64) -> NodeStatus {
+        NodeStatus {
+            sid,
+            state,
+            leader,
+            peer_epoch: epoch,
+            accepted_epoch: epoch,
+            election_epoch: 1,
+            last_zxid: 0,
+            last_zxid_hex: "0x0".into(),
+            last_committed_zxid: 0,
+            zab_phase: ZabPhase::Broadcast,
+            wall_clock_ms: 0,
+            uptime_ms: 0,
+            last_election: None,
+        }
+    }
+
+    fn obs(views: &[(u64, Option<NodeStatus>, u64)]) -> Observations {
+        let o = Observations::new(views.iter().map(|(s, _, _)| format!("n{s}")).collect());
+        for (sid, st, time) in views {
+            o.set(
+                &format!("n{sid}"),
+                NodeView {
+                    status: st.clone(),
+                    time: *time,
+                    error: None,
+                },
+            );
+        }
+        o
+    }
+
+    #[test]
+    fn quorum_leader_needs_a_majority_in_the_same_epoch() {
+        use ServerState::*;
+        let agreed = obs(&[
+            (1, Some(status(1, Following, Some(3), 2)), 100),
+            (2, Some(status(2, Looking, None, 2)), 100),
+            (3, Some(status(3, Leading, Some(3), 2)), 100),
+        ]);
+        assert_eq!(agreed.quorum_leader(100, 10), Some((3, 2)));
+        assert_eq!(agreed.leader(100, 10).map(|(n, _)| n), Some("n3".into()));
+        // A follower of an older epoch does not count.
+        let split = obs(&[
+            (1, Some(status(1, Following, Some(3), 1)), 100),
+            (2, Some(status(2, Looking, None, 2)), 100),
+            (3, Some(status(3, Leading, Some(3), 2)), 100),
+        ]);
+        assert_eq!(split.quorum_leader(100, 10), None);
+        // Stale reads do not count either.
+        assert_eq!(agreed.quorum_leader(1000, 10), None);
+        assert_eq!(agreed.leader(1000, 10), None);
+        // Two claimants: the higher epoch is "the leader".
+        let two = obs(&[
+            (1, Some(status(1, Leading, Some(1), 1)), 100),
+            (2, Some(status(2, Leading, Some(2), 3)), 100),
+            (3, None, 0),
+        ]);
+        assert_eq!(two.leader(100, 10).map(|(n, _)| n), Some("n2".into()));
+    }
+}

@@ -1,7 +1,7 @@
 //! `fle-chaos test` options, and their validation into a `Plan` before anything is created:
 //! every bad flag, file or missing privilege is reported here, as one line, exit 254.
 
-use super::nemesis::{self, Nemesis, NemesisSettings, KINDS};
+use super::nemesis::{Nemesis, NemesisSettings};
 use crate::control::local::NetMode;
 use crate::exit::bad_input;
 use crate::workload::{self, Workload};
@@ -133,32 +133,6 @@ fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
     }
 }
 
-fn parse_kinds(arg: Option<&str>, mode: NetMode) -> Result<Vec<String>> {
-    let Some(arg) = arg else {
-        return Ok(KINDS
-            .iter()
-            .filter(|k| mode == NetMode::Netns || **k != "partition")
-            .map(|k| k.to_string())
-            .collect());
-    };
-    if arg.trim() == "none" {
-        return Ok(Vec::new());
-    }
-    let mut kinds = Vec::new();
-    for k in arg.split(',').map(str::trim) {
-        if !KINDS.contains(&k) {
-            return Err(bad_input(format!(
-                "--nemesis {arg}: unknown fault `{k}`; use none or a comma list of {}",
-                KINDS.join(",")
-            )));
-        }
-        if !kinds.iter().any(|x| x == k) {
-            kinds.push(k.to_string());
-        }
-    }
-    Ok(kinds)
-}
-
 impl Plan {
     pub fn from_args(args: TestArgs) -> Result<Plan> {
         let mode = match args.net {
@@ -190,36 +164,32 @@ impl Plan {
             }
             workload.rate = r;
         }
-        let mut kinds = parse_kinds(args.nemesis.as_deref(), mode)?;
-        if args.target == TargetKind::Zookeeper && kinds.iter().any(|k| k == "clock") {
-            if args.nemesis.is_some() {
+        let mut schedule = crate::nemesis::schedule_from_flags(
+            args.nemesis.as_deref(),
+            args.nemesis_file.as_deref(),
+            interval,
+            mode == NetMode::Netns,
+        )?;
+        let clock = crate::nemesis::schedule::FaultKind::Clock;
+        if args.target == TargetKind::Zookeeper && schedule.kinds().contains(&clock) {
+            if args.nemesis.is_some() || args.nemesis_file.is_some() {
                 return Err(bad_input(
-                    "--nemesis clock with --target zookeeper: under libfaketime ZooKeeper's JVM \
-                     stalls and never serves (see README, Real Apache ZooKeeper); drop `clock`",
+                    "clock faults with --target zookeeper: under libfaketime ZooKeeper's JVM \
+                     stalls and never serves (see README, Real Apache ZooKeeper); drop the clock faults",
                 ));
             }
-            kinds.retain(|k| k != "clock");
-        }
-        if mode == NetMode::Loopback && kinds.iter().any(|k| k == "partition") {
-            return Err(bad_input(
-                "--nemesis partition needs --net netns: loopback nodes share one network stack, \
-                 so iptables cannot cut one off; drop `partition` or run as root without --net loopback",
-            ));
-        }
-        if let Some(f) = &args.nemesis_file {
-            if !f.is_file() {
-                return Err(bad_input(format!(
-                    "--nemesis-file {}: no such file; give a schedule such as nemesis/<name>.toml",
-                    f.display()
-                )));
-            }
+            schedule.faults.retain(|f| f.kind != clock);
         }
         let nemesis_settings = NemesisSettings {
-            kinds,
+            kinds: schedule
+                .kinds()
+                .iter()
+                .map(|k| k.name().to_string())
+                .collect(),
             interval,
             file: args.nemesis_file.clone(),
         };
-        let nemesis = nemesis::build(&nemesis_settings)?;
+        let nemesis = crate::nemesis::build(schedule);
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         if name.is_empty()
             || !name
@@ -253,9 +223,7 @@ impl Plan {
                  a bridge: run as root, or use --net loopback (no partition faults then)",
             ));
         }
-        let faketime = args.faketime
-            || nemesis_settings.kinds.iter().any(|k| k == "clock")
-            || nemesis_settings.file.is_some();
+        let faketime = args.faketime || nemesis_settings.kinds.iter().any(|k| k == "clock");
         Ok(Plan {
             name,
             nodes: (1..=args.nodes).map(|i| format!("n{i}")).collect(),

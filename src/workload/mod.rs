@@ -98,7 +98,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Workload> {
     let w: Workload = toml::from_str(text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
             .map(|l| format!(":{l}"))
             .unwrap_or_default();
         bad_input(format!(

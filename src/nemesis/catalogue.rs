@@ -1,0 +1,107 @@
+//! The schedules in `nemesis/`, built into the binary so `--nemesis-file mixed` works from any
+//! directory. A path that exists on disk wins over a built-in name, so users can copy and edit.
+
+use super::schedule::Schedule;
+use crate::exit::bad_input;
+use anyhow::Result;
+use std::path::Path;
+
+/// (name, TOML text) of every schedule in `nemesis/`.
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("mixed", include_str!("../../nemesis/mixed.toml")),
+    (
+        "kill-leader",
+        include_str!("../../nemesis/kill-leader.toml"),
+    ),
+    (
+        "pause-leader",
+        include_str!("../../nemesis/pause-leader.toml"),
+    ),
+    (
+        "isolate-leader",
+        include_str!("../../nemesis/isolate-leader.toml"),
+    ),
+    (
+        "partition-halves",
+        include_str!("../../nemesis/partition-halves.toml"),
+    ),
+    (
+        "partition-majorities-ring",
+        include_str!("../../nemesis/partition-majorities-ring.toml"),
+    ),
+    (
+        "partition-bridge",
+        include_str!("../../nemesis/partition-bridge.toml"),
+    ),
+    (
+        "partition-one-way",
+        include_str!("../../nemesis/partition-one-way.toml"),
+    ),
+    ("clock-bump", include_str!("../../nemesis/clock-bump.toml")),
+    (
+        "clock-strobe",
+        include_str!("../../nemesis/clock-strobe.toml"),
+    ),
+];
+
+/// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).
+pub fn load(name_or_path: &str) -> Result<Schedule> {
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        return Schedule::from_file(path);
+    }
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match BUILT_IN.iter().find(|(n, _)| *n == name) {
+        Some((n, text)) => Schedule::from_toml(n, text)
+            .map_err(|e| bad_input(format!("built-in schedule {n}: {e}"))),
+        None => {
+            let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+            Err(bad_input(format!(
+                "--nemesis-file {name_or_path}: no such file and no built-in schedule of that name; use a path to a TOML file or one of: {}",
+                names.join(", ")
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalogue_file_parses_and_is_built_in() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("nemesis");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                e.ok()?
+                    .path()
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+            })
+            .collect();
+        on_disk.sort();
+        let mut built_in: Vec<String> = BUILT_IN.iter().map(|(n, _)| n.to_string()).collect();
+        built_in.sort();
+        assert_eq!(
+            on_disk, built_in,
+            "nemesis/ and BUILT_IN must list the same schedules"
+        );
+        for (name, _) in BUILT_IN {
+            let s = load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!s.faults.is_empty(), "{name} has no faults");
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_catalogue() {
+        let err = load("no-such-schedule").unwrap_err().to_string();
+        assert!(
+            err.contains("kill-leader") && err.contains("no-such-schedule"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,46 @@
+//! Clock faults through libfaketime: the text the nemesis writes into a node's control file.
+//! With `FAKETIME_NO_CACHE=1` the node reads the file at every clock call, so a rewrite is an
+//! instant step of its wall clock.
+
+/// The control-file text for a wall clock `offset_ms` away from the real one.
+pub fn offset_text(offset_ms: i64) -> String {
+    let sign = if offset_ms < 0 { '-' } else { '+' };
+    let abs = offset_ms.unsigned_abs();
+    format!("{sign}{}.{:03}\n", abs / 1000, abs % 1000)
+}
+
+/// The control-file text for a clock running `factor` times as fast. libfaketime measures the
+/// speed-up from the process's start, so turning it on mid-run also steps the clock once.
+pub fn rate_text(factor: f64) -> String {
+    format!("+0 x{factor:.3}\n")
+}
+
+/// The text of a clock with no skew.
+pub fn reset_text() -> String {
+    offset_text(0)
+}
+
+/// Whether a control file's text means "no skew".
+pub fn is_reset(text: &str) -> bool {
+    let t = text.trim();
+    t.is_empty() || t.trim_start_matches(['+', '-']).parse::<f64>() == Ok(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_signed_seconds_with_millis() {
+        assert_eq!(offset_text(60_000), "+60.000\n");
+        assert_eq!(offset_text(-300_250), "-300.250\n");
+        assert_eq!(offset_text(5), "+0.005\n");
+        assert_eq!(rate_text(2.0), "+0 x2.000\n");
+        assert!(
+            is_reset(&reset_text())
+                && is_reset("+0\n")
+                && !is_reset("+1.5")
+                && !is_reset("+0 x2.000")
+        );
+    }
+}

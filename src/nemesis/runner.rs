@@ -1,0 +1,216 @@
+//! The scheduled nemesis: walks the seeded plan, applying each fault at its time and undoing it
+//! after its duration, until the run's time is up; then the final heal undoes everything and
+//! verifies it.
+
+use super::clock;
+use super::inject::{self, Active};
+use super::plan::{plan, PlannedFault};
+use super::schedule::Schedule;
+use crate::control::target::BoxFuture;
+use crate::history::{EventType, F, NEMESIS};
+use crate::run::nemesis::{Nemesis, NemesisContext};
+use anyhow::Result;
+use serde_json::json;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A nemesis driven by a `Schedule` and the run's seed.
+pub struct ScheduledNemesis {
+    pub schedule: Schedule,
+    /// The fault in force, so that the final heal undoes it even if `run` was cut short.
+    active: Mutex<Option<Active>>,
+}
+
+impl ScheduledNemesis {
+    pub fn new(schedule: Schedule) -> Self {
+        ScheduledNemesis {
+            schedule,
+            active: Mutex::new(None),
+        }
+    }
+
+    async fn run_plan(&self, ctx: &NemesisContext) -> Result<()> {
+        let mut stop = ctx.stop.clone();
+        let start = Instant::now();
+        // Leave a margin so that the last fault is undone before the run's stop, on time.
+        let until = ctx
+            .time_limit
+            .saturating_sub(ctx.time_limit.min(Duration::from_secs(10)) / 10);
+        for fault in plan(&self.schedule, ctx.seed, until) {
+            if sleep_or_stop(&mut stop, start + fault.start).await {
+                break;
+            }
+            let Some(active) = inject::apply(ctx, &fault) else {
+                continue;
+            };
+            *self.active.lock().unwrap() = Some(active.clone());
+            let stopped = self.hold(ctx, &mut stop, &fault, &active).await;
+            inject::undo(ctx, &active);
+            *self.active.lock().unwrap() = None;
+            if stopped {
+                break;
+            }
+        }
+        let _ = stop.wait_for(|s| *s).await;
+        Ok(())
+    }
+
+    /// Keeps the fault in force for its duration (flipping strobed clocks); true if stopped.
+    async fn hold(
+        &self,
+        ctx: &NemesisContext,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        fault: &PlannedFault,
+        active: &Active,
+    ) -> bool {
+        let end = Instant::now() + fault.duration;
+        let Active::Skewed {
+            nodes,
+            strobe: Some((delta_ms, period)),
+        } = active
+        else {
+            return sleep_or_stop(stop, end).await;
+        };
+        let mut skewed = true;
+        loop {
+            let next = (Instant::now() + *period).min(end);
+            if sleep_or_stop(stop, next).await {
+                return true;
+            }
+            if next >= end {
+                return false;
+            }
+            skewed = !skewed;
+            let text = if skewed {
+                clock::offset_text(*delta_ms)
+            } else {
+                clock::reset_text()
+            };
+            for node in nodes {
+                let _ = inject::write_clock(ctx, node, &text);
+            }
+        }
+    }
+
+    /// Undoes every fault, whatever the record says, then checks that nothing is left.
+    fn heal_everything(&self, ctx: &NemesisContext) -> Result<()> {
+        if let Some(active) = self.active.lock().unwrap().take() {
+            inject::undo(ctx, &active);
+        }
+        let nodes = ctx.observations.nodes().to_vec();
+        let kinds = self.schedule.kinds();
+        use super::schedule::FaultKind;
+        if kinds.contains(&FaultKind::Kill) || kinds.contains(&FaultKind::Pause) {
+            for node in &nodes {
+                if !ctx.target.is_running(node) {
+                    inject::undo(
+                        ctx,
+                        &Active::Killed {
+                            nodes: vec![node.clone()],
+                        },
+                    );
+                }
+            }
+        }
+        if kinds.contains(&FaultKind::Partition)
+            && inject::partitions_possible(ctx.control.as_ref())
+        {
+            inject::heal_partition(ctx, &nodes, true);
+        }
+        if kinds.contains(&FaultKind::Clock) {
+            inject::reset_clocks(ctx, &nodes, true);
+        }
+        self.verify(ctx, &nodes);
+        Ok(())
+    }
+
+    /// Records whether the cluster is really healed: every process running and not stopped,
+    /// no tool chain left, every clock at +0.
+    fn verify(&self, ctx: &NemesisContext, nodes: &[String]) {
+        let partitions = self
+            .schedule
+            .kinds()
+            .contains(&super::schedule::FaultKind::Partition)
+            && inject::partitions_possible(ctx.control.as_ref());
+        let mut problems = Vec::new();
+        for node in nodes {
+            // SIGCONT is harmless to a running process and the one way out of a stop.
+            match ctx.target.resume(node) {
+                Ok(Some(pid)) if process_stopped(pid) => {
+                    problems.push(format!("{node} (pid {pid}) is still stopped"))
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => problems.push(format!("{node} is not running")),
+                Err(e) => problems.push(format!("{node}: cannot signal it: {e:#}")),
+            }
+            if partitions {
+                match inject::chain_present(ctx.control.as_ref(), node) {
+                    Ok(true) => problems.push(format!(
+                        "{node} still has the {} chain",
+                        super::iptables::CHAIN
+                    )),
+                    Ok(false) => {}
+                    Err(e) => {
+                        problems.push(format!("{node}: cannot list its iptables rules: {e:#}"))
+                    }
+                }
+            }
+            if let Some(file) = ctx.target.clock_file(node) {
+                match std::fs::read_to_string(&file) {
+                    Ok(text) if clock::is_reset(&text) => {}
+                    Ok(text) => problems.push(format!("{node}'s clock is at {}", text.trim())),
+                    Err(e) => problems.push(format!("{node}: cannot read {}: {e}", file.display())),
+                }
+            }
+        }
+        let kind = if problems.is_empty() {
+            EventType::Info
+        } else {
+            EventType::Fail
+        };
+        let value = json!({ "nodes": nodes, "final": true, "verify": true, "problems": problems });
+        ctx.recorder.record(
+            NEMESIS,
+            EventType::Invoke,
+            F::Heal,
+            None,
+            json!({ "nodes": nodes, "final": true, "verify": true }),
+        );
+        ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+    }
+}
+
+impl Nemesis for ScheduledNemesis {
+    fn run<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.run_plan(ctx))
+    }
+
+    fn final_heal<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.heal_everything(ctx) })
+    }
+}
+
+/// Sleeps until `until`; true if the stop signal came first (or was already given).
+async fn sleep_or_stop(stop: &mut tokio::sync::watch::Receiver<bool>, until: Instant) -> bool {
+    if *stop.borrow() {
+        return true;
+    }
+    let stopped = tokio::select! {
+        _ = tokio::time::sleep_until(until) => false,
+        _ = stop.wait_for(|s| *s) => true,
+    };
+    stopped || *stop.borrow()
+}
+
+/// Whether a process is in the stopped state (`T` in /proc/PID/stat).
+fn process_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('T'))
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,570 @@
+//! What the nemesis should do: the schedule, from a TOML file in `nemesis/` or from CLI flags.
+//! Both resolve to the same `Schedule`, which `plan` turns into a seeded sequence of faults.
+
+use crate::exit::bad_input;
+use anyhow::Result;
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// The fault kinds, as named on the command line and in schedule files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKind {
+    Kill,
+    Pause,
+    Partition,
+    Clock,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 4] = [
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::Partition,
+        FaultKind::Clock,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Partition => "partition",
+            FaultKind::Clock => "clock",
+        }
+    }
+
+    fn parse(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// Whom a fault hits. Roles (leader) are resolved when the fault starts, from the observers' latest
+/// reads, and the resolved nodes are recorded in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    Leader,
+    Random,
+    Minority,
+    Majority,
+    All,
+    Nodes(Vec<String>),
+}
+
+impl TargetSpec {
+    fn parse(s: &str) -> Option<TargetSpec> {
+        Some(match s {
+            "leader" => TargetSpec::Leader,
+            "random" | "one" => TargetSpec::Random,
+            "minority" => TargetSpec::Minority,
+            "majority" => TargetSpec::Majority,
+            "all" => TargetSpec::All,
+            _ => {
+                let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
+                if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
+                    TargetSpec::Nodes(nodes)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            TargetSpec::Leader => "leader".into(),
+            TargetSpec::Random => "random".into(),
+            TargetSpec::Minority => "minority".into(),
+            TargetSpec::Majority => "majority".into(),
+            TargetSpec::All => "all".into(),
+            TargetSpec::Nodes(n) => n.join(","),
+        }
+    }
+}
+
+/// How a partition cuts the cluster (Jepsen's shapes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionShape {
+    /// The current leader against everyone else.
+    IsolateLeader,
+    /// One node (the fault's target) against everyone else.
+    IsolateOne,
+    /// The first half of the nodes (in name order) against the rest.
+    Halves,
+    /// Halves of a seeded shuffle.
+    RandomHalves,
+    /// Every node sees a majority, but no two nodes see the same one.
+    MajoritiesRing,
+    /// Two halves joined only through one node that sees both.
+    Bridge,
+    /// Traffic from the target to every other node is dropped; the other way still flows.
+    OneWay,
+}
+
+impl PartitionShape {
+    pub const ALL: [PartitionShape; 7] = [
+        PartitionShape::IsolateLeader,
+        PartitionShape::IsolateOne,
+        PartitionShape::Halves,
+        PartitionShape::RandomHalves,
+        PartitionShape::MajoritiesRing,
+        PartitionShape::Bridge,
+        PartitionShape::OneWay,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionShape::IsolateLeader => "isolate-leader",
+            PartitionShape::IsolateOne => "isolate-one",
+            PartitionShape::Halves => "halves",
+            PartitionShape::RandomHalves => "random-halves",
+            PartitionShape::MajoritiesRing => "majorities-ring",
+            PartitionShape::Bridge => "bridge",
+            PartitionShape::OneWay => "one-way",
+        }
+    }
+
+    fn parse(s: &str) -> Option<PartitionShape> {
+        PartitionShape::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// What a clock fault does to the targets' wall clocks (through libfaketime).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockMode {
+    /// Step the clock by +/- delta (the sign is drawn from the seed when `random_sign`).
+    Bump { delta_ms: i64, random_sign: bool },
+    /// Flip between +delta and +0 every `period_ms` for the fault's duration.
+    Strobe { delta_ms: i64, period_ms: u64 },
+    /// Let the clock run `factor` times as fast.
+    Rate { factor: f64 },
+}
+
+/// One kind of fault the schedule may pick, with its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultTemplate {
+    pub kind: FaultKind,
+    pub target: TargetSpec,
+    /// Partitions only.
+    pub shape: Option<PartitionShape>,
+    /// Clock faults only.
+    pub clock: Option<ClockMode>,
+    /// How long the fault lasts before it is undone; None = the schedule's duration.
+    pub duration: Option<Duration>,
+    /// Relative chance of being picked.
+    pub weight: u32,
+}
+
+/// A whole schedule: which faults, how often, how long.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    /// A name for reports ("mixed", "kill-leader", "cli").
+    pub name: String,
+    /// Quiet time between the end of one fault and the start of the next.
+    pub interval: Duration,
+    /// How long a fault lasts unless its template says otherwise.
+    pub duration: Duration,
+    pub faults: Vec<FaultTemplate>,
+    /// Fake the monotonic clock too (a VM whose clocks misbehave), not only the wall clock.
+    pub fake_monotonic: bool,
+}
+
+impl Schedule {
+    /// No faults at all.
+    pub fn none() -> Schedule {
+        Schedule {
+            name: "none".into(),
+            interval: Duration::from_secs(10),
+            duration: Duration::from_secs(5),
+            faults: Vec::new(),
+            fake_monotonic: false,
+        }
+    }
+
+    /// The fault kinds this schedule can inject (for OS setup and test.json).
+    pub fn kinds(&self) -> Vec<FaultKind> {
+        let mut kinds: Vec<FaultKind> = Vec::new();
+        for f in &self.faults {
+            if !kinds.contains(&f.kind) {
+                kinds.push(f.kind);
+            }
+        }
+        kinds
+    }
+
+    /// `--nemesis kill,pause,partition,clock` (or `none`) with `--nemesis-interval`: each named
+    /// kind with its default settings, equally weighted.
+    pub fn from_flags(list: &str, interval: Duration, duration: Duration) -> Result<Schedule> {
+        let mut schedule = Schedule {
+            name: list.to_string(),
+            interval,
+            duration,
+            ..Schedule::none()
+        };
+        if list.trim() == "none" || list.trim().is_empty() {
+            schedule.name = "none".into();
+            return Ok(schedule);
+        }
+        for word in list.split(',').map(str::trim) {
+            let kind = FaultKind::parse(word).ok_or_else(|| {
+                bad_input(format!(
+                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock (or none), or --nemesis-file nemesis/NAME.toml"
+                ))
+            })?;
+            schedule.faults.push(default_template(kind));
+        }
+        Ok(schedule)
+    }
+
+    /// Reads a schedule file. Errors name the file, the line and what is wrong.
+    pub fn from_file(path: &Path) -> Result<Schedule> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            bad_input(format!(
+                "--nemesis-file {}: cannot read it: {e}",
+                path.display()
+            ))
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Schedule::from_toml(&name, &text)
+            .map_err(|msg| bad_input(format!("{}: {msg}", path.display())))
+    }
+
+    /// Parses schedule TOML; the error is "line N: what is wrong".
+    pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
+        let raw: RawSchedule = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        let line_of = |needle: &str| line_of(text, needle);
+        let interval = parse_duration(&raw.interval.unwrap_or_else(|| "10s".into()))
+            .map_err(|e| format!("line {}: interval: {e}", line_of("interval")))?;
+        let duration = parse_duration(&raw.duration.unwrap_or_else(|| "5s".into()))
+            .map_err(|e| format!("line {}: duration: {e}", line_of("duration")))?;
+        let mut faults = Vec::new();
+        for (i, f) in raw.faults.into_iter().enumerate() {
+            let line = fault_line(text, i);
+            faults.push(
+                f.into_template()
+                    .map_err(|e| format!("line {line}: in this [[fault]]: {e}"))?,
+            );
+        }
+        if faults.is_empty() {
+            return Err("no [[fault]] tables: add at least one, e.g.\n[[fault]]\nkind = \"kill\"\ntarget = \"leader\"".into());
+        }
+        Ok(Schedule {
+            name: name.to_string(),
+            interval,
+            duration,
+            faults,
+            fake_monotonic: raw.fake_monotonic,
+        })
+    }
+}
+
+/// The defaults `--nemesis KIND` uses.
+fn default_template(kind: FaultKind) -> FaultTemplate {
+    let (target, shape, clock) = match kind {
+        FaultKind::Kill | FaultKind::Pause => (TargetSpec::Random, None, None),
+        FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
+        FaultKind::Clock => (
+            TargetSpec::Random,
+            None,
+            Some(ClockMode::Bump {
+                delta_ms: 60_000,
+                random_sign: true,
+            }),
+        ),
+    };
+    FaultTemplate {
+        kind,
+        target,
+        shape,
+        clock,
+        duration: None,
+        weight: 1,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchedule {
+    interval: Option<String>,
+    duration: Option<String>,
+    #[serde(default)]
+    fake_monotonic: bool,
+    #[serde(default, rename = "fault")]
+    faults: Vec<RawFault>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    kind: String,
+    target: Option<String>,
+    shape: Option<String>,
+    /// Clock: "bump" | "strobe" | "rate".
+    mode: Option<String>,
+    /// Clock: "+300s", "-2m", "500ms"; bump without a sign picks one from the seed.
+    delta: Option<String>,
+    /// Clock strobe: how often to flip.
+    period: Option<String>,
+    /// Clock rate: how fast the clock runs.
+    factor: Option<f64>,
+    duration: Option<String>,
+    weight: Option<u32>,
+}
+
+impl RawFault {
+    fn into_template(self) -> Result<FaultTemplate, String> {
+        let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
+            format!(
+                "kind = \"{}\" is unknown; use kill, pause, partition or clock",
+                self.kind
+            )
+        })?;
+        let mut t = default_template(kind);
+        if let Some(target) = &self.target {
+            t.target = TargetSpec::parse(target).ok_or_else(|| {
+                format!("target = \"{target}\" is unknown; use leader, random, minority, majority, all, or node names like \"n1,n2\"")
+            })?;
+        }
+        if let Some(shape) = &self.shape {
+            if kind != FaultKind::Partition {
+                return Err("shape is only for kind = \"partition\"".into());
+            }
+            t.shape = Some(PartitionShape::parse(shape).ok_or_else(|| {
+                let names: Vec<&str> = PartitionShape::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "shape = \"{shape}\" is unknown; use one of {}",
+                    names.join(", ")
+                )
+            })?);
+        }
+        let clock_keys = self.mode.is_some()
+            || self.delta.is_some()
+            || self.period.is_some()
+            || self.factor.is_some();
+        if clock_keys && kind != FaultKind::Clock {
+            return Err("mode, delta, period and factor are only for kind = \"clock\"".into());
+        }
+        if kind == FaultKind::Clock {
+            t.clock = Some(self.clock_mode()?);
+        }
+        if let Some(d) = &self.duration {
+            t.duration = Some(parse_duration(d).map_err(|e| format!("duration: {e}"))?);
+        }
+        if let Some(w) = self.weight {
+            if w == 0 {
+                return Err(
+                    "weight = 0 would never pick this fault; remove the table instead".into(),
+                );
+            }
+            t.weight = w;
+        }
+        Ok(t)
+    }
+
+    fn clock_mode(&self) -> Result<ClockMode, String> {
+        let delta = |default: &str| -> Result<(i64, bool), String> {
+            let text = self.delta.as_deref().unwrap_or(default);
+            let signed = text.starts_with('+') || text.starts_with('-');
+            let ms = parse_signed_ms(text).map_err(|e| format!("delta: {e}"))?;
+            Ok((ms, !signed))
+        };
+        match self.mode.as_deref().unwrap_or("bump") {
+            "bump" => {
+                let (delta_ms, random_sign) = delta("60s")?;
+                Ok(ClockMode::Bump {
+                    delta_ms,
+                    random_sign,
+                })
+            }
+            "strobe" => {
+                let (delta_ms, _) = delta("+10s")?;
+                let period = parse_duration(self.period.as_deref().unwrap_or("200ms"))
+                    .map_err(|e| format!("period: {e}"))?;
+                Ok(ClockMode::Strobe {
+                    delta_ms,
+                    period_ms: period.as_millis().max(10) as u64,
+                })
+            }
+            "rate" => {
+                let factor = self.factor.unwrap_or(2.0);
+                if !(factor > 0.0 && factor <= 1000.0) {
+                    return Err(format!(
+                        "factor = {factor}: use a number above 0 and at most 1000"
+                    ));
+                }
+                Ok(ClockMode::Rate { factor })
+            }
+            other => Err(format!(
+                "mode = \"{other}\" is unknown; use bump, strobe or rate"
+            )),
+        }
+    }
+}
+
+/// "10s", "500ms", "2m", "1.5s".
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let ms = parse_signed_ms(text)?;
+    if ms < 0 || text.trim_start().starts_with('-') {
+        return Err(format!(
+            "'{text}' is negative; a duration is like 10s, 500ms or 2m"
+        ));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+/// "+300s", "-2m", "500ms" → milliseconds.
+fn parse_signed_ms(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let (sign, rest) = match t.as_bytes().first() {
+        Some(b'-') => (-1.0, &t[1..]),
+        Some(b'+') => (1.0, &t[1..]),
+        _ => (1.0, t),
+    };
+    let split = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let (number, unit) = rest.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration like 10s, 500ms, 2m or -30s"))?;
+    let scale = match unit {
+        "ms" => 1.0,
+        "s" | "" => 1000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}'; use ms, s, m or h"
+            ))
+        }
+    };
+    Ok((sign * value * scale).round() as i64)
+}
+
+/// A TOML error as "line N: message".
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+    let msg = e.message().trim();
+    match line {
+        Some(l) => format!("line {l}: {msg}"),
+        None => msg.to_string(),
+    }
+}
+
+/// The 1-based line of the `index`-th `[[fault]]` header.
+fn fault_line(text: &str, index: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[fault]]"))
+        .nth(index)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(1)
+}
+
+/// The 1-based line where `key` is first set, or 1.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(key))
+        .map(|i| i + 1)
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_and_signs() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_signed_ms("-30s").unwrap(), -30_000);
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn flags_name_kinds() {
+        let s = Schedule::from_flags(
+            "kill,partition",
+            Duration::from_secs(5),
+            Duration::from_secs(3),
+        )
+        .unwrap();
+        assert_eq!(s.kinds(), vec![FaultKind::Kill, FaultKind::Partition]);
+        assert!(Schedule::from_flags("none", Duration::ZERO, Duration::ZERO)
+            .unwrap()
+            .faults
+            .is_empty());
+        let err = Schedule::from_flags("kill,meteor", Duration::ZERO, Duration::ZERO).unwrap_err();
+        assert!(err.to_string().contains("meteor"), "{err}");
+    }
+
+    #[test]
+    fn a_file_with_every_field_parses() {
+        let text = r#"
+interval = "4s"
+duration = "2s"
+fake_monotonic = true
+[[fault]]
+kind = "partition"
+shape = "majorities-ring"
+weight = 3
+[[fault]]
+kind = "clock"
+mode = "strobe"
+delta = "+5s"
+period = "100ms"
+target = "n1,n2"
+"#;
+        let s = Schedule::from_toml("t", text).unwrap();
+        assert_eq!(s.interval, Duration::from_secs(4));
+        assert!(s.fake_monotonic);
+        assert_eq!(s.faults[0].shape, Some(PartitionShape::MajoritiesRing));
+        assert_eq!(s.faults[0].weight, 3);
+        assert_eq!(
+            s.faults[1].clock,
+            Some(ClockMode::Strobe {
+                delta_ms: 5000,
+                period_ms: 100
+            })
+        );
+        assert_eq!(
+            s.faults[1].target,
+            TargetSpec::Nodes(vec!["n1".into(), "n2".into()])
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_fix() {
+        let err = Schedule::from_toml(
+            "t",
+            "interval = \"4s\"\n[[fault]]\nkind = \"kill\"\ntarget = 7\n",
+        )
+        .unwrap_err();
+        assert!(err.starts_with("line 4"), "{err}");
+        let err = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"kill\"\n\n[[fault]]\nkind = \"partition\"\nshape = \"donut\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("line 4") && err.contains("donut") && err.contains("majorities-ring"),
+            "{err}"
+        );
+        let err = Schedule::from_toml("t", "interval = \"4s\"\n").unwrap_err();
+        assert!(err.contains("[[fault]]"), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nshape = \"halves\"\n")
+            .unwrap_err();
+        assert!(err.contains("only for kind = \"partition\""), "{err}");
+        let err = Schedule::from_toml("t", "colour = 1\n[[fault]]\nkind = \"kill\"\n").unwrap_err();
+        assert!(err.starts_with("line 1") && err.contains("colour"), "{err}");
+    }
+}

@@ -1,0 +1,91 @@
+//! Resolving a fault's target (leader, random, minority, ...) to node names when the fault starts.
+//! Random choices come from the planned fault's `pick`, so they replay with the seed; the leader
+//! comes from the observers' latest reads and is recorded with the fault.
+
+use super::schedule::TargetSpec;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// The nodes a fault hits, and a note when the target had to be approximated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub nodes: Vec<String>,
+    pub note: Option<String>,
+}
+
+/// Resolves `spec` over `nodes` (sorted by sid), given the leader the observers see now.
+pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: u64) -> Resolved {
+    let n = nodes.len();
+    let shuffled = || {
+        let mut v = nodes.to_vec();
+        v.shuffle(&mut ChaCha8Rng::seed_from_u64(pick));
+        v
+    };
+    let plain = |mut v: Vec<String>| {
+        v.sort_by_key(|s| crate::history::sid_of(s));
+        Resolved {
+            nodes: v,
+            note: None,
+        }
+    };
+    match spec {
+        TargetSpec::Leader => match leader {
+            Some(l) if nodes.iter().any(|x| x == l) => plain(vec![l.to_string()]),
+            _ => Resolved {
+                nodes: vec![nodes[(pick % n as u64) as usize].clone()],
+                note: Some("no leader observed: hit a random node instead".into()),
+            },
+        },
+        TargetSpec::Random => plain(vec![nodes[(pick % n as u64) as usize].clone()]),
+        TargetSpec::Minority => plain(shuffled().into_iter().take((n - 1) / 2).collect()),
+        TargetSpec::Majority => plain(shuffled().into_iter().take(n / 2 + 1).collect()),
+        TargetSpec::All => plain(nodes.to_vec()),
+        TargetSpec::Nodes(list) => {
+            plain(list.iter().filter(|x| nodes.contains(x)).cloned().collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn roles_and_sizes() {
+        let all = nodes(5);
+        assert_eq!(
+            resolve(&TargetSpec::Leader, &all, Some("n4"), 0).nodes,
+            vec!["n4"]
+        );
+        let fallback = resolve(&TargetSpec::Leader, &all, None, 7);
+        assert_eq!(fallback.nodes.len(), 1);
+        assert!(fallback.note.is_some());
+        assert_eq!(resolve(&TargetSpec::Minority, &all, None, 1).nodes.len(), 2);
+        assert_eq!(resolve(&TargetSpec::Majority, &all, None, 1).nodes.len(), 3);
+        assert_eq!(
+            resolve(&TargetSpec::Minority, &nodes(3), None, 1)
+                .nodes
+                .len(),
+            1
+        );
+        assert_eq!(resolve(&TargetSpec::All, &all, None, 1).nodes, all);
+        let named = TargetSpec::Nodes(vec!["n2".into(), "n1".into()]);
+        assert_eq!(resolve(&named, &all, None, 1).nodes, vec!["n1", "n2"]);
+    }
+
+    #[test]
+    fn random_choices_follow_the_pick() {
+        let all = nodes(5);
+        let a = resolve(&TargetSpec::Minority, &all, None, 11);
+        assert_eq!(a, resolve(&TargetSpec::Minority, &all, None, 11));
+        let distinct: std::collections::BTreeSet<_> = (0..30)
+            .map(|p| resolve(&TargetSpec::Random, &all, None, p).nodes)
+            .collect();
+        assert!(distinct.len() >= 4);
+    }
+}

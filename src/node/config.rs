@@ -1,0 +1,247 @@
+//! The node's configuration in ZooKeeper's own terms: a zoo.cfg-style file plus `myid`.
+//!
+//! Every error names the file, the line and what to write instead, so an operator can fix it
+//! without reading code. Unknown keys are kept as warnings (a real zoo.cfg carries many
+//! settings fle-node has no use for, such as clientPort).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One `server.N=host:quorumPort:electionPort` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAddr {
+    pub host: String,
+    pub quorum_port: u16,
+    pub election_port: u16,
+}
+
+impl ServerAddr {
+    pub fn election(&self) -> String {
+        format!("{}:{}", self.host, self.election_port)
+    }
+    pub fn quorum(&self) -> String {
+        format!("{}:{}", self.host, self.quorum_port)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub sid: u64,
+    pub tick_time_ms: u64,
+    pub init_limit: u64,
+    pub sync_limit: u64,
+    pub data_dir: PathBuf,
+    /// The voters, by sid.
+    pub servers: BTreeMap<u64, ServerAddr>,
+    pub admin_address: String,
+    pub admin_port: u16,
+    /// Keys we accepted but do not use, for a start-up warning.
+    pub ignored_keys: Vec<String>,
+}
+
+impl Config {
+    pub fn me(&self) -> &ServerAddr {
+        &self.servers[&self.sid]
+    }
+}
+
+/// A configuration error, already worded for the operator.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Reads the zoo.cfg at `path` and the `myid` file in its dataDir.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError(format!(
+            "{}: cannot read the config file: {e} (pass an existing zoo.cfg with --config)",
+            path.display()
+        ))
+    })?;
+    let mut cfg = parse(&path.display().to_string(), &text)?;
+    cfg.sid = read_myid(&cfg.data_dir)?;
+    if !cfg.servers.contains_key(&cfg.sid) {
+        return Err(ConfigError(format!(
+            "{}: myid is {} but {} has no server.{} line (add one or fix myid)",
+            cfg.data_dir.join("myid").display(),
+            cfg.sid,
+            path.display(),
+            cfg.sid
+        )));
+    }
+    Ok(cfg)
+}
+
+fn read_myid(data_dir: &Path) -> Result<u64, ConfigError> {
+    let path = data_dir.join("myid");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ConfigError(format!(
+            "{}: cannot read myid: {e} (write this server's id, e.g. `echo 1 > {}`)",
+            path.display(),
+            path.display()
+        ))
+    })?;
+    text.trim().parse::<u64>().map_err(|_| {
+        ConfigError(format!(
+            "{}: myid {:?} is not a server id (write a whole number such as 1)",
+            path.display(),
+            text.trim()
+        ))
+    })
+}
+
+/// Parses zoo.cfg text; `name` is used in errors. The sid is filled in by `load`.
+pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
+    let mut tick = None;
+    let mut init = None;
+    let mut sync = None;
+    let mut data_dir = None;
+    let mut servers = BTreeMap::new();
+    let mut admin_address = "0.0.0.0".to_string();
+    let mut admin_port = 8080u16;
+    let mut ignored = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let err = |what: String| ConfigError(format!("{name} line {line_no}: {what}"));
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(err(format!("{line:?} is not `key=value`")));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let number = |min: u64| -> Result<u64, ConfigError> {
+            match value.parse::<u64>() {
+                Ok(n) if n >= min => Ok(n),
+                _ => Err(err(format!(
+                    "{key}={value:?} must be a whole number >= {min}"
+                ))),
+            }
+        };
+        match key {
+            "tickTime" => tick = Some(number(1)?),
+            "initLimit" => init = Some(number(1)?),
+            "syncLimit" => sync = Some(number(1)?),
+            "dataDir" => {
+                if value.is_empty() {
+                    return Err(err("dataDir is empty (give a directory path)".into()));
+                }
+                data_dir = Some(PathBuf::from(value));
+            }
+            "admin.serverAddress" => admin_address = value.to_string(),
+            "admin.serverPort" => {
+                admin_port = value.parse().map_err(|_| {
+                    err(format!(
+                        "admin.serverPort={value:?} must be a port 0..=65535"
+                    ))
+                })?
+            }
+            k if k.starts_with("server.") => {
+                let sid = k["server.".len()..].parse::<u64>().map_err(|_| {
+                    err(format!(
+                        "{k:?}: the part after `server.` must be the server id"
+                    ))
+                })?;
+                let addr = parse_server(value).map_err(|why| {
+                    err(format!(
+                        "{k}={value:?}: {why} (expected server.N=host:quorumPort:electionPort)"
+                    ))
+                })?;
+                if servers.insert(sid, addr).is_some() {
+                    return Err(err(format!("server.{sid} is given twice")));
+                }
+            }
+            other => ignored.push(other.to_string()),
+        }
+    }
+    let missing =
+        |key: &str| ConfigError(format!("{name}: {key} is not set (add a `{key}=` line)"));
+    if servers.is_empty() {
+        return Err(ConfigError(format!(
+            "{name}: no server.N lines (add server.N=host:quorumPort:electionPort for every server)"
+        )));
+    }
+    Ok(Config {
+        sid: 0,
+        tick_time_ms: tick.ok_or_else(|| missing("tickTime"))?,
+        init_limit: init.ok_or_else(|| missing("initLimit"))?,
+        sync_limit: sync.ok_or_else(|| missing("syncLimit"))?,
+        data_dir: data_dir.ok_or_else(|| missing("dataDir"))?,
+        servers,
+        admin_address,
+        admin_port,
+        ignored_keys: ignored,
+    })
+}
+
+/// `host:quorumPort:electionPort[:participant][;clientAddr]`.
+fn parse_server(value: &str) -> Result<ServerAddr, String> {
+    let value = value.split(';').next().unwrap_or("");
+    let parts: Vec<&str> = value.split(':').collect();
+    match parts.as_slice() {
+        [host, q, e] | [host, q, e, "participant"] => {
+            if host.is_empty() {
+                return Err("the host is empty".into());
+            }
+            let port = |p: &str| -> Result<u16, String> {
+                match p.parse::<u16>() {
+                    Ok(n) if n > 0 => Ok(n),
+                    _ => Err(format!("port {p:?} is not a port number 1..=65535")),
+                }
+            };
+            Ok(ServerAddr {
+                host: host.to_string(),
+                quorum_port: port(q)?,
+                election_port: port(e)?,
+            })
+        }
+        [_, _, _, "observer"] => Err("observers are not supported".into()),
+        _ => Err("wrong number of `:`-separated parts".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "# comment\ntickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=/tmp/x\n\
+        clientPort=2181\nserver.1=127.0.0.1:2001:3001\nserver.2=127.0.0.1:2002:3002:participant\n\
+        admin.serverAddress=127.0.0.1\nadmin.serverPort=8081\n";
+
+    #[test]
+    fn parses_a_zoo_cfg() {
+        let c = parse("zoo.cfg", GOOD).unwrap();
+        assert_eq!((c.tick_time_ms, c.init_limit, c.sync_limit), (100, 10, 5));
+        assert_eq!(c.servers.len(), 2);
+        assert_eq!(c.servers[&2].election(), "127.0.0.1:3002");
+        assert_eq!(c.servers[&1].quorum(), "127.0.0.1:2001");
+        assert_eq!(
+            (c.admin_address.as_str(), c.admin_port),
+            ("127.0.0.1", 8081)
+        );
+        assert_eq!(c.ignored_keys, vec!["clientPort".to_string()]);
+    }
+
+    fn error_of(text: &str) -> String {
+        parse("zoo.cfg", text).unwrap_err().0
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_fix() {
+        let e = error_of("tickTime=100\nserver.1=127.0.0.1:abc:3001\n");
+        assert!(e.contains("line 2") && e.contains("\"abc\""), "{e}");
+        let e = error_of("tickTime=-3\n");
+        assert!(e.contains("line 1") && e.contains("whole number"), "{e}");
+        let e = error_of("tickTime 100\n");
+        assert!(e.contains("line 1") && e.contains("key=value"), "{e}");
+        let e = error_of("server.x=h:1:2\n");
+        assert!(e.contains("server id"), "{e}");
+        let e = error_of("initLimit=1\nsyncLimit=1\ndataDir=/d\nserver.1=h:1:2\n");
+        assert!(e.contains("tickTime is not set"), "{e}");
+        let e = error_of("server.1=h:1:2\nserver.1=h:3:4\n");
+        assert!(e.contains("line 2") && e.contains("twice"), "{e}");
+        let e = error_of("server.1=h:1:2:observer\n");
+        assert!(e.contains("observers"), "{e}");
+    }
+}

@@ -1,0 +1,775 @@
+//! Fast Leader Election (ZooKeeper's `lookForLeader`) as a deterministic state machine.
+//!
+//! No sockets, clocks or files: the shell feeds it notifications (`step`) and the time
+//! (`tick`), and carries out what it returns (`Output`): notifications to send and the
+//! decision. Time is passed in, so tests drive it with tables of messages and fake instants.
+//!
+//! Deliberate differences from ZooKeeper:
+//! - a notification naming a leader that is not a configured voter is dropped and counted
+//!   (robustness against bad peers);
+//! - a LOOKING notification that arrives while this server is still settled is answered (as
+//!   in ZooKeeper) AND kept, then replayed when this server starts looking. ZooKeeper drops
+//!   it, so when one server notices a dead leader a moment before the others, its vote is
+//!   lost until its 200 ms re-send and the others can elect a worse leader without it.
+//!   Replaying is the same as that message arriving a little later, which the protocol must
+//!   tolerate anyway, so safety is unchanged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use crate::api::{CountedVote, ServerState};
+use crate::node::vote::Vote;
+use crate::node::wire::{Notification, NOTIFICATION_VERSION};
+
+/// ZooKeeper's first notification timeout (`finalizeWait` doubles as its start value).
+pub const INITIAL_NOTIFICATION_TIMEOUT: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone)]
+pub struct ElectionConfig {
+    pub sid: u64,
+    pub voters: BTreeSet<u64>,
+    pub finalize_wait: Duration,
+    pub max_notification_interval: Duration,
+    /// Seeded bug: count n/2 as a quorum instead of n/2+1. Only for proving checkers.
+    pub bug_quorum_minority: bool,
+    /// The config bytes carried in notifications.
+    pub config_bytes: Vec<u8>,
+}
+
+impl ElectionConfig {
+    pub fn quorum(&self) -> usize {
+        let n = self.voters.len();
+        if self.bug_quorum_minority {
+            (n / 2).max(1)
+        } else {
+            n / 2 + 1
+        }
+    }
+}
+
+/// A vote as counted in recvset/outofelection (ZooKeeper's `Vote` with round and state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ballot {
+    vote: Vote,
+    election_epoch: u64,
+    state: ServerState,
+    version: i32,
+}
+
+impl Ballot {
+    /// ZooKeeper's `Vote.equals`: out of election only the leader and its epoch must agree
+    /// (ZOOKEEPER-1732), inside an election everything must.
+    fn agrees(&self, other: &Ballot) -> bool {
+        if self.state == ServerState::Looking || other.state == ServerState::Looking {
+            self.vote == other.vote && self.election_epoch == other.election_epoch
+        } else if (self.version > 0) ^ (other.version > 0) {
+            self.vote.leader == other.vote.leader
+        } else {
+            self.vote.leader == other.vote.leader && self.vote.peer_epoch == other.vote.peer_epoch
+        }
+    }
+}
+
+/// What the state machine asks the shell to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Send { to: u64, notification: Notification },
+    Decided(Decision),
+}
+
+/// The end of an election.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub state: ServerState,
+    pub vote: Vote,
+    pub round: u64,
+    pub votes: Vec<CountedVote>,
+    pub took: Duration,
+}
+
+/// Messages dropped instead of processed, by reason (the shell adds its own wire counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ElectionCounters {
+    pub from_non_voter: u64,
+    pub unknown_leader: u64,
+    pub stale_round: u64,
+    pub dropped_while_finalizing: u64,
+}
+
+#[derive(Debug)]
+pub struct Election {
+    cfg: ElectionConfig,
+    state: ServerState,
+    logicalclock: u64,
+    /// My own vote at the start of the round (what a higher round falls back to).
+    initial: Vote,
+    proposal: Vote,
+    recvset: BTreeMap<u64, Ballot>,
+    outofelection: BTreeMap<u64, Ballot>,
+    /// While Some, a quorum agrees and we wait for silence (or a better vote) until then.
+    finalize_deadline: Option<Instant>,
+    not_timeout: Duration,
+    poll_deadline: Instant,
+    round_started: Instant,
+    /// The vote this server stands by once decided (answered to LOOKING peers).
+    current: Ballot,
+    /// The latest LOOKING notification per peer received while settled, with when it came.
+    parked: BTreeMap<u64, (Instant, Notification)>,
+    counters: ElectionCounters,
+}
+
+impl Election {
+    pub fn new(cfg: ElectionConfig, now: Instant) -> Self {
+        let me = Vote::new(cfg.sid, 0, 0);
+        let ballot = Ballot {
+            vote: me,
+            election_epoch: 0,
+            state: ServerState::Looking,
+            version: NOTIFICATION_VERSION,
+        };
+        Election {
+            cfg,
+            state: ServerState::Looking,
+            logicalclock: 0,
+            initial: me,
+            proposal: me,
+            recvset: BTreeMap::new(),
+            outofelection: BTreeMap::new(),
+            finalize_deadline: None,
+            not_timeout: INITIAL_NOTIFICATION_TIMEOUT,
+            poll_deadline: now,
+            round_started: now,
+            current: ballot,
+            parked: BTreeMap::new(),
+            counters: ElectionCounters::default(),
+        }
+    }
+
+    pub fn state(&self) -> ServerState {
+        self.state
+    }
+    pub fn logicalclock(&self) -> u64 {
+        self.logicalclock
+    }
+    pub fn proposal(&self) -> Vote {
+        self.proposal
+    }
+    pub fn counters(&self) -> ElectionCounters {
+        self.counters
+    }
+    /// The leader this server follows or leads, None while looking.
+    pub fn leader(&self) -> Option<u64> {
+        (self.state != ServerState::Looking).then_some(self.current.vote.leader)
+    }
+
+    /// Starts a new round with my own vote (lookForLeader's first step).
+    pub fn start_looking(&mut self, now: Instant, last_zxid: u64, peer_epoch: u64) -> Vec<Output> {
+        self.state = ServerState::Looking;
+        self.logicalclock += 1;
+        self.initial = Vote::new(self.cfg.sid, last_zxid, peer_epoch);
+        self.recvset.clear();
+        self.outofelection.clear();
+        self.finalize_deadline = None;
+        self.not_timeout = INITIAL_NOTIFICATION_TIMEOUT;
+        self.poll_deadline = now + self.not_timeout;
+        self.round_started = now;
+        self.set_proposal(self.initial);
+        // My own vote is the first one counted (ZooKeeper delivers it to itself).
+        if self.count_agreeing(&self.recvset, &self.proposal_ballot(), true) >= self.cfg.quorum() {
+            self.finalize_deadline = Some(now + self.cfg.finalize_wait);
+        }
+        let mut out = self.send_to_all();
+        // Only votes from the handover moment: older ones describe a past the peer has left.
+        for (from, (at, n)) in std::mem::take(&mut self.parked) {
+            if now.saturating_duration_since(at) <= self.cfg.finalize_wait {
+                out.extend(self.step(now, from, n));
+            }
+        }
+        out
+    }
+
+    /// The next instant `tick` has something to do, if any.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.state != ServerState::Looking {
+            return None;
+        }
+        Some(self.finalize_deadline.unwrap_or(self.poll_deadline))
+    }
+
+    pub fn tick(&mut self, now: Instant) -> Vec<Output> {
+        if self.state != ServerState::Looking {
+            return Vec::new();
+        }
+        if let Some(deadline) = self.finalize_deadline {
+            if now >= deadline {
+                return self.decide(now);
+            }
+            return Vec::new();
+        }
+        if now >= self.poll_deadline {
+            // Nothing arrived for notTimeout: re-send and back off (up to the maximum).
+            self.not_timeout = (self.not_timeout * 2).min(self.cfg.max_notification_interval);
+            self.poll_deadline = now + self.not_timeout;
+            return self.send_to_all();
+        }
+        Vec::new()
+    }
+
+    /// Handles one notification from peer `from`.
+    pub fn step(&mut self, now: Instant, from: u64, n: Notification) -> Vec<Output> {
+        if !self.cfg.voters.contains(&from) || from == self.cfg.sid {
+            self.counters.from_non_voter += 1;
+            return Vec::new();
+        }
+        if !self.cfg.voters.contains(&n.leader) {
+            self.counters.unknown_leader += 1;
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if self.state != ServerState::Looking {
+            // A settled server tells a looking one whom it follows, so newcomers can join.
+            if n.state == ServerState::Looking {
+                out.push(self.send(
+                    from,
+                    self.current.vote,
+                    self.current.election_epoch,
+                    self.state,
+                ));
+                // Kept for replay when we look again (see the module header).
+                self.parked.insert(from, (now, n));
+            }
+            return out;
+        }
+        if n.state == ServerState::Looking && n.election_epoch < self.logicalclock {
+            // A peer in an older round learns our round and vote (WorkerReceiver does this).
+            out.push(self.send(from, self.proposal, self.logicalclock, ServerState::Looking));
+        }
+        let incoming = Vote::new(n.leader, n.zxid, n.peer_epoch);
+        if self.finalize_deadline.is_some() {
+            if incoming.beats(&self.proposal) {
+                self.finalize_deadline = None;
+            } else {
+                // finalizeWait restarts on every message that does not change our mind.
+                self.counters.dropped_while_finalizing += 1;
+                self.finalize_deadline = Some(now + self.cfg.finalize_wait);
+                return out;
+            }
+        }
+        self.poll_deadline = now + self.not_timeout;
+        let ballot = Ballot {
+            vote: incoming,
+            election_epoch: n.election_epoch,
+            state: n.state,
+            version: n.version,
+        };
+        match n.state {
+            ServerState::Looking => out.extend(self.on_looking(now, from, ballot)),
+            ServerState::Following | ServerState::Leading => {
+                out.extend(self.on_settled(now, from, ballot))
+            }
+            ServerState::Observing => {}
+        }
+        out
+    }
+
+    fn on_looking(&mut self, now: Instant, from: u64, b: Ballot) -> Vec<Output> {
+        let mut out = Vec::new();
+        if b.election_epoch > self.logicalclock {
+            self.logicalclock = b.election_epoch;
+            self.recvset.clear();
+            let best = if b.vote.beats(&self.initial) {
+                b.vote
+            } else {
+                self.initial
+            };
+            self.set_proposal(best);
+            out.extend(self.send_to_all());
+        } else if b.election_epoch < self.logicalclock {
+            self.counters.stale_round += 1;
+            return out;
+        } else if b.vote.beats(&self.proposal) {
+            self.set_proposal(b.vote);
+            out.extend(self.send_to_all());
+        }
+        self.recvset.insert(from, b);
+        let mine = self.proposal_ballot();
+        if self.count_agreeing(&self.recvset, &mine, true) >= self.cfg.quorum() {
+            self.finalize_deadline = Some(now + self.cfg.finalize_wait);
+        }
+        out
+    }
+
+    /// A FOLLOWING/LEADING notification: count it, and join its leader once a quorum
+    /// stands behind it and the leader itself says it leads (checkLeader).
+    fn on_settled(&mut self, now: Instant, from: u64, b: Ballot) -> Vec<Output> {
+        if b.election_epoch == self.logicalclock {
+            self.recvset.insert(from, b);
+            if self.count_agreeing(&self.recvset, &b, true) >= self.cfg.quorum()
+                && self.check_leader(&self.recvset, b.vote.leader, b.election_epoch)
+            {
+                return self.settle(now, b, Source::Recvset);
+            }
+        }
+        self.outofelection.insert(from, b);
+        if self.count_agreeing(&self.outofelection, &b, false) >= self.cfg.quorum()
+            && self.check_leader(&self.outofelection, b.vote.leader, b.election_epoch)
+        {
+            self.logicalclock = b.election_epoch;
+            return self.settle(now, b, Source::OutOfElection);
+        }
+        Vec::new()
+    }
+
+    fn check_leader(&self, votes: &BTreeMap<u64, Ballot>, leader: u64, epoch: u64) -> bool {
+        if leader != self.cfg.sid {
+            votes
+                .get(&leader)
+                .is_some_and(|v| v.state == ServerState::Leading)
+        } else {
+            self.logicalclock == epoch
+        }
+    }
+
+    /// Counts voters whose ballot agrees with `target`. ZooKeeper's recvset holds my own vote
+    /// (it sends to itself); here it is added explicitly with `with_mine`.
+    fn count_agreeing(
+        &self,
+        votes: &BTreeMap<u64, Ballot>,
+        target: &Ballot,
+        with_mine: bool,
+    ) -> usize {
+        let others = votes
+            .iter()
+            .filter(|(sid, b)| self.cfg.voters.contains(sid) && b.agrees(target))
+            .count();
+        others + usize::from(with_mine && self.proposal_ballot().agrees(target))
+    }
+
+    fn proposal_ballot(&self) -> Ballot {
+        Ballot {
+            vote: self.proposal,
+            election_epoch: self.logicalclock,
+            state: ServerState::Looking,
+            version: NOTIFICATION_VERSION,
+        }
+    }
+
+    fn set_proposal(&mut self, v: Vote) {
+        self.proposal = v;
+    }
+
+    fn decide(&mut self, now: Instant) -> Vec<Output> {
+        let b = self.proposal_ballot();
+        self.settle(now, b, Source::Recvset)
+    }
+
+    fn settle(&mut self, now: Instant, b: Ballot, source: Source) -> Vec<Output> {
+        self.state = if b.vote.leader == self.cfg.sid {
+            ServerState::Leading
+        } else {
+            ServerState::Following
+        };
+        self.finalize_deadline = None;
+        self.current = Ballot {
+            vote: b.vote,
+            election_epoch: b.election_epoch,
+            state: self.state,
+            version: NOTIFICATION_VERSION,
+        };
+        let set = match source {
+            Source::Recvset => &self.recvset,
+            Source::OutOfElection => &self.outofelection,
+        };
+        let mut votes: Vec<CountedVote> = set
+            .iter()
+            .filter(|(_, v)| v.agrees(&b))
+            .map(|(sid, v)| CountedVote {
+                sid: *sid,
+                leader: v.vote.leader,
+                zxid: v.vote.zxid,
+                peer_epoch: v.vote.peer_epoch,
+            })
+            .collect();
+        if matches!(source, Source::Recvset) && self.proposal_ballot().agrees(&b) {
+            votes.push(CountedVote {
+                sid: self.cfg.sid,
+                leader: self.proposal.leader,
+                zxid: self.proposal.zxid,
+                peer_epoch: self.proposal.peer_epoch,
+            });
+            votes.sort_by_key(|v| v.sid);
+        }
+        vec![Output::Decided(Decision {
+            state: self.state,
+            vote: b.vote,
+            round: b.election_epoch,
+            votes,
+            took: now.saturating_duration_since(self.round_started),
+        })]
+    }
+
+    fn send(&self, to: u64, vote: Vote, election_epoch: u64, state: ServerState) -> Output {
+        Output::Send {
+            to,
+            notification: Notification {
+                state,
+                leader: vote.leader,
+                zxid: vote.zxid,
+                election_epoch,
+                peer_epoch: vote.peer_epoch,
+                version: NOTIFICATION_VERSION,
+                config: self.cfg.config_bytes.clone(),
+            },
+        }
+    }
+
+    fn send_to_all(&self) -> Vec<Output> {
+        self.cfg
+            .voters
+            .iter()
+            .filter(|&&sid| sid != self.cfg.sid)
+            .map(|&to| self.send(to, self.proposal, self.logicalclock, ServerState::Looking))
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Source {
+    Recvset,
+    OutOfElection,
+}
+
+#[cfg(test)]
+mod tests {
+    //! Tables of messages through a simulated network of state machines: no sockets, no sleeps.
+    use super::*;
+    use std::collections::VecDeque;
+
+    const FW: Duration = Duration::from_millis(200);
+
+    fn cfg(sid: u64, n: u64) -> ElectionConfig {
+        ElectionConfig {
+            sid,
+            voters: (1..=n).collect(),
+            finalize_wait: FW,
+            max_notification_interval: Duration::from_secs(60),
+            bug_quorum_minority: false,
+            config_bytes: Vec::new(),
+        }
+    }
+
+    /// A network of election state machines with FIFO delivery and a fake clock.
+    struct Sim {
+        t0: Instant,
+        now: Duration,
+        nodes: BTreeMap<u64, Election>,
+        up: BTreeSet<u64>,
+        queue: VecDeque<(u64, u64, Notification)>,
+        decisions: BTreeMap<u64, Decision>,
+    }
+
+    impl Sim {
+        fn new(n: u64) -> Sim {
+            let t0 = Instant::now();
+            Sim {
+                t0,
+                now: Duration::ZERO,
+                nodes: (1..=n).map(|s| (s, Election::new(cfg(s, n), t0))).collect(),
+                up: BTreeSet::new(),
+                queue: VecDeque::new(),
+                decisions: BTreeMap::new(),
+            }
+        }
+        fn at(&self) -> Instant {
+            self.t0 + self.now
+        }
+        fn start(&mut self, sid: u64, zxid: u64) {
+            self.up.insert(sid);
+            let now = self.at();
+            let out = self
+                .nodes
+                .get_mut(&sid)
+                .unwrap()
+                .start_looking(now, zxid, 0);
+            self.handle(sid, out);
+        }
+        fn stop(&mut self, sid: u64) {
+            self.up.remove(&sid);
+        }
+        fn handle(&mut self, from: u64, out: Vec<Output>) {
+            for o in out {
+                match o {
+                    Output::Send { to, notification } => {
+                        self.queue.push_back((from, to, notification))
+                    }
+                    Output::Decided(d) => {
+                        self.decisions.insert(from, d);
+                    }
+                }
+            }
+        }
+        /// Delivers everything in flight, then advances time in 10 ms ticks up to `limit`.
+        fn run(&mut self, limit: Duration) {
+            let end = self.now + limit;
+            loop {
+                while let Some((from, to, n)) = self.queue.pop_front() {
+                    if !self.up.contains(&to) || !self.up.contains(&from) {
+                        continue;
+                    }
+                    let now = self.at();
+                    let out = self.nodes.get_mut(&to).unwrap().step(now, from, n);
+                    self.handle(to, out);
+                }
+                if self.now >= end {
+                    break;
+                }
+                self.now += Duration::from_millis(10);
+                let now = self.at();
+                for sid in self.up.clone() {
+                    let out = self.nodes.get_mut(&sid).unwrap().tick(now);
+                    self.handle(sid, out);
+                }
+            }
+        }
+        fn state(&self, sid: u64) -> (ServerState, Option<u64>) {
+            let e = &self.nodes[&sid];
+            (e.state(), e.leader())
+        }
+    }
+
+    use ServerState::*;
+
+    #[test]
+    fn a_lone_server_of_three_stays_looking() {
+        let mut sim = Sim::new(3);
+        sim.start(1, 0);
+        sim.run(Duration::from_secs(5));
+        assert_eq!(sim.state(1), (Looking, None));
+        assert!(
+            sim.nodes[&1].not_timeout > INITIAL_NOTIFICATION_TIMEOUT,
+            "backs off"
+        );
+    }
+
+    #[test]
+    fn seed_start_up_story_two_then_three() {
+        let mut sim = Sim::new(3);
+        sim.start(1, 0);
+        sim.run(Duration::from_millis(500));
+        sim.start(2, 0);
+        sim.run(Duration::from_secs(1));
+        assert_eq!(sim.state(1), (Following, Some(2)));
+        assert_eq!(sim.state(2), (Leading, Some(2)));
+        let d = &sim.decisions[&2];
+        assert!(d.took >= FW, "a decision waits finalizeWait");
+        assert_eq!(
+            d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        sim.start(3, 0);
+        sim.run(Duration::from_secs(1));
+        assert_eq!(
+            sim.state(3),
+            (Following, Some(2)),
+            "3 joins; the leader stays 2"
+        );
+        assert_eq!(sim.state(2), (Leading, Some(2)));
+    }
+
+    #[test]
+    fn seed_running_cluster_story_three_is_elected_by_three_four_five() {
+        let mut sim = Sim::new(5);
+        for (sid, zxid) in [(3, 9), (4, 8), (5, 8)] {
+            sim.start(sid, zxid);
+        }
+        sim.run(Duration::from_secs(1));
+        for sid in [3, 4, 5] {
+            assert_eq!(sim.state(sid).1, Some(3), "server {sid}");
+        }
+        assert_eq!(sim.state(3).0, Leading);
+        let d = &sim.decisions[&3];
+        assert_eq!((d.vote.leader, d.vote.zxid), (3, 9));
+        assert_eq!(d.votes.len(), 3);
+    }
+
+    #[test]
+    fn seed_running_cluster_story_from_server_two_leading() {
+        let mut sim = Sim::new(5);
+        let zxid = |sid: u64| if sid <= 3 { 9 } else { 8 };
+        for sid in [1, 2, 4] {
+            sim.start(sid, zxid(sid));
+        }
+        sim.run(Duration::from_secs(1));
+        assert_eq!(sim.state(2), (Leading, Some(2)));
+        for sid in [3, 5] {
+            sim.start(sid, zxid(sid));
+        }
+        sim.run(Duration::from_secs(1));
+        assert_eq!(
+            sim.state(3),
+            (Following, Some(2)),
+            "3 joins the running leader"
+        );
+        // 1 and 2 fail; the others lose their leader and look again.
+        sim.stop(1);
+        sim.stop(2);
+        for sid in [3, 4, 5] {
+            sim.start(sid, zxid(sid));
+        }
+        sim.run(Duration::from_secs(2));
+        assert_eq!(sim.state(3), (Leading, Some(3)));
+        assert_eq!(sim.state(4), (Following, Some(3)));
+        assert_eq!(sim.state(5), (Following, Some(3)));
+    }
+
+    #[test]
+    fn peer_epoch_beats_a_longer_log() {
+        let mut sim = Sim::new(3);
+        sim.up.extend([1, 2, 3]);
+        let now = sim.at();
+        for (sid, zxid, epoch) in [(1, 5, 2), (2, 9, 1), (3, 9, 1)] {
+            let out = sim
+                .nodes
+                .get_mut(&sid)
+                .unwrap()
+                .start_looking(now, zxid, epoch);
+            sim.handle(sid, out);
+        }
+        sim.run(Duration::from_secs(1));
+        assert_eq!(sim.state(1), (Leading, Some(1)));
+        assert_eq!(sim.state(3), (Following, Some(1)));
+    }
+
+    fn note(state: ServerState, leader: u64, zxid: u64, round: u64) -> Notification {
+        Notification {
+            state,
+            leader,
+            zxid,
+            election_epoch: round,
+            peer_epoch: 0,
+            version: 2,
+            config: Vec::new(),
+        }
+    }
+
+    fn sends(out: &[Output]) -> Vec<(u64, u64, u64)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Send {
+                    to,
+                    notification: n,
+                } => Some((*to, n.leader, n.election_epoch)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn table_of_rounds_and_adoption() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(2, 3), t);
+        e.start_looking(t, 5, 0);
+        // Higher round with a worse vote: take the round, fall back to my initial vote.
+        let out = e.step(t, 1, note(Looking, 1, 4, 7));
+        assert_eq!(e.logicalclock(), 7);
+        assert_eq!(e.proposal().leader, 2);
+        assert_eq!(sends(&out), vec![(1, 2, 7), (3, 2, 7)]);
+        // Lower round: ignored even when better, but the sender learns our round and vote.
+        let out = e.step(t, 1, note(Looking, 1, 99, 3));
+        assert_eq!(e.proposal(), Vote::new(2, 5, 0));
+        assert_eq!(sends(&out), vec![(1, 2, 7)]);
+        assert_eq!(e.counters().stale_round, 1);
+        // Same round, better vote: adopt and re-send.
+        let out = e.step(t, 3, note(Looking, 3, 6, 7));
+        assert_eq!(e.proposal(), Vote::new(3, 6, 0));
+        assert_eq!(sends(&out), vec![(1, 3, 7), (3, 3, 7)]);
+        // Quorum (3 and me) agree on 3: finalizeWait, then decide.
+        assert!(e.next_deadline().unwrap() <= t + FW);
+        assert!(e.tick(t + FW / 2).is_empty());
+        let out = e.tick(t + FW);
+        assert!(
+            matches!(&out[..], [Output::Decided(d)] if d.state == Following && d.vote.leader == 3)
+        );
+        // Settled: a looking peer is answered with the current vote and its round.
+        let out = e.step(t + FW, 1, note(Looking, 1, 0, 9));
+        assert_eq!(sends(&out), vec![(1, 3, 7)]);
+    }
+
+    #[test]
+    fn a_better_vote_during_finalize_wait_reopens_the_election() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 3), t);
+        e.start_looking(t, 0, 0);
+        e.step(t, 2, note(Looking, 2, 0, 1));
+        assert!(e.finalize_deadline.is_some(), "1 and 2 agree on 2");
+        e.step(t + FW / 2, 3, note(Looking, 3, 0, 1));
+        assert_eq!(e.proposal().leader, 3);
+        assert!(e.finalize_deadline.is_some(), "1 and 3 now agree on 3");
+        let out = e.tick(t + FW / 2 + FW);
+        assert!(matches!(&out[..], [Output::Decided(d)] if d.vote.leader == 3));
+    }
+
+    #[test]
+    fn joins_an_established_leader_through_outofelection_only_if_it_leads() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(3, 3), t);
+        e.start_looking(t, 0, 0);
+        // A follower's word alone is not enough (ZOOKEEPER-975): the leader must say it leads.
+        e.step(t, 1, note(Following, 2, 0, 4));
+        assert_eq!(e.state(), Looking);
+        e.step(t, 2, note(Leading, 2, 0, 4));
+        assert_eq!(
+            (e.state(), e.leader(), e.logicalclock()),
+            (Following, Some(2), 4)
+        );
+    }
+
+    #[test]
+    fn a_vote_that_arrives_just_before_we_look_is_replayed_when_we_do() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 3), t);
+        e.start_looking(t, 0, 0);
+        e.step(t, 2, note(Leading, 2, 0, 1));
+        e.step(t, 3, note(Following, 2, 0, 1));
+        assert_eq!(e.state(), Following);
+        // 3 noticed the dead leader first; we still follow, answer, and keep its vote.
+        let out = e.step(t, 3, note(Looking, 3, 0, 2));
+        assert_eq!(sends(&out), vec![(3, 2, 1)]);
+        let out = e.start_looking(t, 0, 0);
+        assert_eq!(e.logicalclock(), 2);
+        assert_eq!(e.proposal().leader, 3, "3's vote was replayed");
+        assert!(sends(&out).contains(&(2, 3, 2)), "{out:?}");
+        assert!(e.finalize_deadline.is_some(), "3 and I agree");
+        // A vote parked long before we look again is not replayed.
+        e.tick(t + FW);
+        e.step(t + FW, 2, note(Looking, 2, 0, 3));
+        let out = e.start_looking(t + FW * 3, 0, 0);
+        assert_eq!(e.proposal().leader, 1);
+        assert!(!sends(&out).iter().any(|s| s.1 == 2));
+    }
+
+    #[test]
+    fn bad_peers_are_counted_not_obeyed() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 3), t);
+        e.start_looking(t, 0, 0);
+        assert!(e.step(t, 9, note(Looking, 9, 0, 1)).is_empty());
+        assert!(e.step(t, 2, note(Looking, 42, 0, 1)).is_empty());
+        assert_eq!(e.counters().from_non_voter, 1);
+        assert_eq!(e.counters().unknown_leader, 1);
+        assert_eq!(e.proposal().leader, 1);
+    }
+
+    #[test]
+    fn seeded_quorum_minority_bug_lets_a_lone_server_lead() {
+        let t = Instant::now();
+        let mut c = cfg(1, 3);
+        c.bug_quorum_minority = true;
+        let mut e = Election::new(c, t);
+        e.start_looking(t, 5, 0);
+        // Only my own vote backs me: a quorum of one under the bug.
+        e.step(t, 2, note(Looking, 2, 0, 1));
+        let out = e.tick(t + FW);
+        assert!(matches!(&out[..], [Output::Decided(d)] if d.state == Leading));
+    }
+}

@@ -1,0 +1,90 @@
+//! A vote and ZooKeeper's order on votes (`totalOrderPredicate`).
+//!
+//! The order is lexicographic on (peerEpoch, zxid, sid): a newer epoch wins first, then the
+//! longer log, then the larger server id. The seed's four PK rules are the (zxid, sid) part.
+
+/// A proposal for a leader: who, with what last zxid, in which epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Vote {
+    pub leader: u64,
+    pub zxid: u64,
+    pub peer_epoch: u64,
+}
+
+impl Vote {
+    pub fn new(leader: u64, zxid: u64, peer_epoch: u64) -> Self {
+        Vote {
+            leader,
+            zxid,
+            peer_epoch,
+        }
+    }
+
+    /// True when `self` should replace `current` as a server's proposal.
+    pub fn beats(&self, current: &Vote) -> bool {
+        // Tuple order is exactly ZooKeeper's predicate; ZOOKEEPER-1419 came from hand-writing it.
+        (self.peer_epoch, self.zxid, self.leader)
+            > (current.peer_epoch, current.zxid, current.leader)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v(leader: u64, zxid: u64) -> Vote {
+        Vote::new(leader, zxid, 0)
+    }
+
+    #[test]
+    fn seed_rule_1_larger_zxid_is_adopted() {
+        assert!(v(1, 9).beats(&v(3, 8)));
+    }
+
+    #[test]
+    fn seed_rule_2_smaller_zxid_is_not_adopted() {
+        assert!(!v(5, 8).beats(&v(3, 9)));
+    }
+
+    #[test]
+    fn seed_rule_3_equal_zxid_larger_sid_is_adopted() {
+        assert!(v(2, 0).beats(&v(1, 0)));
+    }
+
+    #[test]
+    fn seed_rule_4_equal_zxid_smaller_sid_is_not_adopted() {
+        assert!(!v(1, 0).beats(&v(2, 0)));
+        assert!(!v(2, 0).beats(&v(2, 0)), "a vote never beats itself");
+    }
+
+    #[test]
+    fn peer_epoch_comes_before_zxid_and_sid() {
+        let newer_epoch = Vote::new(1, 1, 3);
+        let longer_log = Vote::new(5, 0xffff_ffff, 2);
+        assert!(newer_epoch.beats(&longer_log));
+        assert!(!longer_log.beats(&newer_epoch));
+    }
+
+    fn any_vote() -> impl Strategy<Value = Vote> {
+        // Small ranges so that ties on each component happen often.
+        (0u64..4, 0u64..4, 0u64..4).prop_map(|(l, z, e)| Vote::new(l, z, e))
+    }
+
+    proptest! {
+        #[test]
+        fn order_is_total_and_antisymmetric(a in any_vote(), b in any_vote()) {
+            let ab = a.beats(&b);
+            let ba = b.beats(&a);
+            prop_assert!(!(ab && ba), "both {a:?} and {b:?} beat each other");
+            prop_assert!(ab || ba || a == b, "{a:?} and {b:?} are incomparable");
+        }
+
+        #[test]
+        fn order_is_transitive(a in any_vote(), b in any_vote(), c in any_vote()) {
+            if a.beats(&b) && b.beats(&c) {
+                prop_assert!(a.beats(&c));
+            }
+        }
+    }
+}

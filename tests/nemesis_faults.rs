@@ -1,0 +1,308 @@
+//! Each fault on a real 3-node cluster, through `fle-chaos test`, judged from the history it
+//! records: the fault had its effect on the cluster, and it was undone.
+
+mod run_support;
+
+use fle_chaos::api::{NodeStatus, ServerState};
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::{Event, EventType, F, NEMESIS};
+use run_support::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
+use std::path::Path;
+use std::time::Duration;
+
+/// Runs `fle-chaos test` on 3 nodes with `schedule` (TOML text) and returns the history.
+fn run_with(schedule: &str, time_limit: &str, seed: &str, dir: &Path) -> Vec<Event> {
+    let file = dir.join("schedule.toml");
+    std::fs::write(&file, schedule).unwrap();
+    let out = dir.join("reports");
+    let node = run_support::fle_node();
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        time_limit,
+        "--seed",
+        seed,
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &node);
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "fle-chaos test exited {code:?}: {stderr}"
+    );
+    let run = run_dir(&out).expect("the run folder");
+    let left = leftovers(&resources(&run));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    read_history(&run.join("history.jsonl")).unwrap()
+}
+
+/// The nemesis's completed actions of kind `f`.
+fn done(history: &[Event], f: F) -> Vec<&Event> {
+    history
+        .iter()
+        .filter(|e| e.process == NEMESIS && e.f == f && e.kind == EventType::Info)
+        .collect()
+}
+
+fn fault_node(e: &Event) -> String {
+    e.value["nodes"][0]
+        .as_str()
+        .expect("the fault names its node")
+        .to_string()
+}
+
+fn status(e: &Event) -> Option<NodeStatus> {
+    (e.f == F::Status && e.kind == EventType::Ok)
+        .then(|| serde_json::from_value(e.value.clone()).ok())
+        .flatten()
+}
+
+/// Status reads of `node` between two times (ns).
+fn reads<'a>(
+    h: &'a [Event],
+    node: &'a str,
+    from: u64,
+    to: u64,
+) -> impl Iterator<Item = &'a Event> + 'a {
+    h.iter().filter(move |e| {
+        e.f == F::Status && e.node.as_deref() == Some(node) && e.time > from && e.time < to
+    })
+}
+
+/// The first time in [from, to) when a quorum (2 of 3) follows or is one leader other than
+/// `not`, and that leader's sid.
+fn new_quorum_leader(h: &[Event], not: &str, from: u64, to: u64) -> Option<(u64, u64)> {
+    let mut latest: std::collections::BTreeMap<String, NodeStatus> = Default::default();
+    for e in h.iter().filter(|e| e.time >= from && e.time < to) {
+        let Some(s) = status(e) else { continue };
+        latest.insert(e.node.clone().unwrap(), s);
+        for l in latest.values().filter(|s| s.state == ServerState::Leading) {
+            if fle_chaos::history::node_name(l.sid) == not {
+                continue;
+            }
+            let backers = latest
+                .values()
+                .filter(|s| {
+                    s.sid == l.sid || (s.state == ServerState::Following && s.leader == Some(l.sid))
+                })
+                .count();
+            if backers >= 2 {
+                return Some((e.time, l.sid));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `node` is seen following some leader in [from, to).
+fn rejoined(h: &[Event], node: &str, from: u64, to: u64) -> bool {
+    reads(h, node, from, to)
+        .filter_map(status)
+        .any(|s| s.state == ServerState::Following)
+}
+
+const ONE_FAULT: &str = "interval = \"3s\"\nduration = \"4s\"\n";
+const SEC: u64 = 1_000_000_000;
+
+#[test]
+fn kill_stops_the_process_the_others_elect_and_it_rejoins() {
+    if !root_or_skip("kill_stops_the_process_the_others_elect_and_it_rejoins") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!("{ONE_FAULT}[[fault]]\nkind = \"kill\"\ntarget = \"leader\"\n"),
+        "10",
+        "1",
+        dir.path(),
+    );
+    let kill = done(&h, F::Kill)[0];
+    let start = done(&h, F::Start)[0];
+    let victim = fault_node(kill);
+    assert!(
+        kill.value["pids"][&victim].as_u64().is_some(),
+        "the kill records the pid: {kill:?}"
+    );
+    // Reads that started after the kill cannot be answered by a dead process.
+    let during: Vec<_> = reads(&h, &victim, kill.time + SEC / 10, start.time).collect();
+    assert!(
+        !during.is_empty() && during.iter().all(|e| e.kind != EventType::Ok),
+        "{victim} answered while killed"
+    );
+    assert!(
+        new_quorum_leader(&h, &victim, kill.time, start.time).is_some(),
+        "no new leader while {victim} was dead"
+    );
+    assert!(
+        rejoined(&h, &victim, start.time, u64::MAX),
+        "{victim} did not rejoin as a follower"
+    );
+}
+
+#[test]
+fn pause_silences_the_leader_the_others_elect_after_sync_limit_and_it_rejoins() {
+    if !root_or_skip("pause_silences_the_leader_the_others_elect_after_sync_limit_and_it_rejoins") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!("{ONE_FAULT}[[fault]]\nkind = \"pause\"\ntarget = \"leader\"\n"),
+        "10",
+        "2",
+        dir.path(),
+    );
+    let pause = done(&h, F::Pause)[0];
+    let resume = done(&h, F::Resume)[0];
+    let victim = fault_node(pause);
+    let during: Vec<_> = reads(&h, &victim, pause.time + SEC / 10, resume.time).collect();
+    assert!(
+        !during.is_empty() && during.iter().all(|e| e.kind != EventType::Ok),
+        "{victim} answered while stopped"
+    );
+    let (at, _) = new_quorum_leader(&h, &victim, pause.time, resume.time)
+        .expect("a new leader during the pause");
+    // Nothing closes on a pause: followers notice only after syncLimit ticks (5 x 200 ms).
+    let waited = Duration::from_nanos(at - pause.time);
+    assert!(
+        waited >= Duration::from_millis(800),
+        "new leader after only {waited:?}"
+    );
+    assert!(
+        rejoined(&h, &victim, resume.time, u64::MAX),
+        "{victim} did not rejoin as a follower"
+    );
+}
+
+#[test]
+fn isolating_the_leader_makes_it_step_down_while_the_controller_still_reads_it() {
+    if !root_or_skip("isolating_the_leader_makes_it_step_down_while_the_controller_still_reads_it")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!("{ONE_FAULT}[[fault]]\nkind = \"partition\"\nshape = \"isolate-leader\"\n"),
+        "10",
+        "3",
+        dir.path(),
+    );
+    let cut = done(&h, F::Partition)[0];
+    let heal = done(&h, F::Heal)
+        .into_iter()
+        .find(|e| e.time > cut.time)
+        .unwrap();
+    let isolated = cut.value["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c.as_array().unwrap().len() == 1)
+        .expect("a component of one node")[0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let during: Vec<_> = reads(&h, &isolated, cut.time, heal.time).collect();
+    assert!(
+        during.iter().all(|e| e.kind == EventType::Ok),
+        "the controller lost {isolated} during the partition"
+    );
+    assert!(
+        during
+            .iter()
+            .filter_map(|e| status(e))
+            .any(|s| s.state != ServerState::Leading),
+        "the isolated {isolated} never stopped leading"
+    );
+    assert!(
+        new_quorum_leader(&h, &isolated, cut.time, heal.time).is_some(),
+        "the majority elected no leader"
+    );
+    assert!(
+        rejoined(&h, &isolated, heal.time, u64::MAX),
+        "{isolated} did not rejoin as a follower"
+    );
+}
+
+#[test]
+fn clock_bump_moves_the_node_wall_clock_and_reset_brings_it_back() {
+    if !root_or_skip("clock_bump_moves_the_node_wall_clock_and_reset_brings_it_back") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!("{ONE_FAULT}[[fault]]\nkind = \"clock\"\nmode = \"bump\"\ndelta = \"+120s\"\ntarget = \"n2\"\n"),
+        "10",
+        "4",
+        dir.path(),
+    );
+    let bump = done(&h, F::Clock)[0];
+    let reset = done(&h, F::Clock)[1];
+    assert_eq!(reset.value["mode"], "reset");
+    // n2's clock minus n1's (real) clock, from reads close together in time.
+    let skew_between = |from: u64, to: u64| -> Vec<i64> {
+        let mut last_n1: Option<(u64, i64)> = None;
+        let mut out = Vec::new();
+        for e in h.iter().filter(|e| e.time > from && e.time < to) {
+            let Some(s) = status(e) else { continue };
+            match e.node.as_deref() {
+                Some("n1") => last_n1 = Some((e.time, s.wall_clock_ms)),
+                Some("n2") => {
+                    if let Some((t, c)) = last_n1.filter(|(t, _)| e.time - t < SEC / 20) {
+                        out.push(s.wall_clock_ms - c - ((e.time - t) / 1_000_000) as i64);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    };
+    let skewed = skew_between(bump.time + SEC / 10, reset.time);
+    assert!(!skewed.is_empty());
+    assert!(
+        skewed.iter().all(|d| (d - 120_000).abs() < 1_000),
+        "skew during the bump: {skewed:?}"
+    );
+    let after = skew_between(reset.time + SEC / 10, u64::MAX);
+    assert!(!after.is_empty());
+    assert!(
+        after.iter().all(|d| d.abs() < 1_000),
+        "skew after the reset: {after:?}"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_faults() {
+    if !root_or_skip("the_same_seed_gives_the_same_faults") {
+        return;
+    }
+    let schedule = "interval = \"1s\"\nduration = \"1s\"\n\
+        [[fault]]\nkind = \"kill\"\ntarget = \"random\"\n\
+        [[fault]]\nkind = \"partition\"\nshape = \"random-halves\"\n\
+        [[fault]]\nkind = \"clock\"\ndelta = \"30s\"\ntarget = \"minority\"\n";
+    // What a fault did, without pids (new on every run) and times.
+    let faults = |h: &[Event]| -> Vec<String> {
+        h.iter()
+            .filter(|e| e.process == NEMESIS && e.kind == EventType::Info)
+            .map(|e| {
+                let v = &e.value;
+                format!(
+                    "{:?} {} {} {} {}",
+                    e.f, v["nodes"], v["drops"], v["offset_ms"], v["mode"]
+                )
+            })
+            .collect()
+    };
+    let (a, b, c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let first = faults(&run_with(schedule, "9", "77", a.path()));
+    let second = faults(&run_with(schedule, "9", "77", b.path()));
+    let other = faults(&run_with(schedule, "9", "78", c.path()));
+    assert!(first.len() >= 6, "{first:?}");
+    assert_eq!(first, second);
+    assert_ne!(first, other, "another seed should give other faults");
+}

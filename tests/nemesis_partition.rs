@@ -1,0 +1,163 @@
+//! Partitions on real namespaces, without fle-node: the DROP rules cut exactly the peers the
+//! grudge names, never the controller; one-way is one-way; healing leaves no tool rule.
+
+mod run_support;
+
+use fle_chaos::control::local::{LocalCluster, NetMode};
+use fle_chaos::control::registry::Registry;
+use fle_chaos::control::Control;
+use fle_chaos::nemesis::inject::{chain_present, cut, uncut};
+use fle_chaos::nemesis::partition::grudge;
+use fle_chaos::nemesis::schedule::PartitionShape;
+use run_support::root_or_skip;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A namespace cluster torn down when dropped, also when an assertion fails.
+struct Cluster(LocalCluster);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.0.teardown();
+    }
+}
+
+fn cluster(n: usize, dir: &std::path::Path) -> Cluster {
+    let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
+    let registry = Arc::new(Registry::create(&run_id, dir).unwrap());
+    let nodes = (1..=n).map(|i| format!("n{i}")).collect();
+    Cluster(LocalCluster::create(NetMode::Netns, nodes, dir, registry).unwrap())
+}
+
+/// Runs `f` on a thread that has joined node `node`'s network namespace.
+fn in_node<T: Send + 'static>(
+    c: &Cluster,
+    node: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let ns = c.0.netns().unwrap().netns_of(node).unwrap();
+    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+    std::thread::spawn(move || {
+        assert_eq!(
+            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
+            0
+        );
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+fn connects(to: SocketAddr) -> bool {
+    TcpStream::connect_timeout(&to, Duration::from_millis(700)).is_ok()
+}
+
+/// Whether a datagram from `from` (bound in its namespace) reaches `to` within the timeout.
+fn datagram_arrives(c: &Cluster, from: &str, to: &str, port: u16) -> bool {
+    let (from_ip, to_ip) = (c.0.node_host(from).unwrap(), c.0.node_host(to).unwrap());
+    let receiver = in_node(c, to, move || {
+        UdpSocket::bind(SocketAddr::new(to_ip, port)).unwrap()
+    });
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    in_node(c, from, move || {
+        let s = UdpSocket::bind(SocketAddr::new(from_ip, 0)).unwrap();
+        s.send_to(b"ping", SocketAddr::new(to_ip, port)).unwrap();
+    });
+    let mut buf = [0u8; 16];
+    receiver.recv_from(&mut buf).is_ok()
+}
+
+fn nodes(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("n{i}")).collect()
+}
+
+#[test]
+fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
+    if !root_or_skip("isolating_a_node_cuts_its_peers_but_not_the_controller") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(3, dir.path());
+    let n1: IpAddr = c.0.node_host("n1").unwrap();
+    let listener = in_node(&c, "n1", move || {
+        TcpListener::bind(SocketAddr::new(n1, 7100)).unwrap()
+    });
+    let addr = listener.local_addr().unwrap();
+    assert!(
+        in_node(&c, "n2", move || connects(addr)),
+        "before the partition n2 reaches n1"
+    );
+
+    let g = grudge(PartitionShape::IsolateOne, &nodes(3), &["n1".into()], 0);
+    let rules = cut(&c.0, &g).unwrap();
+    assert_eq!(rules["n1"].len(), 2, "n1 drops both peers: {rules:?}");
+    assert!(
+        !in_node(&c, "n2", move || connects(addr)),
+        "n2 must not reach the isolated n1"
+    );
+    assert!(
+        !in_node(&c, "n3", move || connects(addr)),
+        "n3 must not reach the isolated n1"
+    );
+    assert!(connects(addr), "the controller still reaches n1");
+    for node in nodes(3) {
+        assert!(
+            chain_present(&c.0, &node).unwrap(),
+            "{node} has the tool's chain"
+        );
+    }
+
+    assert!(uncut(&c.0, &nodes(3)).is_empty());
+    for node in nodes(3) {
+        assert!(
+            !chain_present(&c.0, &node).unwrap(),
+            "{node} still has the tool's chain"
+        );
+    }
+    assert!(
+        in_node(&c, "n2", move || connects(addr)),
+        "after healing n2 reaches n1 again"
+    );
+}
+
+#[test]
+fn one_way_drops_only_one_direction() {
+    if !root_or_skip("one_way_drops_only_one_direction") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(3, dir.path());
+    assert!(
+        datagram_arrives(&c, "n1", "n2", 7200),
+        "before the partition n1 reaches n2"
+    );
+
+    let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
+    cut(&c.0, &g).unwrap();
+    assert!(
+        !datagram_arrives(&c, "n1", "n2", 7201),
+        "n1 -> n2 must be dropped"
+    );
+    assert!(
+        !datagram_arrives(&c, "n1", "n3", 7202),
+        "n1 -> n3 must be dropped"
+    );
+    assert!(
+        datagram_arrives(&c, "n2", "n1", 7203),
+        "n2 -> n1 must still flow"
+    );
+    assert!(
+        datagram_arrives(&c, "n2", "n3", 7204),
+        "n2 -> n3 is not part of the cut"
+    );
+
+    assert!(uncut(&c.0, &nodes(3)).is_empty());
+    assert!(
+        datagram_arrives(&c, "n1", "n2", 7205),
+        "after healing n1 reaches n2 again"
+    );
+}

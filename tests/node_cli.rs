@@ -1,0 +1,147 @@
+//! The node's command line: bad configs get one clear line and exit 2, bad data dirs a clear
+//! fatal error, and the seeded bug is reachable only by its flag and announced loudly.
+
+mod node_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use node_support::{free_ports, Cluster, NODE_BIN};
+
+fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(NODE_BIN)
+        .args(args)
+        .output()
+        .expect("run fle-node");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write_cfg(dir: &std::path::Path, body: &str) -> String {
+    let path = dir.join("zoo.cfg");
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_bad_config_line_is_named_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("myid"), "1").unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        &format!(
+            "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\nserver.1=127.0.0.1:abc:3001\n",
+            data.display()
+        ),
+    );
+    let (code, err) = run(&["--config", &cfg]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("line 5") && err.contains("\"abc\""), "{err}");
+}
+
+#[test]
+fn missing_files_and_bad_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = run(&["--config", "/nonexistent/zoo.cfg"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/zoo.cfg"), "{err}");
+
+    let [q, e] = free_ports(2)[..] else {
+        unreachable!()
+    };
+    let cfg = write_cfg(
+        dir.path(),
+        &format!(
+            "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\nserver.1=127.0.0.1:{q}:{e}\n",
+            dir.path().display()
+        ),
+    );
+    let (code, err) = run(&["--config", &cfg]);
+    assert_eq!(code, 2);
+    assert!(err.contains("myid"), "names the missing myid: {err}");
+
+    let (code, _) = run(&[]);
+    assert_eq!(code, 2, "--config is required");
+    let (code, err) = run(&["--config", &cfg, "--bug", "everything"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("quorum-minority"),
+        "lists the known bugs: {err}"
+    );
+}
+
+#[test]
+fn accepted_epoch_below_current_epoch_is_fatal_and_clear() {
+    let c = Cluster::new(1);
+    let spec = &c.nodes[&1];
+    std::fs::write(spec.data_dir.join("currentEpoch"), "3").unwrap();
+    std::fs::write(spec.data_dir.join("acceptedEpoch"), "2").unwrap();
+    let (code, err) = run(&["--config", spec.config.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("acceptedEpoch 2 is less than currentEpoch 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_seeded_quorum_minority_bug_lets_a_lone_server_lead_and_says_so() {
+    let mut c = Cluster::new(3);
+    c.extra_args = vec!["--bug".into(), "quorum-minority".into()];
+    c.start(1);
+    c.wait_for(
+        Duration::from_secs(30),
+        "n1 to lead alone under the bug",
+        |c| {
+            let (state, leader) = c.role(1)?;
+            (state == "LEADING" && leader == Some(1)).then_some(())
+        },
+    );
+    assert!(
+        c.log_of(1).contains("SEEDED BUG ENABLED"),
+        "{}",
+        c.log_of(1)
+    );
+}
+
+#[test]
+fn sigterm_stops_the_node_cleanly_with_exit_0() {
+    let mut c = Cluster::new(1);
+    c.start(1);
+    // A one-server ensemble is its own quorum: it leads.
+    c.wait_for(Duration::from_secs(30), "n1 to lead alone", |c| {
+        let (state, leader) = c.role(1)?;
+        (state == "LEADING" && leader == Some(1)).then_some(())
+    });
+    let mut guard = KillOnDrop(c.take_process(1).unwrap());
+    let child = &mut guard.0;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= end {
+            panic!("fle-node ignored SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", c.log_of(1));
+    assert!(c.log_of(1).contains("fle-node stopping"));
+}
+
+/// Reaps a process handed out of the cluster, also when the test panics.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

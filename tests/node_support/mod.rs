@@ -1,0 +1,282 @@
+//! Starts real `fle-node` clusters on loopback for tests and the benchmark.
+//!
+//! Ports come from the kernel (bind 127.0.0.1:0), data dirs live in a temp dir, and Drop
+//! SIGKILLs every process this cluster started, so nothing is left behind when a test fails.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_fle-node");
+
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub sid: u64,
+    pub quorum_port: u16,
+    pub election_port: u16,
+    pub admin_port: u16,
+    pub data_dir: PathBuf,
+    pub config: PathBuf,
+    pub log: PathBuf,
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub nodes: BTreeMap<u64, NodeSpec>,
+    procs: BTreeMap<u64, Child>,
+    pub extra_args: Vec<String>,
+}
+
+/// Ports the kernel says are free now (all held until every one is chosen).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+impl Cluster {
+    /// Writes configs for `n` servers (tickTime 100 ms, initLimit 10, syncLimit 5).
+    pub fn new(n: u64) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("flc-node-test-")
+            .tempdir()
+            .unwrap();
+        let ports = free_ports(3 * n as usize);
+        let mut nodes = BTreeMap::new();
+        for sid in 1..=n {
+            let i = 3 * (sid - 1) as usize;
+            let data_dir = dir.path().join(format!("n{sid}"));
+            std::fs::create_dir_all(&data_dir).unwrap();
+            std::fs::write(data_dir.join("myid"), format!("{sid}\n")).unwrap();
+            nodes.insert(
+                sid,
+                NodeSpec {
+                    sid,
+                    quorum_port: ports[i],
+                    election_port: ports[i + 1],
+                    admin_port: ports[i + 2],
+                    config: dir.path().join(format!("zoo{sid}.cfg")),
+                    log: dir.path().join(format!("n{sid}.log")),
+                    data_dir,
+                },
+            );
+        }
+        let c = Cluster {
+            dir,
+            nodes,
+            procs: BTreeMap::new(),
+            extra_args: Vec::new(),
+        };
+        c.write_configs();
+        c
+    }
+
+    /// Points server `sid`'s election port elsewhere (e.g. at a blackhole) in every config.
+    pub fn set_election_port(&mut self, sid: u64, port: u16) {
+        self.nodes.get_mut(&sid).unwrap().election_port = port;
+        self.write_configs();
+    }
+
+    fn write_configs(&self) {
+        let servers: String = self
+            .nodes
+            .values()
+            .map(|s| {
+                format!(
+                    "server.{}=127.0.0.1:{}:{}\n",
+                    s.sid, s.quorum_port, s.election_port
+                )
+            })
+            .collect();
+        for s in self.nodes.values() {
+            let cfg = format!(
+                "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+                 admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+                s.data_dir.display(),
+                s.admin_port
+            );
+            std::fs::write(&s.config, cfg).unwrap();
+        }
+    }
+
+    pub fn set_last_zxid(&self, sid: u64, zxid: u64) {
+        std::fs::write(
+            self.nodes[&sid].data_dir.join("lastZxid"),
+            format!("{zxid}"),
+        )
+        .unwrap();
+    }
+
+    pub fn start(&mut self, sid: u64) {
+        assert!(!self.procs.contains_key(&sid), "n{sid} already running");
+        let spec = &self.nodes[&sid];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&spec.log)
+            .unwrap();
+        let child = Command::new(NODE_BIN)
+            .arg("--config")
+            .arg(&spec.config)
+            .args(&self.extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start fle-node");
+        self.procs.insert(sid, child);
+    }
+
+    /// Hands a running process over to the caller (who must reap it).
+    pub fn take_process(&mut self, sid: u64) -> Option<Child> {
+        self.procs.remove(&sid)
+    }
+
+    pub fn pid(&self, sid: u64) -> Option<u32> {
+        self.procs.get(&sid).map(|c| c.id())
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill(&mut self, sid: u64) {
+        if let Some(mut c) = self.procs.remove(&sid) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn running(&self) -> Vec<u64> {
+        self.procs.keys().copied().collect()
+    }
+
+    /// True while the process has not exited.
+    pub fn alive(&mut self, sid: u64) -> bool {
+        match self.procs.get_mut(&sid) {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    pub fn status(&self, sid: u64) -> Option<Value> {
+        http_get_json(self.nodes[&sid].admin_port, "/status")
+    }
+
+    pub fn get(&self, sid: u64, path: &str) -> Option<Value> {
+        http_get_json(self.nodes[&sid].admin_port, path)
+    }
+
+    /// (state, leader) as a node reports it.
+    pub fn role(&self, sid: u64) -> Option<(String, Option<u64>)> {
+        let s = self.status(sid)?;
+        Some((s["state"].as_str()?.to_string(), s["leader"].as_u64()))
+    }
+
+    /// The leader that a quorum of the whole cluster (reading only `among`) agrees on, with
+    /// the leader itself LEADING among them.
+    pub fn quorum_leader(&self, among: &[u64]) -> Option<u64> {
+        let roles: Vec<(u64, String, Option<u64>)> = among
+            .iter()
+            .filter_map(|&s| self.role(s).map(|(st, l)| (s, st, l)))
+            .collect();
+        let leader = roles
+            .iter()
+            .find(|(s, st, l)| st == "LEADING" && *l == Some(*s))?
+            .0;
+        let backing = roles
+            .iter()
+            .filter(|(_, st, l)| (st == "LEADING" || st == "FOLLOWING") && *l == Some(leader))
+            .count();
+        (backing > self.nodes.len() / 2).then_some(leader)
+    }
+
+    /// Polls `cond` until it holds or `limit` passes; on timeout panics with every node's
+    /// status and log tail.
+    pub fn wait_for<T>(
+        &self,
+        limit: Duration,
+        what: &str,
+        mut cond: impl FnMut(&Cluster) -> Option<T>,
+    ) -> T {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(v) = cond(self) {
+                return v;
+            }
+            if Instant::now() >= end {
+                panic!(
+                    "timed out after {limit:?} waiting for {what}\n{}",
+                    self.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for sid in self.nodes.keys() {
+            out.push_str(&format!("--- n{sid} status: {:?}\n", self.status(*sid)));
+            let log = std::fs::read_to_string(&self.nodes[sid].log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            for l in tail.iter().rev() {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    pub fn log_of(&self, sid: u64) -> String {
+        std::fs::read_to_string(&self.nodes[&sid].log).unwrap_or_default()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let sids: Vec<u64> = self.procs.keys().copied().collect();
+        for sid in sids {
+            self.kill(sid);
+        }
+        // For post-mortems: FLC_KEEP_NODE_LOGS=1 keeps configs, data dirs and logs.
+        if std::env::var_os("FLC_KEEP_NODE_LOGS").is_some() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept node files in {}", self.dir.path().display());
+        }
+    }
+}
+
+/// A minimal HTTP/1.0 GET (no client runtime needed in tests); None on any failure.
+pub fn http_get_json(port: u16, path: &str) -> Option<Value> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    serde_json::from_str(body).ok()
+}
+
+/// Resident memory of a process, from /proc.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

@@ -1,0 +1,143 @@
+//! Teardown on interruption: SIGINT to the controller mid-run removes everything the run
+//! created; after a SIGKILL (no teardown possible) `fle-chaos clean` removes the leftovers.
+
+mod run_support;
+
+use run_support::*;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// `clean` removes every dead run's leftovers: tests that expect leftovers to exist must not
+/// overlap with a test that calls `clean`.
+static CLEAN: Mutex<()> = Mutex::new(());
+
+/// Starts a long run and waits until all its nodes are started; returns (child, run dir).
+fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::path::PathBuf) {
+    let mut child = spawn_test(
+        &["--nodes", "3", "--time-limit", "300", "--nemesis", "none"],
+        out,
+        node,
+    );
+    let mut dir = None;
+    let started = wait_for(Duration::from_secs(60), || {
+        dir = run_dir(out);
+        dir.as_ref()
+            .map(|d| started_processes(d) >= 3)
+            .unwrap_or(false)
+    });
+    if !started {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the run did not start its 3 nodes: {}",
+            std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default()
+        );
+    }
+    (child, dir.unwrap())
+}
+
+/// Sends `signal` to a run mid-way and checks that it tore everything down.
+fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    let (mut child, dir) = start_run(&out, &fle_node());
+    let recorded = resources(&dir);
+    assert!(!leftovers(&recorded).is_empty(), "the run created nothing?");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+    let code = wait_exit(&mut child, Duration::from_secs(60));
+    assert_eq!(code, Some(2), "an interrupted run's verdict is unknown");
+    assert_eq!(leftovers(&recorded), Vec::<String>::new());
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
+    assert!(
+        stderr.contains(&format!("interrupted by {name}")),
+        "{stderr}"
+    );
+    // The partial history is readable.
+    fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+}
+
+#[test]
+fn sigint_mid_run_tears_everything_down() {
+    if root_or_skip("sigint_mid_run_tears_everything_down") {
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGINT, "SIGINT");
+    }
+}
+
+#[test]
+fn sigterm_mid_run_tears_everything_down() {
+    if root_or_skip("sigterm_mid_run_tears_everything_down") {
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGTERM, "SIGTERM");
+    }
+}
+
+#[test]
+fn sigkill_leaves_resources_that_clean_removes() {
+    if !root_or_skip("sigkill_leaves_resources_that_clean_removes") {
+        return;
+    }
+    let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    // Node processes must outlive their controller for this test to mean something: a node
+    // that runs until killed (a real process standing in for a server).
+    let node = tmp.path().join("node.sh");
+    std::fs::write(&node, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (mut child, dir) = start_run(&out, node.to_str().unwrap());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let recorded = resources(&dir);
+    let left = leftovers(&recorded);
+    assert!(
+        left.iter().any(|l| l.starts_with("namespace"))
+            && left.iter().any(|l| l.starts_with("process")),
+        "a SIGKILLed controller cannot clean up, yet nothing is left: {left:?}"
+    );
+    let clean = fle_chaos().arg("clean").output().unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{said}");
+    assert_eq!(leftovers(&recorded), Vec::<String>::new(), "{said}");
+    assert!(said.contains("removed namespace"), "{said}");
+}
+
+#[test]
+fn leave_running_keeps_the_cluster_until_clean() {
+    if !root_or_skip("leave_running_keeps_the_cluster_until_clean") {
+        return;
+    }
+    let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    let node = tmp.path().join("node.sh");
+    std::fs::write(&node, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut child = spawn_test(
+        &[
+            "--nodes",
+            "2",
+            "--time-limit",
+            "1",
+            "--recovery-timeout",
+            "1",
+            "--nemesis",
+            "none",
+            "--leave-running",
+        ],
+        &out,
+        node.to_str().unwrap(),
+    );
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("fle-chaos clean"), "{stderr}");
+    let recorded = resources(&run_dir(&out).unwrap());
+    let left = leftovers(&recorded);
+    assert!(
+        left.iter().any(|l| l.starts_with("namespace"))
+            && left.iter().filter(|l| l.starts_with("process")).count() == 2,
+        "--leave-running left {left:?}"
+    );
+    let clean = fle_chaos().arg("clean").output().unwrap();
+    assert_eq!(clean.status.code(), Some(0));
+    assert_eq!(leftovers(&recorded), Vec::<String>::new());
+}

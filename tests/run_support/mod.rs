@@ -1,0 +1,133 @@
+//! Helpers shared by the controller's end-to-end tests: the binaries, polling with a deadline,
+//! and finding and checking what a run created (from its `resources.jsonl`).
+#![allow(dead_code)]
+
+use fle_chaos::control::registry::{is_same_process, read_resources, Resource};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub fn fle_chaos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+}
+
+/// The fle-node under test: this crate's, or FLE_CHAOS_TEST_NODE (another build of it).
+pub fn fle_node() -> String {
+    std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fle-node").into())
+}
+
+/// Starts `fle-chaos test ARGS --out OUT --node-binary NODE` in the background, output to
+/// files under `out`.
+pub fn spawn_test(args: &[&str], out: &Path, node: &str) -> std::process::Child {
+    let log = std::fs::File::create(out.with_extension("stderr")).unwrap();
+    fle_chaos()
+        .arg("test")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--node-binary")
+        .arg(node)
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` to exit within `timeout`; returns its exit code.
+pub fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> Option<i32> {
+    let mut code = None;
+    wait_for(timeout, || match child.try_wait() {
+        Ok(Some(s)) => {
+            code = Some(s.code().unwrap_or(-1));
+            true
+        }
+        _ => false,
+    });
+    if code.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    code
+}
+
+/// True when running as root; otherwise prints why the test is skipped.
+pub fn root_or_skip(test: &str) -> bool {
+    let root = fle_chaos::control::is_root();
+    if !root {
+        eprintln!("SKIPPED {test}: needs root (network namespaces, veth links, a bridge)");
+    }
+    root
+}
+
+/// Polls `cond` every 20 ms until it holds or `timeout` passes.
+pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The single run folder under `out` (out/<name>/<timestamp>), once it exists.
+pub fn run_dir(out: &Path) -> Option<PathBuf> {
+    let latest = out.join("latest");
+    latest
+        .exists()
+        .then(|| latest.canonicalize().ok())
+        .flatten()
+}
+
+/// The resources a run recorded.
+pub fn resources(run_dir: &Path) -> Vec<Resource> {
+    read_resources(&run_dir.join("resources.jsonl")).unwrap_or_default()
+}
+
+/// How many processes the run has started so far.
+pub fn started_processes(run_dir: &Path) -> usize {
+    resources(run_dir)
+        .iter()
+        .filter(|r| matches!(r, Resource::Process { .. }))
+        .count()
+}
+
+/// Every recorded resource that still exists on the machine, described.
+pub fn leftovers(resources: &[Resource]) -> Vec<String> {
+    let mut left = Vec::new();
+    for r in resources {
+        match r {
+            Resource::Netns { name } if Path::new("/run/netns").join(name).exists() => {
+                left.push(format!("namespace {name}"))
+            }
+            Resource::Link { name } if Path::new("/sys/class/net").join(name).exists() => {
+                left.push(format!("link {name}"))
+            }
+            Resource::Process {
+                pid, start_time, ..
+            } if is_same_process(*pid, *start_time) => left.push(format!("process {pid}")),
+            Resource::Subnet { claim, .. } if claim.exists() => {
+                left.push(format!("subnet claim {}", claim.display()))
+            }
+            _ => {}
+        }
+    }
+    // iptables chains live in the namespaces: gone with them. Check the host too.
+    if let Ok(out) = Command::new("iptables").args(["-w", "-S"]).output() {
+        let rules = String::from_utf8_lossy(&out.stdout).to_string();
+        for r in resources {
+            if let Resource::Chain {
+                chain, netns: None, ..
+            } = r
+            {
+                if rules.contains(chain.as_str()) {
+                    left.push(format!("chain {chain}"));
+                }
+            }
+        }
+    }
+    left
+}
