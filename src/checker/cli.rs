@@ -1,10 +1,76 @@
-//! `fle-chaos check RUN_DIR`.
+//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N]`: re-runs the checkers on a stored run,
+//! rewrites its results.json, prints one line per checker and returns the verdict's exit code
+//! (like Jepsen's analyze).
 
+use super::{check_loaded, load_run, write_results, CheckOptions, Results};
+use crate::exit::bad_input;
 use clap::Args;
+use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
-pub struct CheckArgs {}
+pub struct CheckArgs {
+    /// The run folder (reports/<test>/<timestamp>), holding test.json and history.jsonl.
+    pub run_dir: PathBuf,
+    /// How long after the final heal a quorum may take to agree on a leader, in ms
+    /// (default: (syncLimit + initLimit) * tickTime + 2000, from test.json).
+    #[arg(long, value_name = "N")]
+    pub recovery_bound_ms: Option<u64>,
+    /// How much older than its recorded time a status read's snapshot may be, in ms: at least
+    /// the observer's per-read timeout. Orderings closer than this are not trusted.
+    #[arg(long, value_name = "N", default_value_t = CheckOptions::default().read_slack_ms)]
+    pub read_slack_ms: u64,
+}
 
-pub async fn check(_args: CheckArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not yet implemented")
+pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
+    let dir = &args.run_dir;
+    if !dir.is_dir() {
+        return Err(bad_input(format!(
+            "run folder {} does not exist: give the folder of a run (reports/<test>/<timestamp>, or reports/latest)",
+            dir.display()
+        )));
+    }
+    let opts = CheckOptions {
+        recovery_bound_ms: args.recovery_bound_ms,
+        read_slack_ms: args.read_slack_ms,
+    };
+    let dir2 = dir.clone();
+    // Parsing millions of lines is CPU work: keep it off the async runtime's threads.
+    let results = tokio::task::spawn_blocking(move || -> anyhow::Result<Results> {
+        let run = load_run(&dir2).map_err(|e| {
+            bad_input(format!(
+                "{e:#} (a run folder needs a readable test.json and history.jsonl)"
+            ))
+        })?;
+        let results = check_loaded(&dir2, &run, &opts);
+        write_results(&dir2, &results)?;
+        Ok(results)
+    })
+    .await??;
+    print!("{}", summary(&results));
+    println!("results: {}", dir.join("results.json").display());
+    Ok(results.valid.exit_code())
+}
+
+/// One line per checker, then the combined verdict.
+pub fn summary(results: &Results) -> String {
+    let mut out = String::new();
+    for c in &results.checkers {
+        let first = c.explanation.split(". ").next().unwrap_or("");
+        let first = first.trim_end_matches('.');
+        out.push_str(&format!(
+            "{:<16} {:<7} {first}.\n",
+            c.name,
+            verdict(c.valid)
+        ));
+    }
+    out.push_str(&format!("valid: {}\n", verdict(results.valid)));
+    out
+}
+
+fn verdict(v: super::Validity) -> &'static str {
+    match v {
+        super::Validity::True => "true",
+        super::Validity::False => "false",
+        super::Validity::Unknown => "unknown",
+    }
 }

@@ -1,10 +1,20 @@
 //! Checkers: each property of a run is one small checker that reads the history and returns a
 //! verdict, a one-paragraph explanation and the minimal evidence, as Jepsen's checkers do.
-//! `check_all` composes them into one verdict: false beats unknown beats true.
+//! `check_history` / `check_run` compose them into one verdict: false beats unknown beats true.
+//! The checkers judge a compact `model::Digest` of the history (see `model` for why).
 
 use serde::{Deserialize, Serialize};
 
 pub mod cli;
+pub mod durability;
+pub mod election_safety;
+pub mod epoch_monotonic;
+pub mod finding;
+pub mod model;
+pub mod parse;
+pub mod recovery;
+pub mod scan;
+pub mod vote_rule;
 
 /// Jepsen's `valid?`: true, false or unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -57,4 +67,172 @@ pub struct CheckResult {
 pub struct Results {
     pub valid: Validity,
     pub checkers: Vec<CheckResult>,
+}
+
+use crate::history::test_info::TestInfo;
+use crate::history::Event;
+use anyhow::{Context, Result};
+use std::io::{BufRead, Seek};
+use std::path::Path;
+
+/// Settings of a check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// How long after the final heal a quorum may take to agree on a leader; None: derived from
+    /// the cluster's timing (`recovery::default_bound_ms`).
+    pub recovery_bound_ms: Option<u64>,
+    /// How old a status read's snapshot may be at its recorded (receive) time: at least the
+    /// observer's per-read timeout, since a late answer carries an old state. Orderings between
+    /// reads of different nodes are only trusted beyond this margin. (Reads of one node are
+    /// taken in order: an observer sends its next read only after the previous answer.)
+    pub read_slack_ms: u64,
+}
+
+impl CheckOptions {
+    /// These options for a run: a read may be as old as the observer's read timeout
+    /// (test.json `settings.status_timeout_ms`), so orderings are trusted only beyond it.
+    pub fn for_run(&self, info: &TestInfo) -> CheckOptions {
+        let timeout = info.settings["status_timeout_ms"].as_u64().unwrap_or(0);
+        CheckOptions {
+            read_slack_ms: self.read_slack_ms.max(timeout),
+            ..self.clone()
+        }
+    }
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            recovery_bound_ms: None,
+            read_slack_ms: 50,
+        }
+    }
+}
+
+/// Runs every checker on a digest; `quote` turns a history position into the original event.
+pub fn check_digest(
+    d: &model::Digest,
+    info: &TestInfo,
+    opts: &CheckOptions,
+    mut quote: impl FnMut(u32) -> serde_json::Value,
+) -> Results {
+    let findings = [
+        (election_safety::NAME, election_safety::check(d, info, opts)),
+        (durability::NAME, durability::check(d, info)),
+        (vote_rule::NAME, vote_rule::check(d, info)),
+        (epoch_monotonic::NAME, epoch_monotonic::check(d, info, opts)),
+        (recovery::NAME, recovery::check(d, info, opts)),
+    ];
+    let mut valid = Validity::True;
+    let mut checkers = Vec::new();
+    for (name, f) in findings {
+        valid = valid.and(f.valid);
+        let evidence = f
+            .evidence
+            .iter()
+            .map(|ev| {
+                let mut event = quote(ev.pos);
+                finding::trim_log(&mut event, ev.entry);
+                serde_json::json!({"why": ev.why, "event": event})
+            })
+            .collect();
+        checkers.push(CheckResult {
+            name: name.to_string(),
+            valid: f.valid,
+            explanation: f.explanation,
+            evidence,
+            measurements: f.measurements,
+        });
+    }
+    Results { valid, checkers }
+}
+
+/// Checks a history held in memory.
+pub fn check_history(events: &[Event], info: &TestInfo, opts: &CheckOptions) -> Results {
+    let opts = &opts.for_run(info);
+    match model::digest_events(events, &info.nodes) {
+        Ok(d) => check_digest(&d, info, opts, |pos| {
+            serde_json::to_value(&events[pos as usize]).unwrap_or_default()
+        }),
+        // A history the checkers cannot read proves nothing either way.
+        Err(why) => unreadable(why),
+    }
+}
+
+fn unreadable(why: String) -> Results {
+    let names = [
+        election_safety::NAME,
+        durability::NAME,
+        vote_rule::NAME,
+        epoch_monotonic::NAME,
+        recovery::NAME,
+    ];
+    let checkers = names
+        .iter()
+        .map(|n| CheckResult {
+            name: n.to_string(),
+            valid: Validity::Unknown,
+            explanation: format!("The history cannot be read: {why}"),
+            evidence: vec![],
+            measurements: serde_json::Value::Null,
+        })
+        .collect();
+    Results {
+        valid: Validity::Unknown,
+        checkers,
+    }
+}
+
+/// A run folder's test.json and digested history.
+pub struct LoadedRun {
+    pub info: TestInfo,
+    pub digest: model::Digest,
+    offsets: Vec<u64>,
+}
+
+/// Reads `RUN_DIR/test.json` and `RUN_DIR/history.jsonl`.
+pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
+    let info = TestInfo::read(&run_dir.join("test.json"))?;
+    let (digest, offsets) = parse::digest_file(&run_dir.join("history.jsonl"), &info.nodes)?;
+    Ok(LoadedRun {
+        info,
+        digest,
+        offsets,
+    })
+}
+
+/// Checks a loaded run, quoting evidence from its history file.
+pub fn check_loaded(run_dir: &Path, run: &LoadedRun, opts: &CheckOptions) -> Results {
+    let path = run_dir.join("history.jsonl");
+    let mut file = std::fs::File::open(&path).ok().map(std::io::BufReader::new);
+    let opts = &opts.for_run(&run.info);
+    check_digest(&run.digest, &run.info, opts, |pos| {
+        let quoted = file.as_mut().and_then(|f| {
+            f.seek(std::io::SeekFrom::Start(run.offsets[pos as usize]))
+                .ok()?;
+            let mut line = String::new();
+            f.read_line(&mut line).ok()?;
+            serde_json::from_str(&line).ok()
+        });
+        quoted.unwrap_or_else(|| serde_json::json!({"position": pos}))
+    })
+}
+
+/// Checks a stored run and writes `RUN_DIR/results.json`. The controller calls this at the
+/// end of a run; `fle-chaos check` calls it on a stored one.
+pub fn check_run(run_dir: &Path, opts: &CheckOptions) -> Result<Results> {
+    let run = load_run(run_dir)?;
+    let results = check_loaded(run_dir, &run, opts);
+    write_results(run_dir, &results)?;
+    Ok(results)
+}
+
+/// Writes `RUN_DIR/results.json` (via a temporary file, so a reader never sees half of it).
+pub fn write_results(run_dir: &Path, results: &Results) -> Result<()> {
+    let path = run_dir.join("results.json");
+    let tmp = run_dir.join("results.json.tmp");
+    let text = serde_json::to_string_pretty(results)?;
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }

@@ -50,7 +50,9 @@ pub async fn wait_for_recovery(
     let start = recorder.now();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some((sid, epoch)) = obs.quorum_leader(recorder.now(), 500_000_000) {
+        // Only reads taken after the heal count: an older read may show the pre-heal leader.
+        let now = recorder.now();
+        if let Some((sid, epoch)) = obs.quorum_leader(now, now.saturating_sub(start)) {
             return Some((
                 sid,
                 epoch,

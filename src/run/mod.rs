@@ -43,6 +43,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+/// How long an observer waits for one status read. A read may carry a state this old, so the
+/// checkers widen their cross-node ordering margin to it (test.json `status_timeout_ms`).
+pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
 /// times; the exit code is the worst verdict.
 pub async fn test(args: TestArgs) -> Result<i32> {
@@ -136,6 +140,7 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             "faketime": plan.faketime,
             "run_id": run_id,
             "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
+            "status_timeout_ms": STATUS_TIMEOUT.as_millis() as u64,
         }),
     }
     .write(&run_dir.join("test.json"))?;
@@ -227,6 +232,7 @@ async fn run_body(
         // Only on request: libfaketime stalls the JVM (README, Real Apache ZooKeeper).
         opts.faketime = plan.args.faketime;
         opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
+        opts.status_timeout = STATUS_TIMEOUT;
         Arc::new(crate::control::zookeeper::ZooKeeper::new(
             control.clone(),
             opts,
@@ -242,7 +248,7 @@ async fn run_body(
                 faketime: plan.faketime,
                 bug: plan.args.bug.clone(),
                 finalize_wait_ms: plan.args.finalize_wait_ms,
-                status_timeout: Duration::from_millis(500),
+                status_timeout: STATUS_TIMEOUT,
                 write_timeout: Duration::from_millis(plan.workload.timeout_ms),
             },
         )?)

@@ -1,0 +1,339 @@
+//! Checks a synthetic 5-million-event history and prints events/s and peak memory (VmHWM).
+//! Goal: >= 2 M events/s and <= 1 GiB for parse + check.
+//!
+//! The history is a valid 5-node run with a realistic mix: status reads at 50 Hz per node
+//! (each with a `last_election` of 5 votes, as fle-node reports), a write every 5th polling
+//! round, a leader kill and restart every 80 s of run time, then the final heal and final logs.
+//! For comparison it also times the general path (`Event` with a `serde_json::Value` per
+//! event) on a 200 000-event prefix: the reason the checkers have a fast path.
+//!
+//! `cargo bench --bench check` (EVENTS=N to change the size).
+
+use fle_chaos::checker::{check_history, check_loaded, load_run, CheckOptions, Validity};
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::test_info::TestInfo;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+const NODES: u64 = 5;
+
+/// CPU seconds (user + system) this process has used: the machine is shared, so wall time
+/// alone says more about the neighbours than about the checker.
+fn cpu_s() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+struct Gen<W: Write> {
+    out: W,
+    index: u64,
+    time_ns: u64,
+}
+
+impl<W: Write> Gen<W> {
+    fn line(&mut self, process: &str, kind: &str, f: &str, node: Option<u64>, value: &str) {
+        let node = node
+            .map(|n| format!(",\"node\":\"n{n}\""))
+            .unwrap_or_default();
+        writeln!(
+            self.out,
+            "{{\"index\":{},\"time\":{},\"process\":\"{process}\",\"type\":\"{kind}\",\"f\":\"{f}\"{node},\"value\":{value}}}",
+            self.index, self.time_ns
+        )
+        .unwrap();
+        self.index += 1;
+    }
+}
+
+struct Cluster {
+    leader: u64,
+    epoch: u64,
+    counter: u64,
+    round: u64,
+    down: Option<u64>,
+    /// Rounds left in the current election (LOOKING).
+    electing: u32,
+    election_json: String,
+    acked: Vec<(u64, String)>,
+}
+
+impl Cluster {
+    fn zxid(&self) -> u64 {
+        (self.epoch << 32) | self.counter
+    }
+
+    fn decide(&mut self) {
+        let z = self.zxid();
+        let votes: Vec<String> = (1..=NODES)
+            .map(|s| {
+                format!(
+                    "{{\"sid\":{s},\"leader\":{},\"zxid\":{z},\"peer_epoch\":{}}}",
+                    self.leader,
+                    self.epoch - 1
+                )
+            })
+            .collect();
+        self.election_json = format!(
+            "{{\"round\":{},\"leader\":{},\"zxid\":{z},\"peer_epoch\":{},\"votes\":[{}],\"took_ms\":231}}",
+            self.round,
+            self.leader,
+            self.epoch - 1,
+            votes.join(",")
+        );
+    }
+
+    fn status(&self, sid: u64, t_ms: u64) -> String {
+        let (state, leader, phase) = if self.electing > 0 {
+            ("LOOKING", "null".to_string(), "election")
+        } else if sid == self.leader {
+            ("LEADING", self.leader.to_string(), "broadcast")
+        } else {
+            ("FOLLOWING", self.leader.to_string(), "broadcast")
+        };
+        let epoch = if self.electing > 0 {
+            self.epoch - 1
+        } else {
+            self.epoch
+        };
+        let z = self.zxid();
+        format!(
+            "{{\"sid\":{sid},\"state\":\"{state}\",\"leader\":{leader},\"peer_epoch\":{epoch},\"accepted_epoch\":{epoch},\"election_epoch\":{},\"last_zxid\":{z},\"last_zxid_hex\":\"{z:#x}\",\"last_committed_zxid\":{z},\"zab_phase\":\"{phase}\",\"wall_clock_ms\":{},\"uptime_ms\":{t_ms},\"last_election\":{}}}",
+            self.round,
+            1_796_000_000_000u64 + t_ms,
+            self.election_json
+        )
+    }
+}
+
+fn generate(dir: &Path, events: u64) {
+    let info = serde_json::json!({
+        "name": "bench", "target": "fle", "nodes": (1..=NODES).map(|i| format!("n{i}")).collect::<Vec<_>>(),
+        "workload": "writes", "nemesis": ["kill"], "seed": 7, "time_limit_s": 20000.0,
+        "tick_ms": 100, "init_limit": 10, "sync_limit": 5, "started_at": "2026-11-30T00:00:00Z",
+        "replay_command": "fle-chaos test --seed 7", "version": "0.1.0", "settings": {}
+    });
+    std::fs::write(dir.join("test.json"), info.to_string()).unwrap();
+    let file = std::fs::File::create(dir.join("history.jsonl")).unwrap();
+    let mut g = Gen {
+        out: std::io::BufWriter::with_capacity(1 << 20, file),
+        index: 0,
+        time_ns: 0,
+    };
+    let mut c = Cluster {
+        leader: 1,
+        epoch: 1,
+        counter: 0,
+        round: 1,
+        down: None,
+        electing: 0,
+        election_json: String::new(),
+        acked: Vec::new(),
+    };
+    c.decide();
+    let mut rnd = 0u64;
+    while g.index + 40 < events {
+        rnd += 1;
+        let t_ms = rnd * 20;
+        for sid in 1..=NODES {
+            g.time_ns = t_ms * 1_000_000 + sid * 3_000_000;
+            let name = format!("n{sid}");
+            if c.down == Some(sid) {
+                g.line(
+                    &name,
+                    "info",
+                    "status",
+                    Some(sid),
+                    "{\"error\":\"connection refused\"}",
+                );
+            } else {
+                let v = c.status(sid, t_ms);
+                g.line(&name, "ok", "status", Some(sid), &v);
+            }
+        }
+        if c.electing > 0 {
+            c.electing -= 1;
+            if c.electing == 0 {
+                c.decide();
+            }
+        } else if rnd % 5 == 0 {
+            c.counter += 1;
+            let v = format!("\"w{}\"", c.counter + (c.epoch << 20));
+            g.line("0", "invoke", "write", None, &format!("{{\"value\":{v}}}"));
+            g.line(
+                "0",
+                "ok",
+                "write",
+                None,
+                &format!("{{\"value\":{v},\"zxid\":{}}}", c.zxid()),
+            );
+            c.acked.push((c.zxid(), v));
+        }
+        if rnd % 4000 == 0 {
+            // Kill the leader; the next sid wins a new epoch after 10 rounds of looking.
+            let old = c.leader;
+            g.line(
+                "nemesis",
+                "invoke",
+                "kill",
+                None,
+                &format!("{{\"nodes\":[\"n{old}\"]}}"),
+            );
+            g.line(
+                "nemesis",
+                "info",
+                "kill",
+                None,
+                &format!("{{\"nodes\":[\"n{old}\"],\"pids\":[{}]}}", 1000 + rnd),
+            );
+            c.down = Some(old);
+            c.leader = old % NODES + 1;
+            c.epoch += 1;
+            c.round += 1;
+            c.counter = 0;
+            c.electing = 10;
+        }
+        if rnd % 4000 == 2000 {
+            if let Some(n) = c.down.take() {
+                g.line(
+                    "nemesis",
+                    "invoke",
+                    "start",
+                    None,
+                    &format!("{{\"nodes\":[\"n{n}\"]}}"),
+                );
+                g.line(
+                    "nemesis",
+                    "info",
+                    "start",
+                    None,
+                    &format!("{{\"nodes\":[\"n{n}\"],\"pids\":[{}]}}", 2000 + rnd),
+                );
+            }
+        }
+    }
+    g.line(
+        "nemesis",
+        "invoke",
+        "heal",
+        None,
+        "{\"nodes\":[],\"final\":true}",
+    );
+    g.line(
+        "nemesis",
+        "info",
+        "heal",
+        None,
+        "{\"nodes\":[],\"final\":true}",
+    );
+    for r in 1..=3 {
+        for sid in 1..=NODES {
+            g.time_ns += 20_000_000 * r;
+            let v = c.status(sid, g.time_ns / 1_000_000);
+            g.line(&format!("n{sid}"), "ok", "status", Some(sid), &v);
+        }
+    }
+    let entries: Vec<String> = c
+        .acked
+        .iter()
+        .map(|(z, v)| format!("{{\"zxid\":{z},\"value\":{v}}}"))
+        .collect();
+    let log = format!(
+        "{{\"entries\":[{}],\"last_committed_zxid\":{}}}",
+        entries.join(","),
+        c.zxid()
+    );
+    for sid in 1..=NODES {
+        g.line("final", "ok", "final-log", Some(sid), &log);
+    }
+    g.out.flush().unwrap();
+}
+
+fn main() {
+    let events: u64 = std::env::var("EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5_000_000);
+    let dir = tempfile::Builder::new()
+        .prefix("flc-bench-check")
+        .tempdir()
+        .unwrap();
+    let t = Instant::now();
+    generate(dir.path(), events);
+    let bytes = std::fs::metadata(dir.path().join("history.jsonl"))
+        .unwrap()
+        .len();
+    println!(
+        "generated {events} events ({:.0} MiB) in {:.1} s",
+        bytes as f64 / (1 << 20) as f64,
+        t.elapsed().as_secs_f64()
+    );
+    let base = vm_hwm_kib();
+
+    let opts = CheckOptions::default();
+    let t = Instant::now();
+    let cpu0 = cpu_s();
+    let run = load_run(dir.path()).unwrap();
+    let parsed = t.elapsed().as_secs_f64();
+    let results = check_loaded(dir.path(), &run, &opts);
+    let total = t.elapsed().as_secs_f64();
+    let cpu = cpu_s() - cpu0;
+    let n = run.digest.events;
+    for c in &results.checkers {
+        println!("  {:<16} {:?}", c.name, c.valid);
+    }
+    assert_eq!(
+        results.valid,
+        Validity::True,
+        "the synthetic run must check valid"
+    );
+    println!(
+        "fast path: {n} events, wall: parse {parsed:.2} s + check {:.2} s = {total:.2} s = {:.2} M events/s ({:.0} MiB/s)",
+        total - parsed,
+        n as f64 / total / 1e6,
+        bytes as f64 / total / (1 << 20) as f64,
+    );
+    println!(
+        "fast path: CPU time {cpu:.2} s = {:.2} M events/s per core; peak memory (VmHWM) {} MiB (before check: {} MiB)",
+        n as f64 / cpu / 1e6,
+        vm_hwm_kib() / 1024,
+        base / 1024
+    );
+    drop(run);
+
+    // The general path on a prefix, for comparison (GENERAL=0 skips it, e.g. for profiling).
+    if std::env::var("GENERAL").as_deref() == Ok("0") {
+        return;
+    }
+    let prefix = 200_000usize;
+    let text = std::fs::read_to_string(dir.path().join("history.jsonl")).unwrap();
+    let cut: String = text
+        .lines()
+        .take(prefix)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    drop(text);
+    let small = dir.path().join("prefix.jsonl");
+    std::fs::write(&small, cut).unwrap();
+    let info = TestInfo::read(&dir.path().join("test.json")).unwrap();
+    let cpu0 = cpu_s();
+    let evs = read_history(&small).unwrap();
+    let _ = check_history(&evs, &info, &opts);
+    let s = cpu_s() - cpu0;
+    println!(
+        "general path (Event + serde_json::Value): {prefix} events, CPU time {s:.2} s = {:.2} M events/s per core",
+        prefix as f64 / s / 1e6
+    );
+}

@@ -1,0 +1,210 @@
+//! durability (writes workload): every acknowledged write is in the final committed log, at the
+//! zxid it was acknowledged with; the final logs of all nodes are one total order (each a prefix
+//! of the longest); no value appears twice; a write that failed (certainly not applied) is
+//! absent, and no value appears that no client ever wrote. Lost, duplicated and phantom writes
+//! are listed.
+//!
+//! A node whose final log is a strict prefix of the longest may simply not have caught up, and a
+//! node whose log could not be read says nothing: both make the verdict unknown, never true.
+
+use super::finding::{EvRef, Finding, Item};
+use super::model::{Digest, FinalLog, Rec, WriteOp};
+use crate::history::test_info::TestInfo;
+use crate::history::EventType;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub const NAME: &str = "durability";
+
+/// What the clients did with one value.
+#[derive(Default)]
+struct Fate<'a> {
+    invoke: Option<&'a WriteOp>,
+    ok: Option<&'a WriteOp>,
+    fail: Option<&'a WriteOp>,
+}
+
+pub fn check(d: &Digest, info: &TestInfo) -> Finding {
+    let mut fates: HashMap<&str, Fate> = HashMap::new();
+    let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
+    let mut writes = 0usize;
+    for r in d.records() {
+        match r {
+            Rec::Write(w) => {
+                writes += 1;
+                let Some(v) = w.value.as_deref() else {
+                    continue;
+                };
+                let fate = fates.entry(v).or_default();
+                match w.kind {
+                    EventType::Invoke => fate.invoke = fate.invoke.or(Some(w)),
+                    EventType::Ok => fate.ok = Some(w),
+                    EventType::Fail => fate.fail = Some(w),
+                    EventType::Info => {}
+                }
+            }
+            // The last final read of a node counts.
+            Rec::FinalLog(l) => {
+                logs.insert(l.node, l);
+            }
+            _ => {}
+        }
+    }
+    let mut gaps: Vec<Item> = Vec::new();
+    if writes == 0 {
+        gaps.push((
+            format!("The history has no client writes (workload \"{}\"), so durability cannot be judged.", info.workload),
+            vec![],
+        ));
+        return Finding::judge(vec![], gaps, String::new());
+    }
+
+    let mut violations: Vec<Item> = Vec::new();
+    let readable: Vec<(&FinalLog, &Vec<(u64, String)>)> = logs
+        .values()
+        .filter_map(|l| l.entries.as_ref().ok().map(|e| (*l, e)))
+        .collect();
+    for name in &info.nodes {
+        let ix = d.nodes.iter().position(|x| x == name).map(|i| i as u16);
+        match ix.and_then(|i| logs.get(&i)) {
+            None => gaps.push((format!("{name}'s final log was never read."), vec![])),
+            Some(l) => {
+                if let Err(why) = &l.entries {
+                    gaps.push((
+                        format!("{name}'s final log could not be read ({why})."),
+                        vec![EvRef::new(l.pos, format!("{name} final log unreadable"))],
+                    ));
+                }
+            }
+        }
+    }
+    let Some(&(longest_log, longest)) = readable.iter().max_by_key(|(_, e)| e.len()) else {
+        gaps.push(("No final log could be read.".to_string(), vec![]));
+        return Finding::judge(violations, gaps, String::new());
+    };
+    let lname = d.name(longest_log.node);
+
+    // One total order: every log a prefix of the longest.
+    for (l, entries) in &readable {
+        let name = d.name(l.node);
+        if let Some(i) = entries.iter().zip(longest.iter()).position(|(a, b)| a != b) {
+            violations.push((
+                format!(
+                    "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}.",
+                    entries[i].0, entries[i].1, longest[i].0, longest[i].1
+                ),
+                vec![
+                    EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
+                    EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
+                ],
+            ));
+        } else if entries.len() < longest.len() {
+            gaps.push((
+                format!(
+                    "{name}'s final log holds {} of the {} entries of {lname}'s (a prefix: it may not have caught up).",
+                    entries.len(),
+                    longest.len()
+                ),
+                vec![EvRef::new(l.pos, format!("{name} final log")).at_entry(entries.len())],
+            ));
+        }
+    }
+
+    // Each value at most once in a log, each written by a client, none that certainly failed.
+    // Lost, duplicated and phantom values.
+    let mut listed: (BTreeSet<&str>, BTreeSet<&str>, BTreeSet<&str>) = Default::default();
+    for (l, entries) in &readable {
+        let name = d.name(l.node);
+        let mut seen: HashMap<&str, u64> = HashMap::new();
+        for (i, (zxid, v)) in entries.iter().enumerate() {
+            let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(i);
+            if let Some(first) = seen.insert(v.as_str(), *zxid) {
+                listed.1.insert(v);
+                violations.push((
+                    format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
+                    vec![here],
+                ));
+                continue;
+            }
+            match fates.get(v.as_str()) {
+                None => {
+                    listed.2.insert(v);
+                    violations.push((
+                        format!("Phantom write: {v} is in {name}'s final log (zxid {zxid:#x}) but no client wrote it."),
+                        vec![here],
+                    ));
+                }
+                Some(Fate {
+                    fail: Some(f),
+                    ok: None,
+                    ..
+                }) => {
+                    listed.2.insert(v);
+                    violations.push((
+                        format!("Phantom write: {v} failed (certainly not applied) yet is in {name}'s final log (zxid {zxid:#x})."),
+                        vec![EvRef::new(f.pos, format!("write of {v} failed")), here],
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // Every acknowledged write is in the longest log, at its acknowledged zxid.
+    let in_longest: HashMap<&str, (usize, u64)> = longest
+        .iter()
+        .enumerate()
+        .map(|(i, (z, v))| (v.as_str(), (i, *z)))
+        .collect();
+    let mut acked = 0usize;
+    let mut acks: Vec<(&str, &WriteOp)> = fates
+        .iter()
+        .filter_map(|(v, f)| f.ok.map(|ok| (*v, ok)))
+        .collect();
+    acks.sort_by_key(|a| a.1.pos);
+    for (v, ok) in acks {
+        acked += 1;
+        let mut proof = vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
+        match (in_longest.get(v).copied(), ok.zxid) {
+            (None, _) => {
+                listed.0.insert(v);
+                proof.push(EvRef::new(
+                    longest_log.pos,
+                    format!("{lname} final log (the longest)"),
+                ));
+                violations.push((
+                    format!("Lost write: {v} was acknowledged but is in no final log."),
+                    proof,
+                ));
+            }
+            (Some((i, at)), Some(z)) if at != z => {
+                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
+                violations.push((
+                    format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),
+                    proof,
+                ));
+            }
+            _ => {}
+        }
+    }
+    let invoked = fates.values().filter(|f| f.invoke.is_some()).count();
+    let ok = format!(
+        "All {acked} acknowledged writes are in the final logs at their zxids; the {} readable final logs are identical ({} entries), with no value twice, none that failed and none that no client wrote.",
+        readable.len(),
+        longest.len()
+    );
+    let m = serde_json::json!({
+        "write_events": writes,
+        "invoked": invoked,
+        "acknowledged": acked,
+        "final_log_entries": longest.len(),
+        "lost": cap(&listed.0),
+        "duplicated": cap(&listed.1),
+        "phantom": cap(&listed.2),
+    });
+    Finding::judge(violations, gaps, ok).with_measurements(m)
+}
+
+/// At most 100 values, as JSON text: enough to see the pattern without flooding results.json.
+fn cap(values: &BTreeSet<&str>) -> Vec<String> {
+    values.iter().take(100).map(|v| v.to_string()).collect()
+}

@@ -1,0 +1,388 @@
+//! `report.html`: one self-contained page per run (inline CSS, plots as `data:` URIs, no
+//! network): verdict banner, settings and seed with the replay command, each checker's
+//! verdict, explanation and evidence, the plots, the recovery and fault-schedule tables, and
+//! the head of the history with links to the whole JSONL and to every node's logs.
+
+use super::plot::Plot;
+use super::recovery::{Recovery, RecoverySource};
+use super::scan::RunData;
+use super::text::{base64, duration, escape, shorten};
+use crate::checker::{CheckResult, Results, Validity};
+use crate::history::test_info::TestInfo;
+use std::fmt::Write;
+use std::path::Path;
+
+/// Everything the page shows.
+pub struct Page<'a> {
+    pub run_dir: &'a Path,
+    pub info: &'a TestInfo,
+    pub results: Option<&'a Results>,
+    pub data: &'a RunData,
+    pub plots: &'a [Plot],
+    pub recoveries: &'a [Recovery],
+    pub recovery_source: RecoverySource,
+}
+
+const EVIDENCE_ITEMS: usize = 6;
+const EVIDENCE_ITEM_CHARS: usize = 1_500;
+
+pub fn verdict_word(v: Option<Validity>) -> &'static str {
+    match v {
+        Some(Validity::True) => "valid",
+        Some(Validity::False) => "invalid",
+        Some(Validity::Unknown) => "unknown",
+        None => "not checked",
+    }
+}
+
+/// The CSS class, and so the color, of a verdict.
+pub fn verdict_class(v: Option<Validity>) -> &'static str {
+    match v {
+        Some(Validity::True) => "valid",
+        Some(Validity::False) => "invalid",
+        _ => "unknown",
+    }
+}
+
+pub const CSS: &str = "
+body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:1320px;margin:0 auto;padding:0 16px 40px}
+h1{margin:0;font-size:28px} h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.banner{padding:18px 24px;color:#fff}
+.banner.valid{background:#2e7d32}.banner.invalid{background:#c62828}.banner.unknown{background:#ef6c00}
+.banner .sub{opacity:.9;margin-top:6px}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:14px}
+th,td{border:1px solid #ddd;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.valid{color:#2e7d32;font-weight:bold}td.invalid{color:#c62828;font-weight:bold}
+td.unknown{color:#ef6c00;font-weight:bold}
+pre{background:#fff;border:1px solid #ddd;padding:8px;overflow:auto;font-size:12px;max-height:480px}
+code{background:#eee;padding:1px 4px}
+figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
+figure img{max-width:100%;height:auto;display:block}
+figcaption{font-size:13px;color:#555;margin-top:4px}
+.note{color:#8a6d3b}
+";
+
+pub fn report_html(p: &Page) -> String {
+    let verdict = p.results.map(|r| r.valid);
+    let mut h = String::with_capacity(1 << 20);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{} — {}</title><style>{CSS}</style></head>\n<body>\n",
+        escape(&p.info.name),
+        verdict_word(verdict)
+    );
+    banner(&mut h, p, verdict);
+    h += "<main>\n";
+    settings(&mut h, p.info);
+    checkers(&mut h, p.results);
+    plots(&mut h, p.plots);
+    recoveries(&mut h, p);
+    schedule(&mut h, p.data);
+    history(&mut h, p);
+    h += "</main>\n";
+    // Lets a headless browser (and a curious reader) confirm every plot decoded.
+    h += "<script>window.addEventListener('load',function(){var i=document.querySelectorAll('img.plot'),n=0;\
+          i.forEach(function(x){if(x.complete&&x.naturalWidth>0)n++;});\
+          document.body.setAttribute('data-plots-loaded',n+'/'+i.length);});</script>\n";
+    h += "</body></html>\n";
+    h
+}
+
+fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
+    let failing: Vec<&str> = p
+        .results
+        .map(|r| {
+            r.checkers
+                .iter()
+                .filter(|c| c.valid != Validity::True)
+                .map(|c| c.name.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let detail = match (p.results, failing.is_empty()) {
+        (None, _) => "no results.json: the checkers have not run on this history".to_string(),
+        (Some(r), true) => format!("all {} checkers passed", r.checkers.len()),
+        (Some(_), false) => format!("not passed: {}", failing.join(", ")),
+    };
+    let _ = writeln!(
+        h,
+        "<header class=\"banner {}\" id=\"verdict\"><h1>{} — {}</h1>\
+         <div class=\"sub\">{} · started {} · {} nodes · {} of history, {} events</div></header>",
+        verdict_class(verdict),
+        verdict_word(verdict).to_uppercase(),
+        escape(&p.info.name),
+        escape(&detail),
+        p.info.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        p.info.nodes.len(),
+        duration(p.data.t_end_ns as f64 / 1e9),
+        p.data.events
+    );
+}
+
+fn settings(h: &mut String, info: &TestInfo) {
+    h.push_str("<h2 id=\"settings\">Settings</h2>\n<table>\n");
+    let rows = [
+        ("target", info.target.clone()),
+        ("nodes", info.nodes.join(", ")),
+        ("workload", info.workload.clone()),
+        (
+            "nemesis",
+            if info.nemesis.is_empty() {
+                "none".into()
+            } else {
+                info.nemesis.join(", ")
+            },
+        ),
+        ("seed", info.seed.to_string()),
+        ("time limit", format!("{} s", info.time_limit_s)),
+        (
+            "timing",
+            format!(
+                "tickTime {} ms, initLimit {}, syncLimit {}",
+                info.tick_ms, info.init_limit, info.sync_limit
+            ),
+        ),
+        ("started", info.started_at.to_rfc3339()),
+        ("fle-chaos", info.version.clone()),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(h, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
+    }
+    h.push_str("</table>\n<p>Replay this run (same settings, same seed):</p>\n");
+    let _ = writeln!(
+        h,
+        "<pre id=\"replay\">{}</pre>",
+        escape(&info.replay_command)
+    );
+    if !info.settings.is_null() {
+        let text = serde_json::to_string_pretty(&info.settings).unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<details><summary>All settings</summary><pre>{}</pre></details>",
+            escape(&text)
+        );
+    }
+}
+
+fn checkers(h: &mut String, results: Option<&Results>) {
+    h.push_str("<h2>Checkers</h2>\n");
+    let Some(results) = results else {
+        h.push_str(
+            "<p class=\"note\" id=\"checkers\">No results.json in this run folder: run \
+             <code>fle-chaos check RUN_DIR</code>, then <code>fle-chaos report RUN_DIR</code>.</p>\n",
+        );
+        return;
+    };
+    h.push_str(
+        "<table id=\"checkers\"><tr><th>checker</th><th>verdict</th><th>explanation</th>\
+         <th>evidence</th></tr>\n",
+    );
+    for c in &results.checkers {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.name),
+            verdict_class(Some(c.valid)),
+            verdict_word(Some(c.valid)),
+            escape(&c.explanation),
+            evidence(c)
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn evidence(c: &CheckResult) -> String {
+    let mut out = String::new();
+    if !c.evidence.is_empty() {
+        let items: Vec<String> = c
+            .evidence
+            .iter()
+            .take(EVIDENCE_ITEMS)
+            .map(|e| shorten(&e.to_string(), EVIDENCE_ITEM_CHARS))
+            .collect();
+        let more = c.evidence.len().saturating_sub(EVIDENCE_ITEMS);
+        let _ = write!(
+            out,
+            "<details{}><summary>{} item(s)</summary><pre>{}{}</pre></details>",
+            if c.valid == Validity::True {
+                ""
+            } else {
+                " open"
+            },
+            c.evidence.len(),
+            escape(&items.join("\n")),
+            if more > 0 {
+                format!("\n… {more} more in results.json")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !c.measurements.is_null() {
+        let text = serde_json::to_string_pretty(&c.measurements).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<details><summary>measurements</summary><pre>{}</pre></details>",
+            escape(&shorten(&text, 6_000))
+        );
+    }
+    if out.is_empty() {
+        out.push('—');
+    }
+    out
+}
+
+fn plots(h: &mut String, plots: &[Plot]) {
+    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
+    for p in plots {
+        let file = |path: &Path| {
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let _ = write!(
+            h,
+            "<figure id=\"plot-{}\"><img class=\"plot\" alt=\"{}\" width=\"{}\" height=\"{}\" \
+             src=\"data:image/png;base64,{}\"><figcaption>{} · <a href=\"{}\">PNG</a> · \
+             <a href=\"{}\">SVG</a>",
+            p.name,
+            escape(p.title),
+            p.width,
+            p.height,
+            base64(&p.png_bytes),
+            escape(p.title),
+            escape(&file(&p.png)),
+            escape(&file(&p.svg))
+        );
+        if let Some(note) = &p.note {
+            let _ = write!(h, " · <span class=\"note\">{}</span>", escape(note));
+        }
+        h.push_str("</figcaption></figure>\n");
+    }
+}
+
+fn recoveries(h: &mut String, p: &Page) {
+    h.push_str("<h2 id=\"recovery\">Recovery after each fault</h2>\n");
+    if p.recoveries.is_empty() {
+        h.push_str("<p>No faults took effect in this run.</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p>Source: {}.</p>",
+        match p.recovery_source {
+            RecoverySource::Checker => "the recovery checker's measurements",
+            RecoverySource::History =>
+                "derived by the report from the history (the recovery checker gave no per-fault \
+                 times): a node LEADING, followed in its epoch by a quorum read after the fault",
+        }
+    );
+    h.push_str(
+        "<table><tr><th>fault at</th><th>kind</th><th>time to a quorum-backed leader</th></tr>\n",
+    );
+    for r in p.recoveries {
+        let _ = writeln!(
+            h,
+            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td></tr>",
+            r.fault_ns as f64 / 1e9,
+            r.kind.name(),
+            r.recovery_s
+                .map(|s| format!("{s:.3} s"))
+                .unwrap_or_else(|| "none before the run ended".into())
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn schedule(h: &mut String, data: &RunData) {
+    h.push_str("<h2>Fault schedule</h2>\n");
+    if data.schedule.is_empty() {
+        h.push_str("<p id=\"schedule\">The nemesis did nothing in this run.</p>\n");
+        return;
+    }
+    h.push_str(
+        "<table id=\"schedule\"><tr><th>invoked</th><th>done</th><th>action</th><th>outcome</th>\
+         <th>nodes</th><th>what was done</th></tr>\n",
+    );
+    for r in &data.schedule {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{:.3} s</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            r.invoke_ns
+                .map(|t| format!("{:.3} s", t as f64 / 1e9))
+                .unwrap_or_else(|| "—".into()),
+            r.done_ns as f64 / 1e9,
+            escape(&format!("{:?}", r.f).to_lowercase()),
+            match r.outcome {
+                crate::history::EventType::Info => "done",
+                crate::history::EventType::Fail => "failed",
+                crate::history::EventType::Ok => "ok",
+                crate::history::EventType::Invoke => "invoked",
+            },
+            escape(&r.nodes.join(", ")),
+            escape(&r.detail)
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn history(h: &mut String, p: &Page) {
+    h.push_str("<h2 id=\"history\">History</h2>\n<p>");
+    for (file, what) in [
+        ("history.jsonl", "the whole history (JSON lines)"),
+        ("results.json", "checker results"),
+        ("test.json", "settings"),
+        ("controller.log", "controller log"),
+    ] {
+        if p.run_dir.join(file).is_file() {
+            let _ = write!(h, "<a href=\"{file}\">{file}</a> ({what}) · ");
+        }
+    }
+    h.push_str("</p>\n");
+    let logs = node_logs(p.run_dir);
+    if !logs.is_empty() {
+        h.push_str("<p>Node logs: ");
+        let links: Vec<String> = logs
+            .iter()
+            .map(|l| format!("<a href=\"{0}\">{0}</a>", escape(l)))
+            .collect();
+        h.push_str(&links.join(" · "));
+        h.push_str("</p>\n");
+    }
+    let _ = writeln!(
+        h,
+        "<p>First {} of {} events:</p>\n<pre id=\"history-head\">{}</pre>",
+        p.data.head.len(),
+        p.data.events,
+        escape(&p.data.head.join("\n"))
+    );
+}
+
+/// Relative paths of the files directly inside `nodes/<n>/` (logs; data dirs are skipped).
+fn node_logs(run_dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(nodes) = std::fs::read_dir(run_dir.join("nodes")) else {
+        return out;
+    };
+    let mut nodes: Vec<_> = nodes.flatten().filter(|e| e.path().is_dir()).collect();
+    nodes.sort_by_key(|e| e.file_name());
+    for node in nodes {
+        let Ok(files) = std::fs::read_dir(node.path()) else {
+            continue;
+        };
+        let mut files: Vec<_> = files.flatten().filter(|e| e.path().is_file()).collect();
+        files.sort_by_key(|e| e.file_name());
+        for f in files {
+            out.push(format!(
+                "nodes/{}/{}",
+                node.file_name().to_string_lossy(),
+                f.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,116 @@
+//! `reports/index.html`: every run under the reports root (`<root>/<test-name>/<time>/`),
+//! newest first, with name, time, nodes, faults and verdict by color, linking to each run's
+//! report. Rewritten after every render; written to a temporary file and renamed so that two
+//! runs finishing together never leave a torn page.
+
+use super::html::{verdict_class, verdict_word, CSS};
+use super::text::escape;
+use crate::checker::{Results, Validity};
+use crate::history::test_info::TestInfo;
+use anyhow::{Context, Result};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// One run as the index lists it.
+#[derive(Debug)]
+pub struct RunEntry {
+    /// Relative to the reports root, with `/` separators.
+    pub rel: String,
+    pub info: TestInfo,
+    pub verdict: Option<Validity>,
+    pub has_report: bool,
+}
+
+/// Every run folder (a folder holding test.json) two levels below `root`. Symlinks such as
+/// `latest` are skipped so no run is listed twice; unreadable runs are skipped.
+pub fn find_runs(root: &Path) -> Vec<RunEntry> {
+    let mut runs = Vec::new();
+    for test in sorted_dirs(root) {
+        for run in sorted_dirs(&test) {
+            let Ok(info) = TestInfo::read(&run.join("test.json")) else {
+                continue;
+            };
+            let verdict = std::fs::read_to_string(run.join("results.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Results>(&t).ok())
+                .map(|r| r.valid);
+            let rel = run
+                .strip_prefix(root)
+                .unwrap_or(&run)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            runs.push(RunEntry {
+                rel,
+                info,
+                verdict,
+                has_report: run.join("report.html").is_file(),
+            });
+        }
+    }
+    runs.sort_by_key(|r| std::cmp::Reverse(r.info.started_at));
+    runs
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+pub fn index_html(runs: &[RunEntry]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fle-chaos runs</title>\
+         <style>{CSS}</style></head><body><main>\n<h1 style=\"margin-top:16px\">fle-chaos runs</h1>\n\
+         <p>{} run(s), newest first.</p>\n<table id=\"runs\"><tr><th>test</th><th>started (UTC)</th>\
+         <th>nodes</th><th>faults</th><th>workload</th><th>seed</th><th>verdict</th></tr>\n",
+        runs.len()
+    );
+    for r in runs {
+        let link = if r.has_report {
+            format!("{}/report.html", r.rel)
+        } else {
+            format!("{}/", r.rel)
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class=\"{}\">{}</td></tr>",
+            escape(&link),
+            escape(&r.info.name),
+            r.info.started_at.format("%Y-%m-%d %H:%M:%S"),
+            r.info.nodes.len(),
+            escape(&if r.info.nemesis.is_empty() {
+                "none".to_string()
+            } else {
+                r.info.nemesis.join(", ")
+            }),
+            escape(&r.info.workload),
+            r.info.seed,
+            verdict_class(r.verdict),
+            verdict_word(r.verdict)
+        );
+    }
+    h.push_str("</table>\n</main></body></html>\n");
+    h
+}
+
+/// Rewrites `<root>/index.html` from the runs found under `root`.
+pub fn update_index(root: &Path) -> Result<PathBuf> {
+    let html = index_html(&find_runs(root));
+    let path = root.join("index.html");
+    let tmp = root.join(format!(".index.html.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, html).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,168 @@
+//! Shared look of the plots: sizes, colors of lane states and fault kinds, the fault shading
+//! drawn behind every time plot (as Jepsen shades nemesis activity) and the legend.
+
+use super::drawing_error;
+use crate::report::faults::{FaultInterval, FaultKind};
+use crate::report::lite::LaneState;
+use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+pub const WIDTH: u32 = 1280;
+pub const FONT: &str = "sans-serif";
+
+pub type TimeChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+pub fn lane_color(state: LaneState) -> RGBColor {
+    match state {
+        LaneState::Leading => RGBColor(44, 160, 44),
+        LaneState::Following => RGBColor(31, 119, 180),
+        LaneState::Looking => RGBColor(230, 180, 0),
+        LaneState::Observing => RGBColor(148, 103, 189),
+        LaneState::Down => RGBColor(90, 90, 90),
+    }
+}
+
+pub fn fault_color(kind: FaultKind) -> RGBColor {
+    match kind {
+        FaultKind::Kill => RGBColor(214, 39, 40),
+        FaultKind::Pause => RGBColor(148, 103, 189),
+        FaultKind::Partition => RGBColor(255, 127, 14),
+        FaultKind::Clock => RGBColor(23, 190, 207),
+    }
+}
+
+/// A palette for per-node lines, distinct for up to ten nodes.
+pub fn node_color(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// Shades each fault interval across the chart's full height.
+pub fn shade_faults<DB: DrawingBackend>(
+    chart: &mut TimeChart<DB>,
+    faults: &[FaultInterval],
+    (y0, y1): (f64, f64),
+) -> Result<()> {
+    chart
+        .draw_series(faults.iter().map(|f| {
+            let (a, b) = (f.start_ns as f64 / 1e9, f.end_ns as f64 / 1e9);
+            Rectangle::new(
+                [(a, y0), (b.max(a), y1)],
+                fault_color(f.kind).mix(0.16).filled(),
+            )
+        }))
+        .map_err(drawing_error)?;
+    Ok(())
+}
+
+/// One legend entry: a swatch and its label.
+pub struct Key {
+    pub label: String,
+    pub color: RGBColor,
+    pub alpha: f64,
+}
+
+impl Key {
+    pub fn new(label: impl Into<String>, color: RGBColor, alpha: f64) -> Self {
+        Self {
+            label: label.into(),
+            color,
+            alpha,
+        }
+    }
+}
+
+/// Legend entries for the fault kinds present in `faults` (as shaded in the plot).
+pub fn fault_keys(faults: &[FaultInterval]) -> Vec<Key> {
+    FaultKind::ALL
+        .into_iter()
+        .filter(|k| faults.iter().any(|f| f.kind == *k))
+        .map(|k| Key::new(format!("{} (fault)", k.name()), fault_color(k), 0.35))
+        .collect()
+}
+
+/// Draws a legend as one row of swatches starting at (x, y) of `area`, above the chart so
+/// that it never hides data.
+pub fn legend_row<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    keys: &[Key],
+    (mut x, y): (i32, i32),
+) -> Result<()> {
+    let font: TextStyle = (FONT, 14).into_font().into();
+    for key in keys {
+        area.draw(&Rectangle::new(
+            [(x, y), (x + 14, y + 14)],
+            key.color.mix(key.alpha).filled(),
+        ))
+        .map_err(drawing_error)?;
+        area.draw(&Text::new(key.label.clone(), (x + 19, y), font.clone()))
+            .map_err(drawing_error)?;
+        let (w, _) = area
+            .estimate_text_size(&key.label, &font)
+            .map_err(drawing_error)?;
+        x += 19 + w as i32 + 18;
+    }
+    Ok(())
+}
+
+/// Height of the strip above each chart that holds its title and legend.
+pub const HEADER_PX: u32 = 60;
+
+/// Draws the title and the legend above the chart (never over the data) and returns the
+/// area left for the chart.
+pub fn header<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    keys: &[Key],
+) -> Result<DrawingArea<DB, plotters::coord::Shift>> {
+    let (head, body) = area.split_vertically(HEADER_PX);
+    let (w, _) = head.dim_in_pixel();
+    let style =
+        TextStyle::from((FONT, 20).into_font()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Top,
+        ));
+    head.draw(&Text::new(title.to_string(), (w as i32 / 2, 6), style))
+        .map_err(drawing_error)?;
+    legend_row(&head, keys, (90, 36))?;
+    Ok(body)
+}
+
+/// Writes a one-line note (e.g. "no data") in the middle of an area.
+pub fn centered_note<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    text: &str,
+) -> Result<()> {
+    let (w, h) = area.dim_in_pixel();
+    let grey = BLACK.mix(0.6);
+    let style = TextStyle::from((FONT, 18).into_font()).color(&grey).pos(
+        plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Center,
+        ),
+    );
+    area.draw(&Text::new(
+        text.to_string(),
+        (w as i32 / 2, h as i32 / 2),
+        style,
+    ))
+    .map_err(drawing_error)?;
+    Ok(())
+}
+
+/// The time axis runs from 0 to the end of the history, in seconds.
+pub fn t_end_s(t_end_ns: u64) -> f64 {
+    (t_end_ns as f64 / 1e9).max(1e-3)
+}

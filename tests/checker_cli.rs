@@ -1,0 +1,159 @@
+//! `fle-chaos check RUN_DIR` as a user runs it: the real binary on copies of fixture runs.
+//! Exit codes (0 valid, 1 invalid, 2 unknown, 254 bad input), results.json rewritten, the
+//! per-checker summary printed, and a history torn by a killed controller still checked.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(case)
+}
+
+/// A copy of a fixture run in a fresh temporary folder.
+fn run_copy(case: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["test.json", "history.jsonl"] {
+        std::fs::copy(fixture(case).join(f), dir.path().join(f)).unwrap();
+    }
+    dir
+}
+
+fn check(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn exit_code_is_the_verdict() {
+    for (case, code, valid) in [
+        ("valid-writes", 0, "true"),
+        ("quorum-minority-two-leaders", 1, "false"),
+        ("valid-election", 2, "unknown"),
+    ] {
+        let dir = run_copy(case);
+        let out = check(&[dir.path().as_os_str()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{case}: {stdout}");
+        assert!(
+            stdout.contains(&format!("valid: {valid}")),
+            "{case}: {stdout}"
+        );
+        for name in [
+            "election-safety",
+            "durability",
+            "vote-rule",
+            "epoch-monotonic",
+            "recovery",
+        ] {
+            assert!(
+                stdout.contains(name),
+                "{case}: summary lacks {name}: {stdout}"
+            );
+        }
+        assert_eq!(results(dir.path())["valid"], valid, "{case}");
+    }
+}
+
+#[test]
+fn results_json_is_rewritten() {
+    let dir = run_copy("quorum-minority-two-leaders");
+    std::fs::write(
+        dir.path().join("results.json"),
+        "{\"valid\": \"true\", \"checkers\": []}",
+    )
+    .unwrap();
+    let out = check(&[dir.path().as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = results(dir.path());
+    assert_eq!(r["valid"], "false");
+    assert_eq!(r["checkers"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn recovery_bound_flag_changes_the_verdict() {
+    // The cluster took 4.1 s to recover: invalid under the default 2.7 s bound, valid under 5 s.
+    let dir = run_copy("recovery-too-slow");
+    let out = check(&[dir.path().as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = check(&[
+        dir.path().as_os_str(),
+        "--recovery-bound-ms".as_ref(),
+        "5000".as_ref(),
+    ]);
+    let r = results(dir.path());
+    let rec = r["checkers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "recovery")
+        .unwrap();
+    assert_eq!(rec["valid"], "true", "{rec}");
+    assert_eq!(rec["measurements"]["bound_ms"], 5000);
+    assert_eq!(out.status.code(), Some(2), "durability stays unknown");
+}
+
+#[test]
+fn a_torn_last_line_is_skipped() {
+    let dir = run_copy("valid-writes");
+    let path = dir.path().join("history.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"index\":999,\"time\":12");
+    std::fs::write(&path, text).unwrap();
+    let out = check(&[dir.path().as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_input_exits_254_naming_it() {
+    let missing = tempfile::tempdir().unwrap().path().join("no-such-run");
+    let out = check(&[missing.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    assert!(
+        err.contains("no-such-run") && err.contains("does not exist"),
+        "{err}"
+    );
+
+    let dir = run_copy("valid-writes");
+    std::fs::remove_file(dir.path().join("test.json")).unwrap();
+    let out = check(&[dir.path().as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    assert!(err.contains("test.json"), "{err}");
+
+    // A corrupt line in the middle is not a torn tail: refuse, naming the line.
+    let dir = run_copy("valid-writes");
+    let path = dir.path().join("history.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines[3] = "{\"index\": 3, \"garbage\"".to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = check(&[dir.path().as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(254), "{err}");
+    assert!(err.contains("line 4"), "{err}");
+
+    let out = check(&[
+        "--recovery-bound-ms".as_ref(),
+        "soon".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(254));
+}

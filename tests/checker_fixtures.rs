@@ -1,0 +1,151 @@
+//! Every fixture under tests/fixtures/<case>/ (test.json + history.jsonl, written by
+//! tests/fixtures/gen.py) is checked, through the file fast path (`check_run`, which also writes
+//! results.json) and through events in memory (`check_history`); each checker's verdict must
+//! be the one in expected.txt, on both paths, and every false verdict must quote its evidence.
+
+use fle_chaos::checker::{check_history, check_run, CheckOptions, Results, Validity};
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::test_info::TestInfo;
+use std::path::{Path, PathBuf};
+
+fn parse_validity(s: &str) -> Validity {
+    match s {
+        "true" => Validity::True,
+        "false" => Validity::False,
+        "unknown" => Validity::Unknown,
+        other => panic!("expected.txt: bad verdict {other:?}"),
+    }
+}
+
+/// (checker, verdict) lines and (checker, measurement key, number) lines.
+type Expected = (Vec<(String, Validity)>, Vec<(String, String, u64)>);
+
+fn read_expected(dir: &Path) -> Expected {
+    let text = std::fs::read_to_string(dir.join("expected.txt")).expect("expected.txt");
+    let mut verdicts = Vec::new();
+    let mut measures = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some((key, n)) = line.split_once(" = ") {
+            let (checker, field) = key.split_once('/').expect("checker/key = N");
+            measures.push((checker.to_string(), field.to_string(), n.parse().unwrap()));
+        } else {
+            let (checker, v) = line.split_once(' ').expect("checker verdict");
+            verdicts.push((checker.to_string(), parse_validity(v)));
+        }
+    }
+    (verdicts, measures)
+}
+
+fn verdict_of(results: &Results, checker: &str) -> Validity {
+    results
+        .checkers
+        .iter()
+        .find(|c| c.name == checker)
+        .unwrap_or_else(|| panic!("no checker {checker}"))
+        .valid
+}
+
+fn fixture_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_fixture_gets_its_expected_verdicts() {
+    let dirs = fixture_dirs();
+    assert!(dirs.len() >= 20, "only {} fixtures found", dirs.len());
+    let mut failures = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for dir in &dirs {
+        let case = dir.file_name().unwrap().to_string_lossy().to_string();
+        let run = tempfile::tempdir().unwrap();
+        for f in ["test.json", "history.jsonl"] {
+            std::fs::copy(dir.join(f), run.path().join(f)).unwrap();
+        }
+        let opts = CheckOptions::default();
+        let from_file = check_run(run.path(), &opts).unwrap();
+        let written: Results = serde_json::from_str(
+            &std::fs::read_to_string(run.path().join("results.json")).unwrap(),
+        )
+        .unwrap();
+        let info = TestInfo::read(&dir.join("test.json")).unwrap();
+        let events = read_history(&dir.join("history.jsonl")).unwrap();
+        let in_memory = check_history(&events, &info, &opts);
+
+        let (verdicts, measures) = read_expected(dir);
+        assert_eq!(verdicts.len(), 5, "{case}: expected.txt names 5 checkers");
+        let mut combined = Validity::True;
+        for (checker, want) in &verdicts {
+            combined = combined.and(*want);
+            seen.insert((checker.clone(), *want));
+            for (path, results) in [
+                ("file", &from_file),
+                ("memory", &in_memory),
+                ("results.json", &written),
+            ] {
+                let got = verdict_of(results, checker);
+                if got != *want {
+                    let c = results
+                        .checkers
+                        .iter()
+                        .find(|c| &c.name == checker)
+                        .unwrap();
+                    failures.push(format!(
+                        "{case}: {checker} via {path}: got {got:?}, want {want:?}: {}",
+                        c.explanation
+                    ));
+                }
+            }
+        }
+        if from_file.valid != combined {
+            failures.push(format!(
+                "{case}: combined {:?}, want {combined:?}",
+                from_file.valid
+            ));
+        }
+        for c in &from_file.checkers {
+            if c.valid == Validity::False {
+                let quoted = c.evidence.iter().all(|e| e["event"]["index"].is_u64());
+                if c.evidence.is_empty() || !quoted {
+                    failures.push(format!(
+                        "{case}: {} is false without quoted evidence",
+                        c.name
+                    ));
+                }
+            }
+        }
+        for (checker, key, n) in measures {
+            let c = from_file
+                .checkers
+                .iter()
+                .find(|c| c.name == checker)
+                .unwrap();
+            let m = &c.measurements[&key];
+            let got = m.as_array().map(|a| a.len() as u64).or_else(|| m.as_u64());
+            if got != Some(n) {
+                failures.push(format!("{case}: {checker} {key} = {m}, want {n}"));
+            }
+        }
+    }
+    // Every checker must be seen both valid and invalid across the fixtures.
+    for c in [
+        "election-safety",
+        "durability",
+        "vote-rule",
+        "epoch-monotonic",
+        "recovery",
+    ] {
+        for v in [Validity::True, Validity::False, Validity::Unknown] {
+            if !seen.contains(&(c.to_string(), v)) {
+                failures.push(format!("no fixture where {c} is {v:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}

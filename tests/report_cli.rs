@@ -1,0 +1,181 @@
+//! `fle-chaos report` and `fle-chaos serve` as real processes: re-rendering a run, bad
+//! input exiting 254 with the path and the fix, and serve answering over real TCP (index,
+//! report, plots, the whole history streamed, directory listings, no escape from the folder).
+
+mod report_support;
+
+use fle_chaos::report::fixture::{write_run, FixtureSpec};
+use report_support::*;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fle-chaos");
+
+/// Kills the server we started, by its pid, however the test ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn report_rerenders_a_run_and_refuses_what_is_not_a_run_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let fx = write_run(root.path(), &FixtureSpec::small("cli")).unwrap();
+    assert!(!fx.run_dir.join("report.html").exists());
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&fx.run_dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("report.html"));
+    for f in ["report.html", "junit.xml", "timeline.png", "timeline.svg"] {
+        assert!(fx.run_dir.join(f).is_file(), "{f} not written");
+    }
+    assert!(root.path().join("index.html").is_file());
+
+    let missing = root.path().join("no-such-run");
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(254));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-such-run") && err.contains("run folder"),
+        "{err}"
+    );
+
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(254));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no test.json"));
+
+    let out = Command::new(BIN).arg("report").output().unwrap();
+    assert_eq!(out.status.code(), Some(254), "RUN_DIR is required");
+}
+
+#[test]
+fn serve_browses_the_reports_folder_over_http() {
+    let root = tempfile::tempdir().unwrap();
+    let fx = write_run(root.path(), &FixtureSpec::small("served")).unwrap();
+    fle_chaos::report::render_run(&fx.run_dir).unwrap();
+    let rel = fx
+        .run_dir
+        .strip_prefix(root.path())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(root.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("serve printed its address");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    assert!(
+        addr.starts_with("127.0.0.1:"),
+        "binds loopback by default: {addr}"
+    );
+
+    let (status, ctype, body) = http_get(&addr, "/");
+    assert_eq!(status, 200);
+    assert!(ctype.starts_with("text/html"));
+    let index = String::from_utf8(body).unwrap();
+    assert!(
+        index.contains(&format!("href=\"{rel}/report.html\"")),
+        "index lists the run"
+    );
+
+    let (status, ctype, body) = http_get(&addr, &format!("/{rel}/report.html"));
+    assert_eq!((status, ctype.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(String::from_utf8_lossy(&body).contains("VALID — served"));
+
+    let (status, ctype, body) = http_get(&addr, &format!("/{rel}/timeline.png"));
+    assert_eq!((status, ctype.as_str()), (200, "image/png"));
+    assert_eq!(&body[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(
+        body,
+        std::fs::read(fx.run_dir.join("timeline.png")).unwrap()
+    );
+
+    let (status, _, body) = http_get(&addr, &format!("/{rel}/history.jsonl"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        std::fs::read(fx.run_dir.join("history.jsonl")).unwrap(),
+        "whole history streamed"
+    );
+
+    let (status, _, body) = http_get(&addr, "/served/");
+    assert_eq!(status, 200);
+    let listing = String::from_utf8_lossy(&body).into_owned();
+    let stamp = fx
+        .run_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(listing.contains(&format!("href=\"{stamp}/\"")), "{listing}");
+
+    assert_eq!(http_get(&addr, "/%2e%2e/%2e%2e/etc/passwd").0, 400);
+    assert_eq!(http_get(&addr, "/served/nothing-here").0, 404);
+    drop(server);
+}
+
+#[test]
+fn serve_refuses_a_missing_folder_and_a_busy_port() {
+    let out = Command::new(BIN)
+        .args(["serve", "--dir", "/nonexistent-flc-reports"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(254));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-flc-reports"));
+
+    let root = tempfile::tempdir().unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = Command::new(BIN)
+        .args(["serve", "--port", &port, "--dir"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(254));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&port) && err.contains("--port"), "{err}");
+}
