@@ -173,3 +173,31 @@ fn zookeeper_partition_run_loses_no_acknowledged_write() {
         .count();
     assert!(acked > 0, "some writes were acknowledged");
 }
+
+#[test]
+fn zookeeper_refuses_clock_faults_before_creating_anything() {
+    let out = tempfile::Builder::new()
+        .prefix("flc-zk-e2e")
+        .tempdir()
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args([
+            "test",
+            "--target",
+            "zookeeper",
+            "--nemesis",
+            "kill,clock",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(fle_chaos::exit::BAD_ARGS), "{err}");
+    assert!(err.contains("clock") && err.contains("zookeeper"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+}
