@@ -35,6 +35,10 @@ fn java_runs(java: &Path) -> bool {
 
 /// Installs the packages when something is missing; `say` receives what is being done.
 pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
+    // Two callers in one process (parallel tests) must not run apt-get side by side: the
+    // second would fail on dpkg's lock.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = missing(java);
     if before.is_empty() {
         return Ok(());
