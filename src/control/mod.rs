@@ -22,6 +22,7 @@ pub mod registry;
 pub mod ssh;
 pub mod target;
 pub mod teardown;
+pub mod zookeeper;
 
 use anyhow::Result;
 use std::net::IpAddr;

@@ -54,8 +54,7 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     let plan = Plan::from_args(args)?;
     let needs = Needs {
         netns: plan.mode == NetMode::Netns,
-        iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition")
-            || plan.nemesis_settings.file.is_some(),
+        iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
         faketime: plan.faketime,
     };
     match &plan.hosts {
@@ -63,6 +62,10 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         // host is checked now, before anything is created anywhere.
         Some(hosts) => ssh::check_hosts(hosts, &plan.args.ssh.options())?,
         None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
+    }
+    if plan.args.target == plan::TargetKind::Zookeeper {
+        let java = crate::control::zookeeper::launch::JvmOptions::default().java;
+        crate::control::zookeeper::os_setup::ensure(&java, &mut |m| eprintln!("fle-chaos: {m}"))?;
     }
     std::fs::create_dir_all(&plan.args.out)
         .with_context(|| format!("cannot create --out {}", plan.args.out.display()))?;
@@ -116,7 +119,10 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
     TestInfo {
         name: plan.name.clone(),
-        target: "fle".into(),
+        target: match plan.args.target {
+            plan::TargetKind::Fle => "fle".into(),
+            plan::TargetKind::Zookeeper => "zookeeper".into(),
+        },
         nodes: plan.nodes.clone(),
         workload: plan.workload.name.clone(),
         nemesis: plan.nemesis_settings.kinds.clone(),
@@ -240,21 +246,37 @@ async fn run_body(
         })?),
     };
     guard.set_control(control.clone());
-    let target: Arc<dyn Target> = Arc::new(FleNode::new(
-        control.clone(),
-        FleNodeOptions {
-            binary: plan.binary.clone(),
-            tick_ms: plan.args.tick_ms,
-            init_limit: plan.args.init_limit,
-            sync_limit: plan.args.sync_limit,
-            faketime: plan.faketime,
-            fake_monotonic: plan.fake_monotonic,
-            bug: plan.args.bug.clone(),
-            finalize_wait_ms: plan.args.finalize_wait_ms,
-            status_timeout: STATUS_TIMEOUT,
-            write_timeout: Duration::from_millis(plan.workload.timeout_ms),
-        },
-    )?);
+    let target: Arc<dyn Target> = if plan.args.target == plan::TargetKind::Zookeeper {
+        let mut opts = crate::control::zookeeper::ZooKeeperOptions::new(
+            plan.args.tick_ms,
+            plan.args.init_limit,
+            plan.args.sync_limit,
+        );
+        // Only on request: libfaketime stalls the JVM (README, Real Apache ZooKeeper).
+        opts.faketime = plan.args.faketime;
+        opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
+        opts.status_timeout = STATUS_TIMEOUT;
+        Arc::new(crate::control::zookeeper::ZooKeeper::new(
+            control.clone(),
+            opts,
+        )?)
+    } else {
+        Arc::new(FleNode::new(
+            control.clone(),
+            FleNodeOptions {
+                binary: plan.binary.clone(),
+                tick_ms: plan.args.tick_ms,
+                init_limit: plan.args.init_limit,
+                sync_limit: plan.args.sync_limit,
+                faketime: plan.faketime,
+                fake_monotonic: plan.fake_monotonic,
+                bug: plan.args.bug.clone(),
+                finalize_wait_ms: plan.args.finalize_wait_ms,
+                status_timeout: STATUS_TIMEOUT,
+                write_timeout: Duration::from_millis(plan.workload.timeout_ms),
+            },
+        )?)
+    };
     for node in &plan.nodes {
         target.setup(node)?;
     }

@@ -22,6 +22,16 @@ pub enum Net {
     Loopback,
 }
 
+/// The system under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// fle-node, this crate's FLE + Zab.
+    Fle,
+    /// Apache ZooKeeper 3.8 from Debian's `zookeeper` package (installed when missing).
+    Zookeeper,
+}
+
 /// `fle-chaos test` options.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct TestArgs {
@@ -66,6 +76,9 @@ pub struct TestArgs {
     /// How nodes are networked.
     #[arg(long, value_enum, default_value_t = Net::Netns)]
     pub net: Net,
+    /// What runs on the nodes.
+    #[arg(long, value_enum, default_value_t = TargetKind::Fle)]
+    pub target: TargetKind,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -135,6 +148,12 @@ impl Plan {
             Net::Loopback => NetMode::Loopback,
         };
         let hosts = args.ssh.hosts(Some(&args.nodes))?;
+        if hosts.is_some() && args.target == TargetKind::Zookeeper {
+            return Err(bad_input(
+                "--ssh with --target zookeeper: remote hosts run fle-node only for now; \
+                 drop --ssh, or drop --target zookeeper",
+            ));
+        }
         let count = args.nodes.count();
         if !(1..=31).contains(&count) {
             return Err(bad_input(format!(
@@ -167,12 +186,22 @@ impl Plan {
             }
             workload.rate = r;
         }
-        let schedule = crate::nemesis::schedule_from_flags(
+        let mut schedule = crate::nemesis::schedule_from_flags(
             args.nemesis.as_deref(),
             args.nemesis_file.as_deref(),
             interval,
             mode == NetMode::Netns,
         )?;
+        let clock = crate::nemesis::schedule::FaultKind::Clock;
+        if args.target == TargetKind::Zookeeper && schedule.kinds().contains(&clock) {
+            if args.nemesis.is_some() || args.nemesis_file.is_some() {
+                return Err(bad_input(
+                    "clock faults with --target zookeeper: under libfaketime ZooKeeper's JVM \
+                     stalls and never serves (see README, Real Apache ZooKeeper); drop the clock faults",
+                ));
+            }
+            schedule.faults.retain(|f| f.kind != clock);
+        }
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
             kinds: schedule
@@ -205,7 +234,7 @@ impl Plan {
                 })?
                 .with_file_name("fle-node"),
         };
-        if !binary.is_file() {
+        if args.target == TargetKind::Fle && !binary.is_file() {
             return Err(bad_input(format!(
                 "fle-node not found at {}: build it (cargo build --release) or pass --node-binary FILE",
                 binary.display()
@@ -274,6 +303,9 @@ impl Plan {
             cmd.push_str(" --faketime");
         }
         cmd.push_str(&a.ssh.replay_flags());
+        if a.target == TargetKind::Zookeeper {
+            cmd.push_str(" --target zookeeper");
+        }
         cmd
     }
 }

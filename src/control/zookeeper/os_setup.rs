@@ -1,0 +1,80 @@
+//! OS setup for the zookeeper target, as `control::os_setup` does it for the fault tools:
+//! Debian's `zookeeper` package (which brings the jars, Jetty, servlet-api and a JRE) is
+//! installed with apt-get when missing and we are root, saying what is installed; without
+//! root a missing piece is a clear error with the command to run.
+
+use super::launch::CLASSPATH;
+use crate::exit::bad_input;
+use anyhow::Result;
+use std::path::Path;
+use std::process::Command;
+
+/// What the target needs: every jar of the classpath and a `java` to run them.
+pub const PACKAGES: &[&str] = &["zookeeper", "libslf4j-java", "default-jre-headless"];
+
+/// The missing pieces, named for people.
+pub fn missing(java: &Path) -> Vec<String> {
+    let mut missing: Vec<String> = CLASSPATH
+        .iter()
+        .filter(|jar| !Path::new(jar).exists())
+        .map(|jar| jar.to_string())
+        .collect();
+    if !java_runs(java) {
+        missing.push(format!("a Java runtime (`{}`)", java.display()));
+    }
+    missing
+}
+
+fn java_runs(java: &Path) -> bool {
+    Command::new(java)
+        .arg("-version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Installs the packages when something is missing; `say` receives what is being done.
+pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
+    // Two callers in one process (parallel tests) must not run apt-get side by side: the
+    // second would fail on dpkg's lock.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = missing(java);
+    if before.is_empty() {
+        return Ok(());
+    }
+    let packages = PACKAGES.join(" ");
+    if !crate::control::is_root() {
+        return Err(bad_input(format!(
+            "the zookeeper target needs {}; install as root: apt-get install -y {packages}",
+            before.join(", ")
+        )));
+    }
+    say(&format!(
+        "installing {packages} for the zookeeper target (missing: {}) (apt-get)",
+        before.join(", ")
+    ));
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(PACKAGES)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    // A fresh machine has no package lists yet: refresh them once and retry.
+    if !install() {
+        say("apt-get install failed; running apt-get update and retrying");
+        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
+        install();
+    }
+    let after = missing(java);
+    if after.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "could not install {packages} (still missing: {}); run `apt-get update && apt-get install -y {packages}` and retry",
+        after.join(", ")
+    )
+}
