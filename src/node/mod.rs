@@ -1,1 +1,4 @@
 //! TODO
+
+pub mod txnlog;
+pub mod zab;
