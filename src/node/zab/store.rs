@@ -113,6 +113,12 @@ impl Store {
 
     /// Durably records acceptedEpoch (before the server acts on it).
     pub fn set_accepted_epoch(&mut self, epoch: u64) -> anyhow::Result<()> {
+        if epoch < self.accepted_epoch {
+            anyhow::bail!(
+                "refusing to move acceptedEpoch back from {} to {epoch}",
+                self.accepted_epoch
+            );
+        }
         write_epoch(&self.dir.join(ACCEPTED_EPOCH_FILE), epoch)?;
         self.accepted_epoch = epoch;
         Ok(())
@@ -120,6 +126,14 @@ impl Store {
 
     /// Durably records currentEpoch. Callers fsync the log first (ZOOKEEPER-4785).
     pub fn set_current_epoch(&mut self, epoch: u64) -> anyhow::Result<()> {
+        // Either would leave files that no correct run produces (and that `open` refuses).
+        if epoch < self.current_epoch || epoch > self.accepted_epoch {
+            anyhow::bail!(
+                "refusing currentEpoch {epoch}: it must lie between currentEpoch {} and acceptedEpoch {}",
+                self.current_epoch,
+                self.accepted_epoch
+            );
+        }
         write_epoch(&self.dir.join(CURRENT_EPOCH_FILE), epoch)?;
         self.current_epoch = epoch;
         Ok(())
@@ -172,6 +186,21 @@ mod tests {
             std::fs::read_to_string(d.path().join(ACCEPTED_EPOCH_FILE)).unwrap(),
             "4\n"
         );
+    }
+
+    #[test]
+    fn epochs_never_move_back() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut s, _) = Store::open(d.path()).unwrap();
+        s.set_accepted_epoch(3).unwrap();
+        s.set_current_epoch(3).unwrap();
+        assert!(s.set_accepted_epoch(2).is_err());
+        assert!(s.set_current_epoch(2).is_err());
+        assert!(s.set_current_epoch(4).is_err(), "current past accepted");
+        assert_eq!((s.accepted_epoch(), s.current_epoch()), (3, 3));
+        drop(s);
+        let (s, _) = Store::open(d.path()).unwrap();
+        assert_eq!((s.accepted_epoch(), s.current_epoch()), (3, 3));
     }
 
     #[test]
