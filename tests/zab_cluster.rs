@@ -445,3 +445,41 @@ async fn corrupt_tail_is_cut_on_open_and_the_node_catches_up() {
     write_ok(&w, json!(8)).await;
     c.wait_same_log(1, &[2, 3]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_leader_loses_exactly_its_uncommitted_proposal() {
+    let mut c = Cluster::new(3);
+    let w = c.lead(1);
+    c.follow(2, 1);
+    c.follow(3, 1);
+    for i in 0..5 {
+        write_when_ready(&w, json!(i)).await;
+    }
+    c.wait_same_log(1, &[2, 3]).await;
+    // Both followers vanish; the leader logs one more proposal that nobody else gets.
+    c.stop(2).await;
+    c.stop(3).await;
+    let lost = write(&w, json!("never committed")).await;
+    assert!(matches!(lost, WriteOutcome::Unknown(_)), "{lost:?}");
+    let h = c.nodes.get_mut(&1).unwrap().role.take().unwrap();
+    tokio::time::timeout(DEADLINE, h)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.txns(1).len(), 6);
+    assert_eq!(c.txns(2).len(), 5);
+    // n2 and n3 form epoch 2 and commit new txns; n1 rejoins.
+    let w2 = c.lead(2);
+    c.follow(3, 2);
+    for i in 5..8 {
+        write_when_ready(&w2, json!(i)).await;
+    }
+    c.follow(1, 2);
+    c.wait_same_log(2, &[1, 3]).await;
+    assert_eq!(c.progress(1).sync_mode, Some(SyncMode::Trunc));
+    let values: Vec<_> = c.txns(1).into_iter().map(|t| t.value).collect();
+    assert_eq!(values, (0..8).map(|i| json!(i)).collect::<Vec<_>>());
+    let s = lock(c.store(1));
+    assert_eq!((s.accepted_epoch(), s.current_epoch()), (2, 2));
+}

@@ -118,7 +118,7 @@ async fn connect(from: SocketAddr, to: SocketAddr, within: Duration) -> Result<T
             Ok(Err(e)) if Instant::now() < deadline => {
                 tracing::debug!("dialing leader at {to}: {e}; retrying");
                 // Back off a little: the leader binds its port only once it starts leading.
-                tokio::time::sleep(Duration::from_millis(50).min(left)).await;
+                tokio::time::sleep(Duration::from_millis(20).min(left)).await;
             }
             Ok(Err(e)) => return Err(e.to_string()),
             Err(_) => return Err(format!("no connection within {within:?}")),
