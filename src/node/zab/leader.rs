@@ -252,6 +252,31 @@ impl Leader {
             return out;
         }
         self.beats += 1;
+        // As ZooKeeper's LearnerHandler: a silent follower is cut off, which also bounds what
+        // queues up for it (a SIGSTOPped follower would otherwise grow the leader's memory).
+        let silent: Vec<u64> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| {
+                let limit = if p.stage == Stage::Up {
+                    self.cfg.sync_limit_beats
+                } else {
+                    self.cfg.init_limit_beats
+                };
+                self.beats - p.last_heard > limit
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for sid in silent {
+            self.peers.remove(&sid);
+            out.push(Output::Close(
+                sid,
+                format!(
+                    "follower silent for more than its limit ({} beats)",
+                    self.beats
+                ),
+            ));
+        }
         for (sid, p) in &self.peers {
             if matches!(p.stage, Stage::Synced | Stage::Up) {
                 out.push(Output::Send(*sid, Msg::Ping));
@@ -268,13 +293,8 @@ impl Leader {
                 );
             }
         } else {
-            let alive = 1 + self
-                .peers
-                .values()
-                .filter(|p| {
-                    p.stage == Stage::Up && self.beats - p.last_heard <= self.cfg.sync_limit_beats
-                })
-                .count();
+            // Silent followers were cut off above: every remaining synced one is alive.
+            let alive = 1 + self.peers.values().filter(|p| p.stage == Stage::Up).count();
             if alive < self.cfg.quorum {
                 self.step_down(
                     format!(

@@ -194,12 +194,51 @@ fn leader_steps_down_when_the_quorum_goes_quiet() {
         assert_eq!(out, vec![Send(2, Msg::Ping)]);
         l.step(2, Msg::Ping);
     }
-    // Silence for more than syncLimit (4 beats).
+    // Silence for more than syncLimit (4 beats): follower 2 is cut off, the quorum is gone.
     for _ in 0..4 {
         assert_eq!(l.tick(), vec![Send(2, Msg::Ping)]);
     }
-    assert!(matches!(l.tick().last(), Some(StepDown(_))));
+    assert!(matches!(
+        l.tick().as_slice(),
+        [Output::Close(2, _), StepDown(_)]
+    ));
     assert!(l.propose(vec![json!(1)]).is_err());
+}
+
+#[test]
+fn silent_follower_is_cut_off_while_the_quorum_holds() {
+    // Five voters, quorum 3: followers 2 and 3 answer, follower 4 stops answering.
+    let mut l = leader(3, 0, 0, &[], 0);
+    for s in [2, 3, 4] {
+        l.step(s, info(s, 0, 0));
+    }
+    for s in [2, 3, 4] {
+        l.step(
+            s,
+            Msg::AckEpoch {
+                current_epoch: 0,
+                last_zxid: 0,
+            },
+        );
+    }
+    for s in [2, 3, 4] {
+        l.step(s, Msg::Ack { zxid: z(1, 0) });
+    }
+    assert_eq!(l.phase(), ZabPhase::Broadcast);
+    let mut closed = Vec::new();
+    for _ in 0..10 {
+        for o in l.tick() {
+            match o {
+                Output::Close(s, _) => closed.push(s),
+                StepDown(why) => panic!("stepped down with a quorum: {why}"),
+                _ => {}
+            }
+        }
+        l.step(2, Msg::Ping);
+        l.step(3, Msg::Ping);
+    }
+    assert_eq!(closed, vec![4]);
+    assert_eq!(l.synced_followers(), vec![2, 3]);
 }
 
 #[test]
