@@ -483,3 +483,43 @@ async fn old_leader_loses_exactly_its_uncommitted_proposal() {
     let s = lock(c.store(1));
     assert_eq!((s.accepted_epoch(), s.current_epoch()), (2, 2));
 }
+
+/// A fake leader on n1's quorum port: one that never speaks, one that speaks garbage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_ends_on_a_silent_or_garbage_speaking_leader() {
+    use fle_chaos::node::zab::messages::{decode_frame, Msg};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = Cluster::new(3);
+    let fake = tokio::net::TcpListener::bind(c.voters[&1]).await.unwrap();
+    for (sid, garbage) in [(2u64, None), (3u64, Some(vec![0u8, 0, 0, 1, 200]))] {
+        let started = Instant::now();
+        c.follow(sid, 1);
+        let (mut s, from) = tokio::time::timeout(DEADLINE, fake.accept())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(from.ip(), c.voters[&sid].ip(), "dials from its own address");
+        let mut buf = vec![0u8; 64];
+        let n = s.read(&mut buf).await.unwrap();
+        let (msg, _) = decode_frame(&buf[..n]).unwrap().unwrap();
+        assert!(matches!(msg, Msg::FollowerInfo { sid: s, .. } if s == sid));
+        if let Some(g) = &garbage {
+            s.write_all(g).await.unwrap();
+        }
+        let h = c.nodes.get_mut(&sid).unwrap().role.take().unwrap();
+        let why = tokio::time::timeout(DEADLINE, h)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match garbage {
+            // initLimit is 30 ticks of 100 ms before UPTODATE.
+            None => {
+                assert!(why.contains("silent"), "{why}");
+                assert!(started.elapsed() >= Duration::from_millis(3000));
+            }
+            Some(_) => assert!(why.contains("bad bytes"), "{why}"),
+        }
+        assert_eq!(c.progress(sid).zab_phase, ZabPhase::Election);
+    }
+}
