@@ -523,3 +523,32 @@ async fn follower_ends_on_a_silent_or_garbage_speaking_leader() {
         assert_eq!(c.progress(sid).zab_phase, ZabPhase::Election);
     }
 }
+
+/// A server that keeps its quorum port itself hands the leader what it accepts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_can_take_connections_the_server_accepts() {
+    let mut c = Cluster::new(3);
+    let port = tokio::net::TcpListener::bind(c.voters[&1]).await.unwrap();
+    let (conn_tx, mut conn_rx) = mpsc::channel(16);
+    let acceptor = tokio::spawn(async move {
+        while let Ok((s, _)) = port.accept().await {
+            if conn_tx.send(s).await.is_err() {
+                return;
+            }
+        }
+    });
+    let (w, rx) = mpsc::channel(16);
+    let cfg = c.cfg(1);
+    let n = &c.nodes[&1];
+    let (store, progress) = (n.store.clone(), n.progress_tx.clone());
+    let leader = tokio::spawn(async move {
+        fle_chaos::node::zab::lead_accepting(cfg, store, progress, rx, &mut conn_rx).await
+    });
+    c.follow(2, 1);
+    c.follow(3, 1);
+    let z = write_when_ready(&w, json!("via the server's port")).await;
+    assert_eq!(WriteOutcome::Committed(z).http().0, 200);
+    c.wait_same_log(1, &[2, 3]).await;
+    leader.abort();
+    acceptor.abort();
+}

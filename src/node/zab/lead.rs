@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use anyhow::Context;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
@@ -20,16 +20,69 @@ use crate::node::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgres
 type Pending = BTreeMap<u64, (tokio::sync::oneshot::Sender<WriteOutcome>, Instant)>;
 
 /// Leads until leadership is lost; `Ok` carries why it ended, `Err` a local failure (port, disk).
+/// Binds my quorum address for the term and closes it at the end.
 pub async fn lead(
     cfg: ZabConfig,
     store: SharedStore,
     progress: watch::Sender<ZabProgress>,
-    mut writes: mpsc::Receiver<ClientWrite>,
+    writes: mpsc::Receiver<ClientWrite>,
 ) -> anyhow::Result<String> {
     let addr = cfg.my_addr()?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the quorum port {addr} to lead"))?;
+    run(cfg, store, progress, writes, Incoming::Listener(listener)).await
+}
+
+/// As [`lead`], for a server that keeps its quorum port open itself and hands over the
+/// connections it accepts (only those arriving during this term are taken).
+pub async fn lead_accepting(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    writes: mpsc::Receiver<ClientWrite>,
+    accepted: &mut mpsc::Receiver<TcpStream>,
+) -> anyhow::Result<String> {
+    // Connections queued before this term belong to followers of an older one.
+    while accepted.try_recv().is_ok() {}
+    run(cfg, store, progress, writes, Incoming::Channel(accepted)).await
+}
+
+/// Where followers' connections come from.
+enum Incoming<'a> {
+    Listener(TcpListener),
+    Channel(&'a mut mpsc::Receiver<TcpStream>),
+}
+
+impl Incoming<'_> {
+    /// The next connection; pending forever once the source is gone (cancel-safe).
+    async fn next(&mut self) -> TcpStream {
+        loop {
+            match self {
+                Incoming::Listener(l) => match l.accept().await {
+                    Ok((s, _)) => return s,
+                    Err(e) => {
+                        // Out of descriptors and the like: do not spin on it.
+                        tracing::warn!("accepting on the quorum port: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                },
+                Incoming::Channel(rx) => match rx.recv().await {
+                    Some(s) => return s,
+                    None => std::future::pending::<()>().await,
+                },
+            }
+        }
+    }
+}
+
+async fn run(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    mut writes: mpsc::Receiver<ClientWrite>,
+    mut incoming: Incoming<'_>,
+) -> anyhow::Result<String> {
     let mut sm = {
         let s = lock(&store);
         Leader::new(
@@ -61,11 +114,9 @@ pub async fn lead(
     let mut outputs = sm.start();
     let ended = loop {
         tokio::select! {
-            acc = listener.accept(), if outputs.is_empty() => {
-                if let Ok((stream, _)) = acc {
-                    next_conn += 1;
-                    conns.insert(next_conn, spawn_conn(stream, next_conn, ev_tx.clone()));
-                }
+            stream = incoming.next(), if outputs.is_empty() => {
+                next_conn += 1;
+                conns.insert(next_conn, spawn_conn(stream, next_conn, ev_tx.clone()));
             }
             Some(ev) = ev_rx.recv(), if outputs.is_empty() => {
                 let mut ev = Some(ev);
@@ -194,7 +245,7 @@ pub async fn lead(
         )));
     }
     drop(conns);
-    drop(listener);
+    drop(incoming);
     publish(&progress, &store, ZabPhase::Election, None);
     tracing::info!("stopped leading: {ended}");
     Ok(ended)

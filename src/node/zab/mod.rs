@@ -28,10 +28,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use crate::api::ZabPhase;
+use crate::api::{ApiError, NodeStatus, WriteCommitted, ZabPhase};
 pub use actions::SyncMode;
 pub use follow::follow;
-pub use lead::lead;
+pub use lead::{lead, lead_accepting};
 pub use store::{SharedStore, Store};
 
 /// What a role needs to know about the ensemble.
@@ -118,6 +118,18 @@ impl ZabProgress {
     }
 }
 
+impl ZabProgress {
+    /// Copies these figures into a node's `/status`.
+    pub fn apply_to(&self, status: &mut NodeStatus) {
+        status.zab_phase = self.zab_phase;
+        status.peer_epoch = self.peer_epoch;
+        status.accepted_epoch = self.accepted_epoch;
+        status.last_zxid = self.last_zxid;
+        status.last_zxid_hex = format!("{:#x}", self.last_zxid);
+        status.last_committed_zxid = self.last_committed_zxid;
+    }
+}
+
 /// A client write handed to the leader.
 #[derive(Debug)]
 pub struct ClientWrite {
@@ -134,6 +146,28 @@ pub enum WriteOutcome {
     Rejected(String),
     /// May or may not be applied (HTTP 504).
     Unknown(String),
+}
+
+impl WriteOutcome {
+    /// The `POST /write` answer: 200 committed, 503 certainly not applied, 504 unknown.
+    pub fn http(&self) -> (u16, serde_json::Value) {
+        let err = |error: &str, outcome_unknown| {
+            serde_json::to_value(ApiError {
+                error: error.to_string(),
+                leader: None,
+                outcome_unknown,
+            })
+            .unwrap_or_default()
+        };
+        match self {
+            WriteOutcome::Committed(zxid) => (
+                200,
+                serde_json::to_value(WriteCommitted { zxid: *zxid }).unwrap_or_default(),
+            ),
+            WriteOutcome::Rejected(why) => (503, err(why, false)),
+            WriteOutcome::Unknown(why) => (504, err(why, true)),
+        }
+    }
 }
 
 /// Publishes progress, waking watchers only when something changed.

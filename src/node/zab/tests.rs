@@ -498,3 +498,17 @@ fn follower_goes_looking_on_leader_silence() {
     }
     assert!(matches!(f.tick().as_slice(), [StepDown(_)]));
 }
+
+#[test]
+fn write_outcomes_map_to_http() {
+    use crate::node::zab::WriteOutcome;
+    let (code, body) = WriteOutcome::Committed(7).http();
+    assert_eq!((code, body), (200, json!({"zxid": 7})));
+    let (code, body) = WriteOutcome::Rejected("not serving".into()).http();
+    assert_eq!(code, 503);
+    assert_eq!(body["outcome_unknown"], json!(false));
+    let (code, body) = WriteOutcome::Unknown("timeout".into()).http();
+    assert_eq!(code, 504);
+    assert_eq!(body["outcome_unknown"], json!(true));
+    assert_eq!(body["error"], json!("timeout"));
+}
