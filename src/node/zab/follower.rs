@@ -39,6 +39,8 @@ pub struct Follower {
     epoch: Option<u64>,
     /// Sync mode and the zxid the sent txns must follow.
     mode: Option<(SyncMode, u64)>,
+    /// Where DIFF/SNAP said the sync ends: checked at NEWLEADER.
+    sync_end: Option<u64>,
     pending: Vec<Txn>,
     synced_by: Option<SyncMode>,
     silent_beats: u64,
@@ -62,6 +64,7 @@ impl Follower {
             committed,
             epoch: None,
             mode: None,
+            sync_end: None,
             pending: Vec::new(),
             synced_by: None,
             silent_beats: 0,
@@ -115,8 +118,9 @@ impl Follower {
                     last_zxid: self.last_zxid,
                 }));
             }
-            (Phase::Sync, Msg::Diff { .. }) if self.mode.is_none() => {
+            (Phase::Sync, Msg::Diff { last_zxid }) if self.mode.is_none() => {
                 self.mode = Some((SyncMode::Diff, self.last_zxid));
+                self.sync_end = Some(last_zxid);
             }
             (Phase::Sync, Msg::Trunc { zxid }) if self.mode.is_none() => {
                 if zxid > self.last_zxid {
@@ -127,8 +131,9 @@ impl Follower {
                 }
                 self.mode = Some((SyncMode::Trunc, zxid));
             }
-            (Phase::Sync, Msg::Snap { .. }) if self.mode.is_none() => {
+            (Phase::Sync, Msg::Snap { last_zxid }) if self.mode.is_none() => {
                 self.mode = Some((SyncMode::Snap, 0));
+                self.sync_end = Some(last_zxid);
             }
             (Phase::Sync, Msg::Txn { zxid, value }) if self.mode.is_some() => {
                 let after = self
@@ -148,6 +153,11 @@ impl Follower {
                 let (mode, base) = self.mode.take().unwrap_or((SyncMode::Diff, 0));
                 let txns = std::mem::take(&mut self.pending);
                 let new_last = txns.last().map_or(base, |t| t.zxid);
+                if let Some(end) = self.sync_end.take().filter(|e| *e != new_last) {
+                    return self.end(format!(
+                        "protocol error: sync ended at {new_last:#x}, the leader announced {end:#x}"
+                    ));
+                }
                 match mode {
                     SyncMode::Diff => {}
                     SyncMode::Trunc => out.push(Output::Persist(PersistOp::Truncate(base))),

@@ -12,7 +12,7 @@ use tokio::time::MissedTickBehavior;
 use crate::api::ZabPhase;
 use crate::node::zab::conn::{spawn_conn, Conn, ConnEvent};
 use crate::node::zab::exec::execute;
-use crate::node::zab::leader::{Leader, LeaderConfig};
+use crate::node::zab::leader::{short_name, Leader, LeaderConfig};
 use crate::node::zab::messages::Msg;
 use crate::node::zab::store::{lock, SharedStore};
 use crate::node::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
@@ -138,7 +138,8 @@ async fn run(
                                 }
                                 other => {
                                     tracing::warn!(
-                                        "quorum connection {id}: first message is not FOLLOWERINFO of a known voter ({other:?}); closing it"
+                                        "quorum connection {id}: first message is {} but must be FOLLOWERINFO of another voter; closing it",
+                                        short_name(&other)
                                     );
                                     conns.remove(&id);
                                 }

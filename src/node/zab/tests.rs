@@ -458,10 +458,18 @@ fn follower_refuses_bad_sequences() {
             ],
         ),
         (
+            "sync short of what DIFF announced",
+            vec![
+                Msg::LeaderInfo { epoch: 6 },
+                Msg::Diff { last_zxid: z(5, 4) },
+                Msg::NewLeader { zxid: z(6, 0) },
+            ],
+        ),
+        (
             "proposal of an old epoch",
             vec![
                 Msg::LeaderInfo { epoch: 6 },
-                Msg::Diff { last_zxid: 0 },
+                Msg::Diff { last_zxid: z(5, 3) },
                 Msg::NewLeader { zxid: z(6, 0) },
                 Msg::Proposal {
                     zxid: z(5, 9),
