@@ -552,3 +552,73 @@ async fn leader_can_take_connections_the_server_accepts() {
     leader.abort();
     acceptor.abort();
 }
+
+/// A follower that keeps the leader company (answers pings) but never acknowledges a proposal:
+/// the write cannot commit, and the client learns the outcome is unknown, not a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_without_a_quorum_of_acks_times_out_as_unknown() {
+    use fle_chaos::node::zab::messages::{decode_frame, Msg};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let c = Cluster::new(3);
+    let (w, rx) = mpsc::channel(16);
+    let mut cfg = c.cfg(1);
+    cfg.write_timeout = Duration::from_millis(500);
+    let n = &c.nodes[&1];
+    let leader = tokio::spawn(lead(cfg, n.store.clone(), n.progress_tx.clone(), rx));
+    let addr = c.voters[&1];
+    let fake = tokio::spawn(async move {
+        let mut s = loop {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(s) => break s,
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        };
+        let hello = Msg::FollowerInfo {
+            sid: 2,
+            accepted_epoch: 0,
+            last_zxid: 0,
+        };
+        s.write_all(&hello.to_frame()).await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let mut proposals = 0;
+        loop {
+            let n = s.read(&mut chunk).await.unwrap();
+            if n == 0 {
+                return proposals;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            while let Some((m, used)) = decode_frame(&buf).unwrap() {
+                buf.drain(..used);
+                let reply = match m {
+                    Msg::LeaderInfo { .. } => Some(Msg::AckEpoch {
+                        current_epoch: 0,
+                        last_zxid: 0,
+                    }),
+                    Msg::NewLeader { zxid } => Some(Msg::Ack { zxid }),
+                    Msg::Ping => Some(Msg::Ping),
+                    Msg::Proposal { .. } => {
+                        proposals += 1;
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(r) = reply {
+                    s.write_all(&r.to_frame()).await.unwrap();
+                }
+            }
+        }
+    });
+    c.wait_phase(1, ZabPhase::Broadcast).await;
+    let started = Instant::now();
+    let outcome = write(&w, json!("stuck")).await;
+    assert!(matches!(outcome, WriteOutcome::Unknown(_)), "{outcome:?}");
+    assert_eq!(outcome.http().0, 504);
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    // Still leading (the follower answers pings), and the txn is logged but not committed.
+    assert!(!leader.is_finished());
+    assert_eq!(c.txns(1).len(), 1);
+    assert_eq!(lock(c.store(1)).last_committed_zxid(), 0);
+    leader.abort();
+    assert_eq!(fake.await.unwrap(), 1, "the fake follower saw the proposal");
+}

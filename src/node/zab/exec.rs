@@ -101,3 +101,49 @@ async fn fsync(store: &SharedStore) -> anyhow::Result<()> {
         .await?
         .context("fsync of the txnlog")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::txnlog::{Txn, TxnLog};
+    use crate::node::zab::store::{Store, CURRENT_EPOCH_FILE, LOG_FILE};
+    use serde_json::json;
+
+    /// The follower's NEWLEADER outputs: when the ACK leaves, the txns and the new currentEpoch
+    /// are already in the files (ZOOKEEPER-3911/4785), and sends before a Sync go out at once.
+    #[tokio::test]
+    async fn ack_leaves_only_after_txns_and_epoch_are_on_disk() {
+        let d = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_shared(d.path()).unwrap();
+        lock(&store).set_accepted_epoch(2).unwrap();
+        let txn = Txn {
+            zxid: 7,
+            value: json!("x"),
+        };
+        let outputs = vec![
+            Output::Send(1, Msg::Ping),
+            Output::Persist(PersistOp::Append(vec![txn.clone()])),
+            Output::Sync { self_ack: Some(7) },
+            Output::Persist(PersistOp::CurrentEpoch(2)),
+            Output::Send(1, Msg::Ack { zxid: 2 << 32 }),
+        ];
+        let dir = d.path().to_path_buf();
+        let mut seen = Vec::new();
+        let ex = execute(&store, outputs, &mut |_, m| {
+            let epoch = std::fs::read_to_string(dir.join(CURRENT_EPOCH_FILE)).unwrap_or_default();
+            let (log, _) = TxnLog::open(&dir.join(LOG_FILE)).unwrap();
+            seen.push((m, epoch, log.txns().len()));
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (Msg::Ping, String::new(), 0),
+                (Msg::Ack { zxid: 2 << 32 }, "2\n".to_string(), 1),
+            ]
+        );
+        assert_eq!(ex.self_acks, vec![7]);
+        assert_eq!(lock(&store).current_epoch(), 2);
+    }
+}
