@@ -520,3 +520,28 @@ fn write_outcomes_map_to_http() {
     assert_eq!(body["outcome_unknown"], json!(true));
     assert_eq!(body["error"], json!("timeout"));
 }
+
+/// A quorum of one (a single server, or a seeded bug that shrinks the quorum) leads alone.
+#[test]
+fn quorum_of_one_establishes_and_commits_alone() {
+    let mut l = leader(1, 3, 3, &[z(3, 1)], 0);
+    assert_eq!(
+        l.start(),
+        vec![
+            Persist(PersistOp::AcceptedEpoch(4)),
+            Persist(PersistOp::CurrentEpoch(4)),
+            Persist(PersistOp::Commit(z(3, 1))),
+            Committed(z(3, 1)),
+        ]
+    );
+    assert_eq!(l.phase(), ZabPhase::Broadcast);
+    let (zxids, _) = l.propose(vec![json!(1), json!(2)]).unwrap();
+    assert_eq!(zxids, vec![z(4, 1), z(4, 2)]);
+    assert_eq!(
+        l.self_durable(z(4, 2)),
+        vec![Persist(PersistOp::Commit(z(4, 2))), Committed(z(4, 2))]
+    );
+    for _ in 0..50 {
+        assert!(l.tick().is_empty(), "alone is a quorum of one");
+    }
+}
