@@ -8,7 +8,7 @@ use crate::api::{epoch_of, ZabPhase};
 use crate::node::txnlog::Txn;
 use crate::node::zab::actions::{Output, PersistOp, SyncMode};
 use crate::node::zab::leader::short_name;
-use crate::node::zab::messages::Msg;
+use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
 
 #[derive(Debug, Clone)]
 pub struct FollowerConfig {
@@ -107,14 +107,17 @@ impl Follower {
                         self.cfg.leader, self.accepted_epoch
                     ));
                 }
-                if epoch > self.accepted_epoch {
+                let current_epoch = if epoch > self.accepted_epoch {
                     self.accepted_epoch = epoch;
                     out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
-                }
+                    self.current_epoch
+                } else {
+                    REPEATED_EPOCH
+                };
                 self.epoch = Some(epoch);
                 self.phase = Phase::Sync;
                 out.push(self.send(Msg::AckEpoch {
-                    current_epoch: self.current_epoch,
+                    current_epoch,
                     last_zxid: self.last_zxid,
                 }));
             }

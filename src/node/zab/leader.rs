@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::api::{counter_of, epoch_of, make_zxid, ZabPhase};
 use crate::node::txnlog::Txn;
 use crate::node::zab::actions::{Output, PersistOp};
-use crate::node::zab::messages::Msg;
+use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
 use crate::node::zab::plan::plan_sync;
 
 /// `propose`'s answer: the zxids given and the outputs, or why not (with outputs, e.g. a
@@ -49,6 +49,8 @@ enum Stage {
 #[derive(Debug, Clone)]
 struct Peer {
     stage: Stage,
+    /// ACKEPOCH received (fresh promise or not).
+    epoch_acked: bool,
     last_heard: u64,
     last_zxid: u64,
     acked: u64,
@@ -152,6 +154,7 @@ impl Leader {
                     from,
                     Peer {
                         stage: Stage::Info,
+                        epoch_acked: false,
                         last_heard: self.beats,
                         last_zxid,
                         acked: 0,
@@ -173,7 +176,13 @@ impl Leader {
                 if self.stage(from) != Some(Stage::EpochSent) {
                     return self.protocol_error(from, "ACKEPOCH before LEADERINFO");
                 }
-                if self.phase == ZabPhase::Discovery {
+                if let Some(p) = self.peers.get_mut(&from) {
+                    p.epoch_acked = true;
+                }
+                if self.phase == ZabPhase::Discovery && current_epoch == REPEATED_EPOCH {
+                    // Synced once the epoch is established, but no vote toward it.
+                    self.set_last_zxid(from, last_zxid);
+                } else if self.phase == ZabPhase::Discovery {
                     if (current_epoch, last_zxid) > self.summary {
                         self.peers.remove(&from);
                         out.push(Output::Close(
@@ -429,7 +438,7 @@ impl Leader {
         let ready: Vec<u64> = self
             .peers
             .iter()
-            .filter(|(s, p)| p.stage == Stage::EpochSent && self.epoch_acks.contains(s))
+            .filter(|(_, p)| p.stage == Stage::EpochSent && p.epoch_acked)
             .map(|(s, _)| *s)
             .collect();
         for sid in ready {

@@ -10,6 +10,11 @@ use crate::node::txnlog::Txn;
 /// one frame each).
 pub const MAX_FRAME: usize = 16 << 20;
 
+/// ACKEPOCH's `current_epoch` from a follower that had already accepted the offered epoch (from
+/// this or another leader): like ZooKeeper's -1, it is no fresh promise and does not count toward
+/// the new epoch's quorum, so two leaders can never both establish the same epoch.
+pub const REPEATED_EPOCH: u64 = u64::MAX;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
     /// Follower → leader, first: who I am, the epoch I last promised, my last logged zxid.

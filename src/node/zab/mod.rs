@@ -17,6 +17,8 @@ mod lead;
 pub mod leader;
 pub mod messages;
 pub mod plan;
+#[cfg(test)]
+mod sim_tests;
 pub mod store;
 #[cfg(test)]
 mod tests;

@@ -545,3 +545,48 @@ fn quorum_of_one_establishes_and_commits_alone() {
         assert!(l.tick().is_empty(), "alone is a quorum of one");
     }
 }
+
+/// ZooKeeper's -1: an ACKEPOCH for an epoch the follower had already accepted is no promise.
+#[test]
+fn repeated_epoch_ack_does_not_count_but_is_synced() {
+    use crate::node::zab::messages::REPEATED_EPOCH;
+    let mut f = follower(6, 5, z(5, 3));
+    f.start();
+    assert_eq!(
+        f.step(Msg::LeaderInfo { epoch: 6 }),
+        vec![Send(
+            1,
+            Msg::AckEpoch {
+                current_epoch: REPEATED_EPOCH,
+                last_zxid: z(5, 3)
+            }
+        )]
+    );
+    // Quorum 2 of 3: follower 2's repeated ack does not establish the epoch; 3's fresh one does.
+    let mut l = leader(2, 5, 5, &[z(5, 3)], 0);
+    l.step(2, info(2, 5, z(5, 3)));
+    l.step(3, info(3, 5, z(5, 3)));
+    let out = l.step(
+        2,
+        Msg::AckEpoch {
+            current_epoch: REPEATED_EPOCH,
+            last_zxid: z(5, 3),
+        },
+    );
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(l.phase(), ZabPhase::Discovery);
+    let out = l.step(
+        3,
+        Msg::AckEpoch {
+            current_epoch: 5,
+            last_zxid: z(5, 3),
+        },
+    );
+    assert_eq!(l.phase(), ZabPhase::Sync);
+    for sid in [2, 3] {
+        assert!(
+            out.contains(&Send(sid, Msg::NewLeader { zxid: z(6, 0) })),
+            "n{sid}"
+        );
+    }
+}
