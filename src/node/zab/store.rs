@@ -64,6 +64,16 @@ impl Store {
         Ok((Arc::new(Mutex::new(s)), r))
     }
 
+    /// Opens the store for a server: a repaired log tail becomes a WARN log line (and stays
+    /// available to the caller for `/status` or the history).
+    pub fn open_logged(dir: &Path) -> anyhow::Result<(SharedStore, Option<TailRepair>)> {
+        let (s, r) = Store::open_shared(dir)?;
+        if let Some(r) = &r {
+            tracing::warn!("{r}");
+        }
+        Ok((s, r))
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
