@@ -8,6 +8,7 @@
 //! - `store`: acceptedEpoch/currentEpoch/last zxid on disk (Zab replaces the internals);
 //! - `role`: the minimal leader/follower liveness protocol after an election (Zab replaces it);
 //! - `http`: `/status` and `/commands/leader`;
+//! - `txnlog`: the durable log; `zab`: recovery and broadcast after an election;
 //! - `server`: the tokio shell tying them together.
 
 pub mod config;
@@ -19,3 +20,5 @@ pub mod server;
 pub mod store;
 pub mod vote;
 pub mod wire;
+pub mod txnlog;
+pub mod zab;
