@@ -244,9 +244,16 @@ mod tests {
 
     #[test]
     fn client_address_after_a_semicolon_is_the_http_api() {
-        let c = parse("zoo.cfg", "server.1=127.0.0.1:2001:3001;127.0.0.1:8081\n").unwrap();
+        let base = "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=/tmp/x\n";
+        let c = parse(
+            "zoo.cfg",
+            &format!("{base}server.1=127.0.0.1:2001:3001;127.0.0.1:8081\n"),
+        )
+        .unwrap();
         assert_eq!(c.servers[&1].client.as_deref(), Some("127.0.0.1:8081"));
-        let e = error_of("server.1=127.0.0.1:2001:3001;127.0.0.1:http\n");
+        let e = error_of(&format!(
+            "{base}server.1=127.0.0.1:2001:3001;127.0.0.1:http\n"
+        ));
         assert!(
             e.contains("client address") && e.contains("host:port"),
             "{e}"
