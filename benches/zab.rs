@@ -6,6 +6,14 @@
 //! the leader's crash (every role dropped) to the first write committed by a new leader, with
 //! roles handed out at once as FLE would choose them among the survivors (Zab recovery alone:
 //! the election's share and the crash detection come with the node).
+//!
+//! Then the same through real `fle-node` processes (3 and 5) over their HTTP API: one client's
+//! latency, 16 concurrent clients' throughput and latency, and the time from SIGKILL of the
+//! leader to the first write committed by the new leader (crash detection + FLE + Zab
+//! recovery). `cargo bench --bench zab -- processes` runs only this part.
+
+#[path = "../tests/node_support/mod.rs"]
+mod node_support;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -178,6 +186,13 @@ async fn run(w: &mpsc::Sender<ClientWrite>, clients: u64, per_client: u64) -> (f
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    if !std::env::args().any(|a| a == "processes") {
+        in_process().await;
+    }
+    tokio::task::spawn_blocking(processes).await.unwrap();
+}
+
+async fn in_process() {
     println!("zab bench: in-process peers, loopback TCP, fsync on, data under target/");
     for n in [3u64, 5] {
         let mut c = Cluster::new(n);
@@ -233,5 +248,108 @@ async fn main() {
             takeovers.last().unwrap().as_secs_f64() * 1e3
         );
         c.stop_all().await;
+    }
+}
+
+/// The leader once every server is in broadcast under it.
+fn settled(c: &node_support::Cluster, among: &[u64]) -> Option<u64> {
+    let leader = c.quorum_leader(among)?;
+    among
+        .iter()
+        .all(|&s| {
+            c.status(s).is_some_and(|st| {
+                st["leader"].as_u64() == Some(leader) && st["zab_phase"] == "broadcast"
+            })
+        })
+        .then_some(leader)
+}
+
+/// One acknowledged HTTP write (fresh values on refusal), timed from the first attempt.
+fn http_write(c: &node_support::Cluster, to: &[u64], tag: &str) -> Duration {
+    let t = Instant::now();
+    for attempt in 0u64.. {
+        let sid = to[attempt as usize % to.len()];
+        let value =
+            json!({ "v": format!("{tag}-{attempt}"), "pad": "0123456789abcdef0123456789abcdef" });
+        if let Some((200, _)) = c.write(sid, value) {
+            return t.elapsed();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no write acknowledged within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    unreachable!()
+}
+
+fn http_run(
+    c: &node_support::Cluster,
+    leader: u64,
+    clients: u64,
+    per_client: u64,
+) -> (f64, Vec<Duration>) {
+    let t = Instant::now();
+    let mut lat: Vec<Duration> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..clients)
+            .map(|k| {
+                s.spawn(move || {
+                    (0..per_client)
+                        .map(|i| http_write(c, &[leader], &format!("c{k}-{i}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let secs = t.elapsed().as_secs_f64();
+    lat.sort();
+    (lat.len() as f64 / secs, lat)
+}
+
+fn processes() {
+    println!(
+        "zab bench: real fle-node processes, HTTP /write to the leader, fsync on, data in /tmp"
+    );
+    let limit = Duration::from_secs(60);
+    for n in [3u64, 5] {
+        let mut c = node_support::Cluster::new(n);
+        let all: Vec<u64> = (1..=n).collect();
+        for &s in &all {
+            c.start(s);
+        }
+        let leader = c.wait_for(limit, "a settled cluster", |c| settled(c, &all));
+        http_run(&c, leader, 4, 25); // warm-up
+        let (tput, lat) = http_run(&c, leader, 1, 300);
+        println!(
+            "{n} nodes, 1 client:   {tput:8.0} writes/s  p50 {:6.2} ms  p99 {:6.2} ms  ({} writes)",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99),
+            lat.len()
+        );
+        let (tput, lat) = http_run(&c, leader, 16, 100);
+        println!(
+            "{n} nodes, 16 clients: {tput:8.0} writes/s  p50 {:6.2} ms  p99 {:6.2} ms  ({} writes)",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99),
+            lat.len()
+        );
+        let mut takeovers = Vec::new();
+        for round in 0..5 {
+            let old = c.wait_for(limit, "a settled cluster", |c| settled(c, &all));
+            let rest: Vec<u64> = all.iter().copied().filter(|&s| s != old).collect();
+            let t = Instant::now();
+            c.kill(old);
+            // Any survivor: followers forward to the new leader once they know it.
+            http_write(&c, &rest, &format!("takeover{round}"));
+            takeovers.push(t.elapsed());
+            c.start(old);
+        }
+        takeovers.sort();
+        println!(
+            "{n} nodes, leader SIGKILL to first write committed by the new leader: p50 {:6.1} ms  max {:6.1} ms  (5 kills)",
+            pct(&takeovers, 0.5),
+            takeovers.last().unwrap().as_secs_f64() * 1e3
+        );
     }
 }
