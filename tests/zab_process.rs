@@ -265,3 +265,56 @@ fn a_write_to_a_looking_server_is_refused_and_bad_requests_are_explained() {
     assert_eq!(code, 400);
     assert!(body["error"].as_str().unwrap().contains("from"), "{body}");
 }
+
+#[test]
+fn a_follower_forwards_writes_to_the_leader_and_refuses_a_forward_it_cannot_serve() {
+    let mut c = Cluster::new(3);
+    let all = [1, 2, 3];
+    for s in all {
+        c.start(s);
+    }
+    let leader = c.wait_for(LIMIT, "a settled cluster", |c| settled(c, &all));
+    let follower = all.iter().copied().find(|&s| s != leader).unwrap();
+    let (code, body) = c.write(follower, json!("via-follower")).unwrap();
+    assert_eq!(code, 200, "{body}");
+    let zxid = body["zxid"].as_u64().unwrap();
+    let log = identical_logs(&c, &all);
+    assert!(log.contains(&(zxid, json!("via-follower"))), "{log:?}");
+    // A write already forwarded once is not forwarded again (no loops between followers).
+    let port = c.nodes[&follower].admin_port;
+    let raw = format!(
+        "POST /write HTTP/1.0\r\nHost: x\r\nx-fle-forwarded-by: 1\r\nContent-Length: 13\r\n\r\n{}",
+        r#"{"value":"y"}"#
+    );
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut s, raw.as_bytes()).unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.0 503") || answer.starts_with("HTTP/1.1 503"),
+        "{answer}"
+    );
+    assert!(answer.contains(&format!("\"leader\":{leader}")), "{answer}");
+}
+
+#[test]
+fn a_disk_failure_in_zab_ends_the_node_with_exit_1_and_a_clear_message() {
+    let mut c = Cluster::new(3);
+    // A directory where n1 writes its acceptedEpoch temp file: persisting a new epoch fails.
+    std::fs::create_dir(c.nodes[&1].data_dir.join("acceptedEpoch.tmp")).unwrap();
+    for s in [1, 2, 3] {
+        c.start(s);
+    }
+    let mut n1 = c.take_process(1).unwrap();
+    let code = c.wait_for(LIMIT, "n1 to exit", |_| {
+        n1.try_wait().unwrap().map(|st| st.code())
+    });
+    assert_eq!(code, Some(1), "{}", c.log_of(1));
+    let log = c.log_of(1);
+    assert!(
+        log.contains("Zab failed on this server") && log.contains("acceptedEpoch"),
+        "{log}"
+    );
+    // The others carry on without it.
+    c.wait_for(LIMIT, "2 and 3 to settle", |c| settled(c, &[2, 3]));
+}
