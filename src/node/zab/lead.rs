@@ -35,7 +35,9 @@ pub async fn lead(
 }
 
 /// As [`lead`], for a server that keeps its quorum port open itself and hands over the
-/// connections it accepts (only those arriving during this term are taken).
+/// connections it accepts. Connections queued before the term are kept: a follower that
+/// decided faster than this server dials before it leads (discarding it cost a whole new
+/// election). A stale one is harmless: its follower closed it, or it goes through discovery.
 pub async fn lead_accepting(
     cfg: ZabConfig,
     store: SharedStore,
@@ -43,8 +45,6 @@ pub async fn lead_accepting(
     writes: mpsc::Receiver<ClientWrite>,
     accepted: &mut mpsc::Receiver<TcpStream>,
 ) -> anyhow::Result<String> {
-    // Connections queued before this term belong to followers of an older one.
-    while accepted.try_recv().is_ok() {}
     run(cfg, store, progress, writes, Incoming::Channel(accepted)).await
 }
 
