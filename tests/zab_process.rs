@@ -318,3 +318,19 @@ fn a_disk_failure_in_zab_ends_the_node_with_exit_1_and_a_clear_message() {
     // The others carry on without it.
     c.wait_for(LIMIT, "2 and 3 to settle", |c| settled(c, &[2, 3]));
 }
+
+#[test]
+fn the_seeded_quorum_minority_bug_lets_a_lone_leader_commit_writes() {
+    let mut c = Cluster::new(3);
+    c.extra_args = vec!["--bug".into(), "quorum-minority".into()];
+    c.start(1);
+    c.wait_for(LIMIT, "n1 to lead alone and serve", |c| {
+        let st = c.status(1)?;
+        (st["state"] == "LEADING" && st["zab_phase"] == "broadcast").then_some(())
+    });
+    // Zab's quorum shrinks with FLE's: one server commits on its own fsync.
+    let (code, body) = c.write(1, json!("alone")).unwrap();
+    assert_eq!(code, 200, "{body}");
+    let zxid = body["zxid"].as_u64().unwrap();
+    assert_eq!(c.log_entries(1).unwrap(), vec![(zxid, json!("alone"))]);
+}
