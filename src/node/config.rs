@@ -13,6 +13,9 @@ pub struct ServerAddr {
     pub host: String,
     pub quorum_port: u16,
     pub election_port: u16,
+    /// `;host:port` after the ports (ZooKeeper's clientAddr): that server's HTTP API, where a
+    /// follower forwards client writes. Without it a follower answers 503 naming the leader.
+    pub client: Option<String>,
 }
 
 impl ServerAddr {
@@ -177,7 +180,10 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 
 /// `host:quorumPort:electionPort[:participant][;clientAddr]`.
 fn parse_server(value: &str) -> Result<ServerAddr, String> {
-    let value = value.split(';').next().unwrap_or("");
+    let (value, client) = match value.split_once(';') {
+        Some((v, c)) => (v, Some(parse_client(c.trim())?)),
+        None => (value, None),
+    };
     let parts: Vec<&str> = value.split(':').collect();
     match parts.as_slice() {
         [host, q, e] | [host, q, e, "participant"] => {
@@ -194,10 +200,22 @@ fn parse_server(value: &str) -> Result<ServerAddr, String> {
                 host: host.to_string(),
                 quorum_port: port(q)?,
                 election_port: port(e)?,
+                client,
             })
         }
         [_, _, _, "observer"] => Err("observers are not supported".into()),
         _ => Err("wrong number of `:`-separated parts".into()),
+    }
+}
+
+/// The clientAddr part: `host:port` (a bare port means 0.0.0.0, as in ZooKeeper).
+fn parse_client(c: &str) -> Result<String, String> {
+    let (host, port) = c.rsplit_once(':').unwrap_or(("0.0.0.0", c));
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && !host.is_empty() => Ok(format!("{host}:{p}")),
+        _ => Err(format!(
+            "client address {c:?} after `;` must be host:port (the server's admin.serverPort)"
+        )),
     }
 }
 
@@ -221,6 +239,25 @@ mod tests {
             ("127.0.0.1", 8081)
         );
         assert_eq!(c.ignored_keys, vec!["clientPort".to_string()]);
+        assert_eq!(c.servers[&1].client, None);
+    }
+
+    #[test]
+    fn client_address_after_a_semicolon_is_the_http_api() {
+        let base = "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=/tmp/x\n";
+        let c = parse(
+            "zoo.cfg",
+            &format!("{base}server.1=127.0.0.1:2001:3001;127.0.0.1:8081\n"),
+        )
+        .unwrap();
+        assert_eq!(c.servers[&1].client.as_deref(), Some("127.0.0.1:8081"));
+        let e = error_of(&format!(
+            "{base}server.1=127.0.0.1:2001:3001;127.0.0.1:http\n"
+        ));
+        assert!(
+            e.contains("client address") && e.contains("host:port"),
+            "{e}"
+        );
     }
 
     fn error_of(text: &str) -> String {

@@ -1,20 +1,26 @@
-//! The node's HTTP API: `GET /status` (the shared `api::NodeStatus`, plus read-only extras)
-//! and ZooKeeper's AdminServer `GET /commands/leader`, so ZooKeeper tools read us too.
+//! The node's HTTP API: `GET /status` (the shared `api::NodeStatus`, plus read-only extras),
+//! `POST /write` (see `write_route`), `GET /log?from=ZXID` (committed entries) and ZooKeeper's
+//! AdminServer `GET /commands/leader`, so ZooKeeper tools read us too.
 //!
-//! Handlers only read: the server publishes its state into one watch channel.
+//! Status handlers only read: the server publishes its state into one watch channel.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::extract::State;
-use axum::routing::get;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::api::{NodeStatus, ServerState};
+use crate::api::{ApiError, LogResponse, NodeStatus, ServerState};
 use crate::node::election::ElectionCounters;
 use crate::node::peers::{WireCounters, WireCountersSnapshot};
+use crate::node::write_route::{Writes, FORWARDED_HEADER};
+use crate::node::zab::store::{lock, SharedStore};
+use crate::node::zab::SyncMode;
 
 /// What the handlers can see.
 #[derive(Clone)]
@@ -25,6 +31,11 @@ pub struct HttpState {
     pub election: Arc<Mutex<ElectionCounters>>,
     /// Host of every server, by sid (for `leader_ip`).
     pub hosts: Arc<std::collections::BTreeMap<u64, String>>,
+    /// Read by `/log`.
+    pub store: SharedStore,
+    pub writes: Writes,
+    /// How this server was last synced as a follower (DIFF/TRUNC/SNAP), for diagnostics.
+    pub sync_mode: Arc<Mutex<Option<SyncMode>>>,
 }
 
 /// `/status`: the shared contract, flattened, plus fields only diagnostics need.
@@ -35,6 +46,7 @@ struct StatusBody {
     pid: u32,
     wire: WireCountersSnapshot,
     election_drops: ElectionCounters,
+    sync_mode: Option<SyncMode>,
 }
 
 /// ZooKeeper AdminServer's answer to `leader`.
@@ -51,6 +63,8 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/status", get(status))
         .route("/commands/leader", get(leader))
+        .route("/write", post(write))
+        .route("/log", get(log))
         .with_state(state)
 }
 
@@ -68,6 +82,7 @@ async fn status(State(state): State<HttpState>) -> Json<serde_json::Value> {
         pid: std::process::id(),
         wire: state.wire.snapshot(),
         election_drops: *state.election.lock().unwrap_or_else(|e| e.into_inner()),
+        sync_mode: *state.sync_mode.lock().unwrap_or_else(|e| e.into_inner()),
     };
     Json(serde_json::to_value(body).unwrap_or_default())
 }
@@ -88,4 +103,53 @@ async fn leader(State(state): State<HttpState>) -> Json<LeaderBody> {
             .and_then(|l| state.hosts.get(&l).cloned())
             .unwrap_or_default(),
     })
+}
+
+type Answer = (StatusCode, Json<serde_json::Value>);
+
+fn answer(code: u16, body: serde_json::Value) -> Answer {
+    (
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Json(body),
+    )
+}
+
+async fn write(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Answer {
+    let forwarded = headers.contains_key(FORWARDED_HEADER);
+    let (code, body) = state.writes.handle(&body, forwarded).await;
+    answer(code, body)
+}
+
+/// `from` as a decimal or 0x-hex zxid.
+fn parse_zxid(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+async fn log(
+    State(state): State<HttpState>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Answer {
+    let from = match q.get("from").map(|f| (f, parse_zxid(f))) {
+        None => 0,
+        Some((_, Some(z))) => z,
+        Some((f, None)) => {
+            let e = ApiError {
+                error: format!("from={f:?} is not a zxid (give a decimal or 0x-hex number)"),
+                leader: None,
+                outcome_unknown: false,
+            };
+            return answer(400, serde_json::to_value(e).unwrap_or_default());
+        }
+    };
+    let body = {
+        let s = lock(&state.store);
+        LogResponse {
+            entries: s.committed_from(from),
+            last_committed_zxid: s.last_committed_zxid(),
+        }
+    };
+    answer(200, serde_json::to_value(body).unwrap_or_default())
 }

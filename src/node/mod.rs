@@ -5,17 +5,19 @@
 //! - `wire`: bytes <-> notifications and hellos, in ZooKeeper's layouts;
 //! - `election`: lookForLeader as a deterministic state machine (no I/O);
 //! - `peers`: the election transport (QuorumCnxManager) over TCP;
-//! - `store`: acceptedEpoch/currentEpoch/last zxid on disk (Zab replaces the internals);
-//! - `role`: the minimal leader/follower liveness protocol after an election (Zab replaces it);
-//! - `http`: `/status` and `/commands/leader`;
+//! - `txnlog`: the durable log; `zab`: epochs + log on disk (`zab::store`, which the vote is
+//!   made of) and discovery/sync/broadcast after an election (lead or follow);
+//! - `http`: `/status`, `/write`, `/log` and `/commands/leader`;
+//! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
 //! - `server`: the tokio shell tying them together.
 
 pub mod config;
 pub mod election;
 pub mod http;
 pub mod peers;
-pub mod role;
 pub mod server;
-pub mod store;
+pub mod txnlog;
 pub mod vote;
 pub mod wire;
+pub mod write_route;
+pub mod zab;

@@ -1,18 +1,19 @@
 //! The server loop: the thin tokio shell around the election state machine.
 //!
 //! It binds the three ports, feeds the election its notifications and timer deadlines,
-//! carries out its outputs (sends, decisions), runs the role after a decision and starts
-//! looking again when the role ends. Every state change is published to the HTTP status
-//! and logged as one structured line.
+//! carries out its outputs (sends, decisions), runs Zab after a decision (lead or follow)
+//! and starts looking again when that role ends. Every state change is published to the
+//! HTTP status and logged as one structured line.
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -21,8 +22,9 @@ use crate::node::config::Config;
 use crate::node::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
 use crate::node::http::{self, HttpState};
 use crate::node::peers::{Identity, Peers};
-use crate::node::role::{self, RoleContext, RoleEnd};
-use crate::node::store::Store;
+use crate::node::write_route::{Route, Writes};
+use crate::node::zab::store::{lock, SharedStore};
+use crate::node::zab::{self, Store, ZabConfig, ZabProgress};
 
 /// Flags beyond zoo.cfg.
 #[derive(Debug, Clone)]
@@ -32,20 +34,23 @@ pub struct Options {
     pub bug_quorum_minority: bool,
 }
 
-type RoleFuture = Pin<Box<dyn Future<Output = RoleEnd> + Send>>;
+/// A Zab role: `Ok(why it ended)`, or `Err` for a local failure (port, disk) that ends the node.
+type RoleFuture = Pin<Box<dyn Future<Output = anyhow::Result<String>> + Send>>;
+
+/// Writes queued for the leader per term before senders wait.
+const WRITE_QUEUE: usize = 4096;
 
 /// Runs the server until SIGTERM/SIGINT.
 pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let opened = Store::open(&cfg.data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (current_epoch, accepted_epoch, last_zxid) = (
-        opened.current_epoch(),
-        opened.accepted_epoch(),
-        opened.last_logged_zxid(),
-    );
-    let initial = initial_status(&cfg, &opened);
-    // Shared with the role: Zab persists epochs (and logs) while it runs.
-    let store = Arc::new(Mutex::new(opened));
+    // A repaired (torn or corrupt) log tail is logged as a WARN line by open_logged.
+    let (store, _repair) = Store::open_logged(&cfg.data_dir)
+        .with_context(|| format!("opening dataDir {}", cfg.data_dir.display()))?;
+    let (current_epoch, accepted_epoch, last_zxid) = {
+        let s = lock(&store);
+        (s.current_epoch(), s.accepted_epoch(), s.last_logged_zxid())
+    };
+    let initial = initial_status(&cfg, &lock(&store));
     let me = cfg.me().clone();
     let election_listener = TcpListener::bind(me.election()).await.with_context(|| {
         format!(
@@ -73,7 +78,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     };
     let (inbound_tx, mut inbound) = mpsc::channel(256);
     let peers = Peers::start(
-        identity.clone(),
+        identity,
         election_listener,
         cfg.servers
             .iter()
@@ -91,12 +96,40 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         config_bytes: config_string(&cfg).into_bytes(),
     };
     let quorum = ecfg.quorum();
+    let mut zab_cfg = ZabConfig::new(
+        cfg.sid,
+        resolve_quorum_addrs(&cfg)?,
+        Duration::from_millis(cfg.tick_time_ms),
+        cfg.init_limit as u32,
+        cfg.sync_limit as u32,
+    );
+    // The seeded bug shrinks Zab's quorum too, so a minority can commit as well as elect.
+    zab_cfg.quorum = quorum;
     let mut election = Election::new(ecfg, Instant::now().into_std());
 
     let (status_tx, status_rx) = watch::channel(initial);
     let status_tx = Arc::new(status_tx);
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
+    let writes = Writes {
+        route: Arc::new(Mutex::new(Route::Looking)),
+        http_addrs: Arc::new(
+            cfg.servers
+                .iter()
+                .filter_map(|(s, a)| a.client.clone().map(|c| (*s, c)))
+                .collect(),
+        ),
+        client: reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .no_proxy()
+            .build()
+            .context("building the HTTP client that forwards writes")?,
+        wait: zab_cfg.write_timeout * 2,
+    };
+    let sync_mode = Arc::new(Mutex::new(None));
     let http_state = HttpState {
+        sync_mode: sync_mode.clone(),
+        store: store.clone(),
+        writes: writes.clone(),
         status: status_rx,
         started,
         wire: peers.counters.clone(),
@@ -124,18 +157,6 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             }
         }
     });
-    let role_ctx = Arc::new(RoleContext {
-        sid: cfg.sid,
-        tick: Duration::from_millis(cfg.tick_time_ms),
-        init_limit: cfg.init_limit as u32,
-        sync_limit: cfg.sync_limit as u32,
-        quorum,
-        quorum_addrs: cfg.servers.iter().map(|(s, a)| (*s, a.quorum())).collect(),
-        identity,
-        accepted: Arc::new(tokio::sync::Mutex::new(accepted_rx)),
-        status: status_tx.clone(),
-        store: store.clone(),
-    });
 
     tracing::info!(
         sid = cfg.sid,
@@ -151,12 +172,16 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     );
 
     let mut shell = Shell {
+        sid: cfg.sid,
         peers,
         status: status_tx,
         counters: election_counters,
         store,
-        role_ctx,
+        zab: zab_cfg,
+        accepted: Arc::new(tokio::sync::Mutex::new(accepted_rx)),
+        writes,
         role: None,
+        progress: None,
     };
     let (zxid, epoch) = shell.vote_basis();
     let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
@@ -175,9 +200,17 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 let out = election.tick(Instant::now().into_std());
                 shell.apply(&election, out);
             }
+            Some(p) = progress_changed(&mut shell.progress) => {
+                shell.status.send_modify(|s| p.apply_to(s));
+                if p.sync_mode.is_some() {
+                    *sync_mode.lock().unwrap_or_else(|e| e.into_inner()) = p.sync_mode;
+                }
+            }
             end = role_done(&mut shell.role), if shell.role.is_some() => {
                 shell.role = None;
-                tracing::info!(sid = cfg.sid, reason = ?end, "role ended");
+                shell.progress = None;
+                let reason = end.context("Zab failed on this server (see the error; fix it and restart)")?;
+                tracing::info!(sid = cfg.sid, reason = %reason, "role ended");
                 let (zxid, epoch) = shell.vote_basis();
                 let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
                 shell.looking(&election);
@@ -198,27 +231,62 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-async fn role_done(role: &mut Option<RoleFuture>) -> RoleEnd {
+async fn role_done(role: &mut Option<RoleFuture>) -> anyhow::Result<String> {
     match role.as_mut() {
         Some(f) => f.await,
         None => std::future::pending().await,
     }
 }
 
+/// The role's next progress; pending while no role runs (or once it dropped its sender).
+async fn progress_changed(rx: &mut Option<watch::Receiver<ZabProgress>>) -> Option<ZabProgress> {
+    if let Some(rx) = rx.as_mut() {
+        if rx.changed().await.is_ok() {
+            return Some(rx.borrow_and_update().clone());
+        }
+    }
+    std::future::pending().await
+}
+
+/// server.N quorum addresses as socket addresses (Zab dials and binds them).
+fn resolve_quorum_addrs(cfg: &Config) -> anyhow::Result<BTreeMap<u64, SocketAddr>> {
+    cfg.servers
+        .iter()
+        .map(|(sid, a)| {
+            let text = a.quorum();
+            let addr = text
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut it| it.next())
+                .with_context(|| {
+                    format!("server.{sid}: cannot resolve the quorum address {text} (use an IP or a resolvable host name)")
+                })?;
+            Ok((*sid, addr))
+        })
+        .collect()
+}
+
 /// The server's side effects, kept apart from the election state machine.
 struct Shell {
+    sid: u64,
     peers: Peers,
     status: Arc<watch::Sender<NodeStatus>>,
     counters: Arc<Mutex<ElectionCounters>>,
-    store: Arc<Mutex<Store>>,
-    role_ctx: Arc<RoleContext>,
+    /// Shared with Zab (which persists epochs and the log) and `/log`.
+    store: SharedStore,
+    zab: ZabConfig,
+    /// Connections accepted on our quorum port, for the leader of a term to take.
+    accepted: Arc<tokio::sync::Mutex<mpsc::Receiver<TcpStream>>>,
+    writes: Writes,
     role: Option<RoleFuture>,
+    /// The running role's progress, copied into `/status`.
+    progress: Option<watch::Receiver<ZabProgress>>,
 }
 
 impl Shell {
     /// (last logged zxid, currentEpoch): what my own vote is made of.
     fn vote_basis(&self) -> (u64, u64) {
-        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let store = lock(&self.store);
         (store.last_logged_zxid(), store.current_epoch())
     }
 
@@ -233,26 +301,17 @@ impl Shell {
     }
 
     fn looking(&mut self, election: &Election) {
-        let (epoch, accepted, zxid) = {
-            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                store.current_epoch(),
-                store.accepted_epoch(),
-                store.last_logged_zxid(),
-            )
-        };
+        self.writes.set(Route::Looking);
+        let p = ZabProgress::from_store(&lock(&self.store), ZabPhase::Election, None);
+        let (epoch, zxid) = (p.peer_epoch, p.last_zxid);
         self.status.send_modify(|s| {
             s.state = ServerState::Looking;
             s.leader = None;
-            s.zab_phase = ZabPhase::Election;
             s.election_epoch = election.logicalclock();
-            s.peer_epoch = epoch;
-            s.accepted_epoch = accepted;
-            s.last_zxid = zxid;
-            s.last_zxid_hex = format!("{zxid:#x}");
+            p.apply_to(s);
         });
         tracing::info!(
-            sid = self.role_ctx.sid,
+            sid = self.sid,
             state = "LOOKING",
             round = election.logicalclock(),
             zxid = format_args!("{zxid:#x}"),
@@ -270,7 +329,7 @@ impl Shell {
         };
         let took_ms = d.took.as_millis() as u64;
         tracing::info!(
-            sid = self.role_ctx.sid,
+            sid = self.sid,
             state = state_name,
             leader = d.vote.leader,
             round = d.round,
@@ -292,14 +351,34 @@ impl Shell {
             s.state = d.state;
             s.leader = Some(d.vote.leader);
             s.election_epoch = election.logicalclock();
-            // The role moves it to broadcast once leader and quorum are in touch.
+            // Zab moves it on (sync, broadcast) as leader and quorum get in touch.
             s.zab_phase = ZabPhase::Discovery;
             s.last_election = Some(summary);
         });
-        let ctx = self.role_ctx.clone();
+        let (progress_tx, progress_rx) = watch::channel(ZabProgress::from_store(
+            &lock(&self.store),
+            ZabPhase::Discovery,
+            None,
+        ));
+        self.progress = Some(progress_rx);
+        let (cfg, store) = (self.zab.clone(), self.store.clone());
         self.role = Some(match d.state {
-            ServerState::Leading => Box::pin(role::lead(ctx)),
-            _ => Box::pin(role::follow(ctx, d.vote.leader)),
+            ServerState::Leading => {
+                // A fresh channel per term: its senders fail once the term ends (503).
+                let (tx, writes) = mpsc::channel(WRITE_QUEUE);
+                self.writes.set(Route::Leading(tx));
+                let accepted = self.accepted.clone();
+                Box::pin(async move {
+                    let mut accepted = accepted.lock().await;
+                    zab::lead_accepting(cfg, store, progress_tx, writes, &mut accepted).await
+                })
+            }
+            _ => {
+                self.writes.set(Route::Following {
+                    leader: d.vote.leader,
+                });
+                Box::pin(zab::follow(cfg, d.vote.leader, store, progress_tx))
+            }
         });
     }
 }
@@ -315,7 +394,7 @@ fn initial_status(cfg: &Config, store: &Store) -> NodeStatus {
         election_epoch: 0,
         last_zxid: zxid,
         last_zxid_hex: format!("{zxid:#x}"),
-        last_committed_zxid: 0,
+        last_committed_zxid: store.last_committed_zxid(),
         zab_phase: ZabPhase::Election,
         wall_clock_ms: 0,
         uptime_ms: 0,

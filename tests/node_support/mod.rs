@@ -91,9 +91,10 @@ impl Cluster {
             .nodes
             .values()
             .map(|s| {
+                // `;host:port` is the HTTP API: followers forward writes there.
                 format!(
-                    "server.{}=127.0.0.1:{}:{}\n",
-                    s.sid, s.quorum_port, s.election_port
+                    "server.{}=127.0.0.1:{}:{};127.0.0.1:{}\n",
+                    s.sid, s.quorum_port, s.election_port, s.admin_port
                 )
             })
             .collect();
@@ -108,12 +109,41 @@ impl Cluster {
         }
     }
 
-    pub fn set_last_zxid(&self, sid: u64, zxid: u64) {
-        std::fs::write(
-            self.nodes[&sid].data_dir.join("lastZxid"),
-            format!("{zxid}"),
-        )
-        .unwrap();
+    /// Writes a durable history into server `sid`'s dataDir before it starts: txns with the
+    /// given zxids (values "z<zxid>"), committed up to `committed`, epochs as the last zxid's.
+    pub fn seed_log(&self, sid: u64, zxids: &[u64], committed: u64) {
+        use fle_chaos::node::txnlog::Txn;
+        use fle_chaos::node::zab::Store;
+        let (mut s, _) = Store::open(&self.nodes[&sid].data_dir).unwrap();
+        let epoch = zxids.last().map(|z| z >> 32).unwrap_or(0);
+        s.set_accepted_epoch(epoch).unwrap();
+        s.set_current_epoch(epoch).unwrap();
+        let txns: Vec<Txn> = zxids
+            .iter()
+            .map(|&zxid| Txn {
+                zxid,
+                value: serde_json::json!(format!("z{zxid:#x}")),
+            })
+            .collect();
+        s.log_mut().append(&txns).unwrap();
+        s.log_mut().commit(committed).unwrap();
+        s.log().sync().unwrap();
+    }
+
+    /// `POST /write {"value": v}` to server `sid`: (HTTP status, body); None when unreachable.
+    pub fn write(&self, sid: u64, value: Value) -> Option<(u16, Value)> {
+        let body = serde_json::json!({ "value": value }).to_string();
+        http_request(self.nodes[&sid].admin_port, "POST", "/write", &body)
+    }
+
+    /// Server `sid`'s committed log: [(zxid, value)].
+    pub fn log_entries(&self, sid: u64) -> Option<Vec<(u64, Value)>> {
+        let l = self.get(sid, "/log?from=0")?;
+        l["entries"]
+            .as_array()?
+            .iter()
+            .map(|e| Some((e["zxid"].as_u64()?, e["value"].clone())))
+            .collect()
     }
 
     pub fn start(&mut self, sid: u64) {
@@ -266,6 +296,25 @@ pub fn http_get_json(port: u16, path: &str) -> Option<Value> {
         return None;
     }
     serde_json::from_str(body).ok()
+}
+
+/// One HTTP/1.0 request: (status code, JSON body); None when unreachable or unreadable.
+pub fn http_request(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, Value)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, serde_json::from_str(body).ok()?))
 }
 
 /// Resident memory of a process, from /proc.

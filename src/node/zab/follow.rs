@@ -1,0 +1,127 @@
+//! The follower's async shell: dials the leader's quorum port from my own address, runs
+//! [`Follower`] and returns when following ends (leader silent, connection closed, protocol
+//! error); the caller goes back to LOOKING.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::time::MissedTickBehavior;
+
+use crate::api::ZabPhase;
+use crate::node::zab::conn::{spawn_conn, ConnEvent};
+use crate::node::zab::exec::execute;
+use crate::node::zab::follower::{Follower, FollowerConfig};
+use crate::node::zab::store::{lock, SharedStore};
+use crate::node::zab::{publish, ZabConfig, ZabProgress};
+
+/// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
+pub async fn follow(
+    cfg: ZabConfig,
+    leader_sid: u64,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+) -> anyhow::Result<String> {
+    let my_addr = cfg.my_addr()?;
+    let Some(&leader_addr) = cfg.voters.get(&leader_sid) else {
+        anyhow::bail!("leader {leader_sid} is not in the voter list");
+    };
+    publish(&progress, &store, ZabPhase::Discovery, None);
+    let stream = match connect(my_addr, leader_addr, cfg.tick * cfg.init_limit).await {
+        Ok(s) => s,
+        Err(why) => {
+            publish(&progress, &store, ZabPhase::Election, None);
+            return Ok(format!(
+                "could not reach leader {leader_sid} at {leader_addr}: {why}"
+            ));
+        }
+    };
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+    let conn = spawn_conn(stream, 0, ev_tx);
+    let mut sm = {
+        let s = lock(&store);
+        Follower::new(
+            FollowerConfig {
+                sid: cfg.my_sid,
+                leader: leader_sid,
+                init_limit_beats: 2 * cfg.init_limit as u64,
+                sync_limit_beats: 2 * cfg.sync_limit as u64,
+            },
+            s.accepted_epoch(),
+            s.current_epoch(),
+            s.last_logged_zxid(),
+            s.last_committed_zxid(),
+        )
+    };
+    let mut beat = tokio::time::interval(cfg.beat());
+    beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    beat.tick().await;
+    let mut outputs = sm.start();
+    let ended = loop {
+        let mut end = None;
+        let mut send = |_: u64, m| {
+            let _ = conn.tx.send(m);
+        };
+        let ex = execute(&store, std::mem::take(&mut outputs), &mut send).await?;
+        if ex.step_down.is_some() {
+            end = ex.step_down;
+        }
+        publish(&progress, &store, sm.phase(), sm.synced_by());
+        if let Some(why) = end {
+            break why;
+        }
+        tokio::select! {
+            ev = ev_rx.recv() => {
+                let mut ev = ev;
+                while let Some(e) = ev {
+                    match e {
+                        ConnEvent::Frame(_, m) => outputs.extend(sm.step(m)),
+                        ConnEvent::Closed(_, why) => {
+                            end = Some(format!("connection to leader {leader_sid} ended: {why}"));
+                            break;
+                        }
+                    }
+                    ev = ev_rx.try_recv().ok();
+                }
+            }
+            _ = beat.tick() => outputs.extend(sm.tick()),
+        }
+        if let Some(why) = end {
+            // Persist what arrived before the close (e.g. a COMMIT), then stop.
+            execute(&store, std::mem::take(&mut outputs), &mut |_, _| {}).await?;
+            break why;
+        }
+    };
+    drop(conn);
+    publish(&progress, &store, ZabPhase::Election, sm.synced_by());
+    tracing::info!("stopped following {leader_sid}: {ended}");
+    Ok(ended)
+}
+
+/// Dials `to` from `from`'s IP, retrying until `within` (the leader may not listen yet).
+async fn connect(from: SocketAddr, to: SocketAddr, within: Duration) -> Result<TcpStream, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let attempt = async {
+            let sock = if from.is_ipv4() {
+                TcpSocket::new_v4()
+            } else {
+                TcpSocket::new_v6()
+            }?;
+            sock.bind(SocketAddr::new(from.ip(), 0))?;
+            sock.connect(to).await
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left.max(Duration::from_millis(1)), attempt).await {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(e)) if Instant::now() < deadline => {
+                tracing::debug!("dialing leader at {to}: {e}; retrying");
+                // Back off a little: the leader binds its port only once it starts leading.
+                tokio::time::sleep(Duration::from_millis(20).min(left)).await;
+            }
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err(format!("no connection within {within:?}")),
+        }
+    }
+}

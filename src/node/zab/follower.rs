@@ -1,0 +1,255 @@
+//! The follower's Zab state machine, with no I/O: discovery, sync, broadcast and liveness.
+//!
+//! Sync txns are held until NEWLEADER and then applied in one go (append, TRUNC then append, or an
+//! atomic SNAP reset), fsynced, and only then is currentEpoch written and NEWLEADER acked
+//! (ZOOKEEPER-3911/4785). Any message out of place ends the role: better LOOKING than a wrong log.
+
+use crate::api::{epoch_of, ZabPhase};
+use crate::node::txnlog::Txn;
+use crate::node::zab::actions::{Output, PersistOp, SyncMode};
+use crate::node::zab::leader::short_name;
+use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
+
+#[derive(Debug, Clone)]
+pub struct FollowerConfig {
+    pub sid: u64,
+    pub leader: u64,
+    /// Leader silence tolerated before UPTODATE, in beats (tickTime/2).
+    pub init_limit_beats: u64,
+    /// Leader silence tolerated in broadcast, in beats.
+    pub sync_limit_beats: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Discovery,
+    Sync,
+    /// NEWLEADER acked; proposals and commits may already arrive.
+    AwaitUpToDate,
+    Broadcast,
+}
+
+pub struct Follower {
+    cfg: FollowerConfig,
+    phase: Phase,
+    accepted_epoch: u64,
+    current_epoch: u64,
+    last_zxid: u64,
+    committed: u64,
+    epoch: Option<u64>,
+    /// Sync mode and the zxid the sent txns must follow.
+    mode: Option<(SyncMode, u64)>,
+    /// Where DIFF/SNAP said the sync ends: checked at NEWLEADER.
+    sync_end: Option<u64>,
+    pending: Vec<Txn>,
+    synced_by: Option<SyncMode>,
+    silent_beats: u64,
+    ended: bool,
+}
+
+impl Follower {
+    pub fn new(
+        cfg: FollowerConfig,
+        accepted_epoch: u64,
+        current_epoch: u64,
+        last_zxid: u64,
+        committed: u64,
+    ) -> Follower {
+        Follower {
+            cfg,
+            phase: Phase::Discovery,
+            accepted_epoch,
+            current_epoch,
+            last_zxid,
+            committed,
+            epoch: None,
+            mode: None,
+            sync_end: None,
+            pending: Vec::new(),
+            synced_by: None,
+            silent_beats: 0,
+            ended: false,
+        }
+    }
+
+    pub fn phase(&self) -> ZabPhase {
+        match self.phase {
+            Phase::Discovery => ZabPhase::Discovery,
+            Phase::Sync | Phase::AwaitUpToDate => ZabPhase::Sync,
+            Phase::Broadcast => ZabPhase::Broadcast,
+        }
+    }
+
+    /// How the leader synced us, once NEWLEADER arrived.
+    pub fn synced_by(&self) -> Option<SyncMode> {
+        self.synced_by
+    }
+
+    pub fn start(&mut self) -> Vec<Output> {
+        vec![self.send(Msg::FollowerInfo {
+            sid: self.cfg.sid,
+            accepted_epoch: self.accepted_epoch,
+            last_zxid: self.last_zxid,
+        })]
+    }
+
+    pub fn step(&mut self, msg: Msg) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        self.silent_beats = 0;
+        match (self.phase, msg) {
+            (Phase::Discovery, Msg::LeaderInfo { epoch }) => {
+                if epoch < self.accepted_epoch {
+                    return self.end(format!(
+                        "leader {} offers epoch {epoch}, older than my acceptedEpoch {}",
+                        self.cfg.leader, self.accepted_epoch
+                    ));
+                }
+                let current_epoch = if epoch > self.accepted_epoch {
+                    self.accepted_epoch = epoch;
+                    out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
+                    self.current_epoch
+                } else {
+                    REPEATED_EPOCH
+                };
+                self.epoch = Some(epoch);
+                self.phase = Phase::Sync;
+                out.push(self.send(Msg::AckEpoch {
+                    current_epoch,
+                    last_zxid: self.last_zxid,
+                }));
+            }
+            (Phase::Sync, Msg::Diff { last_zxid }) if self.mode.is_none() => {
+                self.mode = Some((SyncMode::Diff, self.last_zxid));
+                self.sync_end = Some(last_zxid);
+            }
+            (Phase::Sync, Msg::Trunc { zxid }) if self.mode.is_none() => {
+                if zxid > self.last_zxid {
+                    return self.end(format!(
+                        "protocol error: TRUNC to {zxid:#x}, past my last zxid {:#x}",
+                        self.last_zxid
+                    ));
+                }
+                self.mode = Some((SyncMode::Trunc, zxid));
+            }
+            (Phase::Sync, Msg::Snap { last_zxid }) if self.mode.is_none() => {
+                self.mode = Some((SyncMode::Snap, 0));
+                self.sync_end = Some(last_zxid);
+            }
+            (Phase::Sync, Msg::Txn { zxid, value }) if self.mode.is_some() => {
+                let after = self
+                    .pending
+                    .last()
+                    .map_or(self.mode.map_or(0, |m| m.1), |t| t.zxid);
+                if zxid <= after {
+                    return self.end(format!(
+                        "protocol error: sync txn {zxid:#x} does not follow {after:#x}"
+                    ));
+                }
+                self.pending.push(Txn { zxid, value });
+            }
+            (Phase::Sync, Msg::NewLeader { zxid })
+                if self.mode.is_some() && Some(epoch_of(zxid)) == self.epoch =>
+            {
+                let (mode, base) = self.mode.take().unwrap_or((SyncMode::Diff, 0));
+                let txns = std::mem::take(&mut self.pending);
+                let new_last = txns.last().map_or(base, |t| t.zxid);
+                if let Some(end) = self.sync_end.take().filter(|e| *e != new_last) {
+                    return self.end(format!(
+                        "protocol error: sync ended at {new_last:#x}, the leader announced {end:#x}"
+                    ));
+                }
+                match mode {
+                    SyncMode::Diff => {}
+                    SyncMode::Trunc => out.push(Output::Persist(PersistOp::Truncate(base))),
+                    SyncMode::Snap => {}
+                }
+                if mode == SyncMode::Snap {
+                    out.push(Output::Persist(PersistOp::Reset(txns)));
+                    self.committed = 0;
+                } else if !txns.is_empty() {
+                    out.push(Output::Persist(PersistOp::Append(txns)));
+                }
+                self.committed = self.committed.min(new_last);
+                self.last_zxid = new_last;
+                let epoch = epoch_of(zxid);
+                // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
+                out.push(Output::Sync { self_ack: None });
+                out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+                self.current_epoch = epoch;
+                out.push(self.send(Msg::Ack { zxid }));
+                self.synced_by = Some(mode);
+                self.phase = Phase::AwaitUpToDate;
+            }
+            (Phase::AwaitUpToDate, Msg::UpToDate { committed_zxid }) => {
+                self.phase = Phase::Broadcast;
+                self.commit(committed_zxid, &mut out);
+            }
+            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Proposal { zxid, value }) => {
+                if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
+                    return self.end(format!(
+                        "protocol error: proposal {zxid:#x} after {:#x} in epoch {:?}",
+                        self.last_zxid, self.epoch
+                    ));
+                }
+                self.last_zxid = zxid;
+                out.push(Output::Persist(PersistOp::Append(vec![Txn {
+                    zxid,
+                    value,
+                }])));
+                out.push(Output::Sync { self_ack: None });
+                out.push(self.send(Msg::Ack { zxid }));
+            }
+            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Commit { zxid }) => {
+                self.commit(zxid, &mut out);
+            }
+            (_, Msg::Ping) => out.push(self.send(Msg::Ping)),
+            (phase, other) => {
+                return self.end(format!(
+                    "protocol error: {} from the leader in phase {phase:?}",
+                    short_name(&other)
+                ))
+            }
+        }
+        out
+    }
+
+    /// One beat (tickTime/2) without anything from the leader counts toward its silence limit.
+    pub fn tick(&mut self) -> Vec<Output> {
+        if self.ended {
+            return Vec::new();
+        }
+        self.silent_beats += 1;
+        let limit = if self.phase == Phase::Broadcast {
+            self.cfg.sync_limit_beats
+        } else {
+            self.cfg.init_limit_beats
+        };
+        if self.silent_beats > limit {
+            return self.end(format!(
+                "leader {} silent for {} beats (limit {limit}) in phase {:?}",
+                self.cfg.leader, self.silent_beats, self.phase
+            ));
+        }
+        Vec::new()
+    }
+
+    fn commit(&mut self, zxid: u64, out: &mut Vec<Output>) {
+        let upto = zxid.min(self.last_zxid);
+        if upto > self.committed {
+            self.committed = upto;
+            out.push(Output::Persist(PersistOp::Commit(upto)));
+        }
+    }
+
+    fn send(&self, m: Msg) -> Output {
+        Output::Send(self.cfg.leader, m)
+    }
+
+    fn end(&mut self, why: String) -> Vec<Output> {
+        self.ended = true;
+        vec![Output::StepDown(why)]
+    }
+}

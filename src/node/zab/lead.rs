@@ -1,0 +1,253 @@
+//! The leader's async shell: binds the quorum port, runs [`Leader`] over real connections and
+//! answers client writes once committed. Returns (closing the port) when leadership is lost.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use anyhow::Context;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::time::MissedTickBehavior;
+
+use crate::api::ZabPhase;
+use crate::node::zab::conn::{spawn_conn, Conn, ConnEvent};
+use crate::node::zab::exec::execute;
+use crate::node::zab::leader::{short_name, Leader, LeaderConfig};
+use crate::node::zab::messages::Msg;
+use crate::node::zab::store::{lock, SharedStore};
+use crate::node::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
+
+type Pending = BTreeMap<u64, (tokio::sync::oneshot::Sender<WriteOutcome>, Instant)>;
+
+/// Leads until leadership is lost; `Ok` carries why it ended, `Err` a local failure (port, disk).
+/// Binds my quorum address for the term and closes it at the end.
+pub async fn lead(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    writes: mpsc::Receiver<ClientWrite>,
+) -> anyhow::Result<String> {
+    let addr = cfg.my_addr()?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the quorum port {addr} to lead"))?;
+    run(cfg, store, progress, writes, Incoming::Listener(listener)).await
+}
+
+/// As [`lead`], for a server that keeps its quorum port open itself and hands over the
+/// connections it accepts. Connections queued before the term are kept: a follower that
+/// decided faster than this server dials before it leads (discarding it cost a whole new
+/// election). A stale one is harmless: its follower closed it, or it goes through discovery.
+pub async fn lead_accepting(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    writes: mpsc::Receiver<ClientWrite>,
+    accepted: &mut mpsc::Receiver<TcpStream>,
+) -> anyhow::Result<String> {
+    run(cfg, store, progress, writes, Incoming::Channel(accepted)).await
+}
+
+/// Where followers' connections come from.
+enum Incoming<'a> {
+    Listener(TcpListener),
+    Channel(&'a mut mpsc::Receiver<TcpStream>),
+}
+
+impl Incoming<'_> {
+    /// The next connection; pending forever once the source is gone (cancel-safe).
+    async fn next(&mut self) -> TcpStream {
+        loop {
+            match self {
+                Incoming::Listener(l) => match l.accept().await {
+                    Ok((s, _)) => return s,
+                    Err(e) => {
+                        // Out of descriptors and the like: do not spin on it.
+                        tracing::warn!("accepting on the quorum port: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                },
+                Incoming::Channel(rx) => match rx.recv().await {
+                    Some(s) => return s,
+                    None => std::future::pending::<()>().await,
+                },
+            }
+        }
+    }
+}
+
+async fn run(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    mut writes: mpsc::Receiver<ClientWrite>,
+    mut incoming: Incoming<'_>,
+) -> anyhow::Result<String> {
+    let mut sm = {
+        let s = lock(&store);
+        Leader::new(
+            LeaderConfig {
+                sid: cfg.my_sid,
+                quorum: cfg.quorum,
+                init_limit_beats: 2 * cfg.init_limit as u64,
+                sync_limit_beats: 2 * cfg.sync_limit as u64,
+                snap_threshold: cfg.snap_threshold,
+            },
+            s.accepted_epoch(),
+            s.current_epoch(),
+            s.txns().to_vec(),
+            s.last_committed_zxid(),
+        )
+    };
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+    let mut conns: HashMap<u64, Conn> = HashMap::new();
+    let mut conn_sid: HashMap<u64, u64> = HashMap::new();
+    let mut sid_conn: HashMap<u64, u64> = HashMap::new();
+    let mut next_conn = 0u64;
+    let mut pending: Pending = BTreeMap::new();
+    let mut writes_open = true;
+    let mut beat = tokio::time::interval(cfg.beat());
+    beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    beat.tick().await;
+
+    publish(&progress, &store, ZabPhase::Discovery, None);
+    let mut outputs = sm.start();
+    let ended = loop {
+        tokio::select! {
+            stream = incoming.next(), if outputs.is_empty() => {
+                next_conn += 1;
+                conns.insert(next_conn, spawn_conn(stream, next_conn, ev_tx.clone()));
+            }
+            Some(ev) = ev_rx.recv(), if outputs.is_empty() => {
+                let mut ev = Some(ev);
+                while let Some(e) = ev {
+                    match e {
+                        ConnEvent::Frame(id, msg) => match conn_sid.get(&id) {
+                            Some(&sid) => outputs.extend(sm.step(sid, msg)),
+                            None => match msg {
+                                Msg::FollowerInfo { sid, .. }
+                                    if sid != cfg.my_sid && cfg.voters.contains_key(&sid) =>
+                                {
+                                    if let Some(old) = sid_conn.insert(sid, id) {
+                                        conns.remove(&old);
+                                        conn_sid.remove(&old);
+                                        outputs.extend(sm.disconnected(sid));
+                                    }
+                                    conn_sid.insert(id, sid);
+                                    outputs.extend(sm.step(sid, msg));
+                                }
+                                other => {
+                                    tracing::warn!(
+                                        "quorum connection {id}: first message is {} but must be FOLLOWERINFO of another voter; closing it",
+                                        short_name(&other)
+                                    );
+                                    conns.remove(&id);
+                                }
+                            },
+                        },
+                        ConnEvent::Closed(id, why) => {
+                            conns.remove(&id);
+                            if let Some(sid) = conn_sid.remove(&id) {
+                                tracing::info!("follower {sid} disconnected: {why}");
+                                sid_conn.remove(&sid);
+                                outputs.extend(sm.disconnected(sid));
+                            }
+                        }
+                    }
+                    ev = ev_rx.try_recv().ok();
+                }
+            }
+            w = writes.recv(), if writes_open && outputs.is_empty() => match w {
+                None => writes_open = false,
+                Some(w) => {
+                    let mut batch = vec![w];
+                    while batch.len() < 4096 {
+                        match writes.try_recv() {
+                            Ok(w) => batch.push(w),
+                            Err(_) => break,
+                        }
+                    }
+                    let (values, replies): (Vec<_>, Vec<_>) =
+                        batch.into_iter().map(|w| (w.value, w.reply)).unzip();
+                    match sm.propose(values) {
+                        Ok((zxids, out)) => {
+                            let deadline = Instant::now() + cfg.write_timeout;
+                            for (z, r) in zxids.into_iter().zip(replies) {
+                                pending.insert(z, (r, deadline));
+                            }
+                            outputs.extend(out);
+                        }
+                        Err((why, out)) => {
+                            for r in replies {
+                                let _ = r.send(WriteOutcome::Rejected(why.clone()));
+                            }
+                            outputs.extend(out);
+                        }
+                    }
+                }
+            },
+            _ = beat.tick(), if outputs.is_empty() => {
+                outputs.extend(sm.tick());
+                let now = Instant::now();
+                let expired: Vec<u64> = pending
+                    .iter()
+                    .filter(|(_, (_, d))| *d <= now)
+                    .map(|(z, _)| *z)
+                    .collect();
+                for z in expired {
+                    if let Some((r, _)) = pending.remove(&z) {
+                        let _ = r.send(WriteOutcome::Unknown(format!(
+                            "not committed within {:?}; it may still commit",
+                            cfg.write_timeout
+                        )));
+                    }
+                }
+            }
+            // Outputs left over from `start` or a previous round: run them below.
+            _ = std::future::ready(()), if !outputs.is_empty() => {}
+        }
+        let mut end = None;
+        while !outputs.is_empty() {
+            let batch = std::mem::take(&mut outputs);
+            let ex = execute(&store, batch, &mut |to, m| {
+                if let Some(c) = sid_conn.get(&to).and_then(|id| conns.get(id)) {
+                    let _ = c.tx.send(m);
+                }
+            })
+            .await?;
+            for (sid, why) in ex.closes {
+                tracing::warn!("closing follower {sid}: {why}");
+                if let Some(id) = sid_conn.remove(&sid) {
+                    conns.remove(&id);
+                    conn_sid.remove(&id);
+                }
+            }
+            if let Some(z) = ex.committed {
+                let rest = pending.split_off(&(z + 1));
+                for (zxid, (r, _)) in std::mem::replace(&mut pending, rest) {
+                    let _ = r.send(WriteOutcome::Committed(zxid));
+                }
+            }
+            for z in ex.self_acks {
+                outputs.extend(sm.self_durable(z));
+            }
+            if ex.step_down.is_some() {
+                end = ex.step_down;
+            }
+        }
+        publish(&progress, &store, sm.phase(), None);
+        if let Some(why) = end {
+            break why;
+        }
+    };
+    for (_, (r, _)) in pending {
+        let _ = r.send(WriteOutcome::Unknown(format!(
+            "leadership ended before commit ({ended}); it may still commit under the next leader"
+        )));
+    }
+    drop(conns);
+    drop(incoming);
+    publish(&progress, &store, ZabPhase::Election, None);
+    tracing::info!("stopped leading: {ended}");
+    Ok(ended)
+}

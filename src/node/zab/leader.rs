@@ -1,0 +1,565 @@
+//! The leader's Zab state machine, with no I/O: discovery, sync, broadcast and liveness.
+//!
+//! Time is counted in beats of tickTime/2 (the ping period), fed by `tick`. The shell feeds
+//! messages (`step`), connection losses (`disconnected`), client writes (`propose`) and its own
+//! fsyncs (`self_durable`), and performs the returned [`Output`]s.
+//!
+//! ACKs are cumulative: a follower logs in zxid order over one TCP stream and fsyncs in order, so
+//! `Ack(z)` means "durable up to z". A late joiner's NEWLEADER ack covers everything its sync
+//! carried, including proposals not yet committed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::api::{counter_of, epoch_of, make_zxid, ZabPhase};
+use crate::node::txnlog::Txn;
+use crate::node::zab::actions::{Output, PersistOp};
+use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
+use crate::node::zab::plan::plan_sync;
+
+/// `propose`'s answer: the zxids given and the outputs, or why not (with outputs, e.g. a
+/// step-down).
+pub type Proposed = Result<(Vec<u64>, Vec<Output>), (String, Vec<Output>)>;
+
+/// Counters run 1..=MAX_COUNTER; ZooKeeper never uses 0xffffffff and re-elects instead.
+pub const MAX_COUNTER: u64 = 0xffff_fffe;
+
+#[derive(Debug, Clone)]
+pub struct LeaderConfig {
+    pub sid: u64,
+    pub quorum: usize,
+    /// initLimit in beats: discovery + sync must reach a quorum within it.
+    pub init_limit_beats: u64,
+    /// syncLimit in beats: a follower not heard from within it does not count as alive.
+    pub sync_limit_beats: u64,
+    /// Above this many txns to send, SNAP instead of DIFF.
+    pub snap_threshold: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// FOLLOWERINFO received, no LEADERINFO yet (epoch not chosen).
+    Info,
+    EpochSent,
+    /// Sync and NEWLEADER sent; receives proposals from now on.
+    Synced,
+    /// NEWLEADER acked.
+    Up,
+}
+
+#[derive(Debug, Clone)]
+struct Peer {
+    stage: Stage,
+    /// ACKEPOCH received (fresh promise or not).
+    epoch_acked: bool,
+    last_heard: u64,
+    last_zxid: u64,
+    acked: u64,
+    sync_last: u64,
+}
+
+pub struct Leader {
+    cfg: LeaderConfig,
+    phase: ZabPhase,
+    beats: u64,
+    /// (currentEpoch, last zxid) at election: a follower past this during discovery is refused.
+    summary: (u64, u64),
+    epoch: Option<u64>,
+    history: Vec<Txn>,
+    self_durable: u64,
+    committed: u64,
+    peers: BTreeMap<u64, Peer>,
+    infos: BTreeMap<u64, u64>,
+    epoch_acks: BTreeSet<u64>,
+    newleader_acks: BTreeSet<u64>,
+    ended: bool,
+}
+
+impl Leader {
+    /// `history` is the leader's whole durable log.
+    pub fn new(
+        cfg: LeaderConfig,
+        accepted_epoch: u64,
+        current_epoch: u64,
+        history: Vec<Txn>,
+        committed: u64,
+    ) -> Leader {
+        let last = history.last().map_or(0, |t| t.zxid);
+        let mut infos = BTreeMap::new();
+        infos.insert(cfg.sid, accepted_epoch);
+        Leader {
+            summary: (current_epoch, last),
+            cfg,
+            phase: ZabPhase::Discovery,
+            beats: 0,
+            epoch: None,
+            self_durable: last,
+            committed,
+            history,
+            peers: BTreeMap::new(),
+            infos,
+            epoch_acks: BTreeSet::new(),
+            newleader_acks: BTreeSet::new(),
+            ended: false,
+        }
+    }
+
+    pub fn phase(&self) -> ZabPhase {
+        self.phase
+    }
+
+    /// The epoch being established or led, once chosen.
+    pub fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    pub fn committed(&self) -> u64 {
+        self.committed
+    }
+
+    pub fn last_zxid(&self) -> u64 {
+        self.history.last().map_or(0, |t| t.zxid)
+    }
+
+    /// Followers that acked NEWLEADER and are connected.
+    pub fn synced_followers(&self) -> Vec<u64> {
+        self.peers
+            .iter()
+            .filter(|(_, p)| p.stage == Stage::Up)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// First outputs: a quorum of one (a test may shrink it) needs no follower.
+    pub fn start(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.try_pick_epoch(&mut out);
+        out
+    }
+
+    pub fn step(&mut self, from: u64, msg: Msg) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        if let Some(p) = self.peers.get_mut(&from) {
+            p.last_heard = self.beats;
+        }
+        match msg {
+            Msg::FollowerInfo {
+                accepted_epoch,
+                last_zxid,
+                ..
+            } => {
+                self.peers.insert(
+                    from,
+                    Peer {
+                        stage: Stage::Info,
+                        epoch_acked: false,
+                        last_heard: self.beats,
+                        last_zxid,
+                        acked: 0,
+                        sync_last: 0,
+                    },
+                );
+                match self.epoch {
+                    None => {
+                        self.infos.insert(from, accepted_epoch);
+                        self.try_pick_epoch(&mut out);
+                    }
+                    Some(epoch) => self.send_leader_info(from, epoch, &mut out),
+                }
+            }
+            Msg::AckEpoch {
+                current_epoch,
+                last_zxid,
+            } => {
+                if self.stage(from) != Some(Stage::EpochSent) {
+                    return self.protocol_error(from, "ACKEPOCH before LEADERINFO");
+                }
+                if let Some(p) = self.peers.get_mut(&from) {
+                    p.epoch_acked = true;
+                }
+                if self.phase == ZabPhase::Discovery && current_epoch == REPEATED_EPOCH {
+                    // Synced once the epoch is established, but no vote toward it.
+                    self.set_last_zxid(from, last_zxid);
+                } else if self.phase == ZabPhase::Discovery {
+                    if (current_epoch, last_zxid) > self.summary {
+                        self.peers.remove(&from);
+                        out.push(Output::Close(
+                            from,
+                            format!(
+                                "follower is ahead of the leader: its (epoch {current_epoch}, zxid {last_zxid:#x}) > ours (epoch {}, zxid {:#x})",
+                                self.summary.0, self.summary.1
+                            ),
+                        ));
+                        return out;
+                    }
+                    self.set_last_zxid(from, last_zxid);
+                    self.epoch_acks.insert(from);
+                    self.try_finish_discovery(&mut out);
+                } else {
+                    self.set_last_zxid(from, last_zxid);
+                    self.sync_peer(from, &mut out);
+                }
+            }
+            Msg::Ack { zxid } => match self.stage(from) {
+                Some(Stage::Synced) => {
+                    let expected = make_zxid(self.epoch.unwrap_or(0), 0);
+                    if zxid != expected {
+                        return self.protocol_error(from, "ACK before the NEWLEADER ack");
+                    }
+                    if let Some(p) = self.peers.get_mut(&from) {
+                        p.stage = Stage::Up;
+                        p.acked = p.sync_last;
+                    }
+                    match self.phase {
+                        ZabPhase::Sync => {
+                            self.newleader_acks.insert(from);
+                            self.try_finish_sync(&mut out);
+                        }
+                        _ => {
+                            out.push(Output::Send(
+                                from,
+                                Msg::UpToDate {
+                                    committed_zxid: self.committed,
+                                },
+                            ));
+                            self.maybe_commit(&mut out);
+                        }
+                    }
+                }
+                Some(Stage::Up) => {
+                    let last = self.last_zxid();
+                    if let Some(p) = self.peers.get_mut(&from) {
+                        p.acked = p.acked.max(zxid.min(last));
+                    }
+                    self.maybe_commit(&mut out);
+                }
+                _ => return self.protocol_error(from, "ACK before sync"),
+            },
+            Msg::Ping => {}
+            other => {
+                return self.protocol_error(
+                    from,
+                    &format!("a follower may not send {}", short_name(&other)),
+                )
+            }
+        }
+        out
+    }
+
+    pub fn disconnected(&mut self, sid: u64) -> Vec<Output> {
+        // Promises already counted (epoch, NEWLEADER acks) stay counted: they were durable.
+        self.peers.remove(&sid);
+        Vec::new()
+    }
+
+    /// One beat (tickTime/2): ping, and check that a quorum is still with us.
+    pub fn tick(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        self.beats += 1;
+        // As ZooKeeper's LearnerHandler: a silent follower is cut off, which also bounds what
+        // queues up for it (a SIGSTOPped follower would otherwise grow the leader's memory).
+        let silent: Vec<u64> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| {
+                let limit = if p.stage == Stage::Up {
+                    self.cfg.sync_limit_beats
+                } else {
+                    self.cfg.init_limit_beats
+                };
+                self.beats - p.last_heard > limit
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for sid in silent {
+            self.peers.remove(&sid);
+            out.push(Output::Close(
+                sid,
+                format!(
+                    "follower silent for more than its limit ({} beats)",
+                    self.beats
+                ),
+            ));
+        }
+        for (sid, p) in &self.peers {
+            if matches!(p.stage, Stage::Synced | Stage::Up) {
+                out.push(Output::Send(*sid, Msg::Ping));
+            }
+        }
+        if self.phase != ZabPhase::Broadcast {
+            if self.beats > self.cfg.init_limit_beats {
+                self.step_down(
+                    format!(
+                        "no quorum of followers synced within initLimit ({} beats); phase {:?}",
+                        self.cfg.init_limit_beats, self.phase
+                    ),
+                    &mut out,
+                );
+            }
+        } else {
+            // Silent followers were cut off above: every remaining synced one is alive.
+            let alive = 1 + self.peers.values().filter(|p| p.stage == Stage::Up).count();
+            if alive < self.cfg.quorum {
+                self.step_down(
+                    format!(
+                        "only {alive} of the quorum {} heard within syncLimit ({} beats)",
+                        self.cfg.quorum, self.cfg.sync_limit_beats
+                    ),
+                    &mut out,
+                );
+            }
+        }
+        out
+    }
+
+    /// Client writes: their zxids, or why they were not proposed (certainly not applied).
+    pub fn propose(&mut self, values: Vec<serde_json::Value>) -> Proposed {
+        let mut out = Vec::new();
+        if self.ended || self.phase != ZabPhase::Broadcast {
+            return Err((
+                format!("leader not serving yet (phase {:?})", self.phase),
+                out,
+            ));
+        }
+        let epoch = self.epoch.unwrap_or(0);
+        let last = self.last_zxid();
+        let first = if epoch_of(last) == epoch {
+            counter_of(last) + 1
+        } else {
+            1
+        };
+        if first + values.len() as u64 - 1 > MAX_COUNTER {
+            let why = format!("zxid counter of epoch {epoch} exhausted, forcing a new election");
+            self.step_down(why.clone(), &mut out);
+            return Err((why, out));
+        }
+        let txns: Vec<Txn> = values
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| Txn {
+                zxid: make_zxid(epoch, first + i as u64),
+                value,
+            })
+            .collect();
+        let zxids: Vec<u64> = txns.iter().map(|t| t.zxid).collect();
+        let new_last = *zxids.last().unwrap_or(&last);
+        out.push(Output::Persist(PersistOp::Append(txns.clone())));
+        for (sid, p) in &self.peers {
+            if matches!(p.stage, Stage::Synced | Stage::Up) {
+                for t in &txns {
+                    out.push(Output::Send(
+                        *sid,
+                        Msg::Proposal {
+                            zxid: t.zxid,
+                            value: t.value.clone(),
+                        },
+                    ));
+                }
+            }
+        }
+        self.history.extend(txns);
+        out.push(Output::Sync {
+            self_ack: Some(new_last),
+        });
+        Ok((zxids, out))
+    }
+
+    /// The shell's fsync of our own log reached `zxid`: our own ACK.
+    pub fn self_durable(&mut self, zxid: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.self_durable = self.self_durable.max(zxid);
+        self.maybe_commit(&mut out);
+        out
+    }
+
+    fn stage(&self, sid: u64) -> Option<Stage> {
+        self.peers.get(&sid).map(|p| p.stage)
+    }
+
+    fn set_last_zxid(&mut self, sid: u64, z: u64) {
+        if let Some(p) = self.peers.get_mut(&sid) {
+            p.last_zxid = z;
+        }
+    }
+
+    fn protocol_error(&mut self, from: u64, what: &str) -> Vec<Output> {
+        self.peers.remove(&from);
+        vec![Output::Close(from, format!("protocol error: {what}"))]
+    }
+
+    fn step_down(&mut self, why: String, out: &mut Vec<Output>) {
+        if !self.ended {
+            self.ended = true;
+            out.push(Output::StepDown(why));
+        }
+    }
+
+    fn send_leader_info(&mut self, sid: u64, epoch: u64, out: &mut Vec<Output>) {
+        if let Some(p) = self.peers.get_mut(&sid) {
+            p.stage = Stage::EpochSent;
+            out.push(Output::Send(sid, Msg::LeaderInfo { epoch }));
+        }
+    }
+
+    fn try_pick_epoch(&mut self, out: &mut Vec<Output>) {
+        if self.epoch.is_some() || self.infos.len() < self.cfg.quorum {
+            return;
+        }
+        let epoch = self.infos.values().max().copied().unwrap_or(0) + 1;
+        self.epoch = Some(epoch);
+        // Persisted before any follower hears of it.
+        out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
+        self.epoch_acks.insert(self.cfg.sid);
+        let waiting: Vec<u64> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.stage == Stage::Info)
+            .map(|(s, _)| *s)
+            .collect();
+        for sid in waiting {
+            self.send_leader_info(sid, epoch, out);
+        }
+        self.try_finish_discovery(out);
+    }
+
+    fn try_finish_discovery(&mut self, out: &mut Vec<Output>) {
+        let Some(epoch) = self.epoch else { return };
+        if self.phase != ZabPhase::Discovery || self.epoch_acks.len() < self.cfg.quorum {
+            return;
+        }
+        self.phase = ZabPhase::Sync;
+        out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+        self.newleader_acks.insert(self.cfg.sid);
+        let ready: Vec<u64> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.stage == Stage::EpochSent && p.epoch_acked)
+            .map(|(s, _)| *s)
+            .collect();
+        for sid in ready {
+            self.sync_peer(sid, out);
+        }
+        self.try_finish_sync(out);
+    }
+
+    fn sync_peer(&mut self, sid: u64, out: &mut Vec<Output>) {
+        let Some(epoch) = self.epoch else { return };
+        let last = self.last_zxid();
+        let Some(p) = self.peers.get_mut(&sid) else {
+            return;
+        };
+        let plan = plan_sync(&self.history, p.last_zxid, self.cfg.snap_threshold);
+        out.push(Output::Send(
+            sid,
+            match plan.mode {
+                crate::node::zab::actions::SyncMode::Diff => Msg::Diff { last_zxid: last },
+                crate::node::zab::actions::SyncMode::Trunc => Msg::Trunc {
+                    zxid: plan.trunc_to,
+                },
+                crate::node::zab::actions::SyncMode::Snap => Msg::Snap { last_zxid: last },
+            },
+        ));
+        for t in &self.history[plan.send_from..] {
+            out.push(Output::Send(sid, Msg::txn(t)));
+        }
+        out.push(Output::Send(
+            sid,
+            Msg::NewLeader {
+                zxid: make_zxid(epoch, 0),
+            },
+        ));
+        p.stage = Stage::Synced;
+        p.sync_last = last;
+    }
+
+    fn try_finish_sync(&mut self, out: &mut Vec<Output>) {
+        if self.phase != ZabPhase::Sync || self.newleader_acks.len() < self.cfg.quorum {
+            return;
+        }
+        // A quorum holds our whole history durably: all of it is committed in the new epoch.
+        self.phase = ZabPhase::Broadcast;
+        let last = self.last_zxid();
+        if last > self.committed {
+            self.committed = last;
+            out.push(Output::Persist(PersistOp::Commit(last)));
+            out.push(Output::Committed(last));
+        }
+        for (sid, p) in &self.peers {
+            if p.stage == Stage::Up {
+                out.push(Output::Send(
+                    *sid,
+                    Msg::UpToDate {
+                        committed_zxid: self.committed,
+                    },
+                ));
+            }
+        }
+    }
+
+    fn maybe_commit(&mut self, out: &mut Vec<Output>) {
+        if self.phase != ZabPhase::Broadcast {
+            return;
+        }
+        let mut acks: Vec<u64> = std::iter::once(self.self_durable)
+            .chain(
+                self.peers
+                    .values()
+                    .filter(|p| p.stage == Stage::Up)
+                    .map(|p| p.acked),
+            )
+            .collect();
+        if acks.len() < self.cfg.quorum || self.cfg.quorum == 0 {
+            return;
+        }
+        acks.sort_unstable_by(|a, b| b.cmp(a));
+        let upto = acks[self.cfg.quorum - 1].min(self.last_zxid());
+        if upto <= self.committed {
+            return;
+        }
+        self.committed = upto;
+        out.push(Output::Persist(PersistOp::Commit(upto)));
+        for (sid, p) in &self.peers {
+            if matches!(p.stage, Stage::Synced | Stage::Up) {
+                out.push(Output::Send(*sid, Msg::Commit { zxid: upto }));
+            }
+        }
+        out.push(Output::Committed(upto));
+    }
+}
+
+/// A message's name for logs (never its value, which may be large).
+pub fn short_name(m: &Msg) -> &'static str {
+    match m {
+        Msg::FollowerInfo { .. } => "FOLLOWERINFO",
+        Msg::LeaderInfo { .. } => "LEADERINFO",
+        Msg::AckEpoch { .. } => "ACKEPOCH",
+        Msg::Diff { .. } => "DIFF",
+        Msg::Trunc { .. } => "TRUNC",
+        Msg::Snap { .. } => "SNAP",
+        Msg::Txn { .. } => "TXN",
+        Msg::NewLeader { .. } => "NEWLEADER",
+        Msg::Ack { .. } => "ACK",
+        Msg::UpToDate { .. } => "UPTODATE",
+        Msg::Proposal { .. } => "PROPOSAL",
+        Msg::Commit { .. } => "COMMIT",
+        Msg::Ping => "PING",
+    }
+}
+
+#[cfg(test)]
+impl Leader {
+    /// Pretends the log already ends at `zxid` (to reach the counter's end without 4G writes).
+    pub(crate) fn force_last_zxid(&mut self, zxid: u64) {
+        self.history.push(Txn {
+            zxid,
+            value: serde_json::Value::Null,
+        });
+        self.self_durable = zxid;
+        self.committed = zxid;
+    }
+}

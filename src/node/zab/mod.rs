@@ -1,0 +1,191 @@
+//! Zab for fle-node: what runs after Fast Leader Election decided (ZooKeeper's Leader/Follower).
+//!
+//! - [`store`]: epochs + the durable txnlog, shared with the election and the HTTP handlers;
+//! - [`messages`]: the quorum-port protocol (frames and a strict decoder);
+//! - [`leader`] / [`follower`]: pure state machines (messages and beats in, [`actions::Output`]s
+//!   out), with [`plan`] choosing DIFF / TRUNC / SNAP;
+//! - [`lead`] / [`follow`]: the async shells that run a machine over real TCP and real files.
+//!
+//! Both shells end (return) when the role ends; the server loop then goes back to LOOKING.
+
+pub mod actions;
+mod conn;
+mod exec;
+mod follow;
+pub mod follower;
+mod lead;
+pub mod leader;
+pub mod messages;
+pub mod plan;
+#[cfg(test)]
+mod sim_tests;
+pub mod store;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use crate::api::{ApiError, NodeStatus, WriteCommitted, ZabPhase};
+pub use actions::SyncMode;
+pub use follow::follow;
+pub use lead::{lead, lead_accepting};
+pub use store::{SharedStore, Store};
+
+/// What a role needs to know about the ensemble.
+#[derive(Debug, Clone)]
+pub struct ZabConfig {
+    pub my_sid: u64,
+    /// Every voter's quorum address (server.N=host:quorumPort:electionPort), me included.
+    /// Outgoing sockets bind to my own address's IP.
+    pub voters: BTreeMap<u64, SocketAddr>,
+    pub tick: Duration,
+    pub init_limit: u32,
+    pub sync_limit: u32,
+    /// Servers needed for a quorum, myself included (normally voters/2 + 1; a seeded bug may
+    /// shrink it).
+    pub quorum: usize,
+    /// A write not committed by then is answered `Unknown`.
+    pub write_timeout: Duration,
+    /// A follower missing more txns than this gets SNAP instead of DIFF.
+    pub snap_threshold: usize,
+}
+
+impl ZabConfig {
+    /// ZooKeeper's usual quorum and a write timeout of twice the leader's own give-up time.
+    pub fn new(
+        my_sid: u64,
+        voters: BTreeMap<u64, SocketAddr>,
+        tick: Duration,
+        init_limit: u32,
+        sync_limit: u32,
+    ) -> ZabConfig {
+        let quorum = voters.len() / 2 + 1;
+        ZabConfig {
+            my_sid,
+            voters,
+            tick,
+            init_limit,
+            sync_limit,
+            quorum,
+            write_timeout: tick * sync_limit * 2,
+            snap_threshold: 10_000,
+        }
+    }
+
+    /// One beat is half a tick: the ping period.
+    pub(crate) fn beat(&self) -> Duration {
+        (self.tick / 2).max(Duration::from_millis(1))
+    }
+
+    pub(crate) fn my_addr(&self) -> anyhow::Result<SocketAddr> {
+        self.voters.get(&self.my_sid).copied().ok_or_else(|| {
+            anyhow::anyhow!(
+                "server {} has no quorum address in the voter list; add server.{}=host:quorumPort:electionPort",
+                self.my_sid, self.my_sid
+            )
+        })
+    }
+}
+
+/// A role's view published for `/status` and the election (a tokio watch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZabProgress {
+    pub zab_phase: ZabPhase,
+    /// currentEpoch.
+    pub peer_epoch: u64,
+    pub accepted_epoch: u64,
+    /// Last logged zxid (uncommitted included).
+    pub last_zxid: u64,
+    pub last_committed_zxid: u64,
+    /// How this server was last synced as a follower.
+    pub sync_mode: Option<SyncMode>,
+}
+
+impl ZabProgress {
+    /// The store's figures with the given phase.
+    pub fn from_store(s: &Store, zab_phase: ZabPhase, sync_mode: Option<SyncMode>) -> Self {
+        ZabProgress {
+            zab_phase,
+            peer_epoch: s.current_epoch(),
+            accepted_epoch: s.accepted_epoch(),
+            last_zxid: s.last_logged_zxid(),
+            last_committed_zxid: s.last_committed_zxid(),
+            sync_mode,
+        }
+    }
+}
+
+impl ZabProgress {
+    /// Copies these figures into a node's `/status`.
+    pub fn apply_to(&self, status: &mut NodeStatus) {
+        status.zab_phase = self.zab_phase;
+        status.peer_epoch = self.peer_epoch;
+        status.accepted_epoch = self.accepted_epoch;
+        status.last_zxid = self.last_zxid;
+        status.last_zxid_hex = format!("{:#x}", self.last_zxid);
+        status.last_committed_zxid = self.last_committed_zxid;
+    }
+}
+
+/// A client write handed to the leader.
+#[derive(Debug)]
+pub struct ClientWrite {
+    pub value: serde_json::Value,
+    pub reply: oneshot::Sender<WriteOutcome>,
+}
+
+/// The answer to a client write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOutcome {
+    /// Committed at this zxid (HTTP 200).
+    Committed(u64),
+    /// Certainly not applied (HTTP 503).
+    Rejected(String),
+    /// May or may not be applied (HTTP 504).
+    Unknown(String),
+}
+
+impl WriteOutcome {
+    /// The `POST /write` answer: 200 committed, 503 certainly not applied, 504 unknown.
+    pub fn http(&self) -> (u16, serde_json::Value) {
+        let err = |error: &str, outcome_unknown| {
+            serde_json::to_value(ApiError {
+                error: error.to_string(),
+                leader: None,
+                outcome_unknown,
+            })
+            .unwrap_or_default()
+        };
+        match self {
+            WriteOutcome::Committed(zxid) => (
+                200,
+                serde_json::to_value(WriteCommitted { zxid: *zxid }).unwrap_or_default(),
+            ),
+            WriteOutcome::Rejected(why) => (503, err(why, false)),
+            WriteOutcome::Unknown(why) => (504, err(why, true)),
+        }
+    }
+}
+
+/// Publishes progress, waking watchers only when something changed.
+pub(crate) fn publish(
+    progress: &tokio::sync::watch::Sender<ZabProgress>,
+    store: &SharedStore,
+    phase: ZabPhase,
+    sync_mode: Option<SyncMode>,
+) {
+    let p = ZabProgress::from_store(&store::lock(store), phase, sync_mode);
+    progress.send_if_modified(|old| {
+        if *old != p {
+            *old = p;
+            true
+        } else {
+            false
+        }
+    });
+}
