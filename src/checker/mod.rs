@@ -60,6 +60,19 @@ pub struct CheckResult {
     /// Measurements (recovery times, leaderless windows...), checker-specific.
     #[serde(default)]
     pub measurements: serde_json::Value,
+    /// False when the target cannot give this checker its data at all (real ZooKeeper does not
+    /// expose the votes it counted): the verdict stays unknown, with the reason, but does not
+    /// count in the combined verdict.
+    #[serde(default = "applicable_by_default", skip_serializing_if = "is_true")]
+    pub applicable: bool,
+}
+
+fn applicable_by_default() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// `results.json`: every checker's result and the combined verdict.
@@ -125,8 +138,16 @@ pub fn check_digest(
     ];
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
-    for (name, f) in findings {
-        valid = valid.and(f.valid);
+    for (name, mut f) in findings {
+        let applicable = !(name == vote_rule::NAME && info.target == "zookeeper");
+        if applicable {
+            valid = valid.and(f.valid);
+        } else {
+            f.explanation = format!(
+                "Not applicable to {}: it does not expose the votes it counted, so this checker cannot judge it and the combined verdict leaves it out. {}",
+                info.target, f.explanation
+            );
+        }
         let evidence = f
             .evidence
             .iter()
@@ -142,6 +163,7 @@ pub fn check_digest(
             explanation: f.explanation,
             evidence,
             measurements: f.measurements,
+            applicable,
         });
     }
     Results { valid, checkers }
@@ -170,6 +192,7 @@ fn unreadable(why: String) -> Results {
     let checkers = names
         .iter()
         .map(|n| CheckResult {
+            applicable: true,
             name: n.to_string(),
             valid: Validity::Unknown,
             explanation: format!("The history cannot be read: {why}"),

@@ -116,7 +116,13 @@ impl FleNode {
             let sid = sid_of(peer).with_context(|| format!("node name {peer} has no sid"))?;
             let p = self.ports(peer)?;
             let host = self.control.node_host(peer)?;
-            writeln!(cfg, "server.{sid}={host}:{}:{}", p.quorum, p.election)?;
+            // `;host:port` is the server's client (here: HTTP) address, so followers can forward
+            // writes to the leader as ZooKeeper's do.
+            writeln!(
+                cfg,
+                "server.{sid}={host}:{}:{};{host}:{}",
+                p.quorum, p.election, p.http
+            )?;
         }
         writeln!(cfg, "admin.serverAddress={}", self.control.node_host(node)?)?;
         writeln!(cfg, "admin.serverPort={}", self.ports(node)?.http)?;

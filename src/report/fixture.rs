@@ -586,6 +586,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
     };
     let checkers = vec![
         CheckResult {
+            applicable: true,
             name: "election-safety".into(),
             valid: Validity::True,
             explanation: format!(
@@ -597,6 +598,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             measurements: json!({"leaders": sim.leaders.len()}),
         },
         CheckResult {
+            applicable: true,
             name: "durability".into(),
             valid: if spec.invalid {
                 Validity::False
@@ -620,6 +622,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             measurements: Value::Null,
         },
         CheckResult {
+            applicable: true,
             name: "epoch-monotonicity".into(),
             valid: if spec.invalid {
                 Validity::Unknown
@@ -635,6 +638,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             measurements: Value::Null,
         },
         CheckResult {
+            applicable: true,
             name: "recovery".into(),
             valid: Validity::True,
             explanation: "a quorum agreed on one leader 0.7 s after the final heal".into(),

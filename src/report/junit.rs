@@ -50,6 +50,7 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
             escape(&class)
         );
         let tag = match c.valid {
+            _ if !c.applicable => Some("skipped"),
             Validity::True => None,
             Validity::False => Some("failure"),
             Validity::Unknown => Some("error"),
