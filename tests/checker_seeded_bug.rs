@@ -1,7 +1,9 @@
 //! The checkers catch a real bug in a real cluster: fle-node started with the test-only
-//! `--bug quorum-minority` (a quorum of n/2 instead of n/2+1) under a halves partition of 4
-//! nodes lets both halves elect a leader in the same epoch, and election-safety says so. The
-//! same run without the bug is judged safe, so the verdict is the bug's doing.
+//! `--bug quorum-minority` (a quorum of n/2 instead of n/2+1) under repeated random halves
+//! partitions of 4 nodes. The first split leaves the old leader leading its half while the other
+//! half elects the next epoch; a later split that crosses both pairs makes both new halves pick
+//! the same next epoch from the same accepted epochs, and two servers lead it: election-safety
+//! says so. The same runs without the bug are judged safe, so the verdict is the bug's doing.
 
 mod run_support;
 
@@ -12,7 +14,7 @@ use std::time::Duration;
 const HALVES: &str =
     "interval = \"3s\"\nduration = \"5s\"\n[[fault]]\nkind = \"partition\"\nshape = \"halves\"\n";
 
-/// Runs 4 nodes under a halves partition; returns the exit code and results.json.
+/// Runs 4 nodes under random halves partitions; returns the exit code and results.json.
 fn run(bug: bool, dir: &std::path::Path) -> (i32, Results) {
     let schedule = dir.join("halves.toml");
     std::fs::write(&schedule, HALVES).unwrap();

@@ -4,51 +4,12 @@
 
 mod run_support;
 
-use fle_chaos::control::local::{LocalCluster, NetMode};
-use fle_chaos::control::registry::{is_same_process, process_start_time, Registry};
+use fle_chaos::control::local::NetMode;
+use fle_chaos::control::registry::{is_same_process, process_start_time};
 use fle_chaos::control::{Control, DaemonSpec, Signal};
-use run_support::{leftovers, root_or_skip, wait_for};
+use run_support::{cluster, in_netns, leftovers, root_or_skip, wait_for};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// A cluster that is torn down when dropped, also when an assertion fails.
-struct Cluster(LocalCluster);
-
-impl std::ops::Deref for Cluster {
-    type Target = LocalCluster;
-    fn deref(&self) -> &LocalCluster {
-        &self.0
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.0.teardown();
-    }
-}
-
-fn cluster(mode: NetMode, n: usize, dir: &std::path::Path) -> Cluster {
-    let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    let registry = Arc::new(Registry::create(&run_id, dir).unwrap());
-    let nodes = (1..=n).map(|i| format!("n{i}")).collect();
-    Cluster(LocalCluster::create(mode, nodes, dir, registry).unwrap())
-}
-
-/// Runs `f` on a thread that has joined namespace `ns`.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        assert_eq!(
-            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
-            0
-        );
-        f()
-    })
-    .join()
-    .unwrap()
-}
 
 fn sleeper(dir: &std::path::Path) -> DaemonSpec {
     DaemonSpec {

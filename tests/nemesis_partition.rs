@@ -3,33 +3,14 @@
 
 mod run_support;
 
-use fle_chaos::control::local::{LocalCluster, NetMode};
-use fle_chaos::control::registry::Registry;
+use fle_chaos::control::local::NetMode;
 use fle_chaos::control::Control;
 use fle_chaos::nemesis::inject::{chain_present, cut, uncut};
 use fle_chaos::nemesis::partition::grudge;
 use fle_chaos::nemesis::schedule::PartitionShape;
-use run_support::root_or_skip;
+use run_support::{in_netns, root_or_skip, Cluster};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// A namespace cluster torn down when dropped, also when an assertion fails.
-struct Cluster(LocalCluster);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.0.teardown();
-    }
-}
-
-fn cluster(n: usize, dir: &std::path::Path) -> Cluster {
-    let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    let registry = Arc::new(Registry::create(&run_id, dir).unwrap());
-    let nodes = (1..=n).map(|i| format!("n{i}")).collect();
-    Cluster(LocalCluster::create(NetMode::Netns, nodes, dir, registry).unwrap())
-}
 
 /// Runs `f` on a thread that has joined node `node`'s network namespace.
 fn in_node<T: Send + 'static>(
@@ -37,17 +18,7 @@ fn in_node<T: Send + 'static>(
     node: &str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> T {
-    let ns = c.0.netns().unwrap().netns_of(node).unwrap();
-    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        assert_eq!(
-            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
-            0
-        );
-        f()
-    })
-    .join()
-    .unwrap()
+    in_netns(&c.netns().unwrap().netns_of(node).unwrap(), f)
 }
 
 fn connects(to: SocketAddr) -> bool {
@@ -56,7 +27,7 @@ fn connects(to: SocketAddr) -> bool {
 
 /// Whether a datagram from `from` (bound in its namespace) reaches `to` within the timeout.
 fn datagram_arrives(c: &Cluster, from: &str, to: &str, port: u16) -> bool {
-    let (from_ip, to_ip) = (c.0.node_host(from).unwrap(), c.0.node_host(to).unwrap());
+    let (from_ip, to_ip) = (c.node_host(from).unwrap(), c.node_host(to).unwrap());
     let receiver = in_node(c, to, move || {
         UdpSocket::bind(SocketAddr::new(to_ip, port)).unwrap()
     });
@@ -81,8 +52,8 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(3, dir.path());
-    let n1: IpAddr = c.0.node_host("n1").unwrap();
+    let c = run_support::cluster(NetMode::Netns, 3, dir.path());
+    let n1: IpAddr = c.node_host("n1").unwrap();
     let listener = in_node(&c, "n1", move || {
         TcpListener::bind(SocketAddr::new(n1, 7100)).unwrap()
     });
@@ -93,7 +64,7 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
     );
 
     let g = grudge(PartitionShape::IsolateOne, &nodes(3), &["n1".into()], 0);
-    let rules = cut(&c.0, &g).unwrap();
+    let rules = cut(&*c, &g).unwrap();
     assert_eq!(rules["n1"].len(), 2, "n1 drops both peers: {rules:?}");
     assert!(
         !in_node(&c, "n2", move || connects(addr)),
@@ -106,15 +77,15 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
     assert!(connects(addr), "the controller still reaches n1");
     for node in nodes(3) {
         assert!(
-            chain_present(&c.0, &node).unwrap(),
+            chain_present(&*c, &node).unwrap(),
             "{node} has the tool's chain"
         );
     }
 
-    assert!(uncut(&c.0, &nodes(3)).is_empty());
+    assert!(uncut(&*c, &nodes(3)).is_empty());
     for node in nodes(3) {
         assert!(
-            !chain_present(&c.0, &node).unwrap(),
+            !chain_present(&*c, &node).unwrap(),
             "{node} still has the tool's chain"
         );
     }
@@ -130,14 +101,14 @@ fn one_way_drops_only_one_direction() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let c = cluster(3, dir.path());
+    let c = run_support::cluster(NetMode::Netns, 3, dir.path());
     assert!(
         datagram_arrives(&c, "n1", "n2", 7200),
         "before the partition n1 reaches n2"
     );
 
     let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
-    cut(&c.0, &g).unwrap();
+    cut(&*c, &g).unwrap();
     assert!(
         !datagram_arrives(&c, "n1", "n2", 7201),
         "n1 -> n2 must be dropped"
@@ -155,7 +126,7 @@ fn one_way_drops_only_one_direction() {
         "n2 -> n3 is not part of the cut"
     );
 
-    assert!(uncut(&c.0, &nodes(3)).is_empty());
+    assert!(uncut(&*c, &nodes(3)).is_empty());
     assert!(
         datagram_arrives(&c, "n1", "n2", 7205),
         "after healing n1 reaches n2 again"

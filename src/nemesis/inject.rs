@@ -265,22 +265,35 @@ pub fn uncut(control: &dyn Control, nodes: &[String]) -> BTreeMap<String, String
 
 /// Removes the tool's chain from `nodes` and records the heal.
 pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let mut value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
+    let value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
+    record_undo(ctx, F::Heal, None, value, last, || {
+        uncut(ctx.control.as_ref(), nodes)
+    });
+}
+
+/// Records an undo as `invoke`, then `info`, or `fail` naming the nodes `undo` could not put
+/// right (its map of node -> error).
+fn record_undo(
+    ctx: &NemesisContext,
+    f: F,
+    node: Option<&str>,
+    mut value: Value,
+    last: bool,
+    undo: impl FnOnce() -> BTreeMap<String, String>,
+) {
     if last {
         value["final"] = json!(true);
     }
     ctx.recorder
-        .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
-    let errors = uncut(ctx.control.as_ref(), nodes);
+        .record(NEMESIS, EventType::Invoke, f, node, value.clone());
+    let errors = undo();
     let kind = if errors.is_empty() {
         EventType::Info
     } else {
+        value["errors"] = json!(errors);
         EventType::Fail
     };
-    if !errors.is_empty() {
-        value["errors"] = json!(errors);
-    }
-    ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+    ctx.recorder.record(NEMESIS, kind, f, node, value);
 }
 
 /// Whether the tool's chain exists in `node`'s context.
@@ -383,33 +396,16 @@ pub fn write_clock(ctx: &NemesisContext, node: &str, text: &str) -> Result<PathB
 
 /// Sets `nodes`' clocks back to +0 and records it.
 pub fn reset_clocks(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let mut value = json!({ "nodes": nodes, "mode": "reset", "offset_ms": 0 });
-    if last {
-        value["final"] = json!(true);
-    }
-    ctx.recorder.record(
-        NEMESIS,
-        EventType::Invoke,
-        F::Clock,
-        single(nodes),
-        value.clone(),
-    );
-    let mut errors = BTreeMap::new();
-    for node in nodes {
-        if let Err(e) = write_clock(ctx, node, &clock::reset_text()) {
-            errors.insert(node.clone(), format!("{e:#}"));
+    let value = json!({ "nodes": nodes, "mode": "reset", "offset_ms": 0 });
+    record_undo(ctx, F::Clock, single(nodes), value, last, || {
+        let mut errors = BTreeMap::new();
+        for node in nodes {
+            if let Err(e) = write_clock(ctx, node, &clock::reset_text()) {
+                errors.insert(node.clone(), format!("{e:#}"));
+            }
         }
-    }
-    let kind = if errors.is_empty() {
-        EventType::Info
-    } else {
-        EventType::Fail
-    };
-    if !errors.is_empty() {
-        value["errors"] = json!(errors);
-    }
-    ctx.recorder
-        .record(NEMESIS, kind, F::Clock, single(nodes), value);
+        errors
+    });
 }
 
 /// The `node` field of an event about `nodes`: set only when it is one node.

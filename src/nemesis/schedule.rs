@@ -7,8 +7,10 @@ use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
 
-/// The fault kinds, as named on the command line and in schedule files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+/// The fault kinds, as named on the command line and in schedule files (in legend order).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FaultKind {
     Kill,
@@ -34,7 +36,7 @@ impl FaultKind {
         }
     }
 
-    fn parse(s: &str) -> Option<FaultKind> {
+    pub fn parse(s: &str) -> Option<FaultKind> {
         FaultKind::ALL.into_iter().find(|k| k.name() == s)
     }
 }

@@ -8,36 +8,7 @@
 use crate::history::{Event, EventType, F};
 use serde_json::Value;
 
-/// Kinds of fault, in the order legends list them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FaultKind {
-    Kill,
-    Pause,
-    Partition,
-    Clock,
-}
-
-impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::Partition,
-        FaultKind::Clock,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::Clock => "clock",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<FaultKind> {
-        FaultKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
+pub use crate::nemesis::schedule::FaultKind;
 
 /// One fault in force from `start_ns` to `end_ns` (the run's end if never undone).
 #[derive(Debug, Clone, PartialEq)]

@@ -141,6 +141,32 @@ fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
     }
 }
 
+/// `cargo run -- test` builds only fle-chaos: when cargo started us (it sets `CARGO` and
+/// `CARGO_MANIFEST_DIR`) and fle-node is missing beside us, build it the same way, saying so.
+fn build_node_with_cargo(expected: &std::path::Path) -> bool {
+    let (Some(cargo), Some(manifest_dir)) = (
+        std::env::var_os("CARGO"),
+        std::env::var_os("CARGO_MANIFEST_DIR"),
+    ) else {
+        return false;
+    };
+    let release = expected
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| d == "release");
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--bin", "fle-node", "--manifest-path"])
+        .arg(std::path::Path::new(&manifest_dir).join("Cargo.toml"));
+    if release {
+        cmd.arg("--release");
+    }
+    eprintln!(
+        "fle-chaos: fle-node is not built yet; building it: cargo build{} --bin fle-node",
+        if release { " --release" } else { "" }
+    );
+    cmd.status().is_ok_and(|s| s.success()) && expected.is_file()
+}
+
 impl Plan {
     pub fn from_args(args: TestArgs) -> Result<Plan> {
         let mode = match args.net {
@@ -234,7 +260,10 @@ impl Plan {
                 })?
                 .with_file_name("fle-node"),
         };
-        if args.target == TargetKind::Fle && !binary.is_file() {
+        if args.target == TargetKind::Fle
+            && !binary.is_file()
+            && (args.node_binary.is_some() || !build_node_with_cargo(&binary))
+        {
             return Err(bad_input(format!(
                 "fle-node not found at {}: build it (cargo build --release) or pass --node-binary FILE",
                 binary.display()

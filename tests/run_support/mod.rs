@@ -2,9 +2,13 @@
 //! and finding and checking what a run created (from its `resources.jsonl`).
 #![allow(dead_code)]
 
-use fle_chaos::control::registry::{is_same_process, read_resources, Resource};
+use fle_chaos::control::local::{LocalCluster, NetMode};
+use fle_chaos::control::registry::{is_same_process, read_resources, Registry, Resource};
+use fle_chaos::control::Control;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn fle_chaos() -> Command {
@@ -130,4 +134,41 @@ pub fn leftovers(resources: &[Resource]) -> Vec<String> {
         }
     }
     left
+}
+
+/// A cluster that is torn down when dropped, also when an assertion fails.
+pub struct Cluster(pub LocalCluster);
+
+impl std::ops::Deref for Cluster {
+    type Target = LocalCluster;
+    fn deref(&self) -> &LocalCluster {
+        &self.0
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.0.teardown();
+    }
+}
+
+pub fn cluster(mode: NetMode, n: usize, dir: &std::path::Path) -> Cluster {
+    let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
+    let registry = Arc::new(Registry::create(&run_id, dir).unwrap());
+    let nodes = (1..=n).map(|i| format!("n{i}")).collect();
+    Cluster(LocalCluster::create(mode, nodes, dir, registry).unwrap())
+}
+
+/// Runs `f` on a thread that has joined namespace `ns`.
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+    std::thread::spawn(move || {
+        assert_eq!(
+            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
+            0
+        );
+        f()
+    })
+    .join()
+    .unwrap()
 }
