@@ -1,9 +1,9 @@
 //! The checkers catch a real bug in a real cluster: fle-node started with the test-only
-//! `--bug quorum-minority` (a quorum of n/2 instead of n/2+1) under repeated random halves
-//! partitions of 4 nodes. The first split leaves the old leader leading its half while the other
-//! half elects the next epoch; a later split that crosses both pairs makes both new halves pick
-//! the same next epoch from the same accepted epochs, and two servers lead it: election-safety
-//! says so. The same runs without the bug are judged safe, so the verdict is the bug's doing.
+//! `--bug quorum-minority` (a quorum of n/2 instead of n/2+1) on 5 nodes, partitioned into
+//! {n1,n2} {n3,n4} {n5}. The first leader, n5 (FLE's best vote), is cut off alone and steps
+//! down; each pair, holding a "quorum" of 2, elects a leader, both picking the same next epoch
+//! from the same accepted epochs: two servers lead one epoch, and election-safety says so. The
+//! same run without the bug is judged safe, so the verdict is the bug's doing.
 
 mod run_support;
 
@@ -11,17 +11,17 @@ use fle_chaos::checker::{Results, Validity};
 use run_support::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
 use std::time::Duration;
 
-const HALVES: &str =
-    "interval = \"3s\"\nduration = \"5s\"\n[[fault]]\nkind = \"partition\"\nshape = \"halves\"\n";
+const SPLIT: &str = "interval = \"2s\"\nduration = \"4s\"\n[[fault]]\nkind = \"partition\"\n\
+    shape = \"groups\"\ngroups = [[\"n1\", \"n2\"], [\"n3\", \"n4\"]]\n";
 
-/// Runs 4 nodes under random halves partitions; returns the exit code and results.json.
+/// Runs 5 nodes under the split; returns the exit code and results.json.
 fn run(bug: bool, dir: &std::path::Path) -> (i32, Results) {
-    let schedule = dir.join("halves.toml");
-    std::fs::write(&schedule, HALVES).unwrap();
+    let schedule = dir.join("split.toml");
+    std::fs::write(&schedule, SPLIT).unwrap();
     let out = dir.join("reports");
     let mut args = vec![
         "--nodes",
-        "4",
+        "5",
         "--time-limit",
         "10",
         "--seed",

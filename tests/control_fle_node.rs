@@ -164,7 +164,6 @@ async fn fle_node_target_and_observers_on_a_real_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs fle-node's /write and /log (Zab); un-ignore once Zab is on main"]
 async fn writes_through_the_leader_commit_and_reach_the_logs() {
     if !root_or_skip("writes_through_the_leader_commit_and_reach_the_logs") {
         return;
@@ -182,13 +181,13 @@ async fn writes_through_the_leader_commit_and_reach_the_logs() {
     .await
     .expect("no write committed");
     let follower = nodes.iter().find(|n| **n != leader).unwrap();
-    assert!(
-        matches!(
-            target.write(follower, serde_json::json!(1)).await,
-            WriteOutcome::Fail { .. }
-        ),
-        "a follower must refuse (503 = fail)"
-    );
+    // A follower forwards to the leader, as ZooKeeper's do (zoo.cfg names each HTTP address).
+    match target.write(follower, serde_json::json!(1)).await {
+        WriteOutcome::Ok { zxid: forwarded } => {
+            assert!(forwarded > zxid, "{forwarded} after {zxid}")
+        }
+        other => panic!("a write through a follower must be forwarded and commit: {other:?}"),
+    }
     let log = poll(Duration::from_secs(30), async || {
         let log = target.read_log(follower).await.ok()?;
         log.entries.iter().any(|e| e.zxid == zxid).then_some(log)

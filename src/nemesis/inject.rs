@@ -6,7 +6,7 @@
 
 use super::clock;
 use super::iptables;
-use super::partition::{components, grudge, Grudge};
+use super::partition::{components, groups_grudge, grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{ClockMode, FaultKind, PartitionShape};
 use super::targets::resolve;
@@ -88,7 +88,15 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                 } else {
                     resolved.nodes.clone()
                 };
-                partition(ctx, shape, &nodes, &targets, fault.pick, &base)
+                partition(
+                    ctx,
+                    shape,
+                    &nodes,
+                    &targets,
+                    t.groups.as_deref(),
+                    fault.pick,
+                    &base,
+                )
             }
             FaultKind::Clock => skew(ctx, t.clock, fault, &resolved.nodes, &base),
         };
@@ -172,6 +180,7 @@ fn partition(
     shape: PartitionShape,
     nodes: &[String],
     targets: &[String],
+    groups: Option<&[Vec<String>]>,
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
@@ -180,7 +189,15 @@ fn partition(
             "partitions need nodes with their own network stack (--net netns, or hosts over SSH)"
         );
     }
-    let g = grudge(shape, nodes, targets, pick);
+    let g = match groups {
+        Some(groups) => {
+            if let Some(unknown) = groups.iter().flatten().find(|n| !nodes.contains(n)) {
+                bail!("groups name {unknown}, which is not a node of this cluster");
+            }
+            groups_grudge(nodes, groups)
+        }
+        None => grudge(shape, nodes, targets, pick),
+    };
     let mut value = base.clone();
     value["shape"] = json!(shape.name());
     value["nodes"] = json!(g.keys().collect::<Vec<_>>());

@@ -62,11 +62,28 @@ pub fn grudge(shape: PartitionShape, nodes: &[String], targets: &[String], pick:
             let b = &rest[1..];
             cut(&mut g, a, b);
         }
+        // Explicit groups come with the fault: see `groups_grudge`.
+        PartitionShape::Groups => {}
         PartitionShape::OneWay => {
             for other in nodes.iter().filter(|n| **n != first_target) {
                 g.entry(other.clone())
                     .or_default()
                     .insert(first_target.clone());
+            }
+        }
+    }
+    g
+}
+
+/// The grudge of explicit `groups`: each node drops everyone outside its own group; a node in
+/// no group drops (and is dropped by) everyone.
+pub fn groups_grudge(nodes: &[String], groups: &[Vec<String>]) -> Grudge {
+    let group_of = |n: &String| groups.iter().position(|g| g.contains(n));
+    let mut g = Grudge::new();
+    for a in nodes {
+        for b in nodes {
+            if a != b && (group_of(a).is_none() || group_of(a) != group_of(b)) {
+                g.entry(a.clone()).or_default().insert(b.clone());
             }
         }
     }
@@ -223,6 +240,24 @@ mod tests {
                 "n={n}: nothing is cut"
             );
         }
+    }
+
+    #[test]
+    fn explicit_groups_cut_between_groups_and_isolate_the_rest() {
+        let groups = vec![
+            vec!["n1".to_string(), "n2".into()],
+            vec!["n3".into(), "n4".into()],
+        ];
+        let g = groups_grudge(&nodes(5), &groups);
+        let c = components(&nodes(5), &g);
+        assert_eq!(
+            c,
+            vec![
+                vec!["n1".to_string(), "n2".into()],
+                vec!["n3".into(), "n4".into()],
+                vec!["n5".into()]
+            ]
+        );
     }
 
     #[test]

@@ -101,10 +101,13 @@ pub enum PartitionShape {
     Bridge,
     /// Traffic from the target to every other node is dropped; the other way still flows.
     OneWay,
+    /// Explicit groups (`groups = [["n1","n2"],["n3","n4"]]`): each node hears only its own
+    /// group; a node in no group is cut off alone.
+    Groups,
 }
 
 impl PartitionShape {
-    pub const ALL: [PartitionShape; 7] = [
+    pub const ALL: [PartitionShape; 8] = [
         PartitionShape::IsolateLeader,
         PartitionShape::IsolateOne,
         PartitionShape::Halves,
@@ -112,6 +115,7 @@ impl PartitionShape {
         PartitionShape::MajoritiesRing,
         PartitionShape::Bridge,
         PartitionShape::OneWay,
+        PartitionShape::Groups,
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,6 +127,7 @@ impl PartitionShape {
             PartitionShape::MajoritiesRing => "majorities-ring",
             PartitionShape::Bridge => "bridge",
             PartitionShape::OneWay => "one-way",
+            PartitionShape::Groups => "groups",
         }
     }
 
@@ -149,6 +154,8 @@ pub struct FaultTemplate {
     pub target: TargetSpec,
     /// Partitions only.
     pub shape: Option<PartitionShape>,
+    /// The groups of a `groups` partition.
+    pub groups: Option<Vec<Vec<String>>>,
     /// Clock faults only.
     pub clock: Option<ClockMode>,
     /// How long the fault lasts before it is undone; None = the schedule's duration.
@@ -281,6 +288,7 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         kind,
         target,
         shape,
+        groups: None,
         clock,
         duration: None,
         weight: 1,
@@ -304,6 +312,8 @@ struct RawFault {
     kind: String,
     target: Option<String>,
     shape: Option<String>,
+    /// Partition shape "groups": the groups, e.g. [["n1", "n2"], ["n3", "n4"]].
+    groups: Option<Vec<Vec<String>>>,
     /// Clock: "bump" | "strobe" | "rate".
     mode: Option<String>,
     /// Clock: "+300s", "-2m", "500ms"; bump without a sign picks one from the seed.
@@ -341,6 +351,27 @@ impl RawFault {
                     names.join(", ")
                 )
             })?);
+        }
+        match (&self.groups, t.shape) {
+            (Some(groups), Some(PartitionShape::Groups)) => {
+                let mut seen = std::collections::BTreeSet::new();
+                for name in groups.iter().flatten() {
+                    if crate::history::sid_of(name).is_none() {
+                        return Err(format!("groups: '{name}' is not a node name like n1"));
+                    }
+                    if !seen.insert(name) {
+                        return Err(format!("groups: {name} is in two groups"));
+                    }
+                }
+                t.groups = Some(groups.clone());
+            }
+            (None, Some(PartitionShape::Groups)) => {
+                return Err(
+                    "shape = \"groups\" needs groups = [[\"n1\", \"n2\"], [\"n3\", \"n4\"]]".into(),
+                )
+            }
+            (Some(_), _) => return Err("groups is only for shape = \"groups\"".into()),
+            (None, _) => {}
         }
         let clock_keys = self.mode.is_some()
             || self.delta.is_some()
@@ -568,5 +599,30 @@ target = "n1,n2"
         assert!(err.contains("only for kind = \"partition\""), "{err}");
         let err = Schedule::from_toml("t", "colour = 1\n[[fault]]\nkind = \"kill\"\n").unwrap_err();
         assert!(err.starts_with("line 1") && err.contains("colour"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    #[test]
+    fn groups_parse_and_are_checked() {
+        let ok = "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\ngroups = [[\"n1\", \"n2\"], [\"n3\"]]\n";
+        let s = Schedule::from_toml("t", ok).unwrap();
+        assert_eq!(s.faults[0].groups.as_ref().unwrap().len(), 2);
+        let twice =
+            "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\ngroups = [[\"n1\"], [\"n1\"]]\n";
+        assert!(Schedule::from_toml("t", twice)
+            .unwrap_err()
+            .contains("two groups"));
+        let missing = "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\n";
+        assert!(Schedule::from_toml("t", missing)
+            .unwrap_err()
+            .contains("needs groups"));
+        let stray = "[[fault]]\nkind = \"partition\"\nshape = \"halves\"\ngroups = [[\"n1\"]]\n";
+        assert!(Schedule::from_toml("t", stray)
+            .unwrap_err()
+            .contains("only for shape"));
     }
 }

@@ -1,18 +1,23 @@
-//! Figures for real Apache ZooKeeper under the `zookeeper` Target: cold start to a stable
-//! (quorum-backed) leader, time from a leader SIGKILL / SIGSTOP to a new quorum-backed
-//! leader, the rejoin time of the old leader, RSS per server, and the cost of one status
-//! read. Needs root (namespaces) and the zookeeper package.
+//! The side-by-side figure: fle-node and real Apache ZooKeeper, each through its `Target`, in
+//! their own network namespaces with the same tickTime/initLimit/syncLimit, in one invocation:
+//! cold start to a stable (quorum-backed) leader, leader SIGKILL / SIGSTOP to a new
+//! quorum-backed leader, the old leader's rejoin, RSS per server, one status read; then a table
+//! of medians with the ratio fle-node / ZooKeeper. Needs root (namespaces) and the zookeeper
+//! package (installed when missing).
 //!
-//! `cargo bench --bench zookeeper` (env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5, FLC_ZK_TICK_MS=200).
+//! `cargo bench --bench side_by_side` (env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
+//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper).
 
 use fle_chaos::api::NodeStatus;
+use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::registry::Registry;
 use fle_chaos::control::target::Target;
 use fle_chaos::control::zookeeper::observe::quorum_leader;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::Control;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 struct Teardown(Arc<LocalCluster>);
@@ -30,10 +35,10 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-async fn all_statuses(zk: &ZooKeeper, nodes: &[String]) -> Vec<NodeStatus> {
+async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
     let mut out = Vec::new();
     for n in nodes {
-        if let Ok(s) = zk.status(n).await {
+        if let Ok(s) = db.status(n).await {
             out.push(s);
         }
     }
@@ -42,14 +47,14 @@ async fn all_statuses(zk: &ZooKeeper, nodes: &[String]) -> Vec<NodeStatus> {
 
 /// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz.
 async fn until_leader(
-    zk: &ZooKeeper,
+    db: &dyn Target,
     nodes: &[String],
     size: usize,
     not: Option<u64>,
 ) -> Option<(u64, u64, Duration)> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(120) {
-        let seen = all_statuses(zk, nodes).await;
+        let seen = all_statuses(db, nodes).await;
         if let Some((sid, epoch)) = quorum_leader(&seen, size) {
             if Some(sid) != not {
                 return Some((sid, epoch, start.elapsed()));
@@ -60,10 +65,10 @@ async fn until_leader(
     None
 }
 
-async fn until_follows(zk: &ZooKeeper, node: &str, leader: u64) -> Option<Duration> {
+async fn until_follows(db: &dyn Target, node: &str, leader: u64) -> Option<Duration> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(120) {
-        if let Ok(s) = zk.status(node).await {
+        if let Ok(s) = db.status(node).await {
             if s.leader == Some(leader) && s.sid != leader {
                 return Some(start.elapsed());
             }
@@ -79,12 +84,23 @@ fn rss_kb(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Medians by (size, measurement, target), for the closing table.
+static MEDIANS: Mutex<BTreeMap<(usize, String, String), f64>> = Mutex::new(BTreeMap::new());
+
+/// The (size, target) being measured, for `summary`.
+static CURRENT: Mutex<(usize, String)> = Mutex::new((0, String::new()));
+
 fn summary(label: &str, mut ms: Vec<f64>) {
     if ms.is_empty() {
         println!("{label:<44} no samples");
         return;
     }
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let (size, target) = CURRENT.lock().unwrap().clone();
+    MEDIANS
+        .lock()
+        .unwrap()
+        .insert((size, label.to_string(), target), ms[ms.len() / 2]);
     println!(
         "{label:<44} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
         ms[0],
@@ -94,8 +110,9 @@ fn summary(label: &str, mut ms: Vec<f64>) {
     );
 }
 
-async fn bench_size(size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()> {
-    let dir = tempfile::Builder::new().prefix("flc-zk-bench").tempdir()?;
+async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()> {
+    *CURRENT.lock().unwrap() = (size, target.to_string());
+    let dir = tempfile::Builder::new().prefix("flc-db-bench").tempdir()?;
     let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
     let run_id = format!("b{:06x}", rand::random::<u32>() & 0xff_ffff);
     let registry = Arc::new(Registry::create(&run_id, dir.path())?);
@@ -106,16 +123,41 @@ async fn bench_size(size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()
         registry,
     )?);
     let _teardown = Teardown(cluster.clone());
-    let zk = ZooKeeper::new(cluster.clone(), ZooKeeperOptions::new(tick_ms, 10, 5))?;
-    println!("--- {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5, -Xmx128m");
+    let mut zk_sessions = None;
+    let db: Arc<dyn Target> = if target == "zookeeper" {
+        let zk = Arc::new(ZooKeeper::new(
+            cluster.clone(),
+            ZooKeeperOptions::new(tick_ms, 10, 5),
+        )?);
+        zk_sessions = Some(zk.clone());
+        zk
+    } else {
+        Arc::new(FleNode::new(
+            cluster.clone(),
+            FleNodeOptions {
+                binary: env!("CARGO_BIN_EXE_fle-node").into(),
+                tick_ms,
+                init_limit: 10,
+                sync_limit: 5,
+                faketime: false,
+                fake_monotonic: false,
+                bug: None,
+                finalize_wait_ms: None,
+                status_timeout: Duration::from_millis(500),
+                write_timeout: Duration::from_secs(5),
+            },
+        )?)
+    };
+    let db = db.as_ref();
+    println!("--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5");
     for n in &nodes {
-        zk.setup(n)?;
+        db.setup(n)?;
     }
     let cold = Instant::now();
     for n in &nodes {
-        zk.start(n)?;
+        db.start(n)?;
     }
-    let (mut leader, epoch, _) = until_leader(&zk, &nodes, size, None)
+    let (mut leader, epoch, _) = until_leader(db, &nodes, size, None)
         .await
         .ok_or_else(|| anyhow::anyhow!("no leader after cold start"))?;
     summary(
@@ -135,11 +177,11 @@ async fn bench_size(size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()
     let leader_node = format!("n{leader}");
     for _ in 0..200 {
         let t = Instant::now();
-        if zk.status(&leader_node).await.is_ok() {
+        if db.status(&leader_node).await.is_ok() {
             reads.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
-    summary("one status read, 2 AdminServer GETs (ms)", reads);
+    summary("one status read (ms)", reads);
 
     for (fault, label) in [("kill", "SIGKILL"), ("pause", "SIGSTOP")] {
         let (mut to_leader, mut rejoin) = (Vec::new(), Vec::new());
@@ -147,22 +189,22 @@ async fn bench_size(size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()
             let node = format!("n{leader}");
             let at = Instant::now();
             if fault == "kill" {
-                zk.kill(&node)?;
+                db.kill(&node)?;
             } else {
-                zk.pause(&node)?;
+                db.pause(&node)?;
             }
-            let Some((new, _, _)) = until_leader(&zk, &nodes, size, Some(leader)).await else {
+            let Some((new, _, _)) = until_leader(db, &nodes, size, Some(leader)).await else {
                 println!("  no new leader after {label} of {node}");
                 break;
             };
             to_leader.push(at.elapsed().as_secs_f64() * 1e3);
             let back = Instant::now();
             if fault == "kill" {
-                zk.start(&node)?;
+                db.start(&node)?;
             } else {
-                zk.resume(&node)?;
+                db.resume(&node)?;
             }
-            if until_follows(&zk, &node, new).await.is_some() {
+            if until_follows(db, &node, new).await.is_some() {
                 rejoin.push(back.elapsed().as_secs_f64() * 1e3);
             }
             leader = new;
@@ -182,18 +224,45 @@ async fn bench_size(size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()
         .map(|kb| kb as f64 / 1024.0)
         .collect();
     summary("RSS per server at the end (MiB)", rss);
-    zk.close_sessions().await;
+    if let Some(zk) = zk_sessions {
+        zk.close_sessions().await;
+    }
     Ok(())
+}
+
+/// The closing table: medians per target and the ratio fle-node / ZooKeeper.
+fn print_table() {
+    let medians = MEDIANS.lock().unwrap();
+    println!(
+        "\n{:<6} {:<44} {:>12} {:>12} {:>8}",
+        "nodes", "median", "fle-node", "zookeeper", "ratio"
+    );
+    let rows: std::collections::BTreeSet<(usize, String)> =
+        medians.keys().map(|(n, l, _)| (*n, l.clone())).collect();
+    for (n, label) in rows {
+        let get = |t: &str| medians.get(&(n, label.clone(), t.to_string())).copied();
+        let (f, z) = (get("fle"), get("zookeeper"));
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let ratio = match (f, z) {
+            (Some(f), Some(z)) if z > 0.0 => format!("{:.2}", f / z),
+            _ => "-".into(),
+        };
+        println!(
+            "{n:<6} {label:<44} {:>12} {:>12} {ratio:>8}",
+            show(f),
+            show(z)
+        );
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     if !fle_chaos::control::is_root() {
-        println!("zookeeper bench skipped: needs root (network namespaces)");
+        println!("side-by-side bench skipped: needs root (network namespaces)");
         return;
     }
     if let Err(e) = os_setup::ensure("java".as_ref(), &mut |m| eprintln!("setup: {m}")) {
-        println!("zookeeper bench skipped: {e:#}");
+        println!("side-by-side bench skipped: {e:#}");
         return;
     }
     let reps = env_or("FLC_ZK_REPS", 5usize);
@@ -203,9 +272,13 @@ async fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    let targets = std::env::var("FLC_TARGETS").unwrap_or_else(|_| "fle,zookeeper".into());
     for size in sizes {
-        if let Err(e) = bench_size(size, reps, tick_ms).await {
-            println!("--- {size} servers: failed: {e:#}");
+        for target in targets.split(',').map(str::trim) {
+            if let Err(e) = bench_size(target, size, reps, tick_ms).await {
+                println!("--- {target}, {size} servers: failed: {e:#}");
+            }
         }
     }
+    print_table();
 }
