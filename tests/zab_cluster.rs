@@ -33,10 +33,15 @@ struct Cluster {
     nodes: BTreeMap<u64, Node>,
 }
 
-/// Free loopback ports: bind :0, note the port, release it.
+/// A free loopback port below the kernel's ephemeral range (32768+), so that no other test's
+/// outgoing connection or `bind(0)` can take it before the leader binds it.
 fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
+    loop {
+        let port = 20_000 + (rand::random::<u16>() % 12_000);
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return l.local_addr().unwrap();
+        }
+    }
 }
 
 impl Cluster {

@@ -254,8 +254,14 @@ fn acknowledged_writes_survive_kill_9_of_leader_and_of_everyone() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let voters = (1..=3)
         .map(|s| {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            (s, l.local_addr().unwrap())
+            // Below the ephemeral range: see zab_cluster.rs's free_addr.
+            let port = loop {
+                let port = 20_000 + (rand::random::<u16>() % 12_000);
+                if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                    break port;
+                }
+            };
+            (s, SocketAddr::from(([127, 0, 0, 1], port)))
         })
         .collect();
     let mut e = Ensemble {

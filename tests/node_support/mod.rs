@@ -33,11 +33,18 @@ pub struct Cluster {
     pub extra_args: Vec<String>,
 }
 
-/// Ports the kernel says are free now (all held until every one is chosen).
+/// Ports that are free now (all held until every one is chosen). They are drawn below the
+/// kernel's ephemeral range (32768+): a port the kernel hands out is also what other tests'
+/// outgoing connections and `bind(0)`s get, so one could be taken between here and the node's
+/// own bind; a random port below that range is only ever taken by another explicit choice.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
+    let mut held: Vec<TcpListener> = Vec::new();
+    while held.len() < n {
+        let port = 20_000 + (rand::random::<u16>() % 12_000);
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(l);
+        }
+    }
     held.iter()
         .map(|l| l.local_addr().unwrap().port())
         .collect()
