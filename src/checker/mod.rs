@@ -122,6 +122,24 @@ impl Default for CheckOptions {
     }
 }
 
+/// Why a checker cannot judge this kind of run at all, if it cannot: real ZooKeeper does not
+/// expose the votes it counted; an observe-only workload makes no writes to keep.
+fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
+    let kind = info.settings["workload"]["kind"]
+        .as_str()
+        .unwrap_or(&info.workload);
+    if checker == vote_rule::NAME && info.target == "zookeeper" {
+        Some("ZooKeeper does not expose the votes it counted".into())
+    } else if checker == durability::NAME && kind == "election" {
+        Some(format!(
+            "the workload ({}) only observes and writes nothing",
+            info.workload
+        ))
+    } else {
+        None
+    }
+}
+
 /// Runs every checker on a digest; `quote` turns a history position into the original event.
 pub fn check_digest(
     d: &model::Digest,
@@ -139,15 +157,17 @@ pub fn check_digest(
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
     for (name, mut f) in findings {
-        let applicable = !(name == vote_rule::NAME && info.target == "zookeeper");
-        if applicable {
-            valid = valid.and(f.valid);
-        } else {
-            f.explanation = format!(
-                "Not applicable to {}: it does not expose the votes it counted, so this checker cannot judge it and the combined verdict leaves it out. {}",
-                info.target, f.explanation
-            );
+        let why_not = not_applicable(name, info);
+        match &why_not {
+            None => valid = valid.and(f.valid),
+            Some(why) => {
+                f.explanation = format!(
+                    "Not applicable: {why}, so the combined verdict leaves this checker out. {}",
+                    f.explanation
+                )
+            }
         }
+        let applicable = why_not.is_none();
         let evidence = f
             .evidence
             .iter()
