@@ -12,7 +12,19 @@ use std::time::Duration;
 static CLEAN: Mutex<()> = Mutex::new(());
 
 /// Starts a long run and waits until all its nodes are started; returns (child, run dir).
+/// These tests run `fle-chaos clean`, which cleans every dead run in its registry: give this test
+/// binary a registry of its own, so that it never races other tests' runs.
+fn own_registry() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir =
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("flc-registry-run-cleanup");
+        std::env::set_var("FLE_CHAOS_REGISTRY", dir);
+    });
+}
+
 fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::path::PathBuf) {
+    own_registry();
     let mut child = spawn_test(
         &["--nodes", "3", "--time-limit", "300", "--nemesis", "none"],
         out,
@@ -93,6 +105,7 @@ fn sigkill_leaves_resources_that_clean_removes() {
             && left.iter().any(|l| l.starts_with("process")),
         "a SIGKILLed controller cannot clean up, yet nothing is left: {left:?}"
     );
+    own_registry();
     let clean = fle_chaos().arg("clean").output().unwrap();
     let said = String::from_utf8_lossy(&clean.stdout);
     assert_eq!(clean.status.code(), Some(0), "{said}");
@@ -137,6 +150,7 @@ fn leave_running_keeps_the_cluster_until_clean() {
             && left.iter().filter(|l| l.starts_with("process")).count() == 2,
         "--leave-running left {left:?}"
     );
+    own_registry();
     let clean = fle_chaos().arg("clean").output().unwrap();
     assert_eq!(clean.status.code(), Some(0));
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
