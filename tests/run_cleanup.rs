@@ -50,6 +50,8 @@ fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::pa
 
 /// Sends `signal` to a run mid-way and checks that it tore everything down.
 fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: &str) {
+    // Serialized with the `clean` tests: a clean must not meet a run that is tearing down.
+    let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("reports");
     let (mut child, dir) = start_run(&out, &fle_node());
@@ -115,6 +117,7 @@ fn sigkill_leaves_resources_that_clean_removes() {
 
 #[test]
 fn leave_running_keeps_the_cluster_until_clean() {
+    own_registry();
     if !root_or_skip("leave_running_keeps_the_cluster_until_clean") {
         return;
     }

@@ -3,7 +3,7 @@
 //! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`).
 
 use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
-use super::{faketime, Control, DaemonSpec, Signal};
+use super::{faketime, Control, DaemonSpec};
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -190,20 +190,8 @@ impl Target for FleNode {
         )
     }
 
-    fn kill(&self, node: &str) -> Result<Option<u32>> {
-        self.control.kill(node)
-    }
-
-    fn pause(&self, node: &str) -> Result<Option<u32>> {
-        self.control.signal(node, Signal::SIGSTOP)
-    }
-
-    fn resume(&self, node: &str) -> Result<Option<u32>> {
-        self.control.signal(node, Signal::SIGCONT)
-    }
-
-    fn is_running(&self, node: &str) -> bool {
-        self.control.pid(node).is_some()
+    fn control(&self) -> &dyn Control {
+        self.control.as_ref()
     }
 
     fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>> {

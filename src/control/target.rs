@@ -2,6 +2,7 @@
 //! `db` + `client` for one node). fle-node is the first implementation; real ZooKeeper will be
 //! the second, so nothing here names fle-node, and everything above this trait goes through it.
 
+use super::{Control, Signal};
 use crate::api::{LogResponse, NodeStatus};
 use anyhow::Result;
 use std::future::Future;
@@ -52,13 +53,23 @@ pub trait Target: Send + Sync {
     /// Starts the node on its existing data; returns its pid.
     fn start(&self, node: &str) -> Result<u32>;
     /// SIGKILLs the node; returns the pid it had, None when it was not running.
-    fn kill(&self, node: &str) -> Result<Option<u32>>;
+    fn kill(&self, node: &str) -> Result<Option<u32>> {
+        self.control().kill(node)
+    }
     /// SIGSTOPs the node; returns its pid.
-    fn pause(&self, node: &str) -> Result<Option<u32>>;
+    fn pause(&self, node: &str) -> Result<Option<u32>> {
+        self.control().signal(node, Signal::SIGSTOP)
+    }
     /// SIGCONTs the node; returns its pid.
-    fn resume(&self, node: &str) -> Result<Option<u32>>;
+    fn resume(&self, node: &str) -> Result<Option<u32>> {
+        self.control().signal(node, Signal::SIGCONT)
+    }
     /// Whether the node's process runs (paused counts as running).
-    fn is_running(&self, node: &str) -> bool;
+    fn is_running(&self, node: &str) -> bool {
+        self.control().pid(node).is_some()
+    }
+    /// Where the nodes run: the signals above go through it by default.
+    fn control(&self) -> &dyn Control;
     /// One status read.
     fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>>;
     /// One write of `value` through this node (which should be the leader).

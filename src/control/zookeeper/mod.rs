@@ -16,7 +16,7 @@ pub mod observe;
 pub mod os_setup;
 
 use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
-use super::{faketime, Control, DaemonSpec, Signal};
+use super::{faketime, Control, DaemonSpec};
 use crate::api::{LogResponse, NodeStatus, ServerState};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -308,20 +308,8 @@ impl Target for ZooKeeper {
         Ok(pid)
     }
 
-    fn kill(&self, node: &str) -> Result<Option<u32>> {
-        self.control.kill(node)
-    }
-
-    fn pause(&self, node: &str) -> Result<Option<u32>> {
-        self.control.signal(node, Signal::SIGSTOP)
-    }
-
-    fn resume(&self, node: &str) -> Result<Option<u32>> {
-        self.control.signal(node, Signal::SIGCONT)
-    }
-
-    fn is_running(&self, node: &str) -> bool {
-        self.control.pid(node).is_some()
+    fn control(&self) -> &dyn Control {
+        self.control.as_ref()
     }
 
     fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>> {
