@@ -15,6 +15,14 @@ pub fn control_file(node_dir: &Path) -> PathBuf {
     node_dir.join("faketime")
 }
 
+/// A node's control file when it runs under libfaketime (`enabled`), as every Target reports it.
+pub fn node_file(control: &dyn super::Control, node: &str, enabled: bool) -> Option<PathBuf> {
+    if !enabled {
+        return None;
+    }
+    control.node_dir(node).ok().map(|d| control_file(&d))
+}
+
 /// Creates the control file with no offset ("+0") unless it exists (a restarted node keeps
 /// its skew, as a real machine's clock would).
 pub fn prepare(node_dir: &Path) -> Result<PathBuf> {

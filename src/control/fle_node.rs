@@ -304,12 +304,6 @@ impl Target for FleNode {
     }
 
     fn clock_file(&self, node: &str) -> Option<PathBuf> {
-        if !self.opts.faketime {
-            return None;
-        }
-        self.control
-            .node_dir(node)
-            .ok()
-            .map(|d| faketime::control_file(&d))
+        faketime::node_file(self.control.as_ref(), node, self.opts.faketime)
     }
 }
