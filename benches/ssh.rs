@@ -56,6 +56,7 @@ fn main() {
                 iptables: true,
                 faketime: true,
             },
+            real_clock: false,
         },
         &run_dir,
         registry,

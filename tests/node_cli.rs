@@ -145,3 +145,58 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn clock_offset_without_the_right_to_set_the_clock_fails_clearly_and_records_nothing() {
+    // setpriv drops CAP_SYS_TIME, so clock_settime really runs and is refused by the kernel;
+    // the 1 ms asked for keeps this machine's clock harmless even if the drop did not work.
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("clock-offset");
+    let out = Command::new("setpriv")
+        .args([
+            "--bounding-set",
+            "-sys_time",
+            "--inh-caps",
+            "-sys_time",
+            "--",
+        ])
+        .arg(NODE_BIN)
+        .args(["clock-offset", "--ms", "1", "--state"])
+        .arg(&state)
+        .output()
+        .expect("run setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains("clock_settime") && err.contains("CAP_SYS_TIME"),
+        "stderr: {err}"
+    );
+    assert!(!state.exists(), "a refused step must not be recorded");
+}
+
+#[test]
+fn clock_offset_names_a_corrupt_state_file_and_flags_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("clock-offset");
+    std::fs::write(&state, "sixty seconds\n").unwrap();
+    let s = state.to_str().unwrap();
+    let (code, err) = run(&["clock-offset", "--ms", "0", "--state", s]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(s) && err.contains("not an offset"), "{err}");
+    // An offset already in force is a no-op that needs no rights: it succeeds.
+    std::fs::write(&state, "-2500\n").unwrap();
+    let out = Command::new(NODE_BIN)
+        .args(["clock-offset", "--ms", "-2500", "--state", s])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "offset_ms=-2500 before_ms=-2500 step_ms=0"
+    );
+    let (code, err) = run(&["clock-offset", "--ms", "soon", "--state", s]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--ms"), "{err}");
+    let (code, err) = run(&["clock-offset", "--ms", "5", "--config", "zoo.cfg"]);
+    assert_eq!(code, 2, "{err}");
+}

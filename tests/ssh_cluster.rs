@@ -153,6 +153,7 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
                     iptables: true,
                     faketime: true,
                 },
+                real_clock: false,
             },
             &run_dir,
             registry,

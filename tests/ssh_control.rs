@@ -44,6 +44,7 @@ fn cluster(vms: &FakeVms, run_id: &str) -> (SshCluster, PathBuf) {
                 iptables: true,
                 faketime: false,
             },
+            real_clock: false,
         },
         &run_dir,
         registry,

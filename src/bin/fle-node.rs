@@ -6,20 +6,25 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
+use fle_chaos::control::host_clock;
 use fle_chaos::node::{config, server};
 
 #[derive(Parser)]
 #[command(
     name = "fle-node",
     version,
-    about = "One ZooKeeper-style server that finds its leader with Fast Leader Election"
+    about = "One ZooKeeper-style server that finds its leader with Fast Leader Election",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// zoo.cfg-style file (tickTime, initLimit, syncLimit, dataDir, server.N, admin.*);
     /// dataDir must hold a `myid` file.
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    config: Option<PathBuf>,
     /// TEST ONLY: run with a seeded bug so checkers can prove they catch it.
     #[arg(long, value_enum, value_name = "BUG")]
     bug: Option<Bug>,
@@ -29,6 +34,21 @@ struct Cli {
     /// Upper bound of the notification re-send back-off (maxNotificationInterval).
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
     max_notification_interval_ms: u64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Steps THIS MACHINE's system clock (clock_settime) so it runs MS milliseconds away from
+    /// where it would be without fle-chaos, recording the offset in STATE; `--ms 0` takes the
+    /// skew back. Used by `fle-chaos test --ssh --real-clock-skew` on throwaway VMs only.
+    ClockOffset {
+        /// The offset to put in force, in milliseconds (negative: behind).
+        #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+        ms: i64,
+        /// The file that records the offset in force (created when missing).
+        #[arg(long, value_name = "STATE")]
+        state: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -46,6 +66,22 @@ fn main() {
             std::process::exit(code);
         }
     };
+    if let Some(Command::ClockOffset { ms, state }) = &cli.command {
+        match host_clock::set_offset(state, *ms) {
+            Ok(a) => println!(
+                "offset_ms={ms} before_ms={} step_ms={}",
+                a.before_ms, a.step_ms
+            ),
+            Err(e) => {
+                eprintln!("fle-node clock-offset: {e:#}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    let Some(config_path) = cli.config.as_ref() else {
+        unreachable!("clap requires --config without a subcommand");
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -55,7 +91,7 @@ fn main() {
         .with_target(false)
         .with_ansi(false)
         .init();
-    let cfg = match config::load(&cli.config) {
+    let cfg = match config::load(config_path) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("fle-node: {e}");

@@ -39,7 +39,12 @@ pub async fn clean(args: CleanArgs) -> anyhow::Result<i32> {
         if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
             continue;
         }
-        let resources = read_resources(&path)?;
+        let resources = match read_resources(&path) {
+            Ok(r) => r,
+            // Its run finished its own teardown between the listing and now: nothing to do.
+            Err(_) if !path.exists() => continue,
+            Err(e) => return Err(e),
+        };
         let run = path.file_stem().unwrap_or_default().to_string_lossy();
         let controller = resources.iter().find_map(|r| match r {
             Resource::Controller {

@@ -158,6 +158,11 @@ impl Control for LocalCluster {
         Ok(path)
     }
 
+    fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>> {
+        let path = self.node_dir(node)?.join(relative);
+        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+    }
+
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
         if *self.torn_down.lock().unwrap() {
             bail!("the cluster is torn down; not starting {node}");

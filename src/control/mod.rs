@@ -15,6 +15,7 @@
 pub mod clean;
 pub mod faketime;
 pub mod fle_node;
+pub mod host_clock;
 pub mod local;
 pub mod netns;
 pub mod os_setup;
@@ -60,12 +61,27 @@ pub trait Control: Send + Sync {
     fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output>;
     /// Writes a file for the node (path relative to the node's folder); returns its full path.
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
+    /// Reads a file of the node (path relative to the node's folder), wherever the node runs.
+    fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>>;
     /// Starts the node's daemon (one per node) and returns its pid.
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32>;
     /// The daemon's pid while it runs (stopped counts as running).
     fn pid(&self, node: &str) -> Option<u32>;
     /// Sends `signal` to the node's daemon; returns its pid, or None when none runs.
     fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>>;
+    /// Whether the node's daemon is stopped (SIGSTOP); false when none runs. This default reads
+    /// this machine's /proc, right for nodes that run here.
+    fn is_stopped(&self, node: &str) -> Result<bool> {
+        Ok(self.pid(node).is_some_and(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                })
+                .unwrap_or(false)
+        }))
+    }
     /// SIGKILLs the node's daemon and waits until it is gone; returns its pid if one ran.
     fn kill(&self, node: &str) -> Result<Option<u32>>;
     /// The namespaces of a local namespace cluster (for the partition nemesis).
@@ -74,6 +90,19 @@ pub trait Control: Send + Sync {
     fn registry(&self) -> &registry::Registry;
     /// Removes everything the cluster created. Idempotent.
     fn teardown(&self) -> teardown::TeardownReport;
+    /// Whether clock faults step the hosts' real system clocks (`--real-clock-skew` over SSH)
+    /// instead of a libfaketime control file per node.
+    fn real_clock(&self) -> bool {
+        false
+    }
+    /// Steps the system clock of `node`'s host to `offset_ms` away from the true time (see
+    /// `host_clock`); returns the step made, in ms.
+    fn set_real_clock(&self, node: &str, offset_ms: i64) -> Result<i64> {
+        let _ = offset_ms;
+        anyhow::bail!(
+            "{node}: this cluster does not step real clocks (only --ssh --real-clock-skew does)"
+        )
+    }
 }
 
 /// Whether the controller runs as root (namespaces, iptables, apt-get need it).

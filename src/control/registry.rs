@@ -85,11 +85,21 @@ impl Registry {
             inner: Mutex::new(Vec::new()),
         };
         let pid = std::process::id();
-        registry.record(Resource::Controller {
+        let controller = Resource::Controller {
             pid,
             start_time: process_start_time(pid).unwrap_or(0),
             run_dir: run_dir.to_path_buf(),
-        })?;
+        };
+        // The global file appears with its controller line already in it (written aside, then
+        // renamed): `clean` never sees a run's file without the owner it must leave alone.
+        let first = format!("{}\n", serde_json::to_string(&controller)?);
+        let aside = dir.join(format!(".{run_id}.tmp"));
+        std::fs::write(&aside, &first)
+            .and_then(|()| std::fs::rename(&aside, &registry.global))
+            .with_context(|| format!("cannot write {}", registry.global.display()))?;
+        std::fs::write(&registry.local, &first)
+            .with_context(|| format!("cannot write {}", registry.local.display()))?;
+        registry.inner.lock().unwrap().push(controller);
         Ok(registry)
     }
 

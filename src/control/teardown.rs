@@ -45,6 +45,8 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
                             .push(format!("process {pid} ({comm}, node {node})"));
                         killed.push((*pid, *start_time));
                     }
+                    // Exited between the check and the kill: gone, as wanted.
+                    Err(nix::errno::Errno::ESRCH) => {}
                     Err(e) => report.errors.push(format!("kill {pid}: {e}")),
                 }
             }

@@ -1,6 +1,26 @@
-//! Clock faults through libfaketime: the text the nemesis writes into a node's control file.
-//! With `FAKETIME_NO_CACHE=1` the node reads the file at every clock call, so a rewrite is an
-//! instant step of its wall clock.
+//! Clock faults: what a node's clock is set to, and, for libfaketime, the text the nemesis
+//! writes into the node's control file. With `FAKETIME_NO_CACHE=1` the node reads the file at
+//! every clock call, so a rewrite is an instant step of its wall clock. With
+//! `--real-clock-skew` an offset steps the host's system clock instead (`host_clock`).
+
+/// A clock setting the nemesis puts in force on a node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockSetting {
+    /// The wall clock this many ms away from the real one (0: no skew).
+    Offset(i64),
+    /// The clock running this many times as fast (libfaketime only).
+    Rate(f64),
+}
+
+impl ClockSetting {
+    /// The libfaketime control-file text for this setting.
+    pub fn faketime_text(self) -> String {
+        match self {
+            ClockSetting::Offset(ms) => offset_text(ms),
+            ClockSetting::Rate(f) => rate_text(f),
+        }
+    }
+}
 
 /// The control-file text for a wall clock `offset_ms` away from the real one.
 pub fn offset_text(offset_ms: i64) -> String {

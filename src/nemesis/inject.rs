@@ -4,12 +4,13 @@
 //! offsets) or a `fail` (it could not be done), as the history conventions require. An applied
 //! fault returns an `Active` that knows how to undo itself.
 
-use super::clock;
+use super::clock::{self, ClockSetting};
 use super::iptables;
 use super::partition::{components, groups_grudge, grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{ClockMode, FaultKind, PartitionShape};
 use super::targets::resolve;
+use crate::control::host_clock;
 use crate::control::registry::Resource;
 use crate::control::Control;
 use crate::history::{EventType, F, NEMESIS};
@@ -17,7 +18,7 @@ use crate::run::nemesis::NemesisContext;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// A fault in force, with what is needed to undo it.
@@ -352,12 +353,12 @@ fn skew(
         random_sign: true,
     });
     let mut value = base.clone();
-    let (text, strobe) = match mode {
+    let (setting, strobe) = match mode {
         ClockMode::Bump { delta_ms, .. } => {
             let delta = fault.clock_delta_ms.unwrap_or(delta_ms);
             value["mode"] = json!("bump");
             value["offset_ms"] = json!(delta);
-            (clock::offset_text(delta), None)
+            (ClockSetting::Offset(delta), None)
         }
         ClockMode::Strobe {
             delta_ms,
@@ -367,16 +368,17 @@ fn skew(
             value["offset_ms"] = json!(delta_ms);
             value["period_ms"] = json!(period_ms);
             (
-                clock::offset_text(delta_ms),
+                ClockSetting::Offset(delta_ms),
                 Some((delta_ms, Duration::from_millis(period_ms))),
             )
         }
         ClockMode::Rate { factor } => {
             value["mode"] = json!("rate");
             value["factor"] = json!(factor);
-            (clock::rate_text(factor), None)
+            (ClockSetting::Rate(factor), None)
         }
     };
+    value["mechanism"] = json!(clock_mechanism(ctx.control.as_ref()));
     ctx.recorder.record(
         NEMESIS,
         EventType::Invoke,
@@ -384,11 +386,15 @@ fn skew(
         single(nodes),
         value.clone(),
     );
-    let mut files = BTreeMap::new();
+    let mut done = BTreeMap::new();
     for node in nodes {
-        files.insert(node.clone(), write_clock(ctx, node, &text)?);
+        done.insert(node.clone(), set_clock(ctx, node, setting)?);
     }
-    value["files"] = json!(files);
+    value[if ctx.control.real_clock() {
+        "steps_ms"
+    } else {
+        "files"
+    }] = json!(done);
     ctx.recorder
         .record(NEMESIS, EventType::Info, F::Clock, single(nodes), value);
     Ok(Active::Skewed {
@@ -397,8 +403,27 @@ fn skew(
     })
 }
 
-/// Writes a node's libfaketime control file; returns its path.
-pub fn write_clock(ctx: &NemesisContext, node: &str, text: &str) -> Result<PathBuf> {
+/// How this cluster moves clocks: "clock_settime" (the host's, `--real-clock-skew`) or
+/// "libfaketime" (the node process's).
+pub fn clock_mechanism(control: &dyn Control) -> &'static str {
+    if control.real_clock() {
+        "clock_settime"
+    } else {
+        "libfaketime"
+    }
+}
+
+/// Puts `setting` in force on `node`'s clock; returns what was done: the libfaketime control
+/// file written, or the step of the host's clock in ms.
+pub fn set_clock(ctx: &NemesisContext, node: &str, setting: ClockSetting) -> Result<Value> {
+    if ctx.control.real_clock() {
+        let ClockSetting::Offset(ms) = setting else {
+            bail!(
+                "{node}: a host's real clock can be stepped, not sped up (rate needs libfaketime)"
+            );
+        };
+        return Ok(json!(ctx.control.set_real_clock(node, ms)?));
+    }
     let file = ctx.target.clock_file(node).ok_or_else(|| {
         anyhow!("{node} does not run under libfaketime, so its clock cannot be moved")
     })?;
@@ -406,18 +431,43 @@ pub fn write_clock(ctx: &NemesisContext, node: &str, text: &str) -> Result<PathB
     let relative = file
         .strip_prefix(&node_dir)
         .unwrap_or(Path::new("faketime"));
-    ctx.control
-        .write_file(node, relative, text.as_bytes())
-        .with_context(|| format!("cannot write the clock file of {node}"))
+    let path = ctx
+        .control
+        .write_file(node, relative, setting.faketime_text().as_bytes())
+        .with_context(|| format!("cannot write the clock file of {node}"))?;
+    Ok(json!(path))
+}
+
+/// The offset in force on `node`'s clock, for the final verification: Ok(None) when it has no
+/// skew, Ok(Some(what)) when it has.
+pub fn clock_skew_left(ctx: &NemesisContext, node: &str) -> Result<Option<String>> {
+    if ctx.control.real_clock() {
+        // The final reset wrote the record, so a missing one is a problem too.
+        let text = ctx.control.read_file(node, Path::new(host_clock::STATE))?;
+        let ms = host_clock::parse_state(&String::from_utf8_lossy(&text))?;
+        return Ok((ms != 0).then(|| format!("{ms} ms (host clock)")));
+    }
+    let Some(file) = ctx.target.clock_file(node) else {
+        return Ok(None);
+    };
+    let node_dir = ctx.control.node_dir(node)?;
+    let relative = file.strip_prefix(&node_dir).unwrap_or(&file);
+    let text = String::from_utf8_lossy(&ctx.control.read_file(node, relative)?).into_owned();
+    Ok((!clock::is_reset(&text)).then(|| text.trim().to_string()))
 }
 
 /// Sets `nodes`' clocks back to +0 and records it.
 pub fn reset_clocks(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let value = json!({ "nodes": nodes, "mode": "reset", "offset_ms": 0 });
+    let value = json!({
+        "nodes": nodes,
+        "mode": "reset",
+        "offset_ms": 0,
+        "mechanism": clock_mechanism(ctx.control.as_ref()),
+    });
     record_undo(ctx, F::Clock, single(nodes), value, last, || {
         let mut errors = BTreeMap::new();
         for node in nodes {
-            if let Err(e) = write_clock(ctx, node, &clock::reset_text()) {
+            if let Err(e) = set_clock(ctx, node, ClockSetting::Offset(0)) {
                 errors.insert(node.clone(), format!("{e:#}"));
             }
         }

@@ -2,7 +2,7 @@
 //! after its duration, until the run's time is up; then the final heal undoes everything and
 //! verifies it.
 
-use super::clock;
+use super::clock::ClockSetting;
 use super::inject::{self, Active};
 use super::plan::{plan, PlannedFault};
 use super::schedule::Schedule;
@@ -83,13 +83,9 @@ impl ScheduledNemesis {
                 return false;
             }
             skewed = !skewed;
-            let text = if skewed {
-                clock::offset_text(*delta_ms)
-            } else {
-                clock::reset_text()
-            };
+            let setting = ClockSetting::Offset(if skewed { *delta_ms } else { 0 });
             for node in nodes {
-                let _ = inject::write_clock(ctx, node, &text);
+                let _ = inject::set_clock(ctx, node, setting);
             }
         }
     }
@@ -134,14 +130,19 @@ impl ScheduledNemesis {
             .kinds()
             .contains(&super::schedule::FaultKind::Partition)
             && inject::partitions_possible(ctx.control.as_ref());
+        let clock_faults = self
+            .schedule
+            .kinds()
+            .contains(&super::schedule::FaultKind::Clock);
         let mut problems = Vec::new();
         for node in nodes {
             // SIGCONT is harmless to a running process and the one way out of a stop.
             match ctx.target.resume(node) {
-                Ok(Some(pid)) if process_stopped(pid) => {
-                    problems.push(format!("{node} (pid {pid}) is still stopped"))
-                }
-                Ok(Some(_)) => {}
+                Ok(Some(pid)) => match ctx.control.is_stopped(node) {
+                    Ok(false) => {}
+                    Ok(true) => problems.push(format!("{node} (pid {pid}) is still stopped")),
+                    Err(e) => problems.push(format!("{node}: cannot tell if it is stopped: {e:#}")),
+                },
                 Ok(None) => problems.push(format!("{node} is not running")),
                 Err(e) => problems.push(format!("{node}: cannot signal it: {e:#}")),
             }
@@ -157,12 +158,13 @@ impl ScheduledNemesis {
                     }
                 }
             }
-            if let Some(file) = ctx.target.clock_file(node) {
-                match std::fs::read_to_string(&file) {
-                    Ok(text) if clock::is_reset(&text) => {}
-                    Ok(text) => problems.push(format!("{node}'s clock is at {}", text.trim())),
-                    Err(e) => problems.push(format!("{node}: cannot read {}: {e}", file.display())),
-                }
+            if !clock_faults && ctx.target.clock_file(node).is_none() {
+                continue;
+            }
+            match inject::clock_skew_left(ctx, node) {
+                Ok(None) => {}
+                Ok(Some(skew)) => problems.push(format!("{node}'s clock is at {skew}")),
+                Err(e) => problems.push(format!("{node}: cannot read its clock skew: {e:#}")),
             }
         }
         let kind = if problems.is_empty() {
@@ -202,15 +204,4 @@ async fn sleep_or_stop(stop: &mut tokio::sync::watch::Receiver<bool>, until: Ins
         _ = stop.wait_for(|s| *s) => true,
     };
     stopped || *stop.borrow()
-}
-
-/// Whether a process is in the stopped state (`T` in /proc/PID/stat).
-fn process_stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('T'))
-        })
-        .unwrap_or(false)
 }

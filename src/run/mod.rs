@@ -48,6 +48,19 @@ use tokio::task::JoinSet;
 /// checkers widen their cross-node ordering margin to it (test.json `status_timeout_ms`).
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// Says loudly, before anything happens, that `--real-clock-skew` will step real clocks.
+fn warn_real_clock(hosts: &[String], kinds: &[String]) {
+    eprintln!(
+        "fle-chaos: WARNING: --real-clock-skew: clock faults will STEP THE SYSTEM CLOCKS of {} \
+         (clock_settime), for every program on those hosts. Use it on throwaway VMs only. \
+         The clocks are stepped back at the end of the run, or by `fle-chaos clean`.",
+        hosts.join(", ")
+    );
+    if !kinds.iter().any(|k| k == "clock") {
+        eprintln!("fle-chaos: note: --real-clock-skew, but no clock faults are scheduled");
+    }
+}
+
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
 /// times; the exit code is the worst verdict.
 pub async fn test(args: TestArgs) -> Result<i32> {
@@ -60,7 +73,16 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     match &plan.hosts {
         // Remote nodes: the tools are needed on the hosts (installed at setup), and every
         // host is checked now, before anything is created anywhere.
-        Some(hosts) => ssh::check_hosts(hosts, &plan.args.ssh.options())?,
+        Some(hosts) => {
+            if plan.args.ssh.real_clock_skew {
+                warn_real_clock(hosts, &plan.nemesis_settings.kinds);
+            }
+            ssh::check_hosts(
+                hosts,
+                &plan.args.ssh.options(),
+                plan.args.ssh.real_clock_skew,
+            )?
+        }
         None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
     }
     if plan.args.target == plan::TargetKind::Zookeeper {
@@ -142,6 +164,7 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             "node_binary": plan.binary,
             "faketime": plan.faketime,
             "fake_monotonic": plan.fake_monotonic,
+            "real_clock_skew": plan.args.ssh.real_clock_skew,
             "run_id": run_id,
             "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
             "status_timeout_ms": STATUS_TIMEOUT.as_millis() as u64,
@@ -231,9 +254,10 @@ async fn run_body(
                 binary: plan.binary.clone(),
                 needs: Needs {
                     netns: false,
-                    iptables: true,
+                    iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
                     faketime: plan.faketime,
                 },
+                real_clock: plan.args.ssh.real_clock_skew,
             };
             Arc::new(tokio::task::block_in_place(|| {
                 ssh::SshCluster::create(config, run_dir, registry, &mut |m| {

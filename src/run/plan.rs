@@ -167,6 +167,29 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
     cmd.status().is_ok_and(|s| s.success()) && expected.is_file()
 }
 
+/// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
+/// and it moves only the wall clock.
+fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Result<()> {
+    use crate::nemesis::schedule::{ClockMode, FaultKind};
+    let rate = schedule
+        .faults
+        .iter()
+        .any(|f| f.kind == FaultKind::Clock && matches!(f.clock, Some(ClockMode::Rate { .. })));
+    if rate {
+        return Err(bad_input(
+            "--real-clock-skew with a clock `rate` fault: clock_settime can step a host's clock \
+             but not change its speed; use bump or strobe, or drop --real-clock-skew (libfaketime)",
+        ));
+    }
+    if schedule.fake_monotonic {
+        return Err(bad_input(
+            "--real-clock-skew with fake_monotonic = true: a host's monotonic clock cannot be \
+             stepped; drop fake_monotonic, or drop --real-clock-skew (libfaketime)",
+        ));
+    }
+    Ok(())
+}
+
 impl Plan {
     pub fn from_args(args: TestArgs) -> Result<Plan> {
         let mode = match args.net {
@@ -228,6 +251,9 @@ impl Plan {
             }
             schedule.faults.retain(|f| f.kind != clock);
         }
+        if args.ssh.real_clock_skew {
+            real_clock_schedule_ok(&schedule)?;
+        }
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
             kinds: schedule
@@ -275,7 +301,9 @@ impl Plan {
                  a bridge: run as root, or use --net loopback (no partition faults then)",
             ));
         }
-        let faketime = args.faketime || nemesis_settings.kinds.iter().any(|k| k == "clock");
+        // With --real-clock-skew the hosts' clocks move, not libfaketime's.
+        let faketime = args.faketime
+            || (!args.ssh.real_clock_skew && nemesis_settings.kinds.iter().any(|k| k == "clock"));
         Ok(Plan {
             name,
             nodes: (1..=count).map(|i| format!("n{i}")).collect(),

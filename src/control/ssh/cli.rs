@@ -139,6 +139,11 @@ pub struct SshArgs {
         help_heading = "Remote hosts (SSH)"
     )]
     pub ssh_config: Option<PathBuf>,
+    /// With --ssh, THROWAWAY VMs ONLY: clock faults step each host's real system clock
+    /// (clock_settime) instead of the node's libfaketime clock. It changes the hosts' clocks
+    /// for every program on them; they are stepped back at the end and by `fle-chaos clean`.
+    #[arg(long, requires = "ssh", help_heading = "Remote hosts (SSH)")]
+    pub real_clock_skew: bool,
 }
 
 impl SshArgs {
@@ -224,6 +229,9 @@ impl SshArgs {
         if let Some(c) = &self.ssh_config {
             s.push_str(&format!(" --ssh-config {}", c.display()));
         }
+        if self.real_clock_skew {
+            s.push_str(" --real-clock-skew");
+        }
         s
     }
 
@@ -294,6 +302,7 @@ mod tests {
         }
         // SSH flags without --ssh are refused by clap itself.
         assert!(Cli::try_parse_from(["t", "--ssh-user", "root"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--real-clock-skew"]).is_err());
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct SshClusterConfig {
     pub binary: PathBuf,
     /// The OS tools the chosen faults need on every host.
     pub needs: Needs,
+    /// Clock faults step the hosts' real clocks (`--real-clock-skew`), not libfaketime's.
+    pub real_clock: bool,
 }
 
 pub struct SshCluster {
@@ -44,6 +46,7 @@ pub struct SshCluster {
     run_dir: PathBuf,
     registry: Arc<Registry>,
     binary: PathBuf,
+    real_clock: bool,
     /// node -> (pid, start time) of its daemon.
     daemons: Mutex<HashMap<String, (u32, u64)>>,
     torn_down: Mutex<bool>,
@@ -71,7 +74,15 @@ impl SshCluster {
             .map(|h| Arc::new(HostSession::new(h, config.options.clone(), log.clone())))
             .collect();
         let probe = hosts.clone();
-        let facts = bridge.run(async move { preflight(&probe).await })?;
+        let real_clock = config.real_clock;
+        let facts = bridge.run(async move { preflight(&probe, real_clock).await })?;
+        if real_clock {
+            for (h, f) in hosts.iter().zip(&facts) {
+                if let Some(warning) = f.time_daemon_warning(h.host()) {
+                    say(&warning);
+                }
+            }
+        }
         for (h, f) in hosts.iter().zip(&facts) {
             h.set_sudo(!f.root);
         }
@@ -101,6 +112,7 @@ impl SshCluster {
             run_dir: run_dir.to_path_buf(),
             registry,
             binary: config.binary.clone(),
+            real_clock,
             daemons: Mutex::new(HashMap::new()),
             torn_down: Mutex::new(false),
             log,
@@ -295,6 +307,51 @@ impl Control for SshCluster {
         Ok(path)
     }
 
+    fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>> {
+        let path = self.node_dir(node)?.join(relative);
+        let p = path.to_string_lossy().into_owned();
+        let out = self.run(
+            node,
+            &format!("reading {p}"),
+            format!("cat {}", quote(&p)),
+            None,
+        )?;
+        if !out.status.success() {
+            bail!(
+                "cannot read {p} on {}: {}",
+                self.host(node)?.host(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(out.stdout)
+    }
+
+    fn real_clock(&self) -> bool {
+        self.real_clock
+    }
+
+    fn set_real_clock(&self, node: &str, offset_ms: i64) -> Result<i64> {
+        if !self.real_clock {
+            bail!("{node}: real clock skew is off (it needs --real-clock-skew)");
+        }
+        let script = remote::clock_script(&self.dir_str(node), offset_ms);
+        let out = self.run(node, "stepping the host clock", script, None)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let step = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("step_ms="))
+            .and_then(|v| v.parse::<i64>().ok());
+        match step {
+            Some(step) if out.status.success() => Ok(step),
+            _ => bail!(
+                "cannot step the clock of {} to {offset_ms} ms: {} {}",
+                self.host(node)?.host(),
+                String::from_utf8_lossy(&out.stderr).trim(),
+                text.trim()
+            ),
+        }
+    }
+
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
         if *self.torn_down.lock().unwrap() {
             bail!("the cluster is torn down; not starting {node}");
@@ -377,6 +434,15 @@ impl Control for SshCluster {
         Ok(String::from_utf8_lossy(&out.stdout)
             .contains("sent")
             .then_some(pid))
+    }
+
+    fn is_stopped(&self, node: &str) -> Result<bool> {
+        let Some((pid, start)) = self.daemons.lock().unwrap().get(node).copied() else {
+            return Ok(false);
+        };
+        let script = remote::stopped_script(pid, start);
+        let out = self.run(node, "checking whether the node is stopped", script, None)?;
+        Ok(String::from_utf8_lossy(&out.stdout).contains("stopped"))
     }
 
     fn kill(&self, node: &str) -> Result<Option<u32>> {

@@ -30,14 +30,16 @@ use session::{ConnectionLog, HostSession};
 use std::sync::Arc;
 
 /// Preflights `hosts` (see `preflight`) from any thread: a `BadInput` naming every problem.
-pub fn check_hosts(hosts: &[String], options: &SshOptions) -> anyhow::Result<()> {
+pub fn check_hosts(hosts: &[String], options: &SshOptions, real_clock: bool) -> anyhow::Result<()> {
     let log = Arc::new(ConnectionLog::new(None));
     let sessions: Vec<Arc<HostSession>> = hosts
         .iter()
         .map(|h| Arc::new(HostSession::new(h, options.clone(), log.clone())))
         .collect();
     bridge::run_detached(async move {
-        let result = preflight::preflight(&sessions).await.map(|_| ());
+        let result = preflight::preflight(&sessions, real_clock)
+            .await
+            .map(|_| ());
         for s in &sessions {
             s.close().await;
         }

@@ -27,6 +27,29 @@ pub struct HostFacts {
     pub has_iptables: bool,
     pub has_faketime: bool,
     pub missing_tools: Vec<String>,
+    /// The host kernel's boot id: two hosts with the same one are one kernel, one clock.
+    pub boot_id: String,
+    /// Running daemons that would steer a stepped clock back (chronyd, ntpd, ...).
+    pub time_daemons: Vec<String>,
+}
+
+impl HostFacts {
+    /// A warning for `--real-clock-skew` when a time daemon runs on the host.
+    pub fn time_daemon_warning(&self, host: &str) -> Option<String> {
+        (!self.time_daemons.is_empty()).then(|| {
+            format!(
+                "{host}: {} runs and may steer the stepped clock back; stop it on throwaway VMs                  for clean clock faults",
+                self.time_daemons.join(", ")
+            )
+        })
+    }
+}
+
+/// This machine's boot id (see `HostFacts::boot_id`).
+pub fn local_boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn probe_script() -> String {
@@ -42,6 +65,8 @@ for t in setsid nohup tar tac sh; do command -v $t >/dev/null 2>&1 || echo "miss
 for p in /usr/sbin/iptables /sbin/iptables /usr/bin/iptables; do [ -x $p ] && {{ echo have=iptables; break; }}; done
 [ -e {LIBFAKETIME} ] && echo have=libfaketime
 for m in apt-get dnf yum apk zypper; do command -v $m >/dev/null 2>&1 && {{ echo pm=$m; break; }}; done
+echo "boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
+for c in /proc/[0-9]*/comm; do read -r n < $c 2>/dev/null || continue; case $n in chronyd|ntpd|openntpd|systemd-timesyn|timesyncd|ntpdate) echo "timed=$n";; esac; done
 true"#
     )
 }
@@ -95,11 +120,22 @@ pub async fn probe(host: &HostSession) -> Result<HostFacts> {
         has_iptables: have("iptables"),
         has_faketime: have("libfaketime"),
         missing_tools,
+        boot_id: field("boot").unwrap_or_default(),
+        time_daemons: {
+            let mut d: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("timed="))
+                .map(str::to_string)
+                .collect();
+            d.dedup();
+            d
+        },
     })
 }
 
-/// Probes every host at once; any problem on any host is an error naming all of them.
-pub async fn preflight(hosts: &[Arc<HostSession>]) -> Result<Vec<HostFacts>> {
+/// Probes every host at once; any problem on any host is an error naming all of them. With
+/// `real_clock` (`--real-clock-skew`) every host must also be a kernel of its own.
+pub async fn preflight(hosts: &[Arc<HostSession>], real_clock: bool) -> Result<Vec<HostFacts>> {
     let tasks: Vec<_> = hosts
         .iter()
         .map(|h| {
@@ -146,6 +182,10 @@ pub async fn preflight(hosts: &[Arc<HostSession>]) -> Result<Vec<HostFacts>> {
         }
         seen.push(f.address);
     }
+    if real_clock {
+        let names: Vec<&str> = hosts.iter().map(|h| h.host()).collect();
+        problems.extend(shared_clocks(&names, &facts, &local_boot_id()));
+    }
     if !problems.is_empty() {
         return Err(bad_input(format!(
             "SSH preflight failed, nothing was started:\n  {}",
@@ -153,4 +193,73 @@ pub async fn preflight(hosts: &[Arc<HostSession>]) -> Result<Vec<HostFacts>> {
         )));
     }
     Ok(facts)
+}
+
+/// `--real-clock-skew` steps a host's system clock: refused for a host that shares its kernel
+/// (so its clock) with the controller or with another host, e.g. containers or namespaces.
+fn shared_clocks(hosts: &[&str], facts: &[HostFacts], controller_boot_id: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, (host, f)) in hosts.iter().zip(facts).enumerate() {
+        if f.boot_id.is_empty() {
+            problems.push(format!(
+                "{host}: cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether                  --real-clock-skew would change another machine's clock too; drop --real-clock-skew"
+            ));
+        } else if f.boot_id == controller_boot_id {
+            problems.push(format!(
+                "{host} runs on the controller's own kernel (same boot id): --real-clock-skew                  would step THIS machine's clock; use real VMs, or drop --real-clock-skew to \
+                 skew with libfaketime"
+            ));
+        } else if let Some(other) = facts[..i].iter().position(|o| o.boot_id == f.boot_id) {
+            problems.push(format!(
+                "{host} shares its kernel, so its clock, with {} (same boot id):                  --real-clock-skew needs one machine per host; drop it to skew with libfaketime",
+                hosts[other]
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(boot_id: &str) -> HostFacts {
+        HostFacts {
+            user: "root".into(),
+            root: true,
+            sudo: false,
+            address: "192.0.2.1".parse().unwrap(),
+            controller: "192.0.2.254".parse().unwrap(),
+            arch: "x86_64".into(),
+            package_manager: None,
+            has_iptables: true,
+            has_faketime: true,
+            missing_tools: Vec::new(),
+            boot_id: boot_id.into(),
+            time_daemons: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn real_clock_skew_needs_a_kernel_per_host_other_than_the_controllers() {
+        let hosts = ["vm1", "vm2", "vm3"];
+        let own = [facts("a"), facts("b"), facts("c")];
+        assert!(shared_clocks(&hosts, &own, "me").is_empty());
+        let problems = shared_clocks(&hosts, &[facts("a"), facts("me"), facts("a")], "me");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with("vm2 runs on the controller's own kernel"));
+        assert!(problems[1].starts_with("vm3 shares its kernel, so its clock, with vm1"));
+        assert!(shared_clocks(&hosts[..1], &[facts("")], "me")[0].contains("boot_id"));
+    }
+
+    #[test]
+    fn a_running_time_daemon_is_named_in_a_warning() {
+        let mut f = facts("a");
+        assert_eq!(f.time_daemon_warning("vm1"), None);
+        f.time_daemons = vec!["chronyd".into()];
+        assert!(f
+            .time_daemon_warning("vm1")
+            .unwrap()
+            .contains("vm1: chronyd runs"));
+    }
 }

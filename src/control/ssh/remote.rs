@@ -9,6 +9,7 @@
 
 use super::session::{HostSession, SshOptions};
 use super::shell::quote;
+use crate::control::host_clock;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -88,6 +89,18 @@ pub fn alive_script(pid: u32, start: u64) -> String {
     format!("{PRELUDE}\nflc_alive {pid} {start}")
 }
 
+/// Prints "stopped" when the recorded process is ours and in state T (SIGSTOP).
+pub fn stopped_script(pid: u32, start: u64) -> String {
+    format!(
+        "{PRELUDE}
+flc_alive {pid} {start} || exit 0
+s=$(cat /proc/{pid}/stat) || exit 0
+set -- ${{s##*) }}
+[ \"$1\" = T ] && echo stopped
+true"
+    )
+}
+
 /// Sends `signal` (a name without SIG) to the recorded process if it still is ours; prints
 /// "sent" or "gone". With `wait`, also waits (bounded) until it is gone.
 pub fn signal_script(pid: u32, start: u64, signal: &str, wait: bool) -> String {
@@ -157,9 +170,20 @@ pub fn record_iptables(dir: &str, args: &[&str]) -> Option<String> {
     Some(script)
 }
 
+/// Steps the host's clock to `offset_ms` from the true time with the uploaded fle-node
+/// (`--real-clock-skew`; see `host_clock`), keeping the offset in the node's folder.
+pub fn clock_script(dir: &str, offset_ms: i64) -> String {
+    format!(
+        "{} clock-offset --ms {offset_ms} --state {}",
+        quote(&format!("{dir}/{BINARY}")),
+        quote(&format!("{dir}/{}", host_clock::STATE))
+    )
+}
+
 /// Kills the recorded processes still ours, deletes the recorded iptables rules (newest
-/// first, every copy) and chains. Prints "removed ..." lines; failures go to stderr as
-/// "error: ..." lines.
+/// first, every copy) and chains, and steps a real clock skew back. Prints "removed ..." lines;
+/// failures go to stderr as "error: ..." lines. Exits 1 when the clock could not be stepped
+/// back, so that the folder holding its record is kept.
 pub fn cleanup_script(dir: &str) -> String {
     format!(
         "{PRELUDE}
@@ -191,8 +215,20 @@ tac \"$R\" | while read -r kind table chain; do
     echo \"error: cannot delete iptables chain $chain (still referenced?)\" >&2
   fi
 done
+S={state}
+if [ -s \"$S\" ] && [ \"$(cat \"$S\")\" != 0 ]; then
+  off=$(cat \"$S\")
+  if {clock} >/dev/null; then
+    echo \"removed clock offset of $off ms (the host clock is stepped back)\"
+  else
+    echo \"error: cannot step the host clock back by $off ms; the offset stays recorded in $S\" >&2
+    exit 1
+  fi
+fi
 true",
         rec = quote(&format!("{dir}/{RECORD}")),
+        state = quote(&format!("{dir}/{}", host_clock::STATE)),
+        clock = clock_script(dir, 0),
     )
 }
 
