@@ -186,9 +186,11 @@ fn isolating_the_leader_makes_it_step_down_while_the_controller_still_reads_it()
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // 6 s after the heal: the isolated node re-sends its votes with ZooKeeper's back-off
+    // (doubling from finalizeWait), so after 4 s cut off its next try can be ~2 s after the heal.
     let h = run_with(
         &format!("{ONE_FAULT}[[fault]]\nkind = \"partition\"\nshape = \"isolate-leader\"\n"),
-        "10",
+        "13",
         "3",
         dir.path(),
     );

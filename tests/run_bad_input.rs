@@ -70,40 +70,29 @@ fn real_clock_skew_is_refused_where_it_cannot_work() {
     // Checked before any host is contacted (vm1 does not exist).
     assert_bad(&["--real-clock-skew"], &["--real-clock-skew", "--ssh"]);
     let dir = tempfile::tempdir().unwrap();
-    let rate = dir.path().join("rate.toml");
-    std::fs::write(
-        &rate,
-        "[[fault]]\nkind = \"clock\"\nmode = \"rate\"\nfactor = 2.0\n",
-    )
-    .unwrap();
-    assert_bad(
-        &[
+    for (schedule, expect) in [
+        (
+            "[[fault]]\nkind = \"clock\"\nmode = \"rate\"\nfactor = 2.0\n",
+            &["--real-clock-skew", "rate", "bump or strobe"][..],
+        ),
+        (
+            "fake_monotonic = true\n[[fault]]\nkind = \"clock\"\nmode = \"strobe\"\n",
+            &["--real-clock-skew", "fake_monotonic"][..],
+        ),
+    ] {
+        let file = dir.path().join("schedule.toml");
+        std::fs::write(&file, schedule).unwrap();
+        let file = file.to_str().unwrap();
+        let args = [
             "--ssh",
             "--nodes",
             "vm1",
             "--real-clock-skew",
             "--nemesis-file",
-            rate.to_str().unwrap(),
-        ],
-        &["--real-clock-skew", "rate", "bump or strobe"],
-    );
-    let strobe = dir.path().join("strobe.toml");
-    std::fs::write(
-        &strobe,
-        "fake_monotonic = true\n[[fault]]\nkind = \"clock\"\nmode = \"strobe\"\n",
-    )
-    .unwrap();
-    assert_bad(
-        &[
-            "--ssh",
-            "--nodes",
-            "vm1",
-            "--real-clock-skew",
-            "--nemesis-file",
-            strobe.to_str().unwrap(),
-        ],
-        &["fake_monotonic"],
-    );
+            file,
+        ];
+        assert_bad(&args, expect);
+    }
 }
 
 #[test]
