@@ -6,6 +6,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../subnet_support/mod.rs"]
+mod subnet_support;
+
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -98,36 +101,6 @@ fn ensure_sshd() {
     );
 }
 
-/// 172.(24..31).y.0/24 with no address or route of this machine (or of any namespace) in it,
-/// claimed with a lock file so two of our tests never take the same one.
-fn claim_subnet() -> ((u8, u8), PathBuf) {
-    use rand::Rng;
-    let mut used = output("ip", &["-4", "-o", "addr"]);
-    used.push_str(&output("ip", &["-4", "route"]));
-    used.push_str(&output(
-        "ip",
-        &["-all", "netns", "exec", "ip", "-4", "-o", "addr"],
-    ));
-    let mut rng = rand::thread_rng();
-    for _ in 0..200 {
-        let (a, b) = (rng.gen_range(24..=31u8), rng.gen_range(0..=255u8));
-        let prefix = format!("172.{a}.{b}.");
-        if used.contains(&prefix) {
-            continue;
-        }
-        let claim = std::env::temp_dir().join(format!("flc-ssh-subnet-172.{a}.{b}"));
-        if std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&claim)
-            .is_ok()
-        {
-            return ((a, b), claim);
-        }
-    }
-    panic!("no free 172.24-31.x.0/24 subnet found");
-}
-
 fn keygen(path: &Path) {
     run(
         "ssh-keygen",
@@ -168,7 +141,7 @@ impl FakeVms {
             ssh_config,
         };
         // From here on, whatever exists is in `vms`, so a panic's drop removes it.
-        let (subnet, claim) = claim_subnet();
+        let (subnet, claim) = subnet_support::claim_subnet();
         vms.subnet = subnet;
         vms.claim = Some(claim);
         keygen(&vms.client_key);

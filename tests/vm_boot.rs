@@ -1,0 +1,140 @@
+//! Real VMs (qemu guests, see vm_support) really have their own kernel and clock: each boots
+//! with its own boot_id, stepping one guest's clock moves neither ours nor the other guest's,
+//! the guests reach our gateway address and each other, the tools the SSH backend's scripts use
+//! are there, and fle-node runs in a guest.
+
+mod vm_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use vm_support::{can_run, QemuVms};
+
+/// `cmd` run in VM `i` through the system ssh client with the test's config; its stdout.
+fn ssh(vms: &QemuVms, i: usize, cmd: &str, stdin: &[u8]) -> String {
+    let mut child = Command::new("ssh")
+        .arg("-F")
+        .arg(&vms.ssh_config)
+        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"])
+        .arg(format!("root@{}", vms.addr(i)))
+        .arg(cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{cmd}` in vm {} failed: {}\nserial log:\n{}",
+        i + 1,
+        String::from_utf8_lossy(&out.stderr),
+        vms.serial_log(i)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn guest_clock(vms: &QemuVms, i: usize) -> i64 {
+    ssh(vms, i, "date +%s", b"").parse().unwrap()
+}
+
+#[test]
+fn qemu_vms_have_their_own_kernel_clock_and_network() {
+    if !can_run("qemu_vms_have_their_own_kernel_clock_and_network") {
+        return;
+    }
+    let started = Instant::now();
+    let vms = QemuVms::create(2);
+    eprintln!("2 VMs booted in {:.1?}", started.elapsed());
+
+    let host_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let boot = |i| ssh(&vms, i, "cat /proc/sys/kernel/random/boot_id", b"");
+    let (boot1, boot2) = (boot(0), boot(1));
+    assert_ne!(boot1, host_boot.trim());
+    assert_ne!(boot2, host_boot.trim());
+    assert_ne!(boot1, boot2);
+
+    // The guests' clocks start at ours (-rtc base=utc, whole seconds).
+    for i in 0..2 {
+        let skew = guest_clock(&vms, i) - now();
+        assert!(skew.abs() <= 3, "vm {} starts {skew} s off", i + 1);
+    }
+    // Steps guest 1 an hour ahead; ours and guest 2's must not move (checked against a clock
+    // that cannot be stepped: the monotonic one).
+    let (wall0, mono0) = (SystemTime::now(), Instant::now());
+    ssh(
+        &vms,
+        0,
+        &format!("date -s @{} >/dev/null", now() + 3600),
+        b"",
+    );
+    let skew1 = guest_clock(&vms, 0) - now();
+    assert!(
+        (3595..=3605).contains(&skew1),
+        "vm 1 is {skew1} s ahead, not 3600"
+    );
+    let skew2 = guest_clock(&vms, 1) - now();
+    assert!(skew2.abs() <= 3, "vm 2 moved to {skew2} s off");
+    let host_step = wall0.elapsed().unwrap().as_secs_f64() - mono0.elapsed().as_secs_f64();
+    assert!(host_step.abs() < 1.0, "our clock moved by {host_step} s");
+
+    // Guest to our gateway address over TCP.
+    let listener = TcpListener::bind((vms.gateway(), 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accept = std::thread::spawn(move || {
+        let (conn, from) = listener.accept().unwrap();
+        let mut line = String::new();
+        BufReader::new(conn).read_line(&mut line).unwrap();
+        (from.ip(), line)
+    });
+    let gw = vms.gateway();
+    ssh(
+        &vms,
+        0,
+        &format!("echo hello from vm | nc -w 10 {gw} {port}"),
+        b"",
+    );
+    let (from, line) = accept.join().unwrap();
+    assert_eq!((from, line.trim()), (vms.addr(0).into(), "hello from vm"));
+    // Guest to guest: guest 2's sshd greets guest 1.
+    let banner = ssh(
+        &vms,
+        0,
+        &format!("nc -w 10 {} 22 < /dev/null", vms.addr(1)),
+        b"",
+    );
+    assert!(banner.starts_with("SSH-2.0-"), "{banner:?}");
+
+    // What the SSH backend's scripts run, GNU tar's --exclude included (busybox tar lacks it).
+    let tools = "sh setsid nohup tar tac cat mv wc id uname kill sleep mkdir chmod rm date dirname";
+    let check = format!(
+        "for t in {tools}; do command -v $t >/dev/null || echo $t; done
+        tar --exclude=./x -cf - -C /etc . >/dev/null"
+    );
+    assert_eq!(ssh(&vms, 0, &check, b""), "", "missing in the guest");
+
+    // fle-node, uploaded as the SSH backend does, finds its libraries in the guest.
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_fle-node")).unwrap();
+    let upload = Instant::now();
+    let version = ssh(
+        &vms,
+        1,
+        "cat > /tmp/fle-node && chmod +x /tmp/fle-node && /tmp/fle-node --version",
+        &binary,
+    );
+    eprintln!(
+        "uploaded {} MB and ran fle-node in {:.1?}",
+        binary.len() >> 20,
+        upload.elapsed()
+    );
+    assert!(version.starts_with("fle-node "), "{version:?}");
+}
