@@ -5,36 +5,10 @@
 
 mod vm_support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use vm_support::{can_run, QemuVms};
-
-/// `cmd` run in VM `i` through the system ssh client with the test's config; its stdout.
-fn ssh(vms: &QemuVms, i: usize, cmd: &str, stdin: &[u8]) -> String {
-    let mut child = Command::new("ssh")
-        .arg("-F")
-        .arg(&vms.ssh_config)
-        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"])
-        .arg(format!("root@{}", vms.addr(i)))
-        .arg(cmd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}` in vm {} failed: {}\nserial log:\n{}",
-        i + 1,
-        String::from_utf8_lossy(&out.stderr),
-        vms.serial_log(i)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn now() -> i64 {
     SystemTime::now()
@@ -44,7 +18,7 @@ fn now() -> i64 {
 }
 
 fn guest_clock(vms: &QemuVms, i: usize) -> i64 {
-    ssh(vms, i, "date +%s", b"").parse().unwrap()
+    vms.ssh(i, "date +%s", b"").parse().unwrap()
 }
 
 #[test]
@@ -57,7 +31,7 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
     eprintln!("2 VMs booted in {:.1?}", started.elapsed());
 
     let host_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
-    let boot = |i| ssh(&vms, i, "cat /proc/sys/kernel/random/boot_id", b"");
+    let boot = |i| vms.ssh(i, "cat /proc/sys/kernel/random/boot_id", b"");
     let (boot1, boot2) = (boot(0), boot(1));
     assert_ne!(boot1, host_boot.trim());
     assert_ne!(boot2, host_boot.trim());
@@ -71,12 +45,7 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
     // Steps guest 1 an hour ahead; ours and guest 2's must not move (checked against a clock
     // that cannot be stepped: the monotonic one).
     let (wall0, mono0) = (SystemTime::now(), Instant::now());
-    ssh(
-        &vms,
-        0,
-        &format!("date -s @{} >/dev/null", now() + 3600),
-        b"",
-    );
+    vms.ssh(0, &format!("date -s @{} >/dev/null", now() + 3600), b"");
     let skew1 = guest_clock(&vms, 0) - now();
     assert!(
         (3595..=3605).contains(&skew1),
@@ -97,8 +66,7 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
         (from.ip(), line)
     });
     let gw = vms.gateway();
-    ssh(
-        &vms,
+    vms.ssh(
         0,
         &format!("echo hello from vm | nc -w 10 {gw} {port}"),
         b"",
@@ -106,12 +74,7 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
     let (from, line) = accept.join().unwrap();
     assert_eq!((from, line.trim()), (vms.addr(0).into(), "hello from vm"));
     // Guest to guest: guest 2's sshd greets guest 1.
-    let banner = ssh(
-        &vms,
-        0,
-        &format!("nc -w 10 {} 22 < /dev/null", vms.addr(1)),
-        b"",
-    );
+    let banner = vms.ssh(0, &format!("nc -w 10 {} 22 < /dev/null", vms.addr(1)), b"");
     assert!(banner.starts_with("SSH-2.0-"), "{banner:?}");
 
     // What the SSH backend's scripts run, GNU tar's --exclude included (busybox tar lacks it).
@@ -120,13 +83,12 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
         "for t in {tools}; do command -v $t >/dev/null || echo $t; done
         tar --exclude=./x -cf - -C /etc . >/dev/null"
     );
-    assert_eq!(ssh(&vms, 0, &check, b""), "", "missing in the guest");
+    assert_eq!(vms.ssh(0, &check, b""), "", "missing in the guest");
 
     // fle-node, uploaded as the SSH backend does, finds its libraries in the guest.
     let binary = std::fs::read(env!("CARGO_BIN_EXE_fle-node")).unwrap();
     let upload = Instant::now();
-    let version = ssh(
-        &vms,
+    let version = vms.ssh(
         1,
         "cat > /tmp/fle-node && chmod +x /tmp/fle-node && /tmp/fle-node --version",
         &binary,

@@ -595,6 +595,33 @@ impl QemuVms {
         self.vms.iter().map(|v| v.addr.to_string()).collect()
     }
 
+    /// `cmd` run in VM `i` through the system ssh client with the test's config; its stdout,
+    /// trimmed. Panics with the VM's serial log when it fails.
+    pub fn ssh(&self, i: usize, cmd: &str, stdin: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = Command::new("ssh")
+            .arg("-F")
+            .arg(&self.ssh_config)
+            .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"])
+            .arg(format!("root@{}", self.addr(i)))
+            .arg(cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "`{cmd}` in vm {} failed: {}\nserial log:\n{}",
+            i + 1,
+            String::from_utf8_lossy(&out.stderr),
+            self.serial_log(i)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// What VM `i` printed on its serial console so far (with qemu's own errors).
     pub fn serial_log(&self, i: usize) -> String {
         std::fs::read_to_string(&self.vms[i].log).unwrap_or_default()

@@ -118,6 +118,8 @@ impl SshCluster {
             log,
             bridge,
         };
+        let stripped = setup::stripped_copy(&config.binary, run_dir);
+        let upload = stripped.clone().unwrap_or_else(|| config.binary.clone());
         let tasks: Vec<_> = cluster
             .nodes
             .iter()
@@ -126,7 +128,7 @@ impl SshCluster {
                 let host = cluster.hosts[i].clone();
                 let facts = cluster.facts[i].clone();
                 let dir = cluster.dir_str(node);
-                let binary = config.binary.clone();
+                let binary = upload.clone();
                 let needs = config.needs;
                 async move {
                     setup::make_dir(&host, &dir).await?;
@@ -147,6 +149,9 @@ impl SshCluster {
             }
             results
         });
+        if let Some(copy) = stripped {
+            let _ = std::fs::remove_file(copy);
+        }
         let mut errors = Vec::new();
         for r in results {
             match r {

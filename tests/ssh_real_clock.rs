@@ -1,0 +1,248 @@
+//! `--real-clock-skew` on real VMs (qemu guests with a kernel and clock of their own, see
+//! vm_support): a clock bump steps n2's host clock, which n2's own wall clock shows; the reset
+//! steps it back; and after a controller SIGKILLed mid-skew, `fle-chaos clean` steps it back
+//! from the offset recorded on the host. Nothing is left on the hosts either way.
+
+mod vm_support;
+
+use fle_chaos::api::NodeStatus;
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::{Event, EventType, F, NEMESIS};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use vm_support::{can_run, QemuVms};
+
+const HOUR_MS: i64 = 3_600_000;
+
+fn fle_chaos(vms: &QemuVms, registry: &Path, schedule: &Path, time_limit: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
+    cmd.env("FLE_CHAOS_REGISTRY", registry)
+        .args(["test", "--ssh", "--nodes", &vms.hosts().join(",")])
+        .arg("--ssh-config")
+        .arg(&vms.ssh_config)
+        .args(["--real-clock-skew", "--nemesis-file"])
+        .arg(schedule)
+        .args(["--time-limit", time_limit, "--seed", "3", "--out"])
+        .arg(vms.dir.path().join(format!("reports-{time_limit}")));
+    cmd
+}
+
+/// A guest's clock minus ours, in whole seconds (`date +%s` is what the guest has).
+fn guest_offset_s(vms: &QemuVms, i: usize) -> i64 {
+    let guest: i64 = vms.ssh(i, "date +%s", b"").parse().unwrap();
+    let ours = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    guest - ours.as_secs() as i64
+}
+
+/// The run folder `fle-chaos test --out OUT` made (OUT/latest points at it).
+fn run_folder(out: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(out.join("latest"))
+        .ok()
+        .filter(|p| p.join("history.jsonl").is_file())
+}
+
+fn nemesis_done(h: &[Event], f: F) -> Vec<&Event> {
+    h.iter()
+        .filter(|e| e.process == NEMESIS && e.f == f && e.kind == EventType::Info)
+        .collect()
+}
+
+/// n2's wall clock minus n1's, from status reads of both less than 50 ms apart, in [from, to).
+fn skews(h: &[Event], from: u64, to: u64) -> Vec<i64> {
+    let mut n1: Option<(u64, i64)> = None;
+    let mut out = Vec::new();
+    for e in h.iter().filter(|e| e.time >= from && e.time < to) {
+        if e.f != F::Status || e.kind != EventType::Ok {
+            continue;
+        }
+        let Ok(s) = serde_json::from_value::<NodeStatus>(e.value.clone()) else {
+            continue;
+        };
+        match e.node.as_deref() {
+            Some("n1") => n1 = Some((e.time, s.wall_clock_ms)),
+            Some("n2") => {
+                if let Some((t, c)) = n1.filter(|(t, _)| e.time - t < 50_000_000) {
+                    out.push(s.wall_clock_ms - c - ((e.time - t) / 1_000_000) as i64);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Nothing of ours on any guest: no node folder, no fle-node process.
+fn nothing_left_on_hosts(vms: &QemuVms) {
+    for i in 0..vms.vms.len() {
+        let left = vms.ssh(
+            i,
+            "ls -d /tmp/flc-* 2>/dev/null; for c in /proc/[0-9]*/comm; do \
+             read -r n < $c 2>/dev/null && [ \"$n\" = fle-node ] && echo \"process $c\"; done; true",
+            b"",
+        );
+        assert_eq!(left, "", "left on vm {}", i + 1);
+    }
+}
+
+/// Every guest's clock is where it was before (`date +%s`: whole seconds, so within 2 s).
+fn clocks_back(vms: &QemuVms, before: &[i64], when: &str) {
+    for (i, b) in before.iter().enumerate() {
+        let moved = guest_offset_s(vms, i) - b;
+        assert!(
+            moved.abs() <= 2,
+            "vm {} clock moved {moved} s {when}",
+            i + 1
+        );
+    }
+}
+
+fn registry_empty(registry: &Path) -> bool {
+    std::fs::read_dir(registry)
+        .map(|d| {
+            d.flatten()
+                .all(|e| e.path().extension().and_then(|x| x.to_str()) != Some("jsonl"))
+        })
+        .unwrap_or(true)
+}
+
+fn wait_child(child: &mut Child, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fle-chaos test did not end within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
+    if !can_run("real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back") {
+        return;
+    }
+    let vms = QemuVms::create(3);
+    let registry = vms.dir.path().join("registry");
+    let before: Vec<i64> = (0..3).map(|i| guest_offset_s(&vms, i)).collect();
+
+    // 1. A whole run: n2's host clock an hour ahead for 5 s, then back.
+    let schedule = vms.dir.path().join("bump.toml");
+    std::fs::write(
+        &schedule,
+        "interval = \"3s\"\nduration = \"5s\"\n[[fault]]\nkind = \"clock\"\nmode = \"bump\"\n\
+         delta = \"+3600s\"\ntarget = \"n2\"\n",
+    )
+    .unwrap();
+    let out: Output = fle_chaos(&vms, &registry, &schedule, "12")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(2)),
+        "fle-chaos test: {:?}\n{stderr}",
+        out.status
+    );
+    assert!(stderr.contains("WARNING: --real-clock-skew"), "{stderr}");
+    let run = run_folder(&vms.dir.path().join("reports-12")).expect("a run folder");
+    let h = read_history(&run.join("history.jsonl")).unwrap();
+    let clock = nemesis_done(&h, F::Clock);
+    let (bump, reset) = (clock[0], clock[1]);
+    assert_eq!(bump.value["mechanism"], "clock_settime", "{}", bump.value);
+    assert_eq!(bump.value["steps_ms"]["n2"], HOUR_MS, "{}", bump.value);
+    assert_eq!(reset.value["mode"], "reset");
+    assert_eq!(reset.value["mechanism"], "clock_settime");
+    // n2 itself saw its wall clock an hour ahead of n1's, and then back (the guests' clocks
+    // started up to a few seconds apart: compare with the skew before the bump).
+    let base = skews(&h, 0, bump.time);
+    // Until the reset was sent: reads that complete while it runs may already see it.
+    let reset_sent = h
+        .iter()
+        .filter(|e| e.process == NEMESIS && e.f == F::Clock && e.kind == EventType::Invoke)
+        .rfind(|e| e.time <= reset.time)
+        .unwrap()
+        .time;
+    let during = skews(&h, bump.time + 100_000_000, reset_sent);
+    let after = skews(&h, reset.time + 100_000_000, u64::MAX);
+    assert!(
+        !base.is_empty() && !during.is_empty() && !after.is_empty(),
+        "reads of n1 and n2 close together: {} {} {}",
+        base.len(),
+        during.len(),
+        after.len()
+    );
+    let b = base[base.len() / 2];
+    assert!(
+        during.iter().all(|d| (d - b - HOUR_MS).abs() < 1_500),
+        "skew during the bump (base {b} ms): {during:?}"
+    );
+    assert!(
+        after.iter().all(|d| (d - b).abs() < 1_500),
+        "skew after the reset (base {b} ms): {after:?}"
+    );
+    let verify = nemesis_done(&h, F::Heal)
+        .into_iter()
+        .find(|e| e.value["verify"] == true)
+        .expect("the final verification passed");
+    assert_eq!(verify.value["problems"], serde_json::json!([]));
+    clocks_back(&vms, &before, "after the run");
+    nothing_left_on_hosts(&vms);
+    assert!(registry_empty(&registry), "the run's registry was released");
+
+    // 2. The controller dies while n2's clock is an hour ahead: `clean` steps it back.
+    std::fs::write(
+        &schedule,
+        "interval = \"1s\"\nduration = \"60s\"\n[[fault]]\nkind = \"clock\"\nmode = \"bump\"\n\
+         delta = \"+3600s\"\ntarget = \"n2\"\n",
+    )
+    .unwrap();
+    // A fault is planned only when it fits in the run: 90 s for one of 60 s.
+    let mut child = fle_chaos(&vms, &registry, &schedule, "90")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = vms.dir.path().join("reports-90");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let skewed = run_folder(&out)
+            .and_then(|r| read_history(&r.join("history.jsonl")).ok())
+            .is_some_and(|h| {
+                nemesis_done(&h, F::Clock)
+                    .iter()
+                    .any(|e| e.value["mode"] == "bump")
+            });
+        if skewed {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the bump never happened");
+        assert!(child.try_wait().unwrap().is_none(), "fle-chaos ended early");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // By pid: the Child is exactly the controller we started.
+    child.kill().unwrap();
+    wait_child(&mut child, Duration::from_secs(10));
+    let skewed = guest_offset_s(&vms, 1) - before[1];
+    assert!(
+        (skewed - 3600).abs() <= 2,
+        "n2's host clock is {skewed} s off after the crash"
+    );
+    let clean = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .env("FLE_CHAOS_REGISTRY", &registry)
+        .arg("clean")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert!(clean.status.success(), "clean: {said}");
+    assert!(
+        said.contains("removed clock offset of 3600000 ms"),
+        "{said}"
+    );
+    clocks_back(&vms, &before, "after clean");
+    nothing_left_on_hosts(&vms);
+    assert!(registry_empty(&registry), "clean removed the registry file");
+}
