@@ -3,11 +3,13 @@
 //! steps it back; and after a controller SIGKILLed mid-skew, `fle-chaos clean` steps it back
 //! from the offset recorded on the host. Nothing is left on the hosts either way.
 
+mod run_support;
 mod vm_support;
 
 use fle_chaos::api::NodeStatus;
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
+use run_support::{leftovers, resources};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -190,6 +192,8 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
         .expect("the final verification passed");
     assert_eq!(verify.value["problems"], serde_json::json!([]));
     clocks_back(&vms, &before, "after the run");
+    let left = leftovers(&resources(&run));
+    assert!(left.is_empty(), "left behind here: {left:?}");
     nothing_left_on_hosts(&vms);
     assert!(registry_empty(&registry), "the run's registry was released");
 
@@ -243,6 +247,10 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
         "{said}"
     );
     clocks_back(&vms, &before, "after clean");
+    // On this machine too: the dead controller's ssh masters and their folder.
+    let crashed = run_folder(&out).unwrap();
+    let left = leftovers(&resources(&crashed));
+    assert!(left.is_empty(), "left behind here: {left:?}");
     nothing_left_on_hosts(&vms);
     assert!(registry_empty(&registry), "clean removed the registry file");
 }

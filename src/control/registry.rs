@@ -49,6 +49,8 @@ pub enum Resource {
     File { path: PathBuf },
     /// A node's folder on a remote host (SSH clusters); what it holds is listed on the host.
     SshNode(super::ssh::RemoteNode),
+    /// The folder of a run's OpenSSH master sockets: the masters (`ssh -M -S DIR/...`) go with it.
+    SshControl { dir: PathBuf },
 }
 
 /// The fixed directory where every live run lists its resources.

@@ -105,6 +105,18 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
         }
     }
     for r in resources.iter().rev() {
+        if let Resource::SshControl { dir } = r {
+            for pid in super::ssh::masters_in(dir) {
+                if kill(Pid::from_raw(pid as i32), Signal::SIGTERM).is_ok() {
+                    report.removed.push(format!("ssh master {pid}"));
+                }
+            }
+            if std::fs::remove_dir_all(dir).is_ok() {
+                report.removed.push(format!("folder {}", dir.display()));
+            }
+        }
+    }
+    for r in resources.iter().rev() {
         match r {
             Resource::Subnet { claim, cidr } if std::fs::remove_file(claim).is_ok() => {
                 report.removed.push(format!("subnet claim {cidr}"));

@@ -116,6 +116,12 @@ pub fn leftovers(resources: &[Resource]) -> Vec<String> {
             Resource::Subnet { claim, .. } if claim.exists() => {
                 left.push(format!("subnet claim {}", claim.display()))
             }
+            Resource::SshControl { dir } => {
+                let masters = fle_chaos::control::ssh::masters_in(dir);
+                if dir.exists() || !masters.is_empty() {
+                    left.push(format!("ssh masters {masters:?} in {}", dir.display()));
+                }
+            }
             _ => {}
         }
     }

@@ -73,6 +73,16 @@ impl SshCluster {
             .iter()
             .map(|h| Arc::new(HostSession::new(h, config.options.clone(), log.clone())))
             .collect();
+        // Masters in a folder of the run's own: `clean` ends them after a SIGKILLed controller.
+        let control_dir = std::env::temp_dir().join(format!("flc-ssh-{}", registry.run_id()));
+        registry.record(Resource::SshControl {
+            dir: control_dir.clone(),
+        })?;
+        std::fs::create_dir_all(&control_dir)
+            .with_context(|| format!("cannot create {}", control_dir.display()))?;
+        for h in &hosts {
+            h.set_control_dir(control_dir.clone());
+        }
         let probe = hosts.clone();
         let real_clock = config.real_clock;
         let facts = bridge.run(async move { preflight(&probe, real_clock).await })?;

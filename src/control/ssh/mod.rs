@@ -47,6 +47,29 @@ pub fn check_hosts(hosts: &[String], options: &SshOptions, real_clock: bool) -> 
     })
 }
 
+/// The pids of OpenSSH masters whose control socket is under `dir` (`ssh ... -S DIR/...`):
+/// the run's own, found by the folder only it uses.
+pub fn masters_in(dir: &std::path::Path) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let prefix = format!("{}/", dir.display());
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            args.first().is_some_and(|a| a.ends_with(b"ssh"))
+                && args
+                    .windows(2)
+                    .any(|w| w[0] == b"-S" && w[1].starts_with(prefix.as_bytes()))
+        })
+        .collect()
+}
+
 /// `resources` without what lives on remote hosts: the SSH nodes, and, in a run that has SSH
 /// nodes, the host-level (no namespace) iptables entries the nemesis records, which were made
 /// on the remote hosts (their host-side record removes them) and must never be replayed on the

@@ -107,6 +107,7 @@ pub struct HostSession {
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     /// Prefix remote commands with `sudo -n` (the user is not root).
     sudo: Mutex<bool>,
+    control_dir: Mutex<Option<PathBuf>>,
     log: Arc<ConnectionLog>,
 }
 
@@ -147,8 +148,15 @@ impl HostSession {
             opts,
             session: tokio::sync::Mutex::new(None),
             sudo: Mutex::new(false),
+            control_dir: Mutex::new(None),
             log,
         }
+    }
+
+    /// Where the connection's master keeps its socket (default: the temp dir). A run puts its
+    /// masters in a folder of its own, so that `clean` can find them after a SIGKILL.
+    pub fn set_control_dir(&self, dir: PathBuf) {
+        *self.control_dir.lock().unwrap() = Some(dir);
     }
 
     pub fn host(&self) -> &str {
@@ -167,8 +175,15 @@ impl HostSession {
         let mut b = SessionBuilder::default();
         b.connect_timeout(self.opts.connect_timeout)
             .server_alive_interval(Duration::from_secs(5))
-            .control_directory(std::env::temp_dir())
-            // A controller killed with SIGKILL cannot close its masters; they go when idle.
+            .control_directory(
+                self.control_dir
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_else(std::env::temp_dir),
+            )
+            // A controller killed with SIGKILL cannot close its masters: they go when idle, or
+            // when `clean` finds them by their control folder.
             .control_persist(ControlPersist::IdleFor(
                 NonZeroUsize::new(600).expect("non-zero"),
             ));
