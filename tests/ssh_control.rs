@@ -127,21 +127,32 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
     assert_eq!(c.nodes(), ["n1", "n2", "n3"]);
     assert_eq!(c.node_host("n2").unwrap(), vms.addr(1));
     assert_eq!(c.controller_addr(), Some(vms.gateway().into()));
-    // The uploaded binary is the controller's own fle-node, byte for byte.
-    let local = std::fs::metadata(env!("CARGO_BIN_EXE_fle-node"))
-        .unwrap()
-        .len();
-    let out = c
+    // The uploaded binary is the controller's own fle-node without its debug info, byte for byte.
+    let stripped = vms.dir.path().join("fle-node.stripped");
+    let strip = Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(env!("CARGO_BIN_EXE_fle-node"))
+        .status()
+        .unwrap();
+    assert!(strip.success());
+    let sha = |out: &[u8]| {
+        String::from_utf8_lossy(out)
+            .split_whitespace()
+            .next()
+            .map(str::to_string)
+    };
+    let local = Command::new("sha256sum").arg(&stripped).output().unwrap();
+    let remote = c
         .exec(
             "n1",
-            "sh",
-            &["-c", &format!("wc -c < /tmp/flc-{run_id}-n1/fle-node")],
+            "sha256sum",
+            &[&format!("/tmp/flc-{run_id}-n1/fle-node")],
         )
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        local.to_string()
-    );
+    assert_eq!(sha(&remote.stdout), sha(&local.stdout));
+    assert!(sha(&local.stdout).is_some());
 
     // Files are written remotely and read back through the host.
     let path = c
