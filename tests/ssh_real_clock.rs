@@ -7,6 +7,7 @@ mod run_support;
 mod vm_support;
 
 use fle_chaos::api::NodeStatus;
+use fle_chaos::control::registry::Resource;
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
 use run_support::{leftovers, resources};
@@ -99,6 +100,16 @@ fn clocks_back(vms: &QemuVms, before: &[i64], when: &str) {
     }
 }
 
+/// How many ssh processes use a control socket under `dir`, counted with pgrep (not the code
+/// under test).
+fn ssh_masters(dir: &Path) -> usize {
+    let out = Command::new("pgrep")
+        .args(["-f", &format!("^ssh .*-S {}/", dir.display())])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
 fn registry_empty(registry: &Path) -> bool {
     std::fs::read_dir(registry)
         .map(|d| {
@@ -153,6 +164,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     let run = run_folder(&vms.dir.path().join("reports-12")).expect("a run folder");
     let h = read_history(&run.join("history.jsonl")).unwrap();
     let clock = nemesis_done(&h, F::Clock);
+    assert_eq!(clock.len(), 2, "one bump and the final reset: {clock:?}");
     let (bump, reset) = (clock[0], clock[1]);
     assert_eq!(bump.value["mechanism"], "clock_settime", "{}", bump.value);
     assert_eq!(bump.value["steps_ms"]["n2"], HOUR_MS, "{}", bump.value);
@@ -230,6 +242,19 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     // By pid: the Child is exactly the controller we started.
     child.kill().unwrap();
     wait_child(&mut child, Duration::from_secs(10));
+    // The dead controller's ssh masters are still there, for clean to end.
+    let crashed = run_folder(&out).unwrap();
+    let masters_dir = resources(&crashed)
+        .into_iter()
+        .find_map(|r| match r {
+            Resource::SshControl { dir } => Some(dir),
+            _ => None,
+        })
+        .expect("the run recorded its ssh control folder");
+    assert!(
+        ssh_masters(&masters_dir) > 0,
+        "no ssh master outlived the controller"
+    );
     let skewed = guest_offset_s(&vms, 1) - before[1];
     assert!(
         (skewed - 3600).abs() <= 2,
@@ -248,9 +273,9 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     );
     clocks_back(&vms, &before, "after clean");
     // On this machine too: the dead controller's ssh masters and their folder.
-    let crashed = run_folder(&out).unwrap();
     let left = leftovers(&resources(&crashed));
     assert!(left.is_empty(), "left behind here: {left:?}");
+    assert_eq!(ssh_masters(&masters_dir), 0, "ssh masters outlived clean");
     nothing_left_on_hosts(&vms);
     assert!(registry_empty(&registry), "clean removed the registry file");
 }

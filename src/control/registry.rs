@@ -96,9 +96,11 @@ impl Registry {
         // renamed): `clean` never sees a run's file without the owner it must leave alone.
         let first = format!("{}\n", serde_json::to_string(&controller)?);
         let aside = dir.join(format!(".{run_id}.tmp"));
-        std::fs::write(&aside, &first)
-            .and_then(|()| std::fs::rename(&aside, &registry.global))
-            .with_context(|| format!("cannot write {}", registry.global.display()))?;
+        // hard_link, not rename: it fails when another run took the same id.
+        let linked = std::fs::write(&aside, &first)
+            .and_then(|()| std::fs::hard_link(&aside, &registry.global));
+        let _ = std::fs::remove_file(&aside);
+        linked.with_context(|| format!("cannot create {}", registry.global.display()))?;
         std::fs::write(&registry.local, &first)
             .with_context(|| format!("cannot write {}", registry.local.display()))?;
         registry.inner.lock().unwrap().push(controller);

@@ -444,7 +444,7 @@ pub fn clock_skew_left(ctx: &NemesisContext, node: &str) -> Result<Option<String
     if ctx.control.real_clock() {
         // The final reset wrote the record, so a missing one is a problem too.
         let text = ctx.control.read_file(node, Path::new(host_clock::STATE))?;
-        let ms = host_clock::parse_state(&String::from_utf8_lossy(&text))?;
+        let ms = host_clock::offset_ms(&String::from_utf8_lossy(&text))?;
         return Ok((ms != 0).then(|| format!("{ms} ms (host clock)")));
     }
     let Some(file) = ctx.target.clock_file(node) else {

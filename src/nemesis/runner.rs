@@ -85,7 +85,11 @@ impl ScheduledNemesis {
             skewed = !skewed;
             let setting = ClockSetting::Offset(if skewed { *delta_ms } else { 0 });
             for node in nodes {
-                let _ = inject::set_clock(ctx, node, setting);
+                // One flip is one step per node (over SSH a round trip each); a failed flip is
+                // put right by the reset at the end.
+                if let Err(e) = inject::set_clock(ctx, node, setting) {
+                    tracing::warn!("strobe: cannot flip the clock of {node}: {e:#}");
+                }
             }
         }
     }
@@ -158,7 +162,10 @@ impl ScheduledNemesis {
                     }
                 }
             }
-            if !clock_faults && ctx.target.clock_file(node).is_none() {
+            // A real clock is only ever moved by clock faults; a libfaketime file may have been
+            // set up without them (--faketime).
+            let faketime_file = !ctx.control.real_clock() && ctx.target.clock_file(node).is_some();
+            if !clock_faults && !faketime_file {
                 continue;
             }
             match inject::clock_skew_left(ctx, node) {

@@ -55,8 +55,9 @@ pub struct SshCluster {
 }
 
 impl SshCluster {
-    /// Preflights every host (nothing is created anywhere when one fails: a `BadInput`), then
-    /// records and sets up each node's folder, binary and tools. Nodes are "n1".."nN" in host
+    /// Preflights every host (nothing is created on any host when one fails: a `BadInput`; the
+    /// local folder for the SSH masters is recorded, so teardown removes it), then records and
+    /// sets up each node's folder, binary and tools. Nodes are "n1".."nN" in host
     /// order; `say` hears what is being installed.
     pub fn create(
         config: SshClusterConfig,
@@ -78,7 +79,8 @@ impl SshCluster {
         registry.record(Resource::SshControl {
             dir: control_dir.clone(),
         })?;
-        std::fs::create_dir_all(&control_dir)
+        // create_dir, not create_dir_all: a folder already there is another run's (same id).
+        std::fs::create_dir(&control_dir)
             .with_context(|| format!("cannot create {}", control_dir.display()))?;
         for h in &hosts {
             h.set_control_dir(control_dir.clone());
@@ -128,7 +130,7 @@ impl SshCluster {
             log,
             bridge,
         };
-        let stripped = setup::stripped_copy(&config.binary, run_dir);
+        let stripped = setup::stripped_copy(&config.binary, &control_dir);
         let upload = stripped.clone().unwrap_or_else(|| config.binary.clone());
         let tasks: Vec<_> = cluster
             .nodes
@@ -349,8 +351,15 @@ impl Control for SshCluster {
         if !self.real_clock {
             bail!("{node}: real clock skew is off (it needs --real-clock-skew)");
         }
+        // Held for the whole step: teardown (which sets the clock back) waits for a step in
+        // flight, and no step starts after it.
+        let torn_down = self.torn_down.lock().unwrap();
+        if *torn_down {
+            bail!("the cluster is torn down; not stepping the clock of {node}");
+        }
         let script = remote::clock_script(&self.dir_str(node), offset_ms);
         let out = self.run(node, "stepping the host clock", script, None)?;
+        drop(torn_down);
         let text = String::from_utf8_lossy(&out.stdout);
         let step = text
             .split_whitespace()

@@ -38,7 +38,8 @@ impl HostFacts {
     pub fn time_daemon_warning(&self, host: &str) -> Option<String> {
         (!self.time_daemons.is_empty()).then(|| {
             format!(
-                "{host}: {} runs and may steer the stepped clock back; stop it on throwaway VMs                  for clean clock faults",
+                "{host}: {} runs and may steer the stepped clock back; stop it on throwaway VMs \
+                 for clean clock faults",
                 self.time_daemons.join(", ")
             )
         })
@@ -66,7 +67,7 @@ for p in /usr/sbin/iptables /sbin/iptables /usr/bin/iptables; do [ -x $p ] && {{
 [ -e {LIBFAKETIME} ] && echo have=libfaketime
 for m in apt-get dnf yum apk zypper; do command -v $m >/dev/null 2>&1 && {{ echo pm=$m; break; }}; done
 echo "boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
-for c in /proc/[0-9]*/comm; do read -r n < $c 2>/dev/null || continue; case $n in chronyd|ntpd|openntpd|systemd-timesyn|timesyncd|ntpdate) echo "timed=$n";; esac; done
+for c in /proc/[0-9]*/comm; do {{ read -r n < $c; }} 2>/dev/null || continue; case $n in chronyd|ntpd|openntpd|systemd-timesyn|timesyncd|ntpdate) echo "timed=$n";; esac; done
 true"#
     )
 }
@@ -127,6 +128,7 @@ pub async fn probe(host: &HostSession) -> Result<HostFacts> {
                 .filter_map(|l| l.strip_prefix("timed="))
                 .map(str::to_string)
                 .collect();
+            d.sort();
             d.dedup();
             d
         },
@@ -202,16 +204,19 @@ fn shared_clocks(hosts: &[&str], facts: &[HostFacts], controller_boot_id: &str) 
     for (i, (host, f)) in hosts.iter().zip(facts).enumerate() {
         if f.boot_id.is_empty() {
             problems.push(format!(
-                "{host}: cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether                  --real-clock-skew would change another machine's clock too; drop --real-clock-skew"
+                "{host}: cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether \
+                 --real-clock-skew would change another machine's clock too; drop --real-clock-skew"
             ));
         } else if f.boot_id == controller_boot_id {
             problems.push(format!(
-                "{host} runs on the controller's own kernel (same boot id): --real-clock-skew                  would step THIS machine's clock; use real VMs, or drop --real-clock-skew to \
+                "{host} runs on the controller's own kernel (same boot id): --real-clock-skew \
+                 would step THIS machine's clock; use real VMs, or drop --real-clock-skew to \
                  skew with libfaketime"
             ));
         } else if let Some(other) = facts[..i].iter().position(|o| o.boot_id == f.boot_id) {
             problems.push(format!(
-                "{host} shares its kernel, so its clock, with {} (same boot id):                  --real-clock-skew needs one machine per host; drop it to skew with libfaketime",
+                "{host} shares its kernel, so its clock, with {} (same boot id): \
+                 --real-clock-skew needs one machine per host; drop it to skew with libfaketime",
                 hosts[other]
             ));
         }
@@ -250,6 +255,9 @@ mod tests {
         assert!(problems[0].starts_with("vm2 runs on the controller's own kernel"));
         assert!(problems[1].starts_with("vm3 shares its kernel, so its clock, with vm1"));
         assert!(shared_clocks(&hosts[..1], &[facts("")], "me")[0].contains("boot_id"));
+        for p in &problems {
+            assert!(!p.contains("  "), "a broken line continuation: {p}");
+        }
     }
 
     #[test]
@@ -257,9 +265,8 @@ mod tests {
         let mut f = facts("a");
         assert_eq!(f.time_daemon_warning("vm1"), None);
         f.time_daemons = vec!["chronyd".into()];
-        assert!(f
-            .time_daemon_warning("vm1")
-            .unwrap()
-            .contains("vm1: chronyd runs"));
+        let warning = f.time_daemon_warning("vm1").unwrap();
+        assert!(warning.contains("vm1: chronyd runs"), "{warning}");
+        assert!(!warning.contains("  "), "{warning}");
     }
 }

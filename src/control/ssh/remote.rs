@@ -188,40 +188,42 @@ pub fn cleanup_script(dir: &str) -> String {
     format!(
         "{PRELUDE}
 R={rec}
-[ -f \"$R\" ] || exit 0
-pids=''
-while read -r kind a b rest; do
-  if [ \"$kind\" = process ] && flc_alive \"$a\" \"$b\"; then
-    kill -s KILL \"$a\" && echo \"removed process $a\" && pids=\"$pids $a:$b\"
-  fi
-done < \"$R\"
-for pb in $pids; do
-  i=0
-  while flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
-  flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && echo \"error: process ${{pb%%:*}} survived SIGKILL\" >&2
-done
-tac \"$R\" | while read -r kind table rest; do
-  [ \"$kind\" = rule ] || continue
-  eval \"set -- $rest\"
-  while iptables -w -t \"$table\" -D \"$@\" 2>/dev/null; do echo \"removed iptables rule $*\"; done
-done
-tac \"$R\" | while read -r kind table chain; do
-  [ \"$kind\" = chain ] || continue
-  eval \"chain=$chain\"
-  iptables -w -t \"$table\" -S \"$chain\" >/dev/null 2>&1 || continue
-  if iptables -w -t \"$table\" -F \"$chain\" && iptables -w -t \"$table\" -X \"$chain\"; then
-    echo \"removed iptables chain $chain\"
-  else
-    echo \"error: cannot delete iptables chain $chain (still referenced?)\" >&2
-  fi
-done
+if [ -f \"$R\" ]; then
+  pids=''
+  while read -r kind a b rest; do
+    if [ \"$kind\" = process ] && flc_alive \"$a\" \"$b\"; then
+      kill -s KILL \"$a\" && echo \"removed process $a\" && pids=\"$pids $a:$b\"
+    fi
+  done < \"$R\"
+  for pb in $pids; do
+    i=0
+    while flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
+    flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && echo \"error: process ${{pb%%:*}} survived SIGKILL\" >&2
+  done
+  tac \"$R\" | while read -r kind table rest; do
+    [ \"$kind\" = rule ] || continue
+    eval \"set -- $rest\"
+    while iptables -w -t \"$table\" -D \"$@\" 2>/dev/null; do echo \"removed iptables rule $*\"; done
+  done
+  tac \"$R\" | while read -r kind table chain; do
+    [ \"$kind\" = chain ] || continue
+    eval \"chain=$chain\"
+    iptables -w -t \"$table\" -S \"$chain\" >/dev/null 2>&1 || continue
+    if iptables -w -t \"$table\" -F \"$chain\" && iptables -w -t \"$table\" -X \"$chain\"; then
+      echo \"removed iptables chain $chain\"
+    else
+      echo \"error: cannot delete iptables chain $chain (still referenced?)\" >&2
+    fi
+  done
+fi
 S={state}
-if [ -s \"$S\" ] && [ \"$(cat \"$S\")\" != 0 ]; then
-  off=$(cat \"$S\")
-  if {clock} >/dev/null; then
-    echo \"removed clock offset of $off ms (the host clock is stepped back)\"
+off=0
+[ -s \"$S\" ] && read -r off base < \"$S\"
+if [ \"$off\" != 0 ]; then
+  if msg=$({clock} 2>&1 >/dev/null); then
+    echo \"removed clock offset of $off ms (the host clock is set back)\"
   else
-    echo \"error: cannot step the host clock back by $off ms; the offset stays recorded in $S\" >&2
+    echo \"error: cannot set the host clock back from $off ms: $msg; fix that and run fle-chaos clean again, or set it by hand (date -s) and delete $S\" >&2
     exit 1
   fi
 fi

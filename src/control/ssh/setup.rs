@@ -42,9 +42,9 @@ pub async fn upload_binary(host: &HostSession, dir: &str, local: &Path) -> Resul
     Ok(())
 }
 
-/// A copy of `binary` without debug info in `dir`, to upload instead (line tables are most
-/// of the release binary: 59 MB against 5.6 MB stripped); None when `strip` is missing or fails,
-/// and the binary goes up as it is.
+/// A copy of `binary` without debug info in `dir` (the run's recorded `flc-ssh-<run>` folder),
+/// to upload instead (line tables are most of the release binary: 59 MB against ~7 MB); None
+/// when `strip` is missing or fails, and the binary goes up as it is.
 pub fn stripped_copy(binary: &Path, dir: &Path) -> Option<std::path::PathBuf> {
     let copy = dir.join(".fle-node.upload");
     let ok = std::process::Command::new("strip")
