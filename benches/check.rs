@@ -1,13 +1,16 @@
 //! Checks a synthetic 5-million-event history and prints events/s and peak memory (VmHWM).
 //! Goal: >= 2 M events/s and <= 1 GiB for parse + check.
 //!
-//! The history is a valid 5-node run with a realistic mix: status reads at 50 Hz per node
-//! (each with a `last_election` of 5 votes, as fle-node reports), a write every 5th polling
-//! round, a leader kill and restart every 80 s of run time, then the final heal and final logs.
+//! The history is a valid 5-node run with a realistic mix, each line laid out as the controller
+//! writes it (a status value's keys sorted, as `serde_json::Value` prints them): status reads
+//! at 50 Hz per node (each with a `last_election` of 5 votes, as fle-node reports), a write
+//! every 5th polling round, a leader kill and restart every 80 s of run time, then the final
+//! heal and final logs.
 //! For comparison it also times the general path (`Event` with a `serde_json::Value` per
 //! event) on a 200 000-event prefix: the reason the checkers have a fast path.
 //!
-//! `cargo bench --bench check` (EVENTS=N to change the size).
+//! `cargo bench --bench check` (EVENTS=N to change the size; BENCH_DIR=dir to keep the
+//! generated run there and reuse it on later runs).
 
 use fle_chaos::checker::{check_history, check_loaded, load_run, CheckOptions, Validity};
 use fle_chaos::history::store::read_history;
@@ -80,17 +83,17 @@ impl Cluster {
         let votes: Vec<String> = (1..=NODES)
             .map(|s| {
                 format!(
-                    "{{\"sid\":{s},\"leader\":{},\"zxid\":{z},\"peer_epoch\":{}}}",
+                    "{{\"leader\":{},\"peer_epoch\":{},\"sid\":{s},\"zxid\":{z}}}",
                     self.leader,
                     self.epoch - 1
                 )
             })
             .collect();
         self.election_json = format!(
-            "{{\"round\":{},\"leader\":{},\"zxid\":{z},\"peer_epoch\":{},\"votes\":[{}],\"took_ms\":231}}",
-            self.round,
+            "{{\"leader\":{},\"peer_epoch\":{},\"round\":{},\"took_ms\":231,\"votes\":[{}],\"zxid\":{z}}}",
             self.leader,
             self.epoch - 1,
+            self.round,
             votes.join(",")
         );
     }
@@ -110,10 +113,10 @@ impl Cluster {
         };
         let z = self.zxid();
         format!(
-            "{{\"sid\":{sid},\"state\":\"{state}\",\"leader\":{leader},\"peer_epoch\":{epoch},\"accepted_epoch\":{epoch},\"election_epoch\":{},\"last_zxid\":{z},\"last_zxid_hex\":\"{z:#x}\",\"last_committed_zxid\":{z},\"zab_phase\":\"{phase}\",\"wall_clock_ms\":{},\"uptime_ms\":{t_ms},\"last_election\":{}}}",
+            "{{\"accepted_epoch\":{epoch},\"election_epoch\":{},\"last_committed_zxid\":{z},\"last_election\":{},\"last_zxid\":{z},\"last_zxid_hex\":\"{z:#x}\",\"leader\":{leader},\"peer_epoch\":{epoch},\"sid\":{sid},\"state\":\"{state}\",\"uptime_ms\":{t_ms},\"wall_clock_ms\":{},\"zab_phase\":\"{phase}\"}}",
             self.round,
+            self.election_json,
             1_796_000_000_000u64 + t_ms,
-            self.election_json
         )
     }
 }
@@ -261,20 +264,38 @@ fn generate(dir: &Path, events: u64) {
     g.out.flush().unwrap();
 }
 
+/// The first status read must be byte for byte what the controller writes for it (a
+/// `NodeStatus` made a `Value` in an `Event`), so the bench times the layout of real runs.
+fn assert_written_as_the_controller_would(history: &Path) {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(history).unwrap());
+    let line = file.lines().next().unwrap().unwrap();
+    let mut e: fle_chaos::history::Event = serde_json::from_str(&line).unwrap();
+    let s: fle_chaos::api::NodeStatus = serde_json::from_value(e.value).unwrap();
+    e.value = serde_json::to_value(&s).unwrap();
+    assert_eq!(serde_json::to_string(&e).unwrap(), line);
+}
+
 fn main() {
     let events: u64 = std::env::var("EVENTS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5_000_000);
-    let dir = tempfile::Builder::new()
+    // BENCH_DIR=path keeps the generated run there and reuses it on the next run (repeated
+    // measurements on a shared machine, profiling); by default it is a temporary folder.
+    let tmp = tempfile::Builder::new()
         .prefix("flc-bench-check")
         .tempdir()
         .unwrap();
+    let kept = std::env::var_os("BENCH_DIR").map(std::path::PathBuf::from);
+    let dir = kept.as_deref().unwrap_or(tmp.path());
     let t = Instant::now();
-    generate(dir.path(), events);
-    let bytes = std::fs::metadata(dir.path().join("history.jsonl"))
-        .unwrap()
-        .len();
+    if kept.is_none() || !dir.join("history.jsonl").exists() {
+        std::fs::create_dir_all(dir).unwrap();
+        generate(dir, events);
+    }
+    let bytes = std::fs::metadata(dir.join("history.jsonl")).unwrap().len();
+    assert_written_as_the_controller_would(&dir.join("history.jsonl"));
     println!(
         "generated {events} events ({:.0} MiB) in {:.1} s",
         bytes as f64 / (1 << 20) as f64,
@@ -285,9 +306,10 @@ fn main() {
     let opts = CheckOptions::default();
     let t = Instant::now();
     let cpu0 = cpu_s();
-    let run = load_run(dir.path()).unwrap();
+    let run = load_run(dir).unwrap();
     let parsed = t.elapsed().as_secs_f64();
-    let results = check_loaded(dir.path(), &run, &opts);
+    let parse_cpu = cpu_s() - cpu0;
+    let results = check_loaded(dir, &run, &opts);
     let total = t.elapsed().as_secs_f64();
     let cpu = cpu_s() - cpu0;
     let n = run.digest.events;
@@ -306,7 +328,8 @@ fn main() {
         bytes as f64 / total / (1 << 20) as f64,
     );
     println!(
-        "fast path: CPU time {cpu:.2} s = {:.2} M events/s per core; peak memory (VmHWM) {} MiB (before check: {} MiB)",
+        "fast path: CPU time {cpu:.2} s (parse {parse_cpu:.2} s + check {:.2} s) = {:.2} M events/s per core; peak memory (VmHWM) {} MiB (before check: {} MiB)",
+        cpu - parse_cpu,
         n as f64 / cpu / 1e6,
         vm_hwm_kib() / 1024,
         base / 1024
@@ -318,16 +341,16 @@ fn main() {
         return;
     }
     let prefix = 200_000usize;
-    let text = std::fs::read_to_string(dir.path().join("history.jsonl")).unwrap();
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
     let cut: String = text
         .lines()
         .take(prefix)
         .map(|l| format!("{l}\n"))
         .collect();
     drop(text);
-    let small = dir.path().join("prefix.jsonl");
+    let small = dir.join("prefix.jsonl");
     std::fs::write(&small, cut).unwrap();
-    let info = TestInfo::read(&dir.path().join("test.json")).unwrap();
+    let info = TestInfo::read(&dir.join("test.json")).unwrap();
     let cpu0 = cpu_s();
     let evs = read_history(&small).unwrap();
     let _ = check_history(&evs, &info, &opts);

@@ -108,3 +108,145 @@ fn torn_tail_and_corrupt_middle_whatever_the_parts() {
         }
     }
 }
+
+/// Everything a digest holds, as text (records, elections, counts, node names).
+fn digest_text(d: &fle_chaos::checker::model::Digest) -> String {
+    format!(
+        "nodes {:?}\nrecords {:#?}\nelections {:#?}\nreads {:?} with election {} events {}",
+        d.nodes,
+        d.records().collect::<Vec<_>>(),
+        d.elections,
+        d.reads,
+        d.reads_with_election,
+        d.events
+    )
+}
+
+/// The valid-writes history with lines the fast paths must not take at face value: escapes,
+/// unicode, other key orders and whitespace, unknown fields, odd write values and zxids,
+/// unreachable reads with and without a node, blank and CRLF lines, a torn last line.
+fn tricky_history() -> String {
+    let dir = fixtures()
+        .into_iter()
+        .find(|d| d.ends_with("valid-writes"))
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let status: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#""type":"ok","f":"status""#))
+        .collect();
+    let with_election = status
+        .iter()
+        .find(|l| l.contains(r#""last_election":{"#))
+        .unwrap();
+    // Keys sorted (serde_json's map), unknown fields with unicode and escapes, spaces.
+    let mut v: serde_json::Value = serde_json::from_str(with_election).unwrap();
+    v["value"]["note"] = serde_json::json!("héllo ☃ \u{1F600} \"quoted\" \\ back");
+    v["extra"] = serde_json::json!({"y": [1, 2.5e3, true, null, "\u{7f}"]});
+    let reordered = serde_json::to_string(&v).unwrap().replace(",\"", " , \"");
+    let escaped = status[4]
+        .replacen(r#""process":"n"#, r#""process":"\u006e"#, 1)
+        .replacen(r#""node":"n"#, r#""node":"\u006e"#, 1);
+    // The same summary with other whitespace: other raw text, the same election.
+    let spaced = with_election.replace(r#""votes":["#, r#""votes" : [ "#);
+    let unknown_node = status[5]
+        .replace(r#""process":"n1""#, r#""process":"nø""#)
+        .replace(r#""node":"n1""#, r#""node":"nø""#)
+        .replace(r#""node":"n2""#, r#""node":"nø""#)
+        .replace(r#""node":"n3""#, r#""node":"nø""#);
+    let t = 2_000_000_000u64;
+    let extra = [
+        format!(
+            r#"{{"index":900,"time":{t},"process":"7","type":"invoke","f":"write","value":{{"value":"w\"9\\é\/\u0041"}}}}"#
+        ),
+        format!(
+            r#"{{"index":901,"time":{t},"process":"7","type":"ok","f":"write","value":{{"value":"w\"9\\é\/\u0041","zxid":4294967299}}}}"#
+        ),
+        format!(
+            r#"{{"index":902,"time":{t},"process":"8","type":"ok","f":"write","value":{{"value":12,"zxid":5.0}}}}"#
+        ),
+        format!(
+            r#"{{"index":903,"time":{t},"process":"8","type":"info","f":"write","value":{{"value":18446744073709551616}}}}"#
+        ),
+        format!(
+            r#"{{"index":904,"time":{t},"process":"8","type":"fail","f":"write","value":{{"value":{{"k":[1,"a"]}},"why":"x"}}}}"#
+        ),
+        format!(
+            r#"{{"index":905,"time":{t},"process":"8","type":"invoke","f":"write","node":"n2","value":null}}"#
+        ),
+        format!(
+            r#"{{"index":906,"time":{t},"process":"ü","type":"invoke","f":"write","value":{{"zxid":7,"value":"ü"}}}}"#
+        ),
+        format!(
+            r#"{{"index":907,"time":{t},"process":"n2","type":"info","f":"status","node":"n2","value":{{"error":"timed out"}}}}"#
+        ),
+        format!(
+            r#"{{"index":908,"time":{t},"process":"n3","type":"fail","f":"status","value":{{"error":"refused"}}}}"#
+        ),
+        format!(
+            r#"{{"time":{t},"index":909,"f":"status","type":"info","node":"n\u0033","process":"n3","value":null}}"#
+        ),
+        format!(
+            r#"{{"index":910,"time":{t},"process":"n3","type":"info","f":"status","node":"n3"}}"#
+        ),
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(l);
+        out.push_str(if i == 3 { "\r\n" } else { "\n" });
+        match i {
+            5 => {
+                out.push_str(&format!("{reordered}\n\n   \n{escaped}\n"));
+                out.push_str(&extra[..6].join("\n"));
+                out.push('\n');
+            }
+            20 => out.push_str(&format!("{spaced}\n\t\n{unknown_node}\n")),
+            30 => {
+                out.push_str(&extra[6..].join("\n"));
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out.push_str(r#"{"index":999,"time":9,"process":"n1","type":"ok","f":"sta"#);
+    out
+}
+
+#[test]
+fn the_fast_parse_digests_tricky_lines_exactly_as_serde_does() {
+    let dir = fixtures()
+        .into_iter()
+        .find(|d| d.ends_with("valid-writes"))
+        .unwrap();
+    let info = TestInfo::read(&dir.join("test.json")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = tmp.path().join("history.jsonl");
+    std::fs::write(&h, tricky_history()).unwrap();
+
+    // The straightforward way: every line through serde_json into an `Event`.
+    let events = fle_chaos::history::store::read_history(&h).unwrap();
+    let reference = fle_chaos::checker::model::digest_events(&events, &info.nodes).unwrap();
+    let quote = |pos: u32| serde_json::to_value(&events[pos as usize]).unwrap();
+    let opts = CheckOptions::default();
+    let want = serde_json::to_value(check_digest(&reference, &info, &opts, quote)).unwrap();
+    assert!(reference.nodes.iter().any(|n| n == "nø"));
+
+    for parts in [1, 2, 3, 5, 9] {
+        let (d, offsets) = digest_file_in(&h, &info.nodes, parts).unwrap();
+        assert_eq!(digest_text(&d), digest_text(&reference), "{parts} parts");
+        assert_eq!(offsets.len(), events.len());
+        let got = serde_json::to_value(check_digest(&d, &info, &opts, quote)).unwrap();
+        assert_eq!(got, want, "{parts} parts");
+    }
+
+    // A key given twice is no event for serde: nor for the fast path, wherever it is.
+    let text = tricky_history();
+    let first = text.lines().next().unwrap();
+    let twice = first.replacen(r#""time":"#, r#""index":0,"time":"#, 1);
+    std::fs::write(&h, text.replacen(first, &twice, 1)).unwrap();
+    assert!(fle_chaos::history::store::read_history(&h).is_err());
+    for parts in [1, 3] {
+        assert!(digest_file_in(&h, &info.nodes, parts).is_err(), "{parts}");
+    }
+}

@@ -282,6 +282,31 @@ impl DigestBuilder {
         }));
     }
 
+    /// A status read that failed or timed out (of `node`, when the event names one).
+    pub fn unreachable(&mut self, pos: u32, time: u64, node: Option<NodeIx>) {
+        self.digest.events += 1;
+        if let Some(node) = node {
+            self.push(Rec::Unreachable { pos, time, node });
+        }
+    }
+
+    /// A client write's invocation or completion.
+    pub fn write(&mut self, w: WriteOp) {
+        self.digest.events += 1;
+        self.push(Rec::Write(Box::new(w)));
+    }
+
+    /// A node's final log: (zxid, canonical value) entries, or why it could not be read.
+    pub fn final_log(
+        &mut self,
+        pos: u32,
+        node: NodeIx,
+        entries: Result<Vec<(u64, String)>, String>,
+    ) {
+        self.digest.events += 1;
+        self.push(Rec::FinalLog(Box::new(FinalLog { pos, node, entries })));
+    }
+
     /// Records the `last_election` a status read carried, once per change.
     pub fn election(&mut self, pos: u32, node: NodeIx, summary: Option<ElectionSummary>) {
         let Some(summary) = summary else { return };
@@ -318,44 +343,28 @@ impl DigestBuilder {
                 self.status(pos, e.index, e.time, node, core);
                 self.election(pos, node, s.last_election);
             }
-            (F::Status, _) => {
-                self.digest.events += 1;
-                if let Some(node) = node {
-                    self.push(Rec::Unreachable {
-                        pos,
-                        time: e.time,
-                        node,
-                    });
-                }
-            }
+            (F::Status, _) => self.unreachable(pos, e.time, node),
             (F::Write, kind) => {
-                self.digest.events += 1;
                 let value = e.value.get("value").map(canonical);
                 let zxid = e.value.get("zxid").and_then(|z| z.as_u64());
-                self.push(Rec::Write(Box::new(WriteOp {
+                self.write(WriteOp {
                     pos,
                     time: e.time,
                     process: e.process.clone(),
                     kind,
                     value,
                     zxid,
-                })));
+                });
             }
             (F::FinalLog, kind) => {
-                self.digest.events += 1;
                 let node = node.ok_or("a final-log event without \"node\"")?;
                 let entries = if kind == EventType::Ok {
-                    let log: crate::api::LogResponse = serde_deser(&e.value)?;
-                    Ok(log
-                        .entries
-                        .iter()
-                        .map(|en| (en.zxid, canonical(&en.value)))
-                        .collect())
+                    Ok(log_entries(serde_deser(&e.value)?))
                 } else {
                     let why = e.value.get("error").and_then(|v| v.as_str());
                     Err(why.unwrap_or("no reason given").to_string())
                 };
-                self.push(Rec::FinalLog(Box::new(FinalLog { pos, node, entries })));
+                self.final_log(pos, node, entries);
             }
             (F::Read, _) => self.digest.events += 1,
             (f, kind) => {
@@ -396,6 +405,14 @@ impl DigestBuilder {
 /// which is the writer's, so the same value written twice has the same text).
 pub fn canonical(v: &serde_json::Value) -> String {
     v.to_string()
+}
+
+/// A final log's entries as the checkers match them: (zxid, canonical value).
+pub fn log_entries(log: crate::api::LogResponse) -> Vec<(u64, String)> {
+    log.entries
+        .iter()
+        .map(|en| (en.zxid, canonical(&en.value)))
+        .collect()
 }
 
 fn serde_deser<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<T, String> {

@@ -3,11 +3,13 @@
 //! Status reads are nearly every line of a history. Each is parsed into a borrowed struct
 //! holding only the fields the checkers judge; its `last_election` is kept as raw JSON text and
 //! parsed only when it differs from the node's previous one (it changes once per election,
-//! not once per read). Every other event goes through `Event` and the ordinary builder.
+//! not once per read). Failed reads and client writes (most of the rest) are scanned too; a
+//! final log (one line of every committed write) is read straight into its type; every other
+//! event goes through `Event` and the ordinary builder.
 
-use super::model::{Digest, DigestBuilder, NodeIx, StatusCore};
+use super::model::{log_entries, Digest, DigestBuilder, NodeIx, StatusCore, WriteOp};
 use super::scan;
-use crate::api::{ElectionSummary, ServerState, ZabPhase};
+use crate::api::{ElectionSummary, LogResponse, ServerState, ZabPhase};
 use crate::history::{Event, EventType, F};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -187,36 +189,92 @@ fn join(parts: Vec<Part>) -> (Digest, Vec<u64>) {
     (d, offsets)
 }
 
+/// Reads a file's lines in large blocks, handing out each line (with its newline; the last may
+/// lack one) borrowed from the block: no copy per line, and no allocation once the block has
+/// grown to the longest line.
+struct Lines {
+    file: std::fs::File,
+    buf: Vec<u8>,
+    /// `buf[lo..hi]` is read but not yet handed out; `buf[lo..searched]` holds no newline.
+    lo: usize,
+    searched: usize,
+    hi: usize,
+    eof: bool,
+}
+
+impl Lines {
+    /// Fits in a core's L2 cache, so the scanner reads what the kernel just copied there.
+    const BLOCK: usize = 512 << 10;
+
+    fn new(file: std::fs::File) -> Self {
+        Lines {
+            file,
+            buf: vec![0; Self::BLOCK],
+            lo: 0,
+            searched: 0,
+            hi: 0,
+            eof: false,
+        }
+    }
+
+    fn next(&mut self) -> std::io::Result<Option<&[u8]>> {
+        use std::io::Read;
+        loop {
+            if let Some(p) = memchr::memchr(b'\n', &self.buf[self.searched..self.hi]) {
+                let line = self.lo..self.searched + p + 1;
+                self.lo = line.end;
+                self.searched = line.end;
+                return Ok(Some(&self.buf[line]));
+            }
+            self.searched = self.hi;
+            if self.eof {
+                let line = self.lo..self.hi;
+                self.lo = self.hi;
+                return Ok((!line.is_empty()).then(|| &self.buf[line]));
+            }
+            // Keep the unfinished line, at the front; a line longer than the block grows it.
+            self.buf.copy_within(self.lo..self.hi, 0);
+            (self.hi, self.searched, self.lo) = (self.hi - self.lo, self.hi - self.lo, 0);
+            if self.hi == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            match self.file.read(&mut self.buf[self.hi..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.hi += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 /// Parses the lines that start in `[start, end)`.
 fn digest_range(path: &Path, start: u64, end: u64, nodes: &[String]) -> Result<Part> {
     use std::io::{Seek, SeekFrom};
     let mut file = std::fs::File::open(path)
         .with_context(|| format!("cannot open history {}", path.display()))?;
     file.seek(SeekFrom::Start(start))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let span = end.min(file.metadata()?.len()).saturating_sub(start);
+    let mut lines = Lines::new(file);
     let mut b = DigestBuilder::new(nodes);
     // Status lines are several hundred bytes; reserved but untouched room costs no memory.
-    let span = end
-        .min(reader.get_ref().metadata()?.len())
-        .saturating_sub(start);
     b.reserve((span / 160) as usize);
     let mut last_raw: Vec<Vec<u8>> = Vec::new();
     let mut offsets = Vec::new();
-    let mut line: Vec<u8> = Vec::new();
     let mut offset = start;
     let mut lineno = 0u64;
     let mut pending_err: Option<anyhow::Error> = None;
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
+        let line = lines
+            .next()
             .with_context(|| format!("{}: cannot read line {}", path.display(), lineno + 1))?;
-        if n == 0 || offset >= end {
+        let Some(line) = line else { break };
+        if offset >= end {
             break;
         }
         lineno += 1;
         let start = offset;
-        offset += n as u64;
+        offset += line.len() as u64;
         if line.iter().all(|c| c.is_ascii_whitespace()) {
             continue;
         }
@@ -225,14 +283,14 @@ fn digest_range(path: &Path, start: u64, end: u64, nodes: &[String]) -> Result<P
             return Err(e);
         }
         let pos = offsets.len() as u32;
-        let added = match std::str::from_utf8(&line) {
+        let added = match std::str::from_utf8(line) {
             Ok(text) => {
                 let text = text.trim_end();
                 let prev = |node: &[u8]| {
                     let ix = b.find_node(node)?;
                     last_raw.get(ix as usize).map(|v| v.as_slice())
                 };
-                match scan::status_line(text.as_bytes(), prev) {
+                match scan::line(text.as_bytes(), prev) {
                     Some(s) => add_scanned(&mut b, &mut last_raw, pos, s),
                     None => add_line(&mut b, &mut last_raw, pos, text),
                 }
@@ -283,6 +341,16 @@ fn add_line(
         let raw = s.last_election.map(|r| r.get()).filter(|r| *r != "null");
         return election(b, last_raw, pos, node, raw.map(str::as_bytes));
     }
+    // A final log is one line of every committed write (megabytes): read it straight into
+    // its type rather than through a `Value` tree. Should that fail, the `Value` path below
+    // decides (it also takes, say, a repeated key, which a typed parse refuses).
+    if let (F::FinalLog, EventType::Ok, Some(node), Some(v)) = (l.f, l.kind, &l.node, l.value) {
+        if let Ok(log) = serde_json::from_str::<LogResponse>(v.get()) {
+            let node = b.node(node);
+            b.final_log(pos, node, Ok(log_entries(log)));
+            return Ok(());
+        }
+    }
     let value = match l.value {
         Some(v) => serde_json::from_str(v.get())?,
         None => serde_json::Value::Null,
@@ -299,23 +367,56 @@ fn add_line(
     b.event(pos, &e).map_err(anyhow::Error::msg)
 }
 
-/// Adds a status read the scanner took apart.
+/// Adds an event the scanner took apart, as `DigestBuilder::event` would.
 fn add_scanned(
     b: &mut DigestBuilder,
     last_raw: &mut Vec<Vec<u8>>,
     pos: u32,
-    s: scan::StatusLine,
+    s: scan::Scanned,
 ) -> Result<()> {
-    let node = b.node_bytes(s.node);
-    let core = StatusCore {
-        state: s.state,
-        phase: s.phase,
-        leader: s.leader,
-        peer_epoch: s.peer_epoch,
-        accepted_epoch: s.accepted_epoch,
-    };
-    b.status(pos, s.index, s.time, node, core);
-    election(b, last_raw, pos, node, s.last_election)
+    match s {
+        scan::Scanned::Status(s) => {
+            let node = b.node_bytes(s.node);
+            let core = StatusCore {
+                state: s.state,
+                phase: s.phase,
+                leader: s.leader,
+                peer_epoch: s.peer_epoch,
+                accepted_epoch: s.accepted_epoch,
+            };
+            b.status(pos, s.index, s.time, node, core);
+            election(b, last_raw, pos, node, s.last_election)
+        }
+        scan::Scanned::Unreachable { time, node } => {
+            let node = node.map(|n| b.node_bytes(n));
+            b.unreachable(pos, time, node);
+            Ok(())
+        }
+        scan::Scanned::Write {
+            time,
+            process,
+            kind,
+            node,
+            value,
+            zxid,
+        } => {
+            // The builder names every node an event mentions, a write's too.
+            if let Some(n) = node {
+                b.node_bytes(n);
+            }
+            // The scanner took both from a line already checked to be UTF-8.
+            let text = |t: &[u8]| String::from_utf8_lossy(t).into_owned();
+            b.write(WriteOp {
+                pos,
+                time,
+                process: text(process),
+                kind,
+                value: value.map(text),
+                zxid,
+            });
+            Ok(())
+        }
+    }
 }
 
 /// Records a read's `last_election`, parsing it only when its text differs from the node's
