@@ -182,9 +182,12 @@ fn clock_offset_names_a_corrupt_state_file_and_flags_are_checked() {
     let s = state.to_str().unwrap();
     let (code, err) = run(&["clock-offset", "--ms", "0", "--state", s]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains(s) && err.contains("not an offset"), "{err}");
+    assert!(
+        err.contains(s) && err.contains("OFFSET_MS BASE_NS"),
+        "{err}"
+    );
     // An offset already in force is a no-op that needs no rights: it succeeds.
-    std::fs::write(&state, "-2500\n").unwrap();
+    std::fs::write(&state, "-2500 17\n").unwrap();
     let out = Command::new(NODE_BIN)
         .args(["clock-offset", "--ms", "-2500", "--state", s])
         .output()

@@ -164,7 +164,12 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     let run = run_folder(&vms.dir.path().join("reports-12")).expect("a run folder");
     let h = read_history(&run.join("history.jsonl")).unwrap();
     let clock = nemesis_done(&h, F::Clock);
-    assert_eq!(clock.len(), 2, "one bump and the final reset: {clock:?}");
+    assert_eq!(
+        clock.len(),
+        3,
+        "a bump, its reset, the final reset: {clock:?}"
+    );
+    assert_eq!(clock[2].value["final"], true);
     let (bump, reset) = (clock[0], clock[1]);
     assert_eq!(bump.value["mechanism"], "clock_settime", "{}", bump.value);
     assert_eq!(bump.value["steps_ms"]["n2"], HOUR_MS, "{}", bump.value);
