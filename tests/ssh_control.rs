@@ -252,6 +252,40 @@ fn clean_removes_what_a_crashed_controller_left_on_the_hosts() {
     nothing_left(&vms, &run_id, &[pid]);
 }
 
+#[test]
+fn a_clock_record_that_cannot_be_undone_keeps_its_folder_and_names_the_cause() {
+    if !can_run("a_clock_record_that_cannot_be_undone_keeps_its_folder_and_names_the_cause") {
+        return;
+    }
+    let vms = FakeVms::create(3);
+    let run_id = format!("k{}", vms.suffix);
+    let (c, _run_dir) = cluster(&vms, &run_id);
+    // A corrupt record of a real clock offset: setting the clock back fails before any clock
+    // call (these fake VMs share this machine's clock, so nothing may step it).
+    c.write_file("n2", Path::new("clock-offset"), b"3600000 garbage\n")
+        .unwrap();
+    let report = c.teardown();
+    let errors = report.errors.join("\n");
+    assert!(
+        errors.contains("cannot set the host clock back from 3600000 ms")
+            && errors.contains("OFFSET_MS BASE_NS")
+            && errors.contains("fle-chaos clean"),
+        "{errors}"
+    );
+    let kept = format!("/tmp/flc-{run_id}-n2");
+    assert!(
+        Path::new(&kept).join("clock-offset").is_file(),
+        "the record was deleted"
+    );
+    assert!(!Path::new(&format!("/tmp/flc-{run_id}-n1")).exists());
+
+    // Put right by hand, `clean` finishes the job.
+    std::fs::remove_file(Path::new(&kept).join("clock-offset")).unwrap();
+    let report = remove_all(&read_resources(c.registry().global_path()).unwrap());
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    nothing_left(&vms, &run_id, &[]);
+}
+
 /// Kills every sshd process serving a connection on VM `i` (not the listener we started):
 /// for the controller, the connection is lost as if the network or the host had dropped it.
 fn cut_connections(vms: &FakeVms, i: usize) -> usize {
