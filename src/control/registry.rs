@@ -93,7 +93,8 @@ impl Registry {
             run_dir: run_dir.to_path_buf(),
         };
         // The global file appears with its controller line already in it (written aside, then
-        // renamed): `clean` never sees a run's file without the owner it must leave alone.
+        // hard-linked into place): `clean` never sees a run's file without the owner it must
+        // leave alone.
         let first = format!("{}\n", serde_json::to_string(&controller)?);
         let aside = dir.join(format!(".{run_id}.tmp"));
         // hard_link, not rename: it fails when another run took the same id.

@@ -106,14 +106,7 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     }
     for r in resources.iter().rev() {
         if let Resource::SshControl { dir } = r {
-            for pid in super::ssh::masters_in(dir) {
-                if kill(Pid::from_raw(pid as i32), Signal::SIGTERM).is_ok() {
-                    report.removed.push(format!("ssh master {pid}"));
-                }
-            }
-            if std::fs::remove_dir_all(dir).is_ok() {
-                report.removed.push(format!("folder {}", dir.display()));
-            }
+            remove_ssh_control(dir, &mut report);
         }
     }
     for r in resources.iter().rev() {
@@ -135,6 +128,29 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
         }
     }
     report
+}
+
+/// Ends the run's OpenSSH masters (those with their socket under `dir`) and removes `dir`,
+/// refusing any folder that is not an `flc-ssh-` one.
+fn remove_ssh_control(dir: &std::path::Path, report: &mut TeardownReport) {
+    let ours = dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("flc-ssh-"));
+    if !ours {
+        report.errors.push(format!(
+            "refusing to remove {}: not an flc-ssh- folder",
+            dir.display()
+        ));
+        return;
+    }
+    for pid in super::ssh::masters_in(dir) {
+        if kill(Pid::from_raw(pid as i32), Signal::SIGTERM).is_ok() {
+            report.removed.push(format!("ssh master {pid}"));
+        }
+    }
+    if std::fs::remove_dir_all(dir).is_ok() {
+        report.removed.push(format!("folder {}", dir.display()));
+    }
 }
 
 /// Runs iptables on the host or inside a namespace; a missing namespace counts as done
