@@ -1,18 +1,24 @@
-//! `--real-clock-skew` on real VMs (qemu guests with a kernel and clock of their own, see
-//! vm_support): a clock bump steps n2's host clock, which n2's own wall clock shows; the reset
-//! steps it back; and after a controller SIGKILLed mid-skew, `fle-chaos clean` steps it back
-//! from the offset recorded on the host. Nothing is left on the hosts either way.
+//! The SSH backend on real VMs (qemu guests with a kernel, clock, filesystem and /proc of their
+//! own, see vm_support), for what fake VMs cannot show: reads of a node's files and of its
+//! stopped state go to the host, not to this machine; and `--real-clock-skew`: a clock bump
+//! steps n2's host clock, which n2's own wall clock shows; the reset steps it back; and after a
+//! controller SIGKILLed mid-skew, `fle-chaos clean` steps it back from the offset recorded on
+//! the host. Nothing is left on the hosts either way.
 
 mod run_support;
 mod vm_support;
 
 use fle_chaos::api::NodeStatus;
-use fle_chaos::control::registry::Resource;
+use fle_chaos::control::os_setup::Needs;
+use fle_chaos::control::registry::{Registry, Resource};
+use fle_chaos::control::ssh::{SshCluster, SshClusterConfig};
+use fle_chaos::control::{Control, DaemonSpec, Signal};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
 use run_support::{leftovers, resources};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use vm_support::{can_run, QemuVms};
 
@@ -134,6 +140,67 @@ fn wait_child(child: &mut Child, timeout: Duration) -> Option<i32> {
     }
 }
 
+/// A node's files and its stopped state are read where it runs: this machine has neither the
+/// guest's folder nor its pids.
+fn files_and_stops_are_read_on_the_host(vms: &QemuVms, registry: &Path) {
+    std::env::set_var("FLE_CHAOS_REGISTRY", registry);
+    let run_dir = vms.dir.path().join("run-control");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let c = SshCluster::create(
+        SshClusterConfig {
+            hosts: vms.hosts(),
+            options: fle_chaos::control::ssh::SshOptions {
+                user: None,
+                port: None,
+                private_key: None,
+                strict_host_key_checking: true,
+                config_file: Some(vms.ssh_config.clone()),
+                connect_timeout: Duration::from_secs(20),
+                retries: 3,
+            },
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_fle-node")),
+            needs: Needs::default(),
+            real_clock: false,
+        },
+        &run_dir,
+        Arc::new(Registry::create("rvm", &run_dir).unwrap()),
+        &mut |_| {},
+    )
+    .expect("an ssh cluster on the VMs");
+    let written = c
+        .write_file("n1", Path::new("probe"), b"on the guest\n")
+        .unwrap();
+    assert!(
+        !written.exists(),
+        "{} is on this machine",
+        written.display()
+    );
+    assert_eq!(
+        c.read_file("n1", Path::new("probe")).unwrap(),
+        b"on the guest\n"
+    );
+    let spec = DaemonSpec {
+        program: "/bin/sleep".into(),
+        args: vec!["1000".into()],
+        env: Vec::new(),
+        log: c.node_dir("n1").unwrap().join("node.log"),
+    };
+    let pid = c.spawn("n1", &spec).unwrap();
+    assert!(!c.is_stopped("n1").unwrap());
+    assert_eq!(c.signal("n1", Signal::SIGSTOP).unwrap(), Some(pid));
+    assert!(
+        c.is_stopped("n1").unwrap(),
+        "pid {pid} on the guest is stopped"
+    );
+    let state = vms.ssh(0, &format!("cut -d')' -f2 /proc/{pid}/stat | cut -c2"), b"");
+    assert_eq!(state, "T", "the guest itself says so");
+    c.signal("n1", Signal::SIGCONT).unwrap();
+    assert!(!c.is_stopped("n1").unwrap());
+    let report = c.teardown();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    nothing_left_on_hosts(vms);
+}
+
 #[test]
 fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     if !can_run("real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back") {
@@ -142,6 +209,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     let vms = QemuVms::create(3);
     let registry = vms.dir.path().join("registry");
     let before: Vec<i64> = (0..3).map(|i| guest_offset_s(&vms, i)).collect();
+    files_and_stops_are_read_on_the_host(&vms, &registry);
 
     // 1. A whole run: n2's host clock an hour ahead for 5 s, then back.
     let schedule = vms.dir.path().join("bump.toml");
