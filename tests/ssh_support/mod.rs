@@ -6,8 +6,8 @@
 
 #![allow(dead_code)]
 
-#[path = "../subnet_support/mod.rs"]
-mod subnet_support;
+#[path = "../fixture_support/mod.rs"]
+mod fixture_support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -101,23 +101,6 @@ fn ensure_sshd() {
     );
 }
 
-fn keygen(path: &Path) {
-    run(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "flc-test",
-            "-f",
-            path.to_str().unwrap(),
-        ],
-    );
-}
-
 impl FakeVms {
     /// `n` fake VMs with sshd listening on port 22 of their own address.
     pub fn create(n: usize) -> FakeVms {
@@ -141,11 +124,11 @@ impl FakeVms {
             ssh_config,
         };
         // From here on, whatever exists is in `vms`, so a panic's drop removes it.
-        let (subnet, claim) = subnet_support::claim_subnet();
+        let (subnet, claim) = fixture_support::claim_subnet();
         vms.subnet = subnet;
         vms.claim = Some(claim);
-        keygen(&vms.client_key);
-        keygen(&vms.wrong_key);
+        fixture_support::keygen(&vms.client_key);
+        fixture_support::keygen(&vms.wrong_key);
         let authorized = vms.dir.path().join("authorized_keys");
         std::fs::copy(vms.client_key.with_extension("pub"), &authorized).unwrap();
         let bridge = format!("flcsb{}", vms.suffix);
@@ -209,7 +192,7 @@ impl FakeVms {
                 ],
             );
             let host_key = vms.dir.path().join(format!("host_key_{}", i + 1));
-            keygen(&host_key);
+            fixture_support::keygen(&host_key);
             let pubkey = std::fs::read_to_string(host_key.with_extension("pub")).unwrap();
             let mut words = pubkey.split_whitespace();
             known_hosts.push_str(&format!(
@@ -243,16 +226,12 @@ impl FakeVms {
                 .expect("cannot start sshd");
             vms.vms[i].sshd = Some(child);
         }
-        std::fs::write(vms.dir.path().join("known_hosts"), known_hosts).unwrap();
-        std::fs::write(
+        fixture_support::write_ssh_config(
             &vms.ssh_config,
-            format!(
-                "Host *\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n",
-                vms.client_key.display(),
-                vms.dir.path().join("known_hosts").display()
-            ),
-        )
-        .unwrap();
+            vms.dir.path(),
+            &vms.client_key,
+            &known_hosts,
+        );
         for i in 0..n {
             vms.wait_for_sshd(i);
         }

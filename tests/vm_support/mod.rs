@@ -8,8 +8,8 @@
 
 #![allow(dead_code)]
 
-#[path = "../subnet_support/mod.rs"]
-mod subnet_support;
+#[path = "../fixture_support/mod.rs"]
+mod fixture_support;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -235,23 +235,6 @@ fn uncompressed_kernel(bz: &Path) -> PathBuf {
     std::fs::write(&tmp, &out.stdout).unwrap();
     std::fs::rename(&tmp, &cached).unwrap();
     cached
-}
-
-fn keygen(path: &Path) {
-    run(
-        "ssh-keygen",
-        &[
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "flc-test",
-            "-f",
-            path.to_str().unwrap(),
-        ],
-    );
 }
 
 /// An initramfs in the kernel's "newc" cpio format, uncompressed (the kernel takes it as is;
@@ -485,14 +468,14 @@ impl QemuVms {
             ssh_config,
         };
         // From here on, whatever exists is in `vms`, so a panic's drop removes it.
-        let (subnet, claim) = subnet_support::claim_subnet();
+        let (subnet, claim) = fixture_support::claim_subnet();
         vms.subnet = subnet;
         vms.claim = Some(claim);
         let d = vms.dir.path().to_path_buf();
-        keygen(&vms.client_key);
-        keygen(&vms.wrong_key);
+        fixture_support::keygen(&vms.client_key);
+        fixture_support::keygen(&vms.wrong_key);
         let host_key = d.join("host_key");
-        keygen(&host_key);
+        fixture_support::keygen(&host_key);
         let (kernel, modules) = kernel().expect("no /boot/vmlinuz-* with its NIC modules");
         let kernel = uncompressed_kernel(&kernel);
         let initramfs = d.join("initramfs.cpio");
@@ -561,16 +544,7 @@ impl QemuVms {
                 .expect("cannot start qemu-system-x86_64");
             vms.vms[i].qemu = Some(child);
         }
-        std::fs::write(d.join("known_hosts"), known_hosts).unwrap();
-        std::fs::write(
-            &vms.ssh_config,
-            format!(
-                "Host *\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n",
-                vms.client_key.display(),
-                d.join("known_hosts").display()
-            ),
-        )
-        .unwrap();
+        fixture_support::write_ssh_config(&vms.ssh_config, &d, &vms.client_key, &known_hosts);
         let deadline = Instant::now() + BOOT_DEADLINE;
         for i in 0..n {
             vms.wait_for_sshd(i, deadline);

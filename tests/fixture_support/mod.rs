@@ -1,7 +1,8 @@
-//! One private 172.(24..31).y.0/24 per test fixture (fake VMs, qemu VMs), shared by the support
-//! modules so that two fixtures, of either kind, never take the same subnet.
+//! What both VM fixtures (fake VMs, qemu VMs) share: one private 172.(24..31).y.0/24 each (so
+//! two fixtures, of either kind, never take the same subnet), the keys made for the test, and
+//! the ssh_config that logs in with them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn output(program: &str, args: &[&str]) -> String {
@@ -38,4 +39,30 @@ pub fn claim_subnet() -> ((u8, u8), PathBuf) {
         }
     }
     panic!("no free 172.24-31.x.0/24 subnet found");
+}
+
+/// A fresh ed25519 key pair at `path` (and `path`.pub), no passphrase.
+pub fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "flc-test", "-f"])
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "ssh-keygen could not make {}", path.display());
+}
+
+/// Writes `dir/known_hosts` and an ssh_config at `config` logging in as root with `client_key`
+/// only, checking host keys against that known_hosts.
+pub fn write_ssh_config(config: &Path, dir: &Path, client_key: &Path, known_hosts: &str) {
+    let known = dir.join("known_hosts");
+    std::fs::write(&known, known_hosts).unwrap();
+    std::fs::write(
+        config,
+        format!(
+            "Host *\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n",
+            client_key.display(),
+            known.display()
+        ),
+    )
+    .unwrap();
 }
