@@ -6,7 +6,9 @@ mod run_support;
 use fle_chaos::api::{NodeStatus, ServerState};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
-use run_support::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
+use run_support::{
+    leftovers, nemesis_done, resources, root_or_skip, run_dir, spawn_test, wait_exit,
+};
 use std::path::Path;
 use std::time::Duration;
 
@@ -37,14 +39,6 @@ fn run_with(schedule: &str, time_limit: &str, seed: &str, dir: &Path) -> Vec<Eve
     let left = leftovers(&resources(&run));
     assert!(left.is_empty(), "left behind: {left:?}");
     read_history(&run.join("history.jsonl")).unwrap()
-}
-
-/// The nemesis's completed actions of kind `f`.
-fn done(history: &[Event], f: F) -> Vec<&Event> {
-    history
-        .iter()
-        .filter(|e| e.process == NEMESIS && e.f == f && e.kind == EventType::Info)
-        .collect()
 }
 
 fn fault_node(e: &Event) -> String {
@@ -122,8 +116,8 @@ fn kill_stops_the_process_the_others_elect_and_it_rejoins() {
         "1",
         dir.path(),
     );
-    let kill = done(&h, F::Kill)[0];
-    let start = done(&h, F::Start)[0];
+    let kill = nemesis_done(&h, F::Kill)[0];
+    let start = nemesis_done(&h, F::Start)[0];
     let victim = fault_node(kill);
     assert!(
         kill.value["pids"][&victim].as_u64().is_some(),
@@ -157,8 +151,8 @@ fn pause_silences_the_leader_the_others_elect_after_sync_limit_and_it_rejoins() 
         "2",
         dir.path(),
     );
-    let pause = done(&h, F::Pause)[0];
-    let resume = done(&h, F::Resume)[0];
+    let pause = nemesis_done(&h, F::Pause)[0];
+    let resume = nemesis_done(&h, F::Resume)[0];
     let victim = fault_node(pause);
     let during: Vec<_> = reads(&h, &victim, pause.time + AFTER_READ_TIMEOUT, resume.time).collect();
     assert!(
@@ -194,8 +188,8 @@ fn isolating_the_leader_makes_it_step_down_while_the_controller_still_reads_it()
         "3",
         dir.path(),
     );
-    let cut = done(&h, F::Partition)[0];
-    let heal = done(&h, F::Heal)
+    let cut = nemesis_done(&h, F::Partition)[0];
+    let heal = nemesis_done(&h, F::Heal)
         .into_iter()
         .find(|e| e.time > cut.time)
         .unwrap();
@@ -242,8 +236,8 @@ fn clock_bump_moves_the_node_wall_clock_and_reset_brings_it_back() {
         "4",
         dir.path(),
     );
-    let bump = done(&h, F::Clock)[0];
-    let reset = done(&h, F::Clock)[1];
+    let bump = nemesis_done(&h, F::Clock)[0];
+    let reset = nemesis_done(&h, F::Clock)[1];
     assert_eq!(reset.value["mode"], "reset");
     // n2's clock minus n1's (real) clock, from reads close together in time.
     let skew_between = |from: u64, to: u64| -> Vec<i64> {

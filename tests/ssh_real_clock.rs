@@ -15,17 +15,17 @@ use fle_chaos::control::ssh::{SshCluster, SshClusterConfig};
 use fle_chaos::control::{Control, DaemonSpec, Signal};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
-use run_support::{leftovers, resources};
+use run_support::{leftovers, nemesis_done, resources, run_dir, wait_exit, wait_for};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use vm_support::{can_run, QemuVms};
 
 const HOUR_MS: i64 = 3_600_000;
 
-fn fle_chaos(vms: &QemuVms, registry: &Path, schedule: &Path, time_limit: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
+fn fle_chaos_test(vms: &QemuVms, registry: &Path, schedule: &Path, time_limit: &str) -> Command {
+    let mut cmd = run_support::fle_chaos();
     cmd.env("FLE_CHAOS_REGISTRY", registry)
         .args(["test", "--ssh", "--nodes", &vms.hosts().join(",")])
         .arg("--ssh-config")
@@ -42,19 +42,6 @@ fn guest_offset_s(vms: &QemuVms, i: usize) -> i64 {
     let guest: i64 = vms.ssh(i, "date +%s", b"").parse().unwrap();
     let ours = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     guest - ours.as_secs() as i64
-}
-
-/// The run folder `fle-chaos test --out OUT` made (OUT/latest points at it).
-fn run_folder(out: &Path) -> Option<PathBuf> {
-    std::fs::canonicalize(out.join("latest"))
-        .ok()
-        .filter(|p| p.join("history.jsonl").is_file())
-}
-
-fn nemesis_done(h: &[Event], f: F) -> Vec<&Event> {
-    h.iter()
-        .filter(|e| e.process == NEMESIS && e.f == f && e.kind == EventType::Info)
-        .collect()
 }
 
 /// n2's wall clock minus n1's, from status reads of both less than 50 ms apart, in [from, to).
@@ -123,21 +110,6 @@ fn registry_empty(registry: &Path) -> bool {
                 .all(|e| e.path().extension().and_then(|x| x.to_str()) != Some("jsonl"))
         })
         .unwrap_or(true)
-}
-
-fn wait_child(child: &mut Child, timeout: Duration) -> Option<i32> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("fle-chaos test did not end within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// A node's files and its stopped state are read where it runs: this machine has neither the
@@ -219,7 +191,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
          delta = \"+3600s\"\ntarget = \"n2\"\n",
     )
     .unwrap();
-    let out: Output = fle_chaos(&vms, &registry, &schedule, "12")
+    let out: Output = fle_chaos_test(&vms, &registry, &schedule, "12")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -229,7 +201,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
         out.status
     );
     assert!(stderr.contains("WARNING: --real-clock-skew"), "{stderr}");
-    let run = run_folder(&vms.dir.path().join("reports-12")).expect("a run folder");
+    let run = run_dir(&vms.dir.path().join("reports-12")).expect("a run folder");
     let h = read_history(&run.join("history.jsonl")).unwrap();
     let clock = nemesis_done(&h, F::Clock);
     assert_eq!(
@@ -290,33 +262,31 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     )
     .unwrap();
     // A fault is planned only when it fits in the run: 90 s for one of 60 s.
-    let mut child = fle_chaos(&vms, &registry, &schedule, "90")
+    let mut child = fle_chaos_test(&vms, &registry, &schedule, "90")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let out = vms.dir.path().join("reports-90");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let skewed = run_folder(&out)
+    let bumped = wait_for(Duration::from_secs(90), || {
+        assert!(child.try_wait().unwrap().is_none(), "fle-chaos ended early");
+        run_dir(&out)
             .and_then(|r| read_history(&r.join("history.jsonl")).ok())
             .is_some_and(|h| {
                 nemesis_done(&h, F::Clock)
                     .iter()
                     .any(|e| e.value["mode"] == "bump")
-            });
-        if skewed {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the bump never happened");
-        assert!(child.try_wait().unwrap().is_none(), "fle-chaos ended early");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+            })
+    });
+    assert!(bumped, "the bump never happened");
     // By pid: the Child is exactly the controller we started.
     child.kill().unwrap();
-    wait_child(&mut child, Duration::from_secs(10));
+    assert!(
+        wait_exit(&mut child, Duration::from_secs(10)).is_some(),
+        "the controller did not die"
+    );
     // The dead controller's ssh masters are still there, for clean to end.
-    let crashed = run_folder(&out).unwrap();
+    let crashed = run_dir(&out).unwrap();
     let masters_dir = resources(&crashed)
         .into_iter()
         .find_map(|r| match r {

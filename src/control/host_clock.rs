@@ -111,20 +111,14 @@ pub fn set_offset(state: &Path, target_ms: i64) -> Result<Applied> {
     })
 }
 
-/// Serializes `clock-offset` runs on one state file (flock on a file beside it).
-fn lock(state: &Path) -> Result<std::fs::File> {
+/// Serializes `clock-offset` runs on one state file (flock on a file beside it; released when
+/// the returned lock is dropped).
+fn lock(state: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     let path = state.with_extension("lock");
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    // SAFETY: flock on a file descriptor we own; released when the file is dropped.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
-        bail!(
-            "cannot lock {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(f)
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))
 }
 
 fn write_state(state: &Path, s: State) -> Result<()> {

@@ -5,6 +5,7 @@
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::registry::{is_same_process, read_resources, Registry, Resource};
 use fle_chaos::control::Control;
+use fle_chaos::history::{Event, EventType, F, NEMESIS};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,6 +85,14 @@ pub fn run_dir(out: &Path) -> Option<PathBuf> {
         .exists()
         .then(|| latest.canonicalize().ok())
         .flatten()
+}
+
+/// The nemesis's completed actions of kind `f` in a history.
+pub fn nemesis_done(history: &[Event], f: F) -> Vec<&Event> {
+    history
+        .iter()
+        .filter(|e| e.process == NEMESIS && e.f == f && e.kind == EventType::Info)
+        .collect()
 }
 
 /// The resources a run recorded.
