@@ -102,8 +102,11 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let node = std::env::var("FLE_CHAOS_TEST_NODE")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_fle-node").into());
+    let node = std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| {
+        fle_chaos::control::fle_node::built_binary()
+            .to_string_lossy()
+            .into_owned()
+    });
     let tmp = tempfile::tempdir().unwrap();
     for nodes in [5, 9] {
         bench(nodes, secs, &node, &tmp.path().join(format!("n{nodes}")));

@@ -135,7 +135,7 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
         Arc::new(FleNode::new(
             cluster.clone(),
             FleNodeOptions {
-                binary: env!("CARGO_BIN_EXE_fle-node").into(),
+                binary: fle_chaos::control::fle_node::built_binary(),
                 tick_ms,
                 init_limit: 10,
                 sync_limit: 5,

@@ -10,7 +10,7 @@ use fle_chaos::control::os_setup::Needs;
 use fle_chaos::control::registry::Registry;
 use fle_chaos::control::ssh::{SshCluster, SshClusterConfig, SshOptions};
 use fle_chaos::control::{Control, DaemonSpec};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ fn main() {
     let run_dir = vms.dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
     let registry = Arc::new(Registry::create(&run_id, &run_dir).unwrap());
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_fle-node"));
+    let binary = fle_chaos::control::fle_node::built_binary();
     let size = std::fs::metadata(&binary).unwrap().len();
 
     let t = Instant::now();

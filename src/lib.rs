@@ -1,25 +1,27 @@
 //! fle-chaos: a Jepsen-style chaos testing tool for ZooKeeper's Fast Leader Election.
 //!
-//! Two programs share this crate:
-//! - `fle-node` (`node`): the system under test. ZooKeeper's Fast Leader Election over real TCP
-//!   plus enough Zab (epochs, durable log, sync, broadcast) that zxids mean what they mean.
-//! - `fle-chaos` (everything else): the controller, in Jepsen's vocabulary:
-//!   - `control`: where nodes run (network namespaces locally, SSH later) and the `Target`
-//!     trait through which the controller drives a cluster (fle-node, later real ZooKeeper);
-//!   - `nemesis`: the faults (kill, pause, partition, clock) and the seeded schedule;
-//!   - `workload`: the clients (observe only, or writes through the leader);
-//!   - `history`: the event model and its JSON-lines store;
-//!   - `checker`: one checker per property, combined into a verdict;
-//!   - `report`: HTML page, plots, JUnit XML, run index, `serve`.
-//! - `api`: the JSON a node serves, shared by both programs.
+//! This crate is the controller, `fle-chaos`. The system under test, `fle-node` (ZooKeeper's
+//! Fast Leader Election over real TCP plus enough Zab that zxids mean what they mean), is the
+//! workspace member `node/` (crate `fle_node`), so it builds without the controller's
+//! dependencies. In Jepsen's vocabulary:
+//! - `control`: where nodes run (network namespaces or loopback locally, hosts over SSH) and the
+//!   `Target` trait through which the controller drives a cluster (fle-node or real ZooKeeper);
+//! - `nemesis`: the faults (kill, pause, partition, clock) and the seeded schedule;
+//! - `workload`: the clients (observe only, or writes through the leader);
+//! - `history`: the event model and its JSON-lines store;
+//! - `checker`: one checker per property, combined into a verdict;
+//! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
+//! - `run`: one test run end to end.
+//!
+//! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
 
-pub mod api;
+pub use fle_node::api;
+
 pub mod checker;
 pub mod control;
 pub mod exit;
 pub mod history;
 pub mod nemesis;
-pub mod node;
 pub mod report;
 pub mod run;
 pub mod workload;

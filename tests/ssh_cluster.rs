@@ -20,11 +20,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-const NODE: &str = env!("CARGO_BIN_EXE_fle-node");
+fn node_binary() -> PathBuf {
+    fle_chaos::control::fle_node::built_binary()
+}
 
 /// fle-node is built by another branch; until it is merged the binary is a stub.
 fn fle_node_implemented(test: &str) -> bool {
-    let out = Command::new(NODE).arg("--help").output().unwrap();
+    let out = Command::new(node_binary()).arg("--help").output().unwrap();
     let stub = String::from_utf8_lossy(&out.stderr).contains("not yet implemented");
     if stub {
         eprintln!("SKIPPED {test}: fle-node is still the skeleton's stub in this build");
@@ -147,7 +149,7 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
                     connect_timeout: Duration::from_secs(10),
                     retries: 3,
                 },
-                binary: PathBuf::from(NODE),
+                binary: node_binary(),
                 needs: Needs {
                     netns: false,
                     iptables: true,
@@ -165,7 +167,7 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
     let target = FleNode::new(
         control,
         FleNodeOptions {
-            binary: PathBuf::from(NODE),
+            binary: node_binary(),
             tick_ms: 100,
             init_limit: 10,
             sync_limit: 5,

@@ -38,7 +38,7 @@ fn cluster(vms: &FakeVms, run_id: &str) -> (SshCluster, PathBuf) {
         SshClusterConfig {
             hosts: vms.hosts(),
             options: options(vms),
-            binary: PathBuf::from(env!("CARGO_BIN_EXE_fle-node")),
+            binary: fle_chaos::control::fle_node::built_binary(),
             needs: Needs {
                 netns: false,
                 iptables: true,
@@ -133,7 +133,7 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
         .arg("--strip-debug")
         .arg("-o")
         .arg(&stripped)
-        .arg(env!("CARGO_BIN_EXE_fle-node"))
+        .arg(fle_chaos::control::fle_node::built_binary())
         .status()
         .unwrap();
     assert!(strip.success());

@@ -16,7 +16,7 @@ use fle_chaos::control::{Control, DaemonSpec, Signal};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
 use run_support::{leftovers, nemesis_done, resources, run_dir, wait_exit, wait_for};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -130,7 +130,7 @@ fn files_and_stops_are_read_on_the_host(vms: &QemuVms, registry: &Path) {
                 connect_timeout: Duration::from_secs(20),
                 retries: 3,
             },
-            binary: PathBuf::from(env!("CARGO_BIN_EXE_fle-node")),
+            binary: fle_chaos::control::fle_node::built_binary(),
             needs: Needs::default(),
             real_clock: false,
         },

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,6 +128,25 @@ impl FleNode {
         writeln!(cfg, "admin.serverPort={}", self.ports(node)?.http)?;
         Ok(cfg)
     }
+}
+
+/// Where fle-node is built beside a program of this workspace: `target/<profile>/fle-node`,
+/// for `fle-chaos` itself and for the test and bench executables in `target/<profile>/deps/`
+/// (fle-node is another package of the workspace, so cargo gives tests no path to it).
+pub fn binary_beside(exe: &Path) -> PathBuf {
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let dir = if dir.file_name().is_some_and(|d| d == "deps") {
+        dir.parent().unwrap_or(dir)
+    } else {
+        dir
+    };
+    dir.join("fle-node")
+}
+
+/// The fle-node built beside the running program (see `binary_beside`).
+pub fn built_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    binary_beside(&exe)
 }
 
 fn read_error(e: reqwest::Error) -> ReadError {

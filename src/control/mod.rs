@@ -15,7 +15,9 @@
 pub mod clean;
 pub mod faketime;
 pub mod fle_node;
-pub mod host_clock;
+/// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).
+pub use ::fle_node::host_clock;
+
 pub mod local;
 pub mod netns;
 pub mod os_setup;

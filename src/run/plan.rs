@@ -155,13 +155,20 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
         .and_then(|d| d.file_name())
         .is_some_and(|d| d == "release");
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--bin", "fle-node", "--manifest-path"])
-        .arg(std::path::Path::new(&manifest_dir).join("Cargo.toml"));
+    cmd.args([
+        "build",
+        "-p",
+        "fle-node",
+        "--bin",
+        "fle-node",
+        "--manifest-path",
+    ])
+    .arg(std::path::Path::new(&manifest_dir).join("Cargo.toml"));
     if release {
         cmd.arg("--release");
     }
     eprintln!(
-        "fle-chaos: fle-node is not built yet; building it: cargo build{} --bin fle-node",
+        "fle-chaos: fle-node is not built yet; building it: cargo build{} -p fle-node",
         if release { " --release" } else { "" }
     );
     cmd.status().is_ok_and(|s| s.success()) && expected.is_file()
@@ -278,20 +285,14 @@ impl Plan {
         }
         let binary = match &args.node_binary {
             Some(b) => b.clone(),
-            None => std::env::current_exe()
-                .map_err(|e| {
-                    bad_input(format!(
-                        "cannot locate fle-chaos itself ({e}); pass --node-binary"
-                    ))
-                })?
-                .with_file_name("fle-node"),
+            None => crate::control::fle_node::built_binary(),
         };
         if args.target == TargetKind::Fle
             && !binary.is_file()
             && (args.node_binary.is_some() || !build_node_with_cargo(&binary))
         {
             return Err(bad_input(format!(
-                "fle-node not found at {}: build it (cargo build --release) or pass --node-binary FILE",
+                "fle-node not found at {}: build it (cargo build --release -p fle-node) or pass --node-binary FILE",
                 binary.display()
             )));
         }

@@ -18,7 +18,11 @@ pub fn fle_chaos() -> Command {
 
 /// The fle-node under test: this crate's, or FLE_CHAOS_TEST_NODE (another build of it).
 pub fn fle_node() -> String {
-    std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fle-node").into())
+    std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| {
+        fle_chaos::control::fle_node::built_binary()
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// Starts `fle-chaos test ARGS --out OUT --node-binary NODE` in the background, output to

@@ -398,7 +398,10 @@ fn build_initramfs(path: &Path, modules: &[PathBuf], host_key: &Path, authorized
         fs.binary_and_libraries(b, true);
     }
     // The SSH backend uploads fle-node into the guest; only its libraries must be there.
-    fs.binary_and_libraries(env!("CARGO_BIN_EXE_fle-node"), false);
+    fs.binary_and_libraries(
+        &fle_chaos::control::fle_node::built_binary().to_string_lossy(),
+        false,
+    );
     fs.file("/init", 0o755, INIT);
     for (i, m) in modules.iter().enumerate() {
         let name = m.file_name().unwrap().to_str().unwrap();

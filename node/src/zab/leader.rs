@@ -11,10 +11,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{counter_of, epoch_of, make_zxid, ZabPhase};
-use crate::node::txnlog::Txn;
-use crate::node::zab::actions::{Output, PersistOp};
-use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
-use crate::node::zab::plan::plan_sync;
+use crate::txnlog::Txn;
+use crate::zab::actions::{Output, PersistOp};
+use crate::zab::messages::{Msg, REPEATED_EPOCH};
+use crate::zab::plan::plan_sync;
 
 /// `propose`'s answer: the zxids given and the outputs, or why not (with outputs, e.g. a
 /// step-down).
@@ -457,11 +457,11 @@ impl Leader {
         out.push(Output::Send(
             sid,
             match plan.mode {
-                crate::node::zab::actions::SyncMode::Diff => Msg::Diff { last_zxid: last },
-                crate::node::zab::actions::SyncMode::Trunc => Msg::Trunc {
+                crate::zab::actions::SyncMode::Diff => Msg::Diff { last_zxid: last },
+                crate::zab::actions::SyncMode::Trunc => Msg::Trunc {
                     zxid: plan.trunc_to,
                 },
-                crate::node::zab::actions::SyncMode::Snap => Msg::Snap { last_zxid: last },
+                crate::zab::actions::SyncMode::Snap => Msg::Snap { last_zxid: last },
             },
         ));
         for t in &self.history[plan.send_from..] {

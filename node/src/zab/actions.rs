@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::node::txnlog::Txn;
-use crate::node::zab::messages::Msg;
+use crate::txnlog::Txn;
+use crate::zab::messages::Msg;
 
 /// A change to the server's durable state.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::Context;
 
 use crate::api::LogEntry;
-use crate::node::txnlog::{sync_parent, TailRepair, Txn, TxnLog};
+use crate::txnlog::{sync_parent, TailRepair, Txn, TxnLog};
 
 pub const ACCEPTED_EPOCH_FILE: &str = "acceptedEpoch";
 pub const CURRENT_EPOCH_FILE: &str = "currentEpoch";

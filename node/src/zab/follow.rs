@@ -10,11 +10,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
-use crate::node::zab::conn::{spawn_conn, ConnEvent};
-use crate::node::zab::exec::execute;
-use crate::node::zab::follower::{Follower, FollowerConfig};
-use crate::node::zab::store::{lock, SharedStore};
-use crate::node::zab::{publish, ZabConfig, ZabProgress};
+use crate::zab::conn::{spawn_conn, ConnEvent};
+use crate::zab::exec::execute;
+use crate::zab::follower::{Follower, FollowerConfig};
+use crate::zab::store::{lock, SharedStore};
+use crate::zab::{publish, ZabConfig, ZabProgress};
 
 /// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
 pub async fn follow(

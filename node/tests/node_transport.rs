@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fle_chaos::api::ServerState;
-use fle_chaos::node::peers::{Identity, Peers};
-use fle_chaos::node::wire::Notification;
+use fle_node::api::ServerState;
+use fle_node::peers::{Identity, Peers};
+use fle_node::wire::Notification;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 

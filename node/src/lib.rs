@@ -1,4 +1,8 @@
-//! `fle-node`: one ZooKeeper-style server finding its leader with Fast Leader Election.
+//! `fle-node`: one ZooKeeper-style server finding its leader with Fast Leader Election, and the
+//! system under test of fle-chaos. A crate of its own so the server builds and links nothing of
+//! the controller (plots, SSH, HTTP client, ZooKeeper client).
+//!
+//! - `api`: the JSON a node serves over HTTP (the controller reads the same types);
 //!
 //! - `config`: zoo.cfg + myid, in ZooKeeper's terms;
 //! - `vote`: a vote and ZooKeeper's order on votes;
@@ -9,10 +13,14 @@
 //!   made of) and discovery/sync/broadcast after an election (lead or follow);
 //! - `http`: `/status`, `/write`, `/log` and `/commands/leader`;
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
-//! - `server`: the tokio shell tying them together.
+//! - `server`: the tokio shell tying them together;
+//! - `host_clock`: `fle-node clock-offset`, stepping a throwaway VM's system clock for
+//!   `fle-chaos test --ssh --real-clock-skew`.
 
+pub mod api;
 pub mod config;
 pub mod election;
+pub mod host_clock;
 pub mod http;
 pub mod peers;
 pub mod server;

@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 
-use crate::node::wire::{self, HelloStart, Notification};
+use crate::wire::{self, HelloStart, Notification};
 
 /// ZooKeeper's default connect timeout (cnxTimeout).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

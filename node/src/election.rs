@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::api::{CountedVote, ServerState};
-use crate::node::vote::Vote;
-use crate::node::wire::{Notification, NOTIFICATION_VERSION};
+use crate::vote::Vote;
+use crate::wire::{Notification, NOTIFICATION_VERSION};
 
 /// ZooKeeper's first notification timeout (`finalizeWait` doubles as its start value).
 pub const INITIAL_NOTIFICATION_TIMEOUT: Duration = Duration::from_millis(200);

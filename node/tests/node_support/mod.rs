@@ -119,8 +119,8 @@ impl Cluster {
     /// Writes a durable history into server `sid`'s dataDir before it starts: txns with the
     /// given zxids (values "z<zxid>"), committed up to `committed`, epochs as the last zxid's.
     pub fn seed_log(&self, sid: u64, zxids: &[u64], committed: u64) {
-        use fle_chaos::node::txnlog::Txn;
-        use fle_chaos::node::zab::Store;
+        use fle_node::txnlog::Txn;
+        use fle_node::zab::Store;
         let (mut s, _) = Store::open(&self.nodes[&sid].data_dir).unwrap();
         let epoch = zxids.last().map(|z| z >> 32).unwrap_or(0);
         s.set_accepted_epoch(epoch).unwrap();

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fle_chaos::api::{make_zxid, ZabPhase};
-use fle_chaos::node::txnlog::{Txn, TxnLog};
-use fle_chaos::node::zab::store::lock;
-use fle_chaos::node::zab::{
+use fle_node::api::{make_zxid, ZabPhase};
+use fle_node::txnlog::{Txn, TxnLog};
+use fle_node::zab::store::lock;
+use fle_node::zab::{
     follow, lead, ClientWrite, SharedStore, Store, SyncMode, WriteOutcome, ZabConfig, ZabProgress,
 };
 use serde_json::json;
@@ -340,7 +340,7 @@ async fn new_leader_keeps_every_committed_write_and_raises_the_epoch() {
     c.follow(3, 2);
     for i in 10..15 {
         let z = write_when_ready(&w2, json!(i)).await;
-        assert_eq!(fle_chaos::api::epoch_of(z), 2);
+        assert_eq!(fle_node::api::epoch_of(z), 2);
         acked.push(json!(i));
     }
     // The old leader comes back as a follower.
@@ -391,8 +391,8 @@ async fn garbage_on_the_quorum_port_closes_only_that_connection() {
         vec![0, 0, 0, 0],
         vec![0, 0, 0, 2, 99, 1],
         // A valid frame that is not FOLLOWERINFO, and a FOLLOWERINFO of an unknown sid.
-        fle_chaos::node::zab::messages::Msg::Ping.to_frame(),
-        fle_chaos::node::zab::messages::Msg::FollowerInfo {
+        fle_node::zab::messages::Msg::Ping.to_frame(),
+        fle_node::zab::messages::Msg::FollowerInfo {
             sid: 77,
             accepted_epoch: 0,
             last_zxid: 0,
@@ -492,7 +492,7 @@ async fn old_leader_loses_exactly_its_uncommitted_proposal() {
 /// A fake leader on n1's quorum port: one that never speaks, one that speaks garbage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follower_ends_on_a_silent_or_garbage_speaking_leader() {
-    use fle_chaos::node::zab::messages::{decode_frame, Msg};
+    use fle_node::zab::messages::{decode_frame, Msg};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut c = Cluster::new(3);
     let fake = tokio::net::TcpListener::bind(c.voters[&1]).await.unwrap();
@@ -547,7 +547,7 @@ async fn leader_can_take_connections_the_server_accepts() {
     let n = &c.nodes[&1];
     let (store, progress) = (n.store.clone(), n.progress_tx.clone());
     let leader = tokio::spawn(async move {
-        fle_chaos::node::zab::lead_accepting(cfg, store, progress, rx, &mut conn_rx).await
+        fle_node::zab::lead_accepting(cfg, store, progress, rx, &mut conn_rx).await
     });
     c.follow(2, 1);
     c.follow(3, 1);
@@ -562,7 +562,7 @@ async fn leader_can_take_connections_the_server_accepts() {
 /// the write cannot commit, and the client learns the outcome is unknown, not a failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_without_a_quorum_of_acks_times_out_as_unknown() {
-    use fle_chaos::node::zab::messages::{decode_frame, Msg};
+    use fle_node::zab::messages::{decode_frame, Msg};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let c = Cluster::new(3);
     let (w, rx) = mpsc::channel(16);

@@ -6,9 +6,9 @@
 
 use anyhow::Context;
 
-use crate::node::zab::actions::{Output, PersistOp};
-use crate::node::zab::messages::Msg;
-use crate::node::zab::store::{lock, SharedStore};
+use crate::zab::actions::{Output, PersistOp};
+use crate::zab::messages::Msg;
+use crate::zab::store::{lock, SharedStore};
 
 /// What the role's loop must act on after the outputs ran.
 #[derive(Default, Debug)]
@@ -105,8 +105,8 @@ async fn fsync(store: &SharedStore) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::txnlog::{Txn, TxnLog};
-    use crate::node::zab::store::{Store, CURRENT_EPOCH_FILE, LOG_FILE};
+    use crate::txnlog::{Txn, TxnLog};
+    use crate::zab::store::{Store, CURRENT_EPOCH_FILE, LOG_FILE};
     use serde_json::json;
 
     /// The follower's NEWLEADER outputs: when the ACK leaves, the txns and the new currentEpoch

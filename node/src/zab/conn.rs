@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::node::zab::messages::{decode_frame, Msg};
+use crate::zab::messages::{decode_frame, Msg};
 
 pub(crate) enum ConnEvent {
     Frame(u64, Msg),

@@ -1,4 +1,4 @@
-//! `fle-node`: one ZooKeeper-style server (Fast Leader Election). See `fle_chaos::node`.
+//! `fle-node`: one ZooKeeper-style server (Fast Leader Election). See the `fle_node` library.
 //!
 //! Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad command line or configuration,
 //! 1 could not start (data dir, ports) or failed while running.
@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fle_chaos::control::host_clock;
-use fle_chaos::node::{config, server};
+use fle_node::host_clock;
+use fle_node::{config, server};
 
 #[derive(Parser)]
 #[command(

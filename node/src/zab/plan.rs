@@ -8,8 +8,8 @@
 //!   leader's txn just before it, then DIFF the rest (the ZOOKEEPER-1154 case);
 //! - no history at all, nothing in common, or too many txns to send one by one: SNAP.
 
-use crate::node::txnlog::Txn;
-use crate::node::zab::actions::SyncMode;
+use crate::txnlog::Txn;
+use crate::zab::actions::SyncMode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncPlan {

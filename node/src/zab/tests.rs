@@ -3,11 +3,11 @@
 use serde_json::json;
 
 use crate::api::{make_zxid as z, ZabPhase};
-use crate::node::txnlog::Txn;
-use crate::node::zab::actions::{Output, PersistOp, SyncMode};
-use crate::node::zab::follower::{Follower, FollowerConfig};
-use crate::node::zab::leader::{Leader, LeaderConfig, MAX_COUNTER};
-use crate::node::zab::messages::Msg;
+use crate::txnlog::Txn;
+use crate::zab::actions::{Output, PersistOp, SyncMode};
+use crate::zab::follower::{Follower, FollowerConfig};
+use crate::zab::leader::{Leader, LeaderConfig, MAX_COUNTER};
+use crate::zab::messages::Msg;
 
 use Output::{Committed, Persist, Send, StepDown, Sync};
 
@@ -509,7 +509,7 @@ fn follower_goes_looking_on_leader_silence() {
 
 #[test]
 fn write_outcomes_map_to_http() {
-    use crate::node::zab::WriteOutcome;
+    use crate::zab::WriteOutcome;
     let (code, body) = WriteOutcome::Committed(7).http();
     assert_eq!((code, body), (200, json!({"zxid": 7})));
     let (code, body) = WriteOutcome::Rejected("not serving".into()).http();
@@ -549,7 +549,7 @@ fn quorum_of_one_establishes_and_commits_alone() {
 /// ZooKeeper's -1: an ACKEPOCH for an epoch the follower had already accepted is no promise.
 #[test]
 fn repeated_epoch_ack_does_not_count_but_is_synced() {
-    use crate::node::zab::messages::REPEATED_EPOCH;
+    use crate::zab::messages::REPEATED_EPOCH;
     let mut f = follower(6, 5, z(5, 3));
     f.start();
     assert_eq!(

@@ -15,11 +15,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use fle_chaos::api::ZabPhase;
-use fle_chaos::node::zab::store::lock;
-use fle_chaos::node::zab::{
-    follow, lead, ClientWrite, Store, WriteOutcome, ZabConfig, ZabProgress,
-};
+use fle_node::api::ZabPhase;
+use fle_node::zab::store::lock;
+use fle_node::zab::{follow, lead, ClientWrite, Store, WriteOutcome, ZabConfig, ZabProgress};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

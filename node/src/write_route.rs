@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api::{ApiError, WriteRequest};
-use crate::node::zab::ClientWrite;
+use crate::zab::ClientWrite;
 
 /// Marks a forwarded write, so a server that lost leadership meanwhile does not forward again.
 pub const FORWARDED_HEADER: &str = "x-fle-forwarded-by";
@@ -35,7 +35,6 @@ pub struct Writes {
     pub route: Arc<Mutex<Route>>,
     /// Every server's HTTP address (`server.N=...;host:port`), for forwarding.
     pub http_addrs: Arc<BTreeMap<u64, String>>,
-    pub client: reqwest::Client,
     /// How long to wait for an answer before saying 504 (longer than Zab's own write timeout,
     /// which answers first in the normal case).
     pub wait: Duration,
@@ -134,39 +133,94 @@ impl Writes {
                 Some(leader),
             );
         };
-        let sent = self
-            .client
-            .post(format!("http://{addr}/write"))
-            .header(FORWARDED_HEADER, "1")
-            .timeout(self.wait)
-            .json(req)
-            .send()
-            .await;
+        let sent = tokio::time::timeout(self.wait, post_json(addr, req)).await;
         match sent {
-            Ok(resp) => {
-                let code = resp.status().as_u16();
-                match resp.json::<Value>().await {
-                    Ok(body) => (code, body),
-                    Err(e) => error(
-                        504,
-                        format!("leader {leader} answered {code} with an unreadable body: {e}"),
-                        Some(leader),
-                    ),
-                }
-            }
+            Ok(Ok((code, body))) => match serde_json::from_slice::<Value>(&body) {
+                Ok(body) => (code, body),
+                Err(e) => error(
+                    504,
+                    format!("leader {leader} answered {code} with an unreadable body: {e}"),
+                    Some(leader),
+                ),
+            },
             // Never connected: the leader never saw it.
-            Err(e) if e.is_connect() => error(
+            Ok(Err(Forward::Connect(e))) => error(
                 503,
                 format!("cannot reach leader {leader} at {addr}: {e}; not applied"),
                 Some(leader),
             ),
-            Err(e) => error(
+            Ok(Err(Forward::Exchange(e))) => error(
                 504,
                 format!(
                     "forwarding to leader {leader} at {addr} failed: {e}; it may or may not commit"
                 ),
                 Some(leader),
             ),
+            Err(_) => error(
+                504,
+                format!(
+                    "forwarding to leader {leader} at {addr}: no answer within {:?}; it may or may not commit",
+                    self.wait
+                ),
+                Some(leader),
+            ),
         }
     }
+}
+
+/// Why a forwarded write got no answer: before the request could be sent (certainly not
+/// applied) or after (maybe applied).
+enum Forward {
+    Connect(String),
+    Exchange(String),
+}
+
+/// How long a forward may take to connect: a leader that does not accept within this is
+/// unreachable, and the write certainly was not applied.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// POSTs `req` as JSON to `http://addr/write` (marked as forwarded) over one HTTP/1.1
+/// connection; returns the status and the body.
+async fn post_json(addr: &str, req: &WriteRequest) -> Result<(u16, Vec<u8>), Forward> {
+    use http_body_util::{BodyExt, Full};
+    let stream =
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(Forward::Connect(e.to_string())),
+            Err(_) => {
+                return Err(Forward::Connect(format!(
+                    "no connection within {CONNECT_TIMEOUT:?}"
+                )))
+            }
+        };
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| Forward::Connect(e.to_string()))?;
+    // The connection task ends when the exchange is over or the future is dropped (timeout).
+    let conn = tokio::spawn(conn);
+    let body = serde_json::to_vec(req).map_err(|e| Forward::Connect(e.to_string()))?;
+    let request = hyper::Request::post("/write")
+        .header(hyper::header::HOST, addr)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(FORWARDED_HEADER, "1")
+        .body(Full::new(hyper::body::Bytes::from(body)))
+        .map_err(|e| Forward::Connect(e.to_string()))?;
+    let result = async {
+        let resp = sender
+            .send_request(request)
+            .await
+            .map_err(|e| Forward::Exchange(e.to_string()))?;
+        let code = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| Forward::Exchange(e.to_string()))?
+            .to_bytes();
+        Ok((code, body.to_vec()))
+    }
+    .await;
+    conn.abort();
+    result
 }

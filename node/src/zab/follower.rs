@@ -5,10 +5,10 @@
 //! (ZOOKEEPER-3911/4785). Any message out of place ends the role: better LOOKING than a wrong log.
 
 use crate::api::{epoch_of, ZabPhase};
-use crate::node::txnlog::Txn;
-use crate::node::zab::actions::{Output, PersistOp, SyncMode};
-use crate::node::zab::leader::short_name;
-use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
+use crate::txnlog::Txn;
+use crate::zab::actions::{Output, PersistOp, SyncMode};
+use crate::zab::leader::short_name;
+use crate::zab::messages::{Msg, REPEATED_EPOCH};
 
 #[derive(Debug, Clone)]
 pub struct FollowerConfig {

@@ -16,11 +16,11 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::api::{ApiError, LogResponse, NodeStatus, ServerState};
-use crate::node::election::ElectionCounters;
-use crate::node::peers::{WireCounters, WireCountersSnapshot};
-use crate::node::write_route::{Writes, FORWARDED_HEADER};
-use crate::node::zab::store::{lock, SharedStore};
-use crate::node::zab::SyncMode;
+use crate::election::ElectionCounters;
+use crate::peers::{WireCounters, WireCountersSnapshot};
+use crate::write_route::{Writes, FORWARDED_HEADER};
+use crate::zab::store::{lock, SharedStore};
+use crate::zab::SyncMode;
 
 /// What the handlers can see.
 #[derive(Clone)]

@@ -10,11 +10,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::node::txnlog::Txn;
-use crate::node::zab::actions::{Output, PersistOp};
-use crate::node::zab::follower::{Follower, FollowerConfig};
-use crate::node::zab::leader::{Leader, LeaderConfig};
-use crate::node::zab::messages::Msg;
+use crate::txnlog::Txn;
+use crate::zab::actions::{Output, PersistOp};
+use crate::zab::follower::{Follower, FollowerConfig};
+use crate::zab::leader::{Leader, LeaderConfig};
+use crate::zab::messages::Msg;
 
 const N: u64 = 3;
 const QUORUM: usize = 2;

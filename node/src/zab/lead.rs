@@ -10,12 +10,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
-use crate::node::zab::conn::{spawn_conn, Conn, ConnEvent};
-use crate::node::zab::exec::execute;
-use crate::node::zab::leader::{short_name, Leader, LeaderConfig};
-use crate::node::zab::messages::Msg;
-use crate::node::zab::store::{lock, SharedStore};
-use crate::node::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
+use crate::zab::conn::{spawn_conn, Conn, ConnEvent};
+use crate::zab::exec::execute;
+use crate::zab::leader::{short_name, Leader, LeaderConfig};
+use crate::zab::messages::Msg;
+use crate::zab::store::{lock, SharedStore};
+use crate::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
 
 type Pending = BTreeMap<u64, (tokio::sync::oneshot::Sender<WriteOutcome>, Instant)>;
 

@@ -4,7 +4,7 @@
 //! Integers are big-endian u64; a value is JSON filling the rest of the frame. The decoder never
 //! panics: any bad byte is a [`DecodeError`], and the caller closes that one connection.
 
-use crate::node::txnlog::Txn;
+use crate::txnlog::Txn;
 
 /// Frames longer than this are a protocol error (one value is far smaller; sync streams txns
 /// one frame each).

@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use fle_chaos::api::ZabPhase;
-use fle_chaos::node::zab::store::lock;
-use fle_chaos::node::zab::{
+use fle_node::api::ZabPhase;
+use fle_node::zab::store::lock;
+use fle_node::zab::{
     follow, lead, ClientWrite, SharedStore, Store, WriteOutcome, ZabConfig, ZabProgress,
 };
 use serde_json::json;

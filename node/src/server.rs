@@ -18,13 +18,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use crate::node::config::Config;
-use crate::node::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
-use crate::node::http::{self, HttpState};
-use crate::node::peers::{Identity, Peers};
-use crate::node::write_route::{Route, Writes};
-use crate::node::zab::store::{lock, SharedStore};
-use crate::node::zab::{self, Store, ZabConfig, ZabProgress};
+use crate::config::Config;
+use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
+use crate::http::{self, HttpState};
+use crate::peers::{Identity, Peers};
+use crate::write_route::{Route, Writes};
+use crate::zab::store::{lock, SharedStore};
+use crate::zab::{self, Store, ZabConfig, ZabProgress};
 
 /// Flags beyond zoo.cfg.
 #[derive(Debug, Clone)]
@@ -118,11 +118,6 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 .filter_map(|(s, a)| a.client.clone().map(|c| (*s, c)))
                 .collect(),
         ),
-        client: reqwest::Client::builder()
-            .connect_timeout(Duration::from_millis(500))
-            .no_proxy()
-            .build()
-            .context("building the HTTP client that forwards writes")?,
         wait: zab_cfg.write_timeout * 2,
     };
     let sync_mode = Arc::new(Mutex::new(None));
