@@ -105,7 +105,7 @@ impl CheckOptions {
     /// These options for a run: a read may be as old as the observer's read timeout
     /// (test.json `settings.status_timeout_ms`), so orderings are trusted only beyond it.
     pub fn for_run(&self, info: &TestInfo) -> CheckOptions {
-        let timeout = info.settings["status_timeout_ms"].as_u64().unwrap_or(0);
+        let timeout = info.settings.status_timeout_ms.unwrap_or(0);
         CheckOptions {
             read_slack_ms: self.read_slack_ms.max(timeout),
             ..self.clone()
@@ -125,9 +125,7 @@ impl Default for CheckOptions {
 /// Why a checker cannot judge this kind of run at all, if it cannot: real ZooKeeper does not
 /// expose the votes it counted; an observe-only workload makes no writes to keep.
 fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
-    let kind = info.settings["workload"]["kind"]
-        .as_str()
-        .unwrap_or(&info.workload);
+    let kind = info.workload_kind();
     if checker == vote_rule::NAME && info.target == "zookeeper" {
         Some("ZooKeeper does not expose the votes it counted".into())
     } else if checker == durability::NAME && kind == "election" {

@@ -152,7 +152,11 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
             spec.nodes, spec.duration_s, spec.seed
         ),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: serde_json::from_value(
+            json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        )
+        .expect("a settings object"),
     };
     info.write(&run_dir.join("test.json"))?;
     for n in &nodes {
