@@ -37,7 +37,6 @@ pub struct NodeRead {
     pub leader: Option<u64>,
     pub peer_epoch: u64,
     pub accepted_epoch: u64,
-    pub last_committed_zxid: u64,
 }
 
 impl NodeRead {
@@ -50,7 +49,6 @@ impl NodeRead {
             leader: s.leader,
             peer_epoch: s.peer_epoch,
             accepted_epoch: s.accepted_epoch,
-            last_committed_zxid: s.last_committed_zxid,
         }
     }
 
@@ -237,37 +235,82 @@ impl View {
 
     /// Feeds one decoded line at history position `pos`.
     pub fn feed(&mut self, pos: u32, l: &Line<'_>) {
+        let node = l.node.as_deref().map(|n| self.node_ix(n));
+        match (&l.body, node) {
+            (Body::Status(s), Some(ix)) => {
+                let read = NodeRead::of(l.time, pos, s);
+                self.status(ix, read)
+            }
+            (Body::Unreachable, Some(ix)) => self.unreachable(ix, l.time, pos),
+            // Only the nemesis's actions are faults (a process of the workload never is).
+            (Body::Fault(v), _) if l.process == super::NEMESIS => {
+                self.fault(pos, l.index, l.time, l.kind, l.f, v, node)
+            }
+            _ => self.other(l.time, pos),
+        }
+    }
+
+    /// Advances time to `time` (the running maximum) and counts the event.
+    fn at(&mut self, time: u64) -> u64 {
         self.events += 1;
-        let time = l.time.max(self.now);
-        self.now = time;
-        match &l.body {
-            Body::Status(s) => {
-                if let Some(node) = &l.node {
-                    let ix = self.node_ix(node);
-                    self.nodes[ix].read = Some(NodeRead::of(time, pos, s));
-                }
-            }
-            Body::Unreachable => {
-                if let Some(node) = &l.node {
-                    let ix = self.node_ix(node);
-                    self.nodes[ix].read = None;
-                }
-            }
-            Body::Fault(v) if l.kind == EventType::Info => self.fault(pos, l, v, time),
-            _ => {}
+        self.now = time.max(self.now);
+        self.now
+    }
+
+    /// A successful status read of node `ix` (its `time` is the event's).
+    pub fn status(&mut self, ix: usize, mut read: NodeRead) {
+        read.time = self.at(read.time);
+        self.nodes[ix].read = Some(read);
+        self.judge(read.time, read.pos);
+    }
+
+    /// A failed or timed-out read of node `ix`: what was known of it is stale.
+    pub fn unreachable(&mut self, ix: usize, time: u64, pos: u32) {
+        let time = self.at(time);
+        self.nodes[ix].read = None;
+        self.judge(time, pos);
+    }
+
+    /// Any other event (it only moves time on).
+    pub fn other(&mut self, time: u64, pos: u32) {
+        let time = self.at(time);
+        self.judge(time, pos);
+    }
+
+    /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fault(
+        &mut self,
+        pos: u32,
+        index: u64,
+        time: u64,
+        kind: EventType,
+        f: super::F,
+        v: &FaultValue,
+        node: Option<usize>,
+    ) {
+        let time = self.at(time);
+        if kind == EventType::Info {
+            self.apply(pos, index, time, f, v, node);
         }
         self.judge(time, pos);
     }
 
-    fn fault(&mut self, pos: u32, l: &Line<'_>, v: &FaultValue, time: u64) {
+    fn apply(
+        &mut self,
+        pos: u32,
+        index: u64,
+        time: u64,
+        f: super::F,
+        v: &FaultValue,
+        node: Option<usize>,
+    ) {
         let mut nodes: Vec<usize> = v.nodes.iter().map(|n| self.node_ix(n)).collect();
         if nodes.is_empty() {
-            if let Some(n) = &l.node {
-                nodes.push(self.node_ix(n));
-            }
+            nodes.extend(node);
         }
         let names = |v: &View, ns: &[usize]| ns.iter().map(|&i| v.nodes[i].name.clone()).collect();
-        match v.step(l.f) {
+        match v.step(f) {
             Some(FaultStep::Starts(kind)) => {
                 match kind {
                     FaultKind::Kill => nodes.iter().for_each(|&i| {
@@ -292,14 +335,14 @@ impl View {
                 self.intervals.push(FaultInterval {
                     kind,
                     nodes: nodes.clone(),
-                    start_index: l.index,
+                    start_index: index,
                     start_ns: time,
                     end_ns: None,
                     start_pos: pos,
                     end_pos: None,
                 });
                 self.pending.push(FaultRecovery {
-                    fault_index: l.index,
+                    fault_index: index,
                     kind,
                     nodes,
                     start_ns: time,

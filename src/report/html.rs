@@ -222,7 +222,7 @@ fn evidence(c: &CheckResult) -> String {
             }
         );
     }
-    if !c.measurements.is_null() {
+    if !c.measurements.is_none() {
         let text = serde_json::to_string_pretty(&c.measurements).unwrap_or_default();
         let _ = write!(
             out,
