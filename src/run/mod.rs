@@ -4,8 +4,8 @@
 //! - `plan`: the CLI options and their validation (all bad input is found before anything
 //!   is created);
 //! - `run_dir`: the run folder, `latest`, controller.log;
-//! - `recorder`: the one history writer; `observe`: the per-node observers;
-//! - `nemesis`: the seam the fault injector plugs into;
+//! - the history writer (`history::recorder`), the observers (`workload::observe`) and the
+//!   nemesis seam (`nemesis::seam`) live below `run`, which only composes them;
 //! - `final_phase`: heal safety net, recovery wait, final log reads;
 //! - `guard`: teardown on every exit path; `progress`: the live line;
 //! - `finish`: check and report (`finish_run`).
@@ -13,11 +13,8 @@
 pub mod final_phase;
 pub mod finish;
 pub mod guard;
-pub mod nemesis;
-pub mod observe;
 pub mod plan;
 pub mod progress;
-pub mod recorder;
 pub mod run_dir;
 
 pub use plan::TestArgs;
@@ -30,13 +27,14 @@ use crate::control::ssh;
 use crate::control::target::Target;
 use crate::control::Control;
 use crate::exit;
+use crate::history::recorder::Recorder;
 use crate::history::test_info::TestInfo;
+use crate::nemesis;
+use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
-use observe::Observations;
 use plan::Plan;
-use recorder::Recorder;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -10,11 +10,11 @@
 //!
 //! `crate::nemesis::build` picks the implementation from the schedule.
 
-use super::observe::Observations;
-use super::recorder::Recorder;
 use crate::control::target::{BoxFuture, Target};
 use crate::control::Control;
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
+use crate::workload::observe::Observations;
 use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;
