@@ -33,7 +33,11 @@ fn namespaces_connect_nodes_and_teardown_removes_everything() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(NetMode::Netns, 3, dir.path());
     let net = c.netns().unwrap().clone();
-    assert_eq!(c.kind(), "netns");
+    assert!(c.net().is_some(), "namespaced nodes can be cut off");
+    assert!(
+        c.clock().is_none(),
+        "a local cluster never steps the host clock"
+    );
 
     // n1 listens on its own address; the controller (host, over the bridge) and n2 connect.
     let n1 = c.node_host("n1").unwrap();
@@ -94,8 +98,11 @@ fn namespaces_connect_nodes_and_teardown_removes_everything() {
 fn loopback_nodes_get_distinct_addresses_and_free_ports() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(NetMode::Loopback, 3, dir.path());
-    assert_eq!(c.kind(), "loopback");
     assert!(c.netns().is_none());
+    assert!(
+        c.net().is_none(),
+        "loopback nodes share one stack: no partitions"
+    );
     let hosts: Vec<_> = ["n1", "n2", "n3"]
         .iter()
         .map(|n| c.node_host(n).unwrap())

@@ -2,6 +2,8 @@
 //! `db` + `client` for one node). fle-node is the first implementation; real ZooKeeper will be
 //! the second, so nothing here names fle-node, and everything above this trait goes through it.
 
+use super::clock::Clock;
+use super::faketime::FaketimeClock;
 use super::{Control, Signal};
 use crate::api::{LogResponse, NodeStatus};
 use anyhow::Result;
@@ -80,4 +82,17 @@ pub trait Target: Send + Sync {
     fn log_paths(&self, node: &str) -> Vec<PathBuf>;
     /// The libfaketime control file of the node, when it runs under libfaketime.
     fn clock_file(&self, node: &str) -> Option<PathBuf>;
+    /// How the clock nemesis moves the nodes' clocks (see `clock_of`); None when it cannot.
+    fn clock(&self) -> Option<&dyn Clock>;
+}
+
+/// The clock of a cluster: the hosts' own clocks when the control may step them
+/// (`--real-clock-skew`), else the libfaketime files the target starts its nodes with.
+pub fn clock_of<'a>(
+    control: &'a dyn Control,
+    faketime: Option<&'a FaketimeClock>,
+) -> Option<&'a dyn Clock> {
+    control
+        .clock()
+        .or_else(|| faketime.map(|f| f as &dyn Clock))
 }

@@ -9,9 +9,7 @@
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
 pub mod catalogue;
-pub mod clock;
 pub mod inject;
-pub mod iptables;
 pub mod partition;
 pub mod plan;
 pub mod runner;
