@@ -118,3 +118,73 @@ fn loopback_nodes_get_distinct_addresses_and_free_ports() {
     assert_eq!(c.pid("n2"), None);
     assert!(c.node_host("n9").is_err());
 }
+
+/// How many times a 10 ms ticker task ticks while another task runs `call`, on a runtime with
+/// one worker; and how long `call` took.
+async fn ticks_during(call: impl FnOnce() + Send + 'static) -> (u64, Duration) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let ticks = Arc::new(AtomicU64::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                ticks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    while ticks.load(Ordering::Relaxed) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the ticker never ran"
+        );
+        tokio::task::yield_now().await;
+    }
+    let before = ticks.load(Ordering::Relaxed);
+    let took = tokio::spawn(async move {
+        let t = std::time::Instant::now();
+        call();
+        t.elapsed()
+    })
+    .await
+    .unwrap();
+    let during = ticks.load(Ordering::Relaxed) - before;
+    ticker.abort();
+    (during, took)
+}
+
+/// A blocking `Control` call made from an async task must not stall the runtime's worker: with
+/// one worker, a ticker task keeps ticking while another task waits on a 1 s command; the same
+/// command run bare from a task stalls it (so the measure can tell the two apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn blocking_control_calls_leave_the_async_worker_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = std::sync::Arc::new(cluster(NetMode::Loopback, 1, dir.path()));
+    let (bare, took) = ticks_during(|| {
+        std::process::Command::new("sleep")
+            .arg("1")
+            .output()
+            .unwrap();
+    })
+    .await;
+    assert!(took >= Duration::from_secs(1));
+    assert!(
+        bare <= 5,
+        "a bare blocking call let the ticker tick {bare} times: this measure cannot see a blocked worker"
+    );
+    let (during, took) = ticks_during(move || {
+        c.exec("n1", "sleep", &["1"]).unwrap();
+    })
+    .await;
+    assert!(
+        took >= Duration::from_secs(1),
+        "exec returned after {took:?}"
+    );
+    // ~100 at 10 ms; a blocked worker gives 0 or 1.
+    assert!(
+        during >= 20,
+        "the ticker ticked {during} times during a 1 s exec: the worker was blocked"
+    );
+}
