@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 pub mod fast;
 pub mod line;
 pub mod read;
+pub mod recorder;
 pub mod store;
 pub mod test_info;
 pub mod view;

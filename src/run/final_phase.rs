@@ -2,8 +2,8 @@
 //! quorum-backed leader (recovery, as `history::view` defines it), and read every node's committed log once
 //! (`final-log` events, which the durability checker compares).
 
-use super::recorder::Recorder;
 use crate::control::target::{ReadError, Target};
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
 use serde_json::json;
 use std::sync::Arc;

@@ -219,7 +219,7 @@ impl Cluster {
     /// The quorum-backed leader (`history::view`'s definition) of the whole cluster, reading
     /// only `among`.
     pub fn quorum_leader(&self, among: &[u64]) -> Option<u64> {
-        let statuses: Vec<fle_chaos::api::NodeStatus> = among
+        let statuses: Vec<fle_node::api::NodeStatus> = among
             .iter()
             .filter_map(|&s| serde_json::from_value(self.status(s)?).ok())
             .collect();
