@@ -3,7 +3,12 @@
 //!
 //! `cargo bench --bench report` (FLC_BENCH_HOURS=0.1 for a quick look).
 
-use fle_chaos::report::fixture::{write_run, FixtureSpec};
+// Test support shared with the report tests: the synthetic history writer.
+#[allow(dead_code)]
+#[path = "../tests/report_support/fixture.rs"]
+mod fixture;
+
+use fixture::{write_run, FixtureSpec};
 use std::time::Instant;
 
 fn main() -> anyhow::Result<()> {

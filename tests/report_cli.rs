@@ -4,7 +4,7 @@
 
 mod report_support;
 
-use fle_chaos::report::fixture::{write_run, FixtureSpec};
+use report_support::fixture::{write_run, FixtureSpec};
 use report_support::*;
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};

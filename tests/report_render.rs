@@ -6,8 +6,8 @@
 mod report_support;
 
 use fle_chaos::exit;
-use fle_chaos::report::fixture::{write_run, Fixture, FixtureSpec};
 use fle_chaos::report::{self, PLOTS};
+use report_support::fixture::{write_run, Fixture, FixtureSpec};
 use report_support::*;
 use std::path::Path;
 

@@ -64,6 +64,10 @@ figcaption{font-size:13px;color:#555;margin-top:4px}
 .note{color:#8a6d3b}
 ";
 
+/// Folds long JSON (evidence, nemesis values) inside table cells, so that no cell pushes the
+/// page wider than a 1280 px window. Its own constant so a test can show the page without it.
+pub const FOLD_CSS: &str = "td pre,td code{white-space:pre-wrap;overflow-wrap:anywhere}";
+
 pub fn report_html(p: &Page) -> String {
     let verdict = p.results.map(|r| r.valid);
     let mut h = String::with_capacity(1 << 20);
@@ -71,7 +75,7 @@ pub fn report_html(p: &Page) -> String {
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{} — {}</title><style>{CSS}</style></head>\n<body>\n",
+         <title>{} — {}</title><style>{CSS}{FOLD_CSS}</style></head>\n<body>\n",
         escape(&p.info.name),
         verdict_word(verdict)
     );
@@ -84,10 +88,12 @@ pub fn report_html(p: &Page) -> String {
     schedule(&mut h, p.data);
     history(&mut h, p);
     h += "</main>\n";
-    // Lets a headless browser (and a curious reader) confirm every plot decoded.
+    // Lets a headless browser (and a curious reader) confirm every plot decoded and that
+    // nothing made the page wider than the window (long JSON in a table cell once did).
     h += "<script>window.addEventListener('load',function(){var i=document.querySelectorAll('img.plot'),n=0;\
           i.forEach(function(x){if(x.complete&&x.naturalWidth>0)n++;});\
-          document.body.setAttribute('data-plots-loaded',n+'/'+i.length);});</script>\n";
+          document.body.setAttribute('data-plots-loaded',n+'/'+i.length);\
+          document.body.setAttribute('data-page-width',document.documentElement.scrollWidth);});</script>\n";
     h += "</body></html>\n";
     h
 }

@@ -14,7 +14,6 @@
 pub mod cli;
 pub mod fast;
 pub mod faults;
-pub mod fixture;
 pub mod html;
 pub mod index;
 pub mod junit;

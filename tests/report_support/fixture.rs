@@ -1,17 +1,20 @@
-//! Synthetic run folders for the report's tests and benchmark: a small simulated cluster
-//! (elections, a leader kill, a leader partition, a pause, a clock bump, writes through the
-//! leader) written exactly as the controller writes a run — test.json, history.jsonl with
-//! full `api::NodeStatus` reads at 50 Hz per node, results.json, nodes/<n>/ logs.
+//! Test support, not production code: synthetic run folders for the report's tests and its
+//! benchmark (`benches/report.rs` includes this file by path), written exactly as the controller
+//! writes a run: test.json, history.jsonl with full `api::NodeStatus` reads at 50 Hz per node,
+//! client writes, nemesis actions, final logs, results.json and nodes/<n>/ logs.
 //!
-//! The simulation is coarse (a lost leader is replaced 600 ms later by the highest sid
-//! among a connected majority) but the history has the shape, density and line sizes of a
-//! real one, which is what rendering cares about.
+//! This is a history WRITER, not a protocol simulator: who leads is scripted by one fixed rule
+//! (a leader that loses its quorum is replaced 600 ms later by the highest reachable sid), no
+//! votes are exchanged and nothing here says whether FLE or Zab is right. The one simulator of
+//! FLE + Zab lives with the node (fle-node's election and zab tests). What this file gets right
+//! is what rendering cares about: the shape, density and line sizes of a real history, with
+//! one fault of each kind (leader kill, isolate-leader partition, pause, clock bump) in turn.
 
-use crate::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use crate::checker::{CheckResult, Results, Validity};
-use crate::history::test_info::TestInfo;
-use crate::history::{node_name, Event, EventType, F, NEMESIS};
 use anyhow::Result;
+use fle_chaos::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
+use fle_chaos::checker::{CheckResult, Results, Validity};
+use fle_chaos::history::test_info::TestInfo;
+use fle_chaos::history::{node_name, Event, EventType, F, NEMESIS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -19,7 +22,7 @@ use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// What to simulate.
+/// What to write.
 #[derive(Debug, Clone)]
 pub struct FixtureSpec {
     pub name: String,
@@ -94,7 +97,7 @@ enum Fault {
     Clock,
 }
 
-struct Sim {
+struct Script {
     spec: FixtureSpec,
     rng: ChaCha8Rng,
     alive: Vec<bool>,
@@ -165,7 +168,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         "controller: synthetic run\n",
     )?;
 
-    let mut sim = Sim {
+    let mut script = Script {
         spec: spec.clone(),
         rng: ChaCha8Rng::seed_from_u64(spec.seed),
         alive: vec![true; spec.nodes],
@@ -190,19 +193,19 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         faults: 0,
         committed: Vec::new(),
     };
-    sim.run()?;
-    let checkers = write_results(&run_dir, spec, &sim)?;
+    script.run()?;
+    let checkers = write_results(&run_dir, spec, &script)?;
     Ok(Fixture {
         run_dir,
-        events: sim.index,
-        nemesis_actions: sim.nemesis_actions,
-        faults: sim.faults,
+        events: script.index,
+        nemesis_actions: script.nemesis_actions,
+        faults: script.faults,
         checkers,
-        leaders: sim.leaders,
+        leaders: script.leaders,
     })
 }
 
-impl Sim {
+impl Script {
     fn quorum(&self) -> usize {
         self.spec.nodes / 2 + 1
     }
@@ -572,9 +575,13 @@ impl Sim {
     }
 }
 
-fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(String, Validity)>> {
+fn write_results(
+    run_dir: &Path,
+    spec: &FixtureSpec,
+    script: &Script,
+) -> Result<Vec<(String, Validity)>> {
     let recovery_measurements = if spec.recovery_measurements {
-        let per_fault: Vec<Value> = (0..sim.faults)
+        let per_fault: Vec<Value> = (0..script.faults)
             .map(|k| {
                 let kind = ["kill", "partition", "pause", "clock"][k % 4];
                 json!({"kind": kind, "time_s": spec.fault_every_s * (k + 1) as f64, "recovery_s": 0.6 + k as f64 * 0.05})
@@ -591,11 +598,11 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             valid: Validity::True,
             explanation: format!(
                 "{} leaders in {} epochs, never two in one epoch.",
-                sim.leaders.len(),
-                sim.epoch
+                script.leaders.len(),
+                script.epoch
             ),
             evidence: vec![],
-            measurements: json!({"leaders": sim.leaders.len()}),
+            measurements: json!({"leaders": script.leaders.len()}),
         },
         CheckResult {
             applicable: true,
@@ -614,7 +621,8 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             evidence: if spec.invalid {
                 vec![
                     json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
-                    json!({"node": "n2", "missing": [4294967313u64]}),
+                    // One long line of JSON, as real evidence often is: the page must fold it.
+                    json!({"node": "n2", "missing": (0..80u64).map(|k| 4294967313u64 + k).collect::<Vec<_>>()}),
                 ]
             } else {
                 vec![]
