@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
     let nodes: Vec<String> = (1..=spec.nodes as u64)
         .map(fle_chaos::history::node_name)
         .collect();
-    let data = fle_chaos::report::scan::scan(&fx.run_dir.join("history.jsonl"), &nodes, 0, 5)?;
+    let data = fle_chaos::report::scan::scan(&fx.run_dir.join("history.jsonl"), &nodes, 0)?;
     println!(
         "  of which the history scan alone: {:.2} s ({} events)",
         started.elapsed().as_secs_f64(),

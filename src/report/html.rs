@@ -4,11 +4,12 @@
 //! the head of the history with links to the whole JSONL and to every node's logs.
 
 use super::plot::Plot;
-use super::recovery::{Recovery, RecoverySource};
+use super::recovery::{self, RecoverySource};
 use super::scan::RunData;
 use super::text::{base64, duration, escape, shorten};
 use crate::checker::{CheckResult, Results, Validity};
 use crate::history::test_info::TestInfo;
+use crate::history::view::FaultRecovery;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -19,7 +20,7 @@ pub struct Page<'a> {
     pub results: Option<&'a Results>,
     pub data: &'a RunData,
     pub plots: &'a [Plot],
-    pub recoveries: &'a [Recovery],
+    pub recoveries: &'a [FaultRecovery],
     pub recovery_source: RecoverySource,
 }
 
@@ -164,7 +165,7 @@ fn settings(h: &mut String, info: &TestInfo) {
         "<pre id=\"replay\">{}</pre>",
         escape(&info.replay_command)
     );
-    if !info.settings.is_null() {
+    if !info.settings.is_empty() {
         let text = serde_json::to_string_pretty(&info.settings).unwrap_or_default();
         let _ = writeln!(
             h,
@@ -228,7 +229,7 @@ fn evidence(c: &CheckResult) -> String {
             }
         );
     }
-    if !c.measurements.is_null() {
+    if !c.measurements.is_none() {
         let text = serde_json::to_string_pretty(&c.measurements).unwrap_or_default();
         let _ = write!(
             out,
@@ -279,26 +280,36 @@ fn recoveries(h: &mut String, p: &Page) {
     }
     let _ = writeln!(
         h,
-        "<p>Source: {}.</p>",
+        "<p>Source: {}. Recovery is the time from the fault to the first quorum-backed leader \
+         read after it: a node leading an epoch it has established, followed in broadcast by a \
+         quorum, none of them cut off from it, killed or paused.</p>",
         match p.recovery_source {
             RecoverySource::Checker => "the recovery checker's measurements",
             RecoverySource::History =>
-                "derived by the report from the history (the recovery checker gave no per-fault \
-                 times): a node LEADING, followed in its epoch by a quorum read after the fault",
+                "computed from the history by the recovery checker's definition \
+                 (results.json has no recovery measurements)",
         }
     );
     h.push_str(
-        "<table><tr><th>fault at</th><th>kind</th><th>time to a quorum-backed leader</th></tr>\n",
+        "<table><tr><th>fault at</th><th>kind</th><th>nodes</th>\
+         <th>time to a quorum-backed leader</th><th>leader then</th></tr>\n",
     );
     for r in p.recoveries {
+        let leader = match (&r.leader, r.epoch) {
+            (Some(l), Some(e)) => format!("{l} (epoch {e})"),
+            (Some(l), None) => l.clone(),
+            _ => "—".into(),
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td></tr>",
-            r.fault_ns as f64 / 1e9,
+            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.start_ns as f64 / 1e9,
             r.kind.name(),
-            r.recovery_s
+            escape(&r.nodes.join(", ")),
+            recovery::seconds(r)
                 .map(|s| format!("{s:.3} s"))
-                .unwrap_or_else(|| "none before the run ended".into())
+                .unwrap_or_else(|| "none before the run ended".into()),
+            escape(&leader)
         );
     }
     h.push_str("</table>\n");
@@ -322,7 +333,7 @@ fn schedule(h: &mut String, data: &RunData) {
                 .map(|t| format!("{:.3} s", t as f64 / 1e9))
                 .unwrap_or_else(|| "—".into()),
             r.done_ns as f64 / 1e9,
-            escape(&format!("{:?}", r.f).to_lowercase()),
+            escape(&r.action),
             match r.outcome {
                 crate::history::EventType::Info => "done",
                 crate::history::EventType::Fail => "failed",

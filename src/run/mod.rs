@@ -30,7 +30,7 @@ use crate::control::ssh;
 use crate::control::target::Target;
 use crate::control::Control;
 use crate::exit;
-use crate::history::test_info::TestInfo;
+use crate::history::test_info::{Settings, TestInfo};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
@@ -156,19 +156,22 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
         started_at: chrono::Utc::now(),
         replay_command: plan.replay_command(seed),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: serde_json::json!({
-            "args": plan.args,
-            "workload": plan.workload,
-            "nemesis": plan.nemesis_settings,
-            "net": plan.args.net,
-            "node_binary": plan.binary,
-            "faketime": plan.faketime,
-            "fake_monotonic": plan.fake_monotonic,
-            "real_clock_skew": plan.args.ssh.real_clock_skew,
-            "run_id": run_id,
-            "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
-            "status_timeout_ms": STATUS_TIMEOUT.as_millis() as u64,
-        }),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: Settings {
+            status_timeout_ms: Some(STATUS_TIMEOUT.as_millis() as u64),
+            recovery_timeout_s: Some(plan.recovery_timeout.as_secs_f64()),
+            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
+            rest: serde_json::from_value(serde_json::json!({
+                "args": plan.args,
+                "nemesis": plan.nemesis_settings,
+                "net": plan.args.net,
+                "node_binary": plan.binary,
+                "faketime": plan.faketime,
+                "fake_monotonic": plan.fake_monotonic,
+                "real_clock_skew": plan.args.ssh.real_clock_skew,
+                "run_id": run_id,
+            }))?,
+        },
     }
     .write(&run_dir.join("test.json"))?;
     let recorder = Arc::new(Recorder::create(&run_dir.join("history.jsonl"), start)?);

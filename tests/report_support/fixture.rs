@@ -4,17 +4,19 @@
 //! client writes, nemesis actions, final logs, results.json and nodes/<n>/ logs.
 //!
 //! This is a history WRITER, not a protocol simulator: who leads is scripted by one fixed rule
-//! (a leader that loses its quorum is replaced 600 ms later by the highest reachable sid), no
-//! votes are exchanged and nothing here says whether FLE or Zab is right. The one simulator of
+//! (a leader that loses its quorum is noticed 400 ms later, as syncLimit would, and replaced
+//! 600 ms after that by the highest reachable sid), no votes are exchanged and nothing here says whether FLE or Zab is right. The one simulator of
 //! FLE + Zab lives with the node (fle-node's election and zab tests). What this file gets right
 //! is what rendering cares about: the shape, density and line sizes of a real history, with
 //! one fault of each kind (leader kill, isolate-leader partition, pause, clock bump) in turn.
 
 use anyhow::Result;
 use fle_chaos::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use fle_chaos::checker::{CheckResult, Results, Validity};
+use fle_chaos::checker::recovery::RecoveryMeasurements;
+use fle_chaos::checker::{self, CheckResult, Results, Validity};
 use fle_chaos::history::test_info::TestInfo;
-use fle_chaos::history::{node_name, Event, EventType, F, NEMESIS};
+use fle_chaos::history::view::FaultRecovery;
+use fle_chaos::history::{node_name, Event, EventType, FaultKind, F, NEMESIS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -88,6 +90,9 @@ pub struct Fixture {
 
 const MS: u64 = 1_000_000;
 const ELECTION_NS: u64 = 600 * MS;
+/// How long the nodes take to notice a lost leader (ZooKeeper: syncLimit ticks): until then the
+/// old leader goes on LEADING and its followers FOLLOWING it, cut off or not, as in real runs.
+const NOTICE_NS: u64 = 400 * MS;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
@@ -105,6 +110,8 @@ struct Script {
     isolated: Option<usize>,
     clock_offset_ms: Vec<i64>,
     leader: Option<usize>,
+    /// A leader that lost its quorum, and since when, while the nodes have not noticed yet.
+    lost: Option<(usize, u64)>,
     epoch: u64,
     counter: u64,
     leaderless_since: u64,
@@ -119,6 +126,8 @@ struct Script {
     seq: u64,
     nemesis_actions: usize,
     faults: usize,
+    /// Each fault that took effect: kind, the time and index of its `info`, its node.
+    fault_starts: Vec<(FaultKind, u64, u64, String)>,
     committed: Vec<(u64, u64)>,
 }
 
@@ -155,7 +164,11 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
             spec.nodes, spec.duration_s, spec.seed
         ),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        history_format: fle_chaos::history::FORMAT_VERSION,
+        settings: serde_json::from_value(
+            json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        )
+        .expect("a settings object"),
     };
     info.write(&run_dir.join("test.json"))?;
     for n in &nodes {
@@ -176,6 +189,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         isolated: None,
         clock_offset_ms: vec![0; spec.nodes],
         leader: None,
+        lost: None,
         epoch: 0,
         counter: 0,
         leaderless_since: 0,
@@ -191,6 +205,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         seq: 0,
         nemesis_actions: 0,
         faults: 0,
+        fault_starts: Vec::new(),
         committed: Vec::new(),
     };
     script.run()?;
@@ -276,8 +291,12 @@ impl Script {
                 .count();
             if backers < self.quorum() {
                 self.leader = None;
-                self.leaderless_since = t;
+                self.lost = Some((l, t));
+                self.leaderless_since = t + NOTICE_NS;
             }
+        }
+        if self.lost.is_some_and(|(_, since)| t >= since + NOTICE_NS) {
+            self.lost = None;
         }
         if self.leader.is_none() && t >= self.leaderless_since + ELECTION_NS {
             let candidates: Vec<usize> = (0..self.spec.nodes)
@@ -294,6 +313,15 @@ impl Script {
     }
 
     fn state_of(&self, i: usize, t: u64) -> (ServerState, Option<u64>) {
+        if let Some((old, _)) = self.lost {
+            return match i == old {
+                true => (ServerState::Leading, Some(old as u64 + 1)),
+                false if t >= self.started_ns[i] + ELECTION_NS => {
+                    (ServerState::Following, Some(old as u64 + 1))
+                }
+                false => (ServerState::Looking, None),
+            };
+        }
         match self.leader {
             Some(l) if l == i => (ServerState::Leading, Some(l as u64 + 1)),
             Some(l) if self.connected(i, l) && t >= self.started_ns[i] + ELECTION_NS => {
@@ -451,6 +479,15 @@ impl Script {
             Fault::Clock => self.clock_offset_ms[node] = -600_000,
         }
         self.faults += 1;
+        let kind = match fault {
+            Fault::Kill => FaultKind::Kill,
+            Fault::Partition => FaultKind::Partition,
+            Fault::Pause => FaultKind::Pause,
+            Fault::Clock => FaultKind::Clock,
+        };
+        // `nemesis` wrote the action's info last.
+        self.fault_starts
+            .push((kind, t + 3 * MS, self.index - 1, node_name(node as u64 + 1)));
         Ok(node)
     }
 
@@ -580,16 +617,41 @@ fn write_results(
     spec: &FixtureSpec,
     script: &Script,
 ) -> Result<Vec<(String, Validity)>> {
+    // Typed, as the recovery checker writes them, with made-up times (600 ms, 650 ms, ...) a
+    // test can tell from what the report would derive from the history.
     let recovery_measurements = if spec.recovery_measurements {
-        let per_fault: Vec<Value> = (0..script.faults)
-            .map(|k| {
-                let kind = ["kill", "partition", "pause", "clock"][k % 4];
-                json!({"kind": kind, "time_s": spec.fault_every_s * (k + 1) as f64, "recovery_s": 0.6 + k as f64 * 0.05})
+        let faults: Vec<FaultRecovery> = script
+            .fault_starts
+            .iter()
+            .enumerate()
+            .map(|(k, (kind, start_ns, index, node))| FaultRecovery {
+                fault_index: *index,
+                kind: *kind,
+                nodes: vec![node.clone()],
+                start_ns: *start_ns,
+                ms_to_quorum_leader: Some(600 + 50 * k as u64),
+                leader: None,
+                epoch: None,
+                pos: 0,
             })
             .collect();
-        json!({"per_fault": per_fault, "final_recovery_s": 0.7})
+        RecoveryMeasurements {
+            bound_ms: 2700,
+            quorum: spec.nodes / 2 + 1,
+            final_heal_to_quorum_leader_ms: Some(700),
+            faults,
+            fault_intervals: vec![],
+            leaderless_windows: vec![],
+            leaderless_windows_count: 0,
+            leaderless_ms_total: 0,
+            leaderless_ms_max: None,
+            leader_overlaps: vec![],
+            leader_overlaps_count: 0,
+            leader_overlap_ms_total: 0,
+        }
+        .into()
     } else {
-        json!({"final_recovery_s": 0.7})
+        checker::Measurements::None
     };
     let checkers = vec![
         CheckResult {
@@ -602,7 +664,7 @@ fn write_results(
                 script.epoch
             ),
             evidence: vec![],
-            measurements: json!({"leaders": script.leaders.len()}),
+            measurements: checker::Measurements::Other(json!({"leaders": script.leaders.len()})),
         },
         CheckResult {
             applicable: true,
@@ -620,14 +682,20 @@ fn write_results(
             },
             evidence: if spec.invalid {
                 vec![
-                    json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
+                    checker::Evidence::quoting(
+                        "acknowledged",
+                        json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
+                    ),
                     // One long line of JSON, as real evidence often is: the page must fold it.
-                    json!({"node": "n2", "missing": (0..80u64).map(|k| 4294967313u64 + k).collect::<Vec<_>>()}),
+                    checker::Evidence::quoting(
+                        "missing",
+                        json!({"node": "n2", "missing": (0..80u64).map(|k| 4294967313u64 + k).collect::<Vec<_>>()}),
+                    ),
                 ]
             } else {
                 vec![]
             },
-            measurements: Value::Null,
+            measurements: checker::Measurements::None,
         },
         CheckResult {
             applicable: true,
@@ -643,7 +711,7 @@ fn write_results(
                 "no node's epoch ever went back".into()
             },
             evidence: vec![],
-            measurements: Value::Null,
+            measurements: checker::Measurements::None,
         },
         CheckResult {
             applicable: true,
