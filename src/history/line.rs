@@ -194,11 +194,20 @@ fn election_phase() -> ZabPhase {
     ZabPhase::Election
 }
 
+/// serde_json's message without its " at line 1 column N" (the caller names the place).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// serde_json's decoding of a line: the reference the fast path agrees with.
 pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
     let at_line = |e: serde_json::Error| LineError {
         column: e.column().max(1),
-        message: format!("not a history event: {e}"),
+        message: format!("not a history event: {}", without_position(&e)),
     };
     let l: RawLine = serde_json::from_str(text).map_err(at_line)?;
     let raw = l.value.map(|v| v.get()).unwrap_or("null");
@@ -209,7 +218,7 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
         .unwrap_or(0);
     let in_value = |what: &str, e: serde_json::Error| LineError {
         column: value_col + e.column().max(1),
-        message: format!("{what}: {e}"),
+        message: format!("{what}: {}", without_position(&e)),
     };
     let plain = |what: &str| LineError {
         column: value_col.max(1),
@@ -297,4 +306,198 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
         node: l.node,
         body,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A status read exactly as the controller writes it (sorted keys, no spaces).
+    const STATUS: &str = r#"{"index":7,"time":120000000,"process":"n2","type":"ok","f":"status","node":"n2","value":{"accepted_epoch":3,"election_epoch":4,"last_committed_zxid":12884901890,"last_election":{"leader":2,"peer_epoch":2,"round":4,"took_ms":231,"votes":[{"leader":2,"peer_epoch":2,"sid":1,"zxid":8589934593}],"zxid":8589934593},"last_zxid":12884901890,"last_zxid_hex":"0x300000002","leader":2,"peer_epoch":3,"sid":2,"state":"LEADING","uptime_ms":5,"wall_clock_ms":-3,"zab_phase":"broadcast"}}"#;
+
+    fn samples() -> Vec<String> {
+        vec![
+            STATUS.to_string(),
+            // Another key order, spaces, null election: the general scan.
+            r#"{"time":9,"index":1, "f":"status","type":"ok","process":"n1","node":"n1","value":{"sid":1,"state":"LOOKING","leader":null,"peer_epoch":0,"election_epoch":1,"last_zxid":0,"wall_clock_ms":1796000000000,"uptime_ms":0,"last_election":null}}"#.into(),
+            r#"{"index":3,"time":9,"process":"n2","type":"info","f":"status","node":"n2","value":{"error":"timed out"}}"#.into(),
+            r#"{"index":4,"time":10,"process":"0","type":"ok","f":"write","value":{"value":"w1","zxid":12}}"#.into(),
+            r#"{"index":5,"time":11,"process":"1","type":"invoke","f":"write","value":{"value":17}}"#.into(),
+            r#"{"index":6,"time":12,"process":"final","type":"ok","f":"final-log","node":"n1","value":{"entries":[{"zxid":4294967297,"value":"v1"}],"last_committed_zxid":4294967297}}"#.into(),
+            r#"{"index":7,"time":13,"process":"nemesis","type":"info","f":"partition","value":{"nodes":["n5"],"shape":"isolate","drops":{"n5":["n1","n2"]}}}"#.into(),
+            r#"{"index":8,"time":14,"process":"n3","type":"info","f":"node-exit","node":"n3","value":{"status":null,"signal":"SIGSEGV","caused_by_controller":false,"log_tail":["boom"]}}"#.into(),
+            r#"{"index":9,"time":15,"process":"nemesis","type":"info","f":"power-cut-2","value":{"x":1}}"#.into(),
+        ]
+    }
+
+    /// The fast path either declines or answers exactly as serde does.
+    fn agree(text: &str) -> Result<(), String> {
+        let fallback = fallback(text);
+        for previous in [None, STATUS.find(r#"{"leader":2,"#).map(|i| &STATUS[i..])] {
+            let prev = previous.map(|p| &p[..p.find(r#","last_zxid""#).unwrap_or(p.len())]);
+            let fast = super::super::fast::line(text, |_| prev.map(str::as_bytes));
+            if let Some(fast) = fast {
+                if fallback.as_ref() != Ok(&fast) {
+                    return Err(format!("fast {fast:?}\nserde {fallback:?}"));
+                }
+            }
+        }
+        // And the decoder, whichever path it took, gives serde's answer.
+        let decoded = decode(text);
+        match (&decoded, &fallback) {
+            (Ok(a), Ok(b)) if a == b => Ok(()),
+            (Err(_), Err(_)) => Ok(()),
+            _ => Err(format!("decode {decoded:?}\nserde {fallback:?}")),
+        }
+    }
+
+    #[test]
+    fn every_sample_decodes_on_both_paths_alike() {
+        for s in samples() {
+            fallback(&s).unwrap_or_else(|e| panic!("{e}: {s}"));
+            agree(&s).unwrap();
+        }
+        // The controller's own layout takes the fast path.
+        assert!(super::super::fast::line(STATUS, |_| None).is_some());
+        assert!(super::super::fast::line(&samples()[3], |_| None).is_some());
+        // An unknown f is kept, opaque.
+        let all = samples();
+        let other = decode(&all[8]).unwrap();
+        assert_eq!((other.f, other.f_name.as_ref()), (F::Other, "power-cut-2"));
+        assert_eq!(other.body, Body::Other(r#"{"x":1}"#));
+    }
+
+    #[test]
+    fn the_four_corruptions_the_old_scanner_took_are_rejected() {
+        for (from, to) in [
+            (r#""uptime_ms":5"#, r#""uptime_ms":1-345"#),
+            (r#""election_epoch":4"#, r#""election_epoch":+5"#),
+            (
+                r#""last_zxid_hex":"0x300000002""#,
+                r#""last_zxid_hex":"0x3\x00002""#,
+            ),
+            (r#""wall_clock_ms":-3"#, r#""wall_clock_ms":1796036e+e"#),
+        ] {
+            let bad = STATUS.replace(from, to);
+            assert_ne!(bad, STATUS);
+            assert_eq!(super::super::fast::line(&bad, |_| None), None, "{bad}");
+            let err = decode(&bad).unwrap_err();
+            assert!(
+                err.column > 1 && err.message.contains("not a history event"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_name_the_column_inside_the_value() {
+        let bad = STATUS.replace(r#""state":"LEADING""#, r#""state":"LEADER""#);
+        let err = decode(&bad).unwrap_err();
+        let at = bad.find("LEADER\"").unwrap();
+        assert!(err.column.abs_diff(at) < 12, "{err} vs {at}");
+        assert!(err.message.contains("not a node status"), "{err}");
+    }
+
+    /// Damage like a disk or a bug does: one line mutated.
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        FlipBit(usize, u8),
+        Cut(usize),
+        Insert(usize, &'static str),
+        ReplaceDigitRun(usize, &'static str),
+    }
+
+    const JUNK: &[&str] = &[
+        "-",
+        "+",
+        "e",
+        "E",
+        "e+",
+        ".",
+        ".5",
+        "1-345",
+        "+5",
+        "1796036e+e",
+        "0",
+        "00",
+        "01",
+        "1e400",
+        "\\",
+        "\\x",
+        "\\u12",
+        "\\ud800",
+        "\\n",
+        "\"",
+        ",",
+        ":",
+        "}",
+        "]",
+        "{",
+        "[",
+        "null",
+        "tru",
+        " ",
+        "\t",
+        "\u{1}",
+        "é",
+        "\u{7f}",
+        "9999999999999999999999",
+    ];
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), 0u8..8).prop_map(|(p, b)| Mutation::FlipBit(p, b)),
+            any::<usize>().prop_map(Mutation::Cut),
+            (any::<usize>(), prop::sample::select(JUNK)).prop_map(|(p, j)| Mutation::Insert(p, j)),
+            (any::<usize>(), prop::sample::select(JUNK))
+                .prop_map(|(p, j)| Mutation::ReplaceDigitRun(p, j)),
+        ]
+    }
+
+    fn apply(line: &str, m: &Mutation) -> Vec<u8> {
+        let mut b = line.as_bytes().to_vec();
+        if b.is_empty() {
+            return b;
+        }
+        match *m {
+            Mutation::FlipBit(p, bit) => {
+                let p = p % b.len();
+                b[p] ^= 1 << bit;
+            }
+            Mutation::Cut(p) => b.truncate(p % b.len()),
+            Mutation::Insert(p, j) => {
+                let p = p % b.len();
+                b.splice(p..p, j.bytes());
+            }
+            Mutation::ReplaceDigitRun(p, j) => {
+                let digits: Vec<usize> = (0..b.len()).filter(|&i| b[i].is_ascii_digit()).collect();
+                if let Some(&start) = digits.get(p % digits.len().max(1)) {
+                    let end = (start..b.len())
+                        .find(|&i| !b[i].is_ascii_digit())
+                        .unwrap_or(b.len());
+                    b.splice(start..end, j.bytes());
+                }
+            }
+        }
+        b
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fast_path_and_serde_agree_on_mutated_lines(
+            which in 0usize..9,
+            ms in prop::collection::vec(mutation(), 1..3),
+        ) {
+            let mut line = samples()[which].clone().into_bytes();
+            for m in &ms {
+                line = apply(&String::from_utf8_lossy(&line), m);
+            }
+            // Not UTF-8: the reader rejects it before either path sees it.
+            if let Ok(text) = std::str::from_utf8(&line) {
+                prop_assert!(agree(text).is_ok(), "{}\n{:?}", text, agree(text));
+            }
+        }
+    }
 }

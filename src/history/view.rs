@@ -448,39 +448,10 @@ impl View {
         }
     }
 
-    /// THE quorum-backed leader now, counting only reads taken at or after `since_ns`: a node
-    /// LEADING an epoch it has established, plus nodes FOLLOWING it in broadcast in that
-    /// epoch, at least a quorum with itself, none down, none cut off from it by an active
-    /// partition (in either direction).
+    /// THE quorum-backed leader now, counting only reads taken at or after `since_ns`
+    /// (see [`quorum_leader_among`]).
     pub fn quorum_leader(&self, since_ns: u64) -> Option<QuorumLeader> {
-        let counts = |n: &NodeNow| -> Option<NodeRead> {
-            let r = n.read?;
-            (!n.down && r.time >= since_ns).then_some(r)
-        };
-        self.nodes.iter().enumerate().find_map(|(li, l)| {
-            let lr = counts(l)?;
-            let epoch = lr.leads()?;
-            let sid = l.sid?;
-            let mut backers = 1;
-            let mut last = lr.pos;
-            for (fi, f) in self.nodes.iter().enumerate() {
-                if fi == li {
-                    continue;
-                }
-                let Some(fr) = counts(f) else { continue };
-                let cut = f.drops.contains(&li) || l.drops.contains(&fi);
-                if !cut && fr.follows() == Some((sid, epoch)) {
-                    backers += 1;
-                    last = last.max(fr.pos);
-                }
-            }
-            (backers >= self.quorum).then_some(QuorumLeader {
-                sid,
-                epoch,
-                node: li,
-                pos: last,
-            })
-        })
+        quorum_leader_among(&self.nodes, self.quorum, since_ns)
     }
 
     /// Every node whose latest read claims to lead an established epoch.
@@ -565,6 +536,75 @@ impl View {
     }
 }
 
+/// THE definition of a quorum-backed leader, over nodes as known at one moment: a node
+/// LEADING an epoch it has established (Zab sync or broadcast), plus nodes FOLLOWING it in
+/// broadcast in that epoch, at least `quorum` with itself, none down (killed or paused), none
+/// cut off from it by an active partition (in either direction), every read counted taken at
+/// or after `since_ns`. Every stage calls this (through [`View::quorum_leader`], or directly
+/// for a snapshot of statuses, see [`quorum_leader_of`]).
+pub fn quorum_leader_among(
+    nodes: &[NodeNow],
+    quorum: usize,
+    since_ns: u64,
+) -> Option<QuorumLeader> {
+    let counts = |n: &NodeNow| -> Option<NodeRead> {
+        let r = n.read?;
+        (!n.down && r.time >= since_ns).then_some(r)
+    };
+    nodes.iter().enumerate().find_map(|(li, l)| {
+        let lr = counts(l)?;
+        let epoch = lr.leads()?;
+        let sid = l.sid?;
+        let mut backers = 1;
+        let mut last = lr.pos;
+        for (fi, f) in nodes.iter().enumerate() {
+            if fi == li {
+                continue;
+            }
+            let Some(fr) = counts(f) else { continue };
+            let cut = f.drops.contains(&li) || l.drops.contains(&fi);
+            if !cut && fr.follows() == Some((sid, epoch)) {
+                backers += 1;
+                last = last.max(fr.pos);
+            }
+        }
+        (backers >= quorum).then_some(QuorumLeader {
+            sid,
+            epoch,
+            node: li,
+            pos: last,
+        })
+    })
+}
+
+/// [`quorum_leader_among`] for a snapshot of status reads (all taken now, none down, no
+/// partition known) of a cluster of `cluster_size`: the leader's sid and epoch. For live
+/// polls outside a run (benches, node tests).
+pub fn quorum_leader_of<'a>(
+    statuses: impl IntoIterator<Item = &'a crate::api::NodeStatus>,
+    cluster_size: usize,
+) -> Option<(u64, u64)> {
+    let nodes: Vec<NodeNow> = statuses
+        .into_iter()
+        .map(|s| NodeNow {
+            name: super::node_name(s.sid),
+            sid: Some(s.sid),
+            read: Some(NodeRead {
+                time: 0,
+                pos: 0,
+                state: s.state,
+                phase: s.zab_phase,
+                leader: s.leader,
+                peer_epoch: s.peer_epoch,
+                accepted_epoch: s.accepted_epoch,
+            }),
+            down: false,
+            drops: Vec::new(),
+        })
+        .collect();
+    quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
+}
+
 /// What a whole history showed.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -577,4 +617,199 @@ pub struct Finished {
     pub windows: Vec<Window>,
     pub overlaps: Vec<Overlap>,
     pub final_heal: Option<FinalHeal>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::line::decode;
+
+    const MS: u64 = 1_000_000;
+
+    /// Feeds history lines written as compact JSON.
+    struct Feed {
+        view: View,
+        pos: u32,
+    }
+
+    impl Feed {
+        fn new() -> Self {
+            let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+            Feed {
+                view: View::new(&nodes),
+                pos: 0,
+            }
+        }
+
+        fn line(&mut self, text: String) -> &mut Self {
+            let l = decode(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            self.view.feed(self.pos, &l);
+            self.pos += 1;
+            self
+        }
+
+        /// A status read of `node` at `ms`: "L" leading, "F<k>" following n<k>, "?" looking.
+        fn read(&mut self, ms: u64, node: u64, role: &str, epoch: u64) -> &mut Self {
+            let (state, leader, phase) = match role {
+                "L" => ("LEADING", format!("{node}"), "broadcast"),
+                "L-discovery" => ("LEADING", format!("{node}"), "discovery"),
+                "?" => ("LOOKING", "null".into(), "election"),
+                f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
+            };
+            let text = format!(
+                r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"zab_phase":"{phase}"}}}}"#,
+                self.pos,
+                ms * MS
+            );
+            self.line(text)
+        }
+
+        fn nemesis(&mut self, ms: u64, f: &str, value: &str) -> &mut Self {
+            let text = format!(
+                r#"{{"index":{},"time":{},"process":"nemesis","type":"info","f":"{f}","value":{value}}}"#,
+                self.pos,
+                ms * MS
+            );
+            self.line(text)
+        }
+
+        fn leader(&self, since_ms: u64) -> Option<(u64, u64)> {
+            self.view
+                .quorum_leader(since_ms * MS)
+                .map(|l| (l.sid, l.epoch))
+        }
+    }
+
+    /// n1 leads epoch 1, followed by n2 and n3.
+    fn settled() -> Feed {
+        let mut f = Feed::new();
+        f.read(10, 1, "L", 1)
+            .read(11, 2, "F1", 1)
+            .read(12, 3, "F1", 1);
+        f
+    }
+
+    #[test]
+    fn a_leader_and_a_quorum_in_broadcast_of_its_epoch() {
+        let mut f = settled();
+        assert_eq!(f.leader(0), Some((1, 1)));
+        // Reads older than `since` do not count.
+        assert_eq!(f.leader(11), None);
+        // A follower of another epoch does not back it; one is not enough of three.
+        f.read(20, 2, "F1", 0).read(21, 3, "?", 1);
+        assert_eq!(f.leader(0), None);
+        // A leader still in discovery has not established its epoch.
+        let mut g = Feed::new();
+        g.read(10, 1, "L-discovery", 1)
+            .read(11, 2, "F1", 1)
+            .read(12, 3, "F1", 1);
+        assert_eq!(g.leader(0), None);
+    }
+
+    #[test]
+    fn isolate_leader_the_cut_off_leader_is_not_quorum_backed() {
+        let mut f = settled();
+        f.nemesis(
+            100,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"shape":"isolate-leader","drops":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}"#,
+        );
+        // Its followers have not noticed yet: still FOLLOWING n1 in broadcast, read after the
+        // cut. Not a quorum-backed leader: they cannot hear it.
+        f.read(101, 1, "L", 1)
+            .read(102, 2, "F1", 1)
+            .read(103, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        assert_eq!(f.view.recoveries().len(), 0, "no recovery in 3 ms");
+        // n2 and n3 elect n2 (epoch 2): that is the recovery, 1.4 s after the cut.
+        f.read(1000, 2, "?", 1)
+            .read(1400, 2, "L", 2)
+            .read(1500, 3, "F2", 2);
+        assert_eq!(f.leader(100), Some((2, 2)));
+        let r = &f.view.recoveries()[0];
+        assert_eq!(
+            (r.kind, r.ms_to_quorum_leader),
+            (FaultKind::Partition, Some(1400))
+        );
+        assert_eq!(r.leader.as_deref(), Some("n2"));
+        // The old leader still claims epoch 1: an overlap, open until it steps down.
+        assert_eq!(f.view.claims().len(), 2);
+        f.nemesis(2000, "heal", r#"{"nodes":["n1","n2","n3"],"final":true}"#);
+        f.read(2100, 1, "F2", 2);
+        let done = f.view.clone().finish();
+        assert_eq!(done.overlaps.len(), 1);
+        assert_eq!(done.overlaps[0].ms, 2100 - 1400);
+        assert_eq!(done.intervals[0].end_ns, Some(2000 * MS));
+        // After the final heal only reads after it count: n1 (read at 2100) following n2,
+        // and n2 read leading at 2200, make a quorum then.
+        f.read(2200, 2, "L", 2).read(2300, 3, "F2", 2);
+        let h = f.view.final_heal().unwrap();
+        assert_eq!(h.recovered.map(|r| (r.0 / MS, r.1.sid)), Some((200, 2)));
+    }
+
+    #[test]
+    fn a_killed_leader_does_not_count_until_restarted() {
+        let mut f = settled();
+        f.nemesis(100, "kill", r#"{"nodes":["n1"]}"#);
+        // Its followers' reads still name it, but its own read is forgotten and it is down.
+        f.read(101, 2, "F1", 1).read(102, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        assert!(f.view.nodes()[0].down);
+        f.read(600, 3, "L", 2).read(700, 2, "F3", 2);
+        assert_eq!(f.leader(100), Some((3, 2)));
+        assert_eq!(f.view.recoveries()[0].ms_to_quorum_leader, Some(600));
+        f.nemesis(800, "start", r#"{"nodes":["n1"]}"#);
+        assert!(!f.view.nodes()[0].down);
+        assert_eq!(f.view.intervals()[0].end_ns, Some(800 * MS));
+    }
+
+    #[test]
+    fn a_paused_leader_does_not_count_until_resumed() {
+        let mut f = settled();
+        f.nemesis(100, "pause", r#"{"nodes":["n1"]}"#);
+        // Even a late read that still shows it leading does not make it a leader.
+        f.read(101, 1, "L", 1)
+            .read(102, 2, "F1", 1)
+            .read(103, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        f.nemesis(200, "resume", r#"{"nodes":["n1"]}"#);
+        assert_eq!(f.leader(0), Some((1, 1)));
+        assert_eq!(f.view.recoveries()[0].ms_to_quorum_leader, Some(100));
+    }
+
+    #[test]
+    fn leaderless_windows_and_overlaps() {
+        let mut f = Feed::new();
+        f.read(0, 1, "?", 0)
+            .read(10, 1, "L", 1)
+            .read(20, 2, "F1", 1)
+            .read(30, 3, "L", 2)
+            .read(40, 3, "?", 2)
+            .read(50, 2, "?", 1);
+        let done = f.view.finish();
+        let windows: Vec<(u64, u64, bool)> = done
+            .windows
+            .iter()
+            .map(|w| (w.start_ns / MS, w.end_ns / MS, w.open_at_end))
+            .collect();
+        assert_eq!(windows, vec![(0, 20, false), (50, 50, true)]);
+        let overlaps: Vec<(u64, u64, usize)> = done
+            .overlaps
+            .iter()
+            .map(|o| (o.start_ns / MS, o.end_ns / MS, o.leaders.len()))
+            .collect();
+        assert_eq!(overlaps, vec![(30, 40, 2)]);
+    }
+
+    #[test]
+    fn clock_faults_pair_with_their_reset_and_unknown_events_pass() {
+        let mut f = settled();
+        f.nemesis(100, "clock", r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#)
+            .nemesis(150, "power-loss", r#"{"nodes":["n3"]}"#)
+            .line(r#"{"index":9,"time":160000000,"process":"x","type":"info","f":"future-thing","value":{"a":[1]}}"#.into())
+            .nemesis(200, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
+        let i = &f.view.intervals()[0];
+        assert_eq!((i.kind, i.end_ns), (FaultKind::Clock, Some(200 * MS)));
+        assert_eq!(f.view.active_faults().count(), 0);
+    }
 }

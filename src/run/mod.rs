@@ -174,7 +174,11 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
         },
     }
     .write(&run_dir.join("test.json"))?;
-    let recorder = Arc::new(Recorder::create(&run_dir.join("history.jsonl"), start)?);
+    let recorder = Arc::new(Recorder::create_for(
+        &run_dir.join("history.jsonl"),
+        start,
+        &plan.nodes,
+    )?);
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let outcome = tokio::select! {
@@ -380,7 +384,7 @@ async fn run_body(
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_recovery(&obs, &recorder, plan.recovery_timeout).await {
+    match final_phase::wait_for_recovery(&recorder, plan.recovery_timeout).await {
         Some((sid, epoch, took)) => tracing::info!(
             "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
             took.as_millis()
