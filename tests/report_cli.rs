@@ -2,6 +2,7 @@
 //! input exiting 254 with the path and the fix, and serve answering over real TCP (index,
 //! report, plots, the whole history streamed, directory listings, no escape from the folder).
 
+mod history_support;
 mod report_support;
 
 use report_support::fixture::{write_run, FixtureSpec};
@@ -199,91 +200,19 @@ fn position(stderr: &str) -> Option<String> {
 
 /// Issue 13's done-criterion: `check` and `report` read a history through the same reader,
 /// so on every corrupt or torn history they agree: both reject it (254, naming the same line
-/// and column) or both accept it (a verdict from `check`, 0 from `report`). The cases are
-/// the four corruptions an older scanner took for valid, other damage, torn tails, and 40
-/// seeded random byte changes.
+/// and column) or both accept it (a verdict from `check`, 0 from `report`). The cases are the
+/// damaged runs `check`'s own test uses (`history_support`: the four corruptions an older
+/// scanner took for valid, other damage, torn tails), then 40 seeded random byte changes to a
+/// synthetic run.
 #[test]
 fn check_and_report_give_the_same_exit_code_on_every_corrupt_or_torn_history() {
     use rand::{Rng, SeedableRng};
     let root = tempfile::tempdir().unwrap();
-    let fx = write_run(
-        root.path(),
-        &FixtureSpec {
-            duration_s: 6.0,
-            results: false,
-            ..FixtureSpec::small("damaged")
-        },
-    )
-    .unwrap();
-    let text = std::fs::read_to_string(fx.run_dir.join("history.jsonl")).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    // A status read in the middle: the corruptions below target its fields.
-    let mid = (lines.len() / 2..lines.len())
-        .find(|&i| lines[i].contains("\"uptime_ms\"") && lines[i].contains("\"wall_clock_ms\""))
-        .unwrap();
-    let with_line = |i: usize, new: &str| {
-        let mut l = lines.clone();
-        l[i] = new;
-        l.join("\n") + "\n"
-    };
-    let replace_value = |key: &str, new: &str| {
-        let line = lines[mid];
-        let at = line.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
-        let end = at + line[at..].find([',', '}']).unwrap();
-        with_line(mid, &format!("{}{new}{}", &line[..at], &line[end..]))
-    };
-    // (name, history bytes, should it be rejected: None when it may go either way)
-    type Case = (String, Vec<u8>, Option<bool>);
-    let case = |name: &str, history: String, reject: bool| -> Case {
-        (name.to_string(), history.into_bytes(), Some(reject))
-    };
-    let cut = &lines[mid][..lines[mid].len() / 2];
-    let unknown_f = r#"{"index":5,"time":7,"process":"nemesis","type":"info","f":"future-fault"}"#;
-    let mut cases: Vec<Case> = vec![
-        case("uptime 1-345", replace_value("uptime_ms", "1-345"), true),
-        case("epoch +5", replace_value("election_epoch", "+5"), true),
-        case(
-            "escape \\x",
-            replace_value("last_zxid_hex", "\"0x\\x01\""),
-            true,
-        ),
-        case(
-            "1796036e+e",
-            replace_value("wall_clock_ms", "1796036e+e"),
-            true,
-        ),
-        case("not json", with_line(mid, "not json"), true),
-        case("empty object", with_line(mid, "{}"), true),
-        case("cut line", with_line(mid, cut), true),
-        case("blank line", with_line(mid, "   "), false),
-        case("torn tail", format!("{text}{{\"index\":99999,\"ti"), false),
-        case("last line cut", text[..text.len() - 7].to_string(), false),
-        case("bad last line", format!("{text}{{\"index\":1,\"ti\n"), true),
-        case("unknown f", with_line(mid, unknown_f), false),
-    ];
-    let mut bytes = text.clone().into_bytes();
-    let nul = text.find("\"state\"").unwrap();
-    bytes[nul + 2] = 0xff;
-    cases.push(("not UTF-8".into(), bytes, Some(true)));
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
-    for k in 0..40 {
-        let mut bytes = text.clone().into_bytes();
-        let at = rng.gen_range(0..bytes.len());
-        bytes[at] = b"0-+eE.\\\"{}[],:x \x01"[rng.gen_range(0..17)];
-        cases.push((format!("random change {k} at byte {at}"), bytes, None));
-    }
-
-    let mut rejected = 0;
-    for (k, (name, history, expect)) in cases.iter().enumerate() {
-        let dir = root.path().join("cases").join(format!("c{k}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(fx.run_dir.join("test.json"), dir.join("test.json")).unwrap();
-        std::fs::write(dir.join("history.jsonl"), history).unwrap();
-        let (report, report_err) = run_cmd("report", &dir);
-        let (check, check_err) = run_cmd("check", &dir);
+    let agree = |name: &str, dir: &std::path::Path, reject: Option<bool>| -> bool {
+        let (report, report_err) = run_cmd("report", dir);
+        let (check, check_err) = run_cmd("check", dir);
         let what = format!("{name}: check {check} ({check_err}), report {report} ({report_err})");
         if check == 254 {
-            rejected += 1;
             assert_eq!(report, 254, "{what}");
             let at = position(&check_err).unwrap_or_else(|| panic!("no position: {what}"));
             assert!(at.contains("column"), "{what}");
@@ -293,9 +222,40 @@ fn check_and_report_give_the_same_exit_code_on_every_corrupt_or_torn_history() {
             assert!([0, 1, 2].contains(&check), "{what}");
             assert_eq!(report, 0, "{what}");
         }
-        if let Some(reject) = expect {
-            assert_eq!(check == 254, *reject, "{what}");
+        if let Some(reject) = reject {
+            assert_eq!(check == 254, reject, "{what}");
         }
+        check == 254
+    };
+
+    let shared = history_support::damaged_runs();
+    let mut rejected = 0;
+    for case in &shared {
+        rejected += agree(case.name, case.dir.path(), Some(case.expect_check == 254)) as usize;
     }
-    assert!(rejected >= 10, "only {rejected} cases rejected");
+    assert!(rejected >= 8, "only {rejected} shared cases rejected");
+
+    let fx = write_run(
+        root.path(),
+        &FixtureSpec {
+            duration_s: 6.0,
+            results: false,
+            ..FixtureSpec::small("damaged")
+        },
+    )
+    .unwrap();
+    let text = std::fs::read(fx.run_dir.join("history.jsonl")).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+    for k in 0..40 {
+        let mut bytes = text.clone();
+        let at = rng.gen_range(0..bytes.len());
+        bytes[at] = b"0-+eE.\\\"{}[],:x \x01"[rng.gen_range(0..17)];
+        let dir = root.path().join("cases").join(format!("c{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fx.run_dir.join("test.json"), dir.join("test.json")).unwrap();
+        std::fs::write(dir.join("history.jsonl"), bytes).unwrap();
+        agree(&format!("random change {k} at byte {at}"), &dir, None);
+    }
+    // These folders are not laid out as reports/<test>/<time>/: no index was written above them.
+    assert!(!root.path().join("index.html").exists());
 }

@@ -399,7 +399,11 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
     std::fs::write(&history, lines.join("\n")).unwrap();
     let err = report::render_run(&fx.run_dir).unwrap_err();
     assert!(format!("{err:#}").contains("line 11, column 2"), "{err:#}");
-    assert_eq!(exit::code_for(&err), exit::BAD_ARGS, "a damaged history is bad input");
+    assert_eq!(
+        exit::code_for(&err),
+        exit::BAD_ARGS,
+        "a damaged history is bad input"
+    );
 
     // Far into the file (past the first block the parser threads get), still named exactly.
     let mut lines: Vec<&str> = text.lines().collect();
