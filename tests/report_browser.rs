@@ -8,8 +8,8 @@
 
 mod report_support;
 
-use fle_chaos::report::fixture::{write_run, FixtureSpec};
 use fle_chaos::report::{self, PLOTS};
+use report_support::fixture::{write_run, FixtureSpec};
 use report_support::*;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const WINDOW: (u32, u32) = (1400, 3000);
+/// The narrowest window the page must fit without scrolling sideways.
+const NARROW: (u32, u32) = (1280, 900);
 
 /// Kills chromium's whole process group if the test ends before chromium does.
 struct Browser(Child);
@@ -82,6 +84,7 @@ fn run_chromium(
     chromium: &Path,
     profile: &Path,
     page: &Path,
+    window: (u32, u32),
     extra: &[String],
 ) -> (String, String) {
     std::fs::create_dir_all(profile).unwrap();
@@ -100,7 +103,7 @@ fn run_chromium(
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=5000",
-            &format!("--window-size={},{}", WINDOW.0, WINDOW.1),
+            &format!("--window-size={},{}", window.0, window.1),
             &format!("--user-data-dir={}", profile.join("profile").display()),
         ])
         .args(extra)
@@ -165,6 +168,7 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
         &chromium,
         &scratch.path().join("bad"),
         &bad,
+        WINDOW,
         &["--dump-dom".into()],
     );
     let caught = console_lines(&err);
@@ -182,6 +186,7 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
         &chromium,
         &scratch.path().join("dom"),
         &page,
+        WINDOW,
         &["--dump-dom".into()],
     );
     assert_eq!(
@@ -213,12 +218,46 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
     }
     assert!(table.contains("class=\"invalid\">invalid"));
 
+    // At 1280 px nothing pushes the page sideways: the checkers' evidence and the schedule's
+    // partition values are long JSON, which must fold inside their cells. The check can fail:
+    // the same page without the folding rule is wider than the window.
+    let width_at_1280 = |page: &Path, profile: &str| -> u32 {
+        let (dom, _) = run_chromium(
+            &chromium,
+            &scratch.path().join(profile),
+            page,
+            NARROW,
+            &["--dump-dom".into()],
+        );
+        dom.split("data-page-width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .expect("the page records its width on load")
+    };
+    let width = width_at_1280(&page, "narrow");
+    assert!(
+        width <= NARROW.0,
+        "at {} px the page is {width} px wide: something does not fold",
+        NARROW.0
+    );
+    let unfolded = scratch.path().join("unfolded.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(report::html::FOLD_CSS));
+    std::fs::write(&unfolded, html.replace(report::html::FOLD_CSS, "")).unwrap();
+    let wide = width_at_1280(&unfolded, "unfolded");
+    assert!(
+        wide > NARROW.0,
+        "without the folding rule the page is still {wide} px: the width check proves nothing"
+    );
+
     // The screenshot: the red banner on top, the timeline's lane colors below it.
     let shot = scratch.path().join("shot.png");
     let (_, err) = run_chromium(
         &chromium,
         &scratch.path().join("shot"),
         &page,
+        WINDOW,
         &[format!("--screenshot={}", shot.display())],
     );
     assert_eq!(

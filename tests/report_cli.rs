@@ -2,9 +2,10 @@
 //! input exiting 254 with the path and the fix, and serve answering over real TCP (index,
 //! report, plots, the whole history streamed, directory listings, no escape from the folder).
 
+mod history_support;
 mod report_support;
 
-use fle_chaos::report::fixture::{write_run, FixtureSpec};
+use report_support::fixture::{write_run, FixtureSpec};
 use report_support::*;
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -178,4 +179,83 @@ fn serve_refuses_a_missing_folder_and_a_busy_port() {
     assert_eq!(out.status.code(), Some(254));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&port) && err.contains("--port"), "{err}");
+}
+
+/// What `fle-chaos CMD DIR` did: its exit code and stderr.
+fn run_cmd(cmd: &str, dir: &std::path::Path) -> (i32, String) {
+    let out = Command::new(BIN).arg(cmd).arg(dir).output().unwrap();
+    (
+        out.status.code().expect("exited, not killed"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// "line N, column M" in an error, as the history reader names a bad line.
+fn position(stderr: &str) -> Option<String> {
+    let at = stderr.find("line ")?;
+    let rest = &stderr[at..];
+    let end = rest.find(':')?;
+    Some(rest[..end].to_string())
+}
+
+/// Issue 13's done-criterion: `check` and `report` read a history through the same reader,
+/// so on every corrupt or torn history they agree: both reject it (254, naming the same line
+/// and column) or both accept it (a verdict from `check`, 0 from `report`). The cases are the
+/// damaged runs `check`'s own test uses (`history_support`: the four corruptions an older
+/// scanner took for valid, other damage, torn tails), then 40 seeded random byte changes to a
+/// synthetic run.
+#[test]
+fn check_and_report_give_the_same_exit_code_on_every_corrupt_or_torn_history() {
+    use rand::{Rng, SeedableRng};
+    let root = tempfile::tempdir().unwrap();
+    let agree = |name: &str, dir: &std::path::Path, reject: Option<bool>| -> bool {
+        let (report, report_err) = run_cmd("report", dir);
+        let (check, check_err) = run_cmd("check", dir);
+        let what = format!("{name}: check {check} ({check_err}), report {report} ({report_err})");
+        if check == 254 {
+            assert_eq!(report, 254, "{what}");
+            let at = position(&check_err).unwrap_or_else(|| panic!("no position: {what}"));
+            assert!(at.contains("column"), "{what}");
+            assert_eq!(position(&report_err), Some(at), "{what}");
+            assert!(report_err.contains("history.jsonl"), "{what}");
+        } else {
+            assert!([0, 1, 2].contains(&check), "{what}");
+            assert_eq!(report, 0, "{what}");
+        }
+        if let Some(reject) = reject {
+            assert_eq!(check == 254, reject, "{what}");
+        }
+        check == 254
+    };
+
+    let shared = history_support::damaged_runs();
+    let mut rejected = 0;
+    for case in &shared {
+        rejected += agree(case.name, case.dir.path(), Some(case.expect_check == 254)) as usize;
+    }
+    assert!(rejected >= 8, "only {rejected} shared cases rejected");
+
+    let fx = write_run(
+        root.path(),
+        &FixtureSpec {
+            duration_s: 6.0,
+            results: false,
+            ..FixtureSpec::small("damaged")
+        },
+    )
+    .unwrap();
+    let text = std::fs::read(fx.run_dir.join("history.jsonl")).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+    for k in 0..40 {
+        let mut bytes = text.clone();
+        let at = rng.gen_range(0..bytes.len());
+        bytes[at] = b"0-+eE.\\\"{}[],:x \x01"[rng.gen_range(0..17)];
+        let dir = root.path().join("cases").join(format!("c{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fx.run_dir.join("test.json"), dir.join("test.json")).unwrap();
+        std::fs::write(dir.join("history.jsonl"), bytes).unwrap();
+        agree(&format!("random change {k} at byte {at}"), &dir, None);
+    }
+    // These folders are not laid out as reports/<test>/<time>/: no index was written above them.
+    assert!(!root.path().join("index.html").exists());
 }

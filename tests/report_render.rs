@@ -5,9 +5,9 @@
 
 mod report_support;
 
-use fle_chaos::exit;
-use fle_chaos::report::fixture::{write_run, Fixture, FixtureSpec};
 use fle_chaos::report::{self, PLOTS};
+use fle_chaos::{checker, exit};
+use report_support::fixture::{write_run, Fixture, FixtureSpec};
 use report_support::*;
 use std::path::Path;
 
@@ -190,12 +190,8 @@ fn the_page_is_self_contained_and_shows_verdict_settings_checkers_plots_schedule
     assert!(html.contains(&format!("First 200 of {} events", fx.events)));
 }
 
-#[test]
-fn recovery_comes_from_the_checker_when_it_measures_and_from_the_history_otherwise() {
-    let root = tempfile::tempdir().unwrap();
-    let derived = render(root.path(), &FixtureSpec::small("derived"));
-    let html = std::fs::read_to_string(derived.run_dir.join("report.html")).unwrap();
-    assert!(html.contains("derived by the report from the history"));
+/// The recovery table's rows: (fault at, kind, nodes, recovery as shown, leader then).
+fn recovery_rows(html: &str) -> Vec<[String; 5]> {
     let table = html
         .split("id=\"recovery\"")
         .nth(1)
@@ -203,32 +199,40 @@ fn recovery_comes_from_the_checker_when_it_measures_and_from_the_history_otherwi
         .split("</table>")
         .next()
         .unwrap();
-    let rows: Vec<&str> = table.split("<tr><td>").skip(1).collect();
+    table
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| {
+            let cells: Vec<String> = row
+                .split("<td>")
+                .map(|c| c.split("</td>").next().unwrap().to_string())
+                .collect();
+            assert_eq!(cells.len(), 5, "{row}");
+            [0, 1, 2, 3, 4].map(|i| cells[i].clone())
+        })
+        .collect()
+}
+
+fn seconds(cell: &str) -> Option<f64> {
+    cell.strip_suffix(" s")?.parse().ok()
+}
+
+#[test]
+fn recovery_comes_from_the_checker_when_it_measures_and_from_the_history_otherwise() {
+    let root = tempfile::tempdir().unwrap();
+    let derived = render(root.path(), &FixtureSpec::small("derived"));
+    let html = std::fs::read_to_string(derived.run_dir.join("report.html")).unwrap();
+    assert!(html.contains("computed from the history by the recovery checker"));
+    let rows = recovery_rows(&html);
     assert_eq!(rows.len(), derived.faults);
-    // The fixture elects a new leader 0.6 s after losing one (and a restarted node is up
-    // again at once), so every fault recovers within a second or so.
+    // The fixture's nodes notice a lost leader after 0.4 s and elect a new one 0.6 s later
+    // (a restarted node is up again at once), so every fault recovers within a second or so.
     for row in &rows {
-        let secs: f64 = row
-            .split("<td>")
-            .nth(2)
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(secs < 1.5, "recovery {secs} s in row {row}");
+        let secs = seconds(&row[3]).unwrap_or_else(|| panic!("no recovery in {row:?}"));
+        assert!(secs < 1.5, "recovery {secs} s in row {row:?}");
     }
-    let kill = rows.iter().find(|r| r.contains("<td>kill</td>")).unwrap();
-    let kill_s: f64 = kill
-        .split("<td>")
-        .nth(2)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let kill = rows.iter().find(|r| r[1] == "kill").unwrap();
+    let kill_s = seconds(&kill[3]).unwrap();
     assert!(
         kill_s >= 0.6,
         "a leader kill waits for an election: {kill_s}"
@@ -244,10 +248,69 @@ fn recovery_comes_from_the_checker_when_it_measures_and_from_the_history_otherwi
         html.contains("Source: the recovery checker&#39;s measurements")
             || html.contains("Source: the recovery checker's measurements")
     );
-    assert!(
-        html.contains("0.650 s"),
-        "the checker's second recovery time"
-    );
+    assert!(!html.contains("computed from the history"));
+    let rows = recovery_rows(&html);
+    assert_eq!(rows[1][3], "0.650 s", "the checker's second recovery time");
+}
+
+/// The done-criterion of issue 13: on a run whose partitions isolate the leader, the recovery
+/// checker's per-fault times and the report's are the same numbers, whichever computed them,
+/// and the cut-off leader (its followers not having noticed yet) is not counted as recovered.
+#[test]
+fn the_checker_and_the_report_give_the_same_recovery_times_on_an_isolate_leader_run() {
+    let root = tempfile::tempdir().unwrap();
+    let fx = write_run(
+        root.path(),
+        &FixtureSpec {
+            duration_s: 60.0,
+            results: false,
+            ..FixtureSpec::small("isolate")
+        },
+    )
+    .unwrap();
+    let history = std::fs::read_to_string(fx.run_dir.join("history.jsonl")).unwrap();
+    assert!(history.contains("\"shape\":\"isolate-leader\""));
+
+    // Without results.json the report computes the times itself.
+    report::render_run(&fx.run_dir).unwrap();
+    let html = std::fs::read_to_string(fx.run_dir.join("report.html")).unwrap();
+    let from_history = recovery_rows(&html);
+
+    // The real checker, then the report from its results.
+    let results = checker::check_run(&fx.run_dir, &checker::CheckOptions::default()).unwrap();
+    let measured = results
+        .checkers
+        .iter()
+        .find_map(|c| c.recovery())
+        .expect("the recovery checker measures every fault");
+    report::render_run(&fx.run_dir).unwrap();
+    let html = std::fs::read_to_string(fx.run_dir.join("report.html")).unwrap();
+    assert!(!html.contains("computed from the history"), "{html}");
+    assert!(html.contains("from the recovery checker"));
+    let from_checker = recovery_rows(&html);
+
+    assert_eq!(from_checker.len(), fx.faults);
+    assert_eq!(from_history, from_checker);
+    for (row, m) in from_checker.iter().zip(&measured.faults) {
+        assert_eq!(row[0], format!("{:.3} s", m.start_ns as f64 / 1e9));
+        assert_eq!(row[1], m.kind.name());
+        let ms = m.ms_to_quorum_leader.expect("every fault recovers");
+        assert_eq!(row[3], format!("{:.3} s", ms as f64 / 1e3));
+    }
+    let partitions: Vec<_> = from_checker
+        .iter()
+        .filter(|r| r[1] == "partition")
+        .collect();
+    assert!(partitions.len() >= 2, "{from_checker:?}");
+    for p in partitions {
+        // The fixture's followers go on following the isolated leader for 0.4 s, and a new
+        // leader is elected 0.6 s after that. Counting the cut-off leader would give ~0 s.
+        let s = seconds(&p[3]).unwrap();
+        assert!(
+            s >= 0.5,
+            "partition recovered in {s} s: the cut-off leader counted"
+        );
+    }
 }
 
 #[test]
@@ -335,7 +398,12 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
     lines[10] = "not json";
     std::fs::write(&history, lines.join("\n")).unwrap();
     let err = report::render_run(&fx.run_dir).unwrap_err();
-    assert!(format!("{err:#}").contains("line 11"), "{err:#}");
+    assert!(format!("{err:#}").contains("line 11, column 2"), "{err:#}");
+    assert_eq!(
+        exit::code_for(&err),
+        exit::BAD_ARGS,
+        "a damaged history is bad input"
+    );
 
     // Far into the file (past the first block the parser threads get), still named exactly.
     let mut lines: Vec<&str> = text.lines().collect();
@@ -348,7 +416,7 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
     );
     let err = report::render_run(&fx.run_dir).unwrap_err();
     assert!(
-        format!("{err:#}").contains(&format!("line {} ", far + 1)),
+        format!("{err:#}").contains(&format!("line {}, column", far + 1)),
         "{err:#}"
     );
 }

@@ -4,11 +4,12 @@
 //! the head of the history with links to the whole JSONL and to every node's logs.
 
 use super::plot::Plot;
-use super::recovery::{Recovery, RecoverySource};
+use super::recovery::{self, RecoverySource};
 use super::scan::RunData;
 use super::text::{base64, duration, escape, shorten};
 use crate::checker::{CheckResult, Results, Validity};
 use crate::history::test_info::TestInfo;
+use crate::history::view::FaultRecovery;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -19,7 +20,7 @@ pub struct Page<'a> {
     pub results: Option<&'a Results>,
     pub data: &'a RunData,
     pub plots: &'a [Plot],
-    pub recoveries: &'a [Recovery],
+    pub recoveries: &'a [FaultRecovery],
     pub recovery_source: RecoverySource,
 }
 
@@ -64,6 +65,10 @@ figcaption{font-size:13px;color:#555;margin-top:4px}
 .note{color:#8a6d3b}
 ";
 
+/// Folds long JSON (evidence, nemesis values) inside table cells, so that no cell pushes the
+/// page wider than a 1280 px window. Its own constant so a test can show the page without it.
+pub const FOLD_CSS: &str = "td pre,td code{white-space:pre-wrap;overflow-wrap:anywhere}";
+
 pub fn report_html(p: &Page) -> String {
     let verdict = p.results.map(|r| r.valid);
     let mut h = String::with_capacity(1 << 20);
@@ -71,7 +76,7 @@ pub fn report_html(p: &Page) -> String {
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{} — {}</title><style>{CSS}</style></head>\n<body>\n",
+         <title>{} — {}</title><style>{CSS}{FOLD_CSS}</style></head>\n<body>\n",
         escape(&p.info.name),
         verdict_word(verdict)
     );
@@ -84,10 +89,12 @@ pub fn report_html(p: &Page) -> String {
     schedule(&mut h, p.data);
     history(&mut h, p);
     h += "</main>\n";
-    // Lets a headless browser (and a curious reader) confirm every plot decoded.
+    // Lets a headless browser (and a curious reader) confirm every plot decoded and that
+    // nothing made the page wider than the window (long JSON in a table cell once did).
     h += "<script>window.addEventListener('load',function(){var i=document.querySelectorAll('img.plot'),n=0;\
           i.forEach(function(x){if(x.complete&&x.naturalWidth>0)n++;});\
-          document.body.setAttribute('data-plots-loaded',n+'/'+i.length);});</script>\n";
+          document.body.setAttribute('data-plots-loaded',n+'/'+i.length);\
+          document.body.setAttribute('data-page-width',document.documentElement.scrollWidth);});</script>\n";
     h += "</body></html>\n";
     h
 }
@@ -273,26 +280,36 @@ fn recoveries(h: &mut String, p: &Page) {
     }
     let _ = writeln!(
         h,
-        "<p>Source: {}.</p>",
+        "<p>Source: {}. Recovery is the time from the fault to the first quorum-backed leader \
+         read after it: a node leading an epoch it has established, followed in broadcast by a \
+         quorum, none of them cut off from it, killed or paused.</p>",
         match p.recovery_source {
             RecoverySource::Checker => "the recovery checker's measurements",
             RecoverySource::History =>
-                "derived by the report from the history (the recovery checker gave no per-fault \
-                 times): a node LEADING, followed in its epoch by a quorum read after the fault",
+                "computed from the history by the recovery checker's definition \
+                 (results.json has no recovery measurements)",
         }
     );
     h.push_str(
-        "<table><tr><th>fault at</th><th>kind</th><th>time to a quorum-backed leader</th></tr>\n",
+        "<table><tr><th>fault at</th><th>kind</th><th>nodes</th>\
+         <th>time to a quorum-backed leader</th><th>leader then</th></tr>\n",
     );
     for r in p.recoveries {
+        let leader = match (&r.leader, r.epoch) {
+            (Some(l), Some(e)) => format!("{l} (epoch {e})"),
+            (Some(l), None) => l.clone(),
+            _ => "—".into(),
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td></tr>",
-            r.fault_ns as f64 / 1e9,
+            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.start_ns as f64 / 1e9,
             r.kind.name(),
-            r.recovery_s
+            escape(&r.nodes.join(", ")),
+            recovery::seconds(r)
                 .map(|s| format!("{s:.3} s"))
-                .unwrap_or_else(|| "none before the run ended".into())
+                .unwrap_or_else(|| "none before the run ended".into()),
+            escape(&leader)
         );
     }
     h.push_str("</table>\n");
@@ -316,7 +333,7 @@ fn schedule(h: &mut String, data: &RunData) {
                 .map(|t| format!("{:.3} s", t as f64 / 1e9))
                 .unwrap_or_else(|| "—".into()),
             r.done_ns as f64 / 1e9,
-            escape(&format!("{:?}", r.f).to_lowercase()),
+            escape(&r.action),
             match r.outcome {
                 crate::history::EventType::Info => "done",
                 crate::history::EventType::Fail => "failed",

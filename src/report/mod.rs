@@ -8,20 +8,24 @@
 //! - `junit.xml` (`junit`): one testcase per checker;
 //!
 //! and rewrites the index of all runs in the reports root (`index`). The history is read in
-//! one streaming pass (`scan`, `lite`) into per-pixel-column series (`series`), so a long run
-//! renders in seconds with flat memory. `cli` holds `fle-chaos report` and `fle-chaos serve`.
+//! one streaming pass (`scan`) through `history::read`, the reader `fle-chaos check` uses (so
+//! both accept and reject the same files), into per-pixel-column series (`series`), so a long
+//! run renders in seconds with flat memory. Fault intervals and recovery times are
+//! `history::view`'s or the recovery checker's typed measurements (`recovery`), never the
+//! report's own. `cli` holds `fle-chaos report` and `fle-chaos serve`.
+//!
+//! Dependencies point one way: the report reads `history` and `checker`, nothing of `run`,
+//! `nemesis`, `control` or `workload`.
 
 pub mod cli;
-pub mod fast;
-pub mod faults;
-pub mod fixture;
 pub mod html;
 pub mod index;
 pub mod junit;
-pub mod lite;
+pub mod lane;
 pub mod plot;
 pub mod recovery;
 pub mod scan;
+pub mod schedule;
 pub mod series;
 pub mod serve;
 pub mod text;
@@ -29,6 +33,7 @@ pub mod text;
 use crate::checker::Results;
 use crate::exit::bad_input;
 use crate::history::test_info::TestInfo;
+use crate::history::view::FaultRecovery;
 use anyhow::{Context, Result};
 use plot::{render, Plot};
 use recovery::RecoverySource;
@@ -64,17 +69,14 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
         &run_dir.join("history.jsonl"),
         &info.nodes,
         info.started_at.timestamp_millis(),
-        info.quorum(),
-    )?;
-    let (recoveries, recovery_source) = match results
-        .as_ref()
-        .and_then(|r| r.checkers.iter().find(|c| c.name.contains("recovery")))
-        .and_then(|c| {
-            recovery::from_checker(&serde_json::to_value(&c.measurements).unwrap_or_default())
-        }) {
-        Some(r) => (r, RecoverySource::Checker),
-        None => (data.recoveries.clone(), RecoverySource::History),
-    };
+    )
+    // As `fle-chaos check` words it: a history that cannot be read is the input's fault.
+    .map_err(|e| {
+        bad_input(format!(
+            "{e:#} (a run folder needs a readable test.json and history.jsonl)"
+        ))
+    })?;
+    let (recoveries, recovery_source) = recovery::choose(results.as_ref(), &data.recoveries);
 
     let plots = draw_plots(run_dir, &data, &recoveries, recovery_source)?;
     let html = html::report_html(&html::Page {
@@ -92,12 +94,9 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     let xml = junit::junit_xml(&info, results.as_ref(), data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 
-    // The reports root is the parent of the test-name folder.
-    let index = match run_dir
-        .canonicalize()
-        .ok()
-        .and_then(|d| Some(d.parent()?.parent()?.to_path_buf()))
-    {
+    // The reports root is the parent of the test-name folder. A folder elsewhere (a copy
+    // in /tmp, say) gets its report but no index: two levels up is not ours to write in.
+    let index = match reports_root(run_dir, &info.name) {
         Some(root) => Some(index::update_index(&root)?),
         None => None,
     };
@@ -110,6 +109,14 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
             .collect(),
         index,
     })
+}
+
+/// The reports root of a run folder laid out as the controller does,
+/// `<root>/<test name>/<time>/`; None for a folder anywhere else.
+fn reports_root(run_dir: &Path, test_name: &str) -> Option<PathBuf> {
+    let dir = run_dir.canonicalize().ok()?;
+    let test_dir = dir.parent()?;
+    (test_dir.file_name()? == test_name).then(|| test_dir.parent().map(Path::to_path_buf))?
 }
 
 /// A run folder has test.json and history.jsonl; anything else is the user's mistake.
@@ -152,19 +159,13 @@ fn read_results(run_dir: &Path) -> Result<Option<Results>> {
 fn draw_plots(
     dir: &Path,
     data: &scan::RunData,
-    recoveries: &[recovery::Recovery],
+    recoveries: &[FaultRecovery],
     source: RecoverySource,
 ) -> Result<Vec<Plot>> {
     let timeline = plot::timeline::Timeline(data);
     let writes = plot::writes::Writes(data);
     let has_clock = data.nodes.values().any(|n| !n.clock_offset_s.is_empty());
-    let recovery_note = match (source, recoveries.is_empty()) {
-        (_, true) => Some("no faults took effect in this run".to_string()),
-        (RecoverySource::Checker, false) => Some("from the recovery checker".to_string()),
-        (RecoverySource::History, false) => Some(
-            "derived from the history: the recovery checker gave no per-fault times".to_string(),
-        ),
-    };
+    let recovery_note = Some(recovery::note(source, recoveries.len()));
     Ok(vec![
         render(
             dir,

@@ -1,8 +1,11 @@
 //! Helpers shared by the report tests: a small strict XML parser (for SVG and JUnit; it
 //! rejects mismatched tags, bad attributes, bare `<`/`&` and unknown entities), PNG decoding,
-//! and a minimal HTTP GET over a real socket.
+//! and a minimal HTTP GET over a real socket; `fixture` writes the synthetic run folders the
+//! tests (and `benches/report.rs`) render.
 
 #![allow(dead_code)]
+
+pub mod fixture;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};

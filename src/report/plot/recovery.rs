@@ -3,14 +3,15 @@
 
 use super::style::{self, Key, FONT};
 use super::{drawing_error, Drawing};
-use crate::report::faults::FaultKind;
-use crate::report::recovery::Recovery;
+use crate::history::view::FaultRecovery;
+use crate::history::FaultKind;
+use crate::report::recovery::seconds;
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 pub struct RecoveryPlot<'a> {
-    pub recoveries: &'a [Recovery],
+    pub recoveries: &'a [FaultRecovery],
     pub t_end_ns: u64,
 }
 
@@ -22,14 +23,14 @@ impl Drawing for RecoveryPlot<'_> {
         let t_end = style::t_end_s(self.t_end_ns).max(
             self.recoveries
                 .iter()
-                .map(|r| r.fault_ns as f64 / 1e9)
+                .map(|r| r.start_ns as f64 / 1e9)
                 .fold(0.0, f64::max)
                 * 1.02,
         );
         let max_s = self
             .recoveries
             .iter()
-            .filter_map(|r| r.recovery_s)
+            .filter_map(seconds)
             .fold(1.0f64, f64::max)
             * 1.15;
         let mut keys: Vec<Key> = FaultKind::ALL
@@ -37,7 +38,7 @@ impl Drawing for RecoveryPlot<'_> {
             .filter(|k| self.recoveries.iter().any(|r| r.kind == *k))
             .map(|k| Key::new(k.name(), style::fault_color(k), 1.0))
             .collect();
-        if self.recoveries.iter().any(|r| r.recovery_s.is_none()) {
+        if self.recoveries.iter().any(|r| seconds(r).is_none()) {
             keys.push(Key::new(
                 "× = no quorum-backed leader before the end",
                 BLACK,
@@ -69,14 +70,14 @@ impl Drawing for RecoveryPlot<'_> {
             let of_kind = self.recoveries.iter().filter(|r| r.kind == kind);
             chart
                 .draw_series(of_kind.clone().filter_map(|r| {
-                    let t = r.fault_ns as f64 / 1e9;
-                    r.recovery_s.map(|s| Circle::new((t, s), 5, color.filled()))
+                    let t = r.start_ns as f64 / 1e9;
+                    seconds(r).map(|s| Circle::new((t, s), 5, color.filled()))
                 }))
                 .map_err(drawing_error)?;
             chart
-                .draw_series(of_kind.filter(|r| r.recovery_s.is_none()).map(|r| {
+                .draw_series(of_kind.filter(|r| seconds(r).is_none()).map(|r| {
                     Cross::new(
-                        (r.fault_ns as f64 / 1e9, max_s * 0.97),
+                        (r.start_ns as f64 / 1e9, max_s * 0.97),
                         6,
                         color.stroke_width(2),
                     )

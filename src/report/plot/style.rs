@@ -2,8 +2,9 @@
 //! drawn behind every time plot (as Jepsen shades nemesis activity) and the legend.
 
 use super::drawing_error;
-use crate::report::faults::{FaultInterval, FaultKind};
-use crate::report::lite::LaneState;
+use crate::history::view::FaultInterval;
+use crate::history::FaultKind;
+use crate::report::lane::LaneState;
 use anyhow::Result;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -49,15 +50,18 @@ pub fn node_color(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
-/// Shades each fault interval across the chart's full height.
+/// Shades each fault interval across the chart's full height (one still in force at the end
+/// runs to the chart's right edge).
 pub fn shade_faults<DB: DrawingBackend>(
     chart: &mut TimeChart<DB>,
     faults: &[FaultInterval],
     (y0, y1): (f64, f64),
 ) -> Result<()> {
+    let right = chart.x_range().end;
     chart
         .draw_series(faults.iter().map(|f| {
-            let (a, b) = (f.start_ns as f64 / 1e9, f.end_ns as f64 / 1e9);
+            let a = f.start_ns as f64 / 1e9;
+            let b = f.end_ns.map_or(right, |e| e as f64 / 1e9);
             Rectangle::new(
                 [(a, y0), (b.max(a), y1)],
                 fault_color(f.kind).mix(0.16).filled(),

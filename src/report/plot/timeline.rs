@@ -3,7 +3,7 @@
 
 use super::style::{self, Key, FONT};
 use super::{drawing_error, Drawing};
-use crate::report::lite::LaneState;
+use crate::report::lane::LaneState;
 use crate::report::scan::RunData;
 use anyhow::Result;
 use plotters::coord::Shift;

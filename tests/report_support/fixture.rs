@@ -1,17 +1,22 @@
-//! Synthetic run folders for the report's tests and benchmark: a small simulated cluster
-//! (elections, a leader kill, a leader partition, a pause, a clock bump, writes through the
-//! leader) written exactly as the controller writes a run — test.json, history.jsonl with
-//! full `api::NodeStatus` reads at 50 Hz per node, results.json, nodes/<n>/ logs.
+//! Test support, not production code: synthetic run folders for the report's tests and its
+//! benchmark (`benches/report.rs` includes this file by path), written exactly as the controller
+//! writes a run: test.json, history.jsonl with full `api::NodeStatus` reads at 50 Hz per node,
+//! client writes, nemesis actions, final logs, results.json and nodes/<n>/ logs.
 //!
-//! The simulation is coarse (a lost leader is replaced 600 ms later by the highest sid
-//! among a connected majority) but the history has the shape, density and line sizes of a
-//! real one, which is what rendering cares about.
+//! This is a history WRITER, not a protocol simulator: who leads is scripted by one fixed rule
+//! (a leader that loses its quorum is noticed 400 ms later, as syncLimit would, and replaced
+//! 600 ms after that by the highest reachable sid), no votes are exchanged and nothing here says whether FLE or Zab is right. The one simulator of
+//! FLE + Zab lives with the node (fle-node's election and zab tests). What this file gets right
+//! is what rendering cares about: the shape, density and line sizes of a real history, with
+//! one fault of each kind (leader kill, isolate-leader partition, pause, clock bump) in turn.
 
-use crate::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use crate::checker::{self, CheckResult, Results, Validity};
-use crate::history::test_info::TestInfo;
-use crate::history::{node_name, Event, EventType, F, NEMESIS};
 use anyhow::Result;
+use fle_chaos::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
+use fle_chaos::checker::recovery::RecoveryMeasurements;
+use fle_chaos::checker::{self, CheckResult, Results, Validity};
+use fle_chaos::history::test_info::TestInfo;
+use fle_chaos::history::view::FaultRecovery;
+use fle_chaos::history::{node_name, Event, EventType, FaultKind, F, NEMESIS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -19,7 +24,7 @@ use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// What to simulate.
+/// What to write.
 #[derive(Debug, Clone)]
 pub struct FixtureSpec {
     pub name: String,
@@ -85,6 +90,9 @@ pub struct Fixture {
 
 const MS: u64 = 1_000_000;
 const ELECTION_NS: u64 = 600 * MS;
+/// How long the nodes take to notice a lost leader (ZooKeeper: syncLimit ticks): until then the
+/// old leader goes on LEADING and its followers FOLLOWING it, cut off or not, as in real runs.
+const NOTICE_NS: u64 = 400 * MS;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
@@ -94,7 +102,7 @@ enum Fault {
     Clock,
 }
 
-struct Sim {
+struct Script {
     spec: FixtureSpec,
     rng: ChaCha8Rng,
     alive: Vec<bool>,
@@ -102,6 +110,8 @@ struct Sim {
     isolated: Option<usize>,
     clock_offset_ms: Vec<i64>,
     leader: Option<usize>,
+    /// A leader that lost its quorum, and since when, while the nodes have not noticed yet.
+    lost: Option<(usize, u64)>,
     epoch: u64,
     counter: u64,
     leaderless_since: u64,
@@ -116,6 +126,8 @@ struct Sim {
     seq: u64,
     nemesis_actions: usize,
     faults: usize,
+    /// Each fault that took effect: kind, the time and index of its `info`, its node.
+    fault_starts: Vec<(FaultKind, u64, u64, String)>,
     committed: Vec<(u64, u64)>,
 }
 
@@ -152,7 +164,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
             spec.nodes, spec.duration_s, spec.seed
         ),
         version: env!("CARGO_PKG_VERSION").into(),
-        history_format: crate::history::FORMAT_VERSION,
+        history_format: fle_chaos::history::FORMAT_VERSION,
         settings: serde_json::from_value(
             json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
         )
@@ -169,7 +181,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         "controller: synthetic run\n",
     )?;
 
-    let mut sim = Sim {
+    let mut script = Script {
         spec: spec.clone(),
         rng: ChaCha8Rng::seed_from_u64(spec.seed),
         alive: vec![true; spec.nodes],
@@ -177,6 +189,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         isolated: None,
         clock_offset_ms: vec![0; spec.nodes],
         leader: None,
+        lost: None,
         epoch: 0,
         counter: 0,
         leaderless_since: 0,
@@ -192,21 +205,22 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         seq: 0,
         nemesis_actions: 0,
         faults: 0,
+        fault_starts: Vec::new(),
         committed: Vec::new(),
     };
-    sim.run()?;
-    let checkers = write_results(&run_dir, spec, &sim)?;
+    script.run()?;
+    let checkers = write_results(&run_dir, spec, &script)?;
     Ok(Fixture {
         run_dir,
-        events: sim.index,
-        nemesis_actions: sim.nemesis_actions,
-        faults: sim.faults,
+        events: script.index,
+        nemesis_actions: script.nemesis_actions,
+        faults: script.faults,
         checkers,
-        leaders: sim.leaders,
+        leaders: script.leaders,
     })
 }
 
-impl Sim {
+impl Script {
     fn quorum(&self) -> usize {
         self.spec.nodes / 2 + 1
     }
@@ -277,8 +291,12 @@ impl Sim {
                 .count();
             if backers < self.quorum() {
                 self.leader = None;
-                self.leaderless_since = t;
+                self.lost = Some((l, t));
+                self.leaderless_since = t + NOTICE_NS;
             }
+        }
+        if self.lost.is_some_and(|(_, since)| t >= since + NOTICE_NS) {
+            self.lost = None;
         }
         if self.leader.is_none() && t >= self.leaderless_since + ELECTION_NS {
             let candidates: Vec<usize> = (0..self.spec.nodes)
@@ -295,6 +313,15 @@ impl Sim {
     }
 
     fn state_of(&self, i: usize, t: u64) -> (ServerState, Option<u64>) {
+        if let Some((old, _)) = self.lost {
+            return match i == old {
+                true => (ServerState::Leading, Some(old as u64 + 1)),
+                false if t >= self.started_ns[i] + ELECTION_NS => {
+                    (ServerState::Following, Some(old as u64 + 1))
+                }
+                false => (ServerState::Looking, None),
+            };
+        }
         match self.leader {
             Some(l) if l == i => (ServerState::Leading, Some(l as u64 + 1)),
             Some(l) if self.connected(i, l) && t >= self.started_ns[i] + ELECTION_NS => {
@@ -452,6 +479,15 @@ impl Sim {
             Fault::Clock => self.clock_offset_ms[node] = -600_000,
         }
         self.faults += 1;
+        let kind = match fault {
+            Fault::Kill => FaultKind::Kill,
+            Fault::Partition => FaultKind::Partition,
+            Fault::Pause => FaultKind::Pause,
+            Fault::Clock => FaultKind::Clock,
+        };
+        // `nemesis` wrote the action's info last.
+        self.fault_starts
+            .push((kind, t + 3 * MS, self.index - 1, node_name(node as u64 + 1)));
         Ok(node)
     }
 
@@ -576,17 +612,46 @@ impl Sim {
     }
 }
 
-fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(String, Validity)>> {
+fn write_results(
+    run_dir: &Path,
+    spec: &FixtureSpec,
+    script: &Script,
+) -> Result<Vec<(String, Validity)>> {
+    // Typed, as the recovery checker writes them, with made-up times (600 ms, 650 ms, ...) a
+    // test can tell from what the report would derive from the history.
     let recovery_measurements = if spec.recovery_measurements {
-        let per_fault: Vec<Value> = (0..sim.faults)
-            .map(|k| {
-                let kind = ["kill", "partition", "pause", "clock"][k % 4];
-                json!({"kind": kind, "time_s": spec.fault_every_s * (k + 1) as f64, "recovery_s": 0.6 + k as f64 * 0.05})
+        let faults: Vec<FaultRecovery> = script
+            .fault_starts
+            .iter()
+            .enumerate()
+            .map(|(k, (kind, start_ns, index, node))| FaultRecovery {
+                fault_index: *index,
+                kind: *kind,
+                nodes: vec![node.clone()],
+                start_ns: *start_ns,
+                ms_to_quorum_leader: Some(600 + 50 * k as u64),
+                leader: None,
+                epoch: None,
+                pos: 0,
             })
             .collect();
-        json!({"per_fault": per_fault, "final_recovery_s": 0.7})
+        RecoveryMeasurements {
+            bound_ms: 2700,
+            quorum: spec.nodes / 2 + 1,
+            final_heal_to_quorum_leader_ms: Some(700),
+            faults,
+            fault_intervals: vec![],
+            leaderless_windows: vec![],
+            leaderless_windows_count: 0,
+            leaderless_ms_total: 0,
+            leaderless_ms_max: None,
+            leader_overlaps: vec![],
+            leader_overlaps_count: 0,
+            leader_overlap_ms_total: 0,
+        }
+        .into()
     } else {
-        json!({"final_recovery_s": 0.7})
+        checker::Measurements::None
     };
     let checkers = vec![
         CheckResult {
@@ -595,11 +660,11 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             valid: Validity::True,
             explanation: format!(
                 "{} leaders in {} epochs, never two in one epoch.",
-                sim.leaders.len(),
-                sim.epoch
+                script.leaders.len(),
+                script.epoch
             ),
             evidence: vec![],
-            measurements: checker::Measurements::Other(json!({"leaders": sim.leaders.len()})),
+            measurements: checker::Measurements::Other(json!({"leaders": script.leaders.len()})),
         },
         CheckResult {
             applicable: true,
@@ -621,9 +686,10 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
                         "acknowledged",
                         json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
                     ),
+                    // One long line of JSON, as real evidence often is: the page must fold it.
                     checker::Evidence::quoting(
                         "missing",
-                        json!({"node": "n2", "missing": [4294967313u64]}),
+                        json!({"node": "n2", "missing": (0..80u64).map(|k| 4294967313u64 + k).collect::<Vec<_>>()}),
                     ),
                 ]
             } else {
@@ -653,7 +719,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             valid: Validity::True,
             explanation: "a quorum agreed on one leader 0.7 s after the final heal".into(),
             evidence: vec![],
-            measurements: serde_json::from_value(recovery_measurements).expect("measurements"),
+            measurements: recovery_measurements,
         },
     ];
     let valid = checkers.iter().fold(Validity::True, |a, c| a.and(c.valid));
