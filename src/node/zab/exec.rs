@@ -27,21 +27,33 @@ pub(crate) async fn execute(
 ) -> anyhow::Result<Executed> {
     let mut ex = Executed::default();
     let mut sync_due = false;
+    // Txns appended and not yet fsynced: an ACK or an epoch write now breaks the order
+    // `actions.rs` promises (only a seeded bug does that); counted for `/status`.
+    let mut unsynced = false;
     let mut deferred: Vec<(u64, Msg)> = Vec::new();
     for o in outputs {
         match o {
             Output::Send(to, m) if sync_due => deferred.push((to, m)),
-            Output::Send(to, m) => send(to, m),
+            Output::Send(to, m) => {
+                if unsynced && matches!(m, Msg::Ack { .. }) {
+                    lock(store).order_counters_mut().acks_before_fsync += 1;
+                }
+                send(to, m)
+            }
             Output::Persist(op) => match op {
                 PersistOp::AcceptedEpoch(e) | PersistOp::CurrentEpoch(e) => {
                     if sync_due {
                         fsync(store).await?;
                         sync_due = false;
+                        unsynced = false;
                         for (to, m) in deferred.drain(..) {
                             send(to, m);
                         }
                     }
                     let accepted = matches!(op, PersistOp::AcceptedEpoch(_));
+                    if unsynced && !accepted {
+                        lock(store).order_counters_mut().epochs_before_fsync += 1;
+                    }
                     let s = store.clone();
                     tokio::task::spawn_blocking(move || {
                         let mut s = lock(&s);
@@ -53,10 +65,13 @@ pub(crate) async fn execute(
                     })
                     .await??;
                 }
-                PersistOp::Append(txns) => lock(store)
-                    .log_mut()
-                    .append(&txns)
-                    .context("appending to the txnlog")?,
+                PersistOp::Append(txns) => {
+                    unsynced |= !txns.is_empty();
+                    lock(store)
+                        .log_mut()
+                        .append(&txns)
+                        .context("appending to the txnlog")?
+                }
                 PersistOp::Commit(z) => lock(store)
                     .log_mut()
                     .commit(z)
