@@ -12,6 +12,8 @@
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
 //! - `server`: the tokio shell tying them together.
 
+#[cfg(test)]
+mod bug_tests;
 pub mod bugs;
 pub mod config;
 pub mod election;

@@ -160,5 +160,37 @@ mod tests {
         );
         assert_eq!(ex.self_acks, vec![7]);
         assert_eq!(lock(&store).current_epoch(), 2);
+        assert_eq!(lock(&store).order_counters(), Default::default());
+    }
+
+    /// The seeded ack-before-fsync / epoch-before-txns orders go out as given and are counted.
+    #[tokio::test]
+    async fn an_ack_or_epoch_before_the_fsync_is_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_shared(d.path()).unwrap();
+        lock(&store).set_accepted_epoch(2).unwrap();
+        let append = |zxid| {
+            Output::Persist(PersistOp::Append(vec![Txn {
+                zxid,
+                value: json!("x"),
+            }]))
+        };
+        let outputs = vec![
+            append(7),
+            Output::Persist(PersistOp::CurrentEpoch(2)),
+            Output::Send(1, Msg::Ack { zxid: 7 }),
+            Output::Sync { self_ack: None },
+            append(8),
+            Output::Send(1, Msg::Ack { zxid: 8 }),
+            Output::Sync { self_ack: None },
+        ];
+        let mut sent = Vec::new();
+        execute(&store, outputs, &mut |_, m| sent.push(m))
+            .await
+            .unwrap();
+        assert_eq!(sent, vec![Msg::Ack { zxid: 7 }, Msg::Ack { zxid: 8 }]);
+        // ACK 7 left at once; ACK 8 came after a Sync, so it waited for the fsync as promised.
+        let c = lock(&store).order_counters();
+        assert_eq!((c.acks_before_fsync, c.epochs_before_fsync), (1, 1));
     }
 }
