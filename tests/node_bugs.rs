@@ -577,3 +577,38 @@ fn last_election_lists_every_vote_heard_in_the_round() {
         .iter()
         .all(|v| v["leader"] == 3));
 }
+
+/// leader-never-steps-down: both followers of n3 are killed. The correct leader goes back to
+/// LOOKING after syncLimit (0.5 s here); the buggy one still says LEADING seconds later.
+#[test]
+fn leader_never_steps_down_leads_without_followers() {
+    for bug in [None, Some("leader-never-steps-down")] {
+        let mut c = cluster(3, bug);
+        for sid in [3, 1, 2] {
+            c.start(sid);
+        }
+        c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
+            [1, 2]
+                .iter()
+                .all(|&s| c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast"))
+                .then_some(())
+        });
+        assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+        c.kill(1);
+        c.kill(2);
+        let t0 = Instant::now();
+        if bug.is_some() {
+            assert_announced(&c, 3, "leader-never-steps-down");
+            // Six times syncLimit x tickTime.
+            while t0.elapsed() < Duration::from_secs(3) {
+                assert_eq!(c.role(3).unwrap().0, "LEADING", "{}", c.describe());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        } else {
+            c.wait_for(LIMIT, "n3 to step down", |c| {
+                (c.role(3)?.0 == "LOOKING").then_some(())
+            });
+            assert!(t0.elapsed() < Duration::from_secs(3));
+        }
+    }
+}

@@ -418,3 +418,15 @@ fn election_summaries_without_the_new_fields_still_parse() {
         serde_json::from_str::<serde_json::Value>(old).unwrap()
     );
 }
+
+/// leader-never-steps-down: its only follower goes silent past syncLimit; the correct leader
+/// gives up, the buggy one keeps leading.
+#[test]
+fn leader_never_steps_down_keeps_leading_without_a_quorum() {
+    for (bugs, buggy) in both(Bug::LeaderNeverStepsDown) {
+        let mut l = leader_in_broadcast(bugs);
+        let stepped_down =
+            (0..20).any(|_| l.tick().iter().any(|o| matches!(o, ZabOut::StepDown(_))));
+        assert_eq!(stepped_down, !buggy);
+    }
+}
