@@ -3,8 +3,8 @@
 //! the controller (plots, SSH, HTTP client, ZooKeeper client).
 //!
 //! - `api`: the JSON a node serves over HTTP (the controller reads the same types);
-//!
 //! - `config`: zoo.cfg + myid, in ZooKeeper's terms;
+//! - `bugs`: the catalogue of seeded bugs (`--bug`), each off by default;
 //! - `vote`: a vote and ZooKeeper's order on votes;
 //! - `wire`: bytes <-> notifications and hellos, in ZooKeeper's layouts;
 //! - `election`: lookForLeader as a deterministic state machine (no I/O);
@@ -18,6 +18,9 @@
 //!   `fle-chaos test --ssh --real-clock-skew`.
 
 pub mod api;
+#[cfg(test)]
+mod bug_tests;
+pub mod bugs;
 pub mod config;
 pub mod election;
 pub mod host_clock;

@@ -387,6 +387,8 @@ impl Script {
                 peer_epoch: self.epoch,
                 votes,
                 took_ms: 212,
+                received: Vec::new(),
+                joined: false,
             }),
         };
         self.emit(
