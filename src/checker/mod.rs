@@ -36,6 +36,16 @@ impl Validity {
         }
     }
 
+    /// The word every printed verdict uses (summary lines, `check`, reports): `valid`,
+    /// `invalid` or `unknown`. results.json keeps Jepsen's `valid?` values (true/false/unknown).
+    pub fn word(self) -> &'static str {
+        match self {
+            Validity::True => "valid",
+            Validity::False => "invalid",
+            Validity::Unknown => "unknown",
+        }
+    }
+
     /// The process exit code for this verdict (Jepsen's: 0 valid, 1 invalid, 2 unknown).
     pub fn exit_code(self) -> i32 {
         match self {

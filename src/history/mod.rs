@@ -54,10 +54,19 @@ pub enum F {
     Partition,
     Heal,
     Clock,
+    /// A node process exited without the controller causing it (process = node name, type
+    /// info; value `{"status", "signal", "caused_by_controller": false, "log_tail": [..]}`).
+    NodeExit,
+    /// The run was interrupted by a signal (process "controller", type info; value
+    /// `{"signal": "SIGINT"|"SIGTERM"|"SIGHUP"}`); nothing after it is part of the test.
+    Interrupted,
 }
 
 /// The `process` of an event: a node's observer ("n3"), the nemesis, or a client number.
 pub const NEMESIS: &str = "nemesis";
+
+/// The `process` of the controller's own events (an interruption).
+pub const CONTROLLER: &str = "controller";
 
 /// One line of `history.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

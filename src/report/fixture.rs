@@ -128,6 +128,10 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         .join(&spec.name)
         .join(started_at.format("%Y%m%dT%H%M%S").to_string());
     std::fs::create_dir_all(&run_dir)?;
+    // As `fle-chaos test` does: `latest` marks `root` as the reports root.
+    let latest = root.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    std::os::unix::fs::symlink(run_dir.strip_prefix(root)?, &latest)?;
     let nodes: Vec<String> = (1..=spec.nodes as u64).map(node_name).collect();
     let info = TestInfo {
         name: spec.name.clone(),

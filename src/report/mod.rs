@@ -91,12 +91,8 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     let xml = junit::junit_xml(&info, results.as_ref(), data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 
-    // The reports root is the parent of the test-name folder.
-    let index = match run_dir
-        .canonicalize()
-        .ok()
-        .and_then(|d| Some(d.parent()?.parent()?.to_path_buf()))
-    {
+    // Only the run folder and the reports root that holds it are written to.
+    let index = match index::reports_root(run_dir) {
         Some(root) => Some(index::update_index(&root)?),
         None => None,
     };

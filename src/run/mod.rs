@@ -2,20 +2,24 @@
 //! heal, recovery, final reads, teardown, check, report.
 //!
 //! - `plan`: the CLI options and their validation (all bad input is found before anything
-//!   is created);
+//!   is created); `preflight`: the schedule fits the run and names its nodes, the node binary
+//!   knows the `--bug`;
 //! - `run_dir`: the run folder, `latest`, controller.log;
 //! - `recorder`: the one history writer; `observe`: the per-node observers;
 //! - `nemesis`: the seam the fault injector plugs into;
 //! - `final_phase`: heal safety net, recovery wait, final log reads;
-//! - `guard`: teardown on every exit path; `progress`: the live line;
+//! - `guard`: teardown on every exit path; `interrupt`: SIGINT/SIGTERM/SIGHUP;
+//!   `progress`: the live line;
 //! - `finish`: check and report (`finish_run`).
 
 pub mod final_phase;
 pub mod finish;
 pub mod guard;
+pub mod interrupt;
 pub mod nemesis;
 pub mod observe;
 pub mod plan;
+pub mod preflight;
 pub mod progress;
 pub mod recorder;
 pub mod run_dir;
@@ -31,9 +35,11 @@ use crate::control::target::Target;
 use crate::control::Control;
 use crate::exit;
 use crate::history::test_info::TestInfo;
+use crate::history::{EventType, CONTROLLER, F};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
+use interrupt::{Interrupts, Signal};
 use observe::Observations;
 use plan::Plan;
 use recorder::Recorder;
@@ -62,9 +68,10 @@ fn warn_real_clock(hosts: &[String], kinds: &[String]) {
 }
 
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
-/// times; the exit code is the worst verdict.
+/// times; the exit code is the worst verdict, or the signal's code when one interrupted it.
 pub async fn test(args: TestArgs) -> Result<i32> {
     let plan = Plan::from_args(args)?;
+    let interrupts = Interrupts::install()?;
     let needs = Needs {
         netns: plan.mode == NetMode::Netns,
         iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
@@ -94,9 +101,14 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     run_dir::init_tracing();
     let mut worst = exit::VALID;
     for i in 0..plan.args.test_count {
+        // A signal between runs: no new run starts.
+        if let Some(sig) = interrupts.received() {
+            eprintln!("fle-chaos: interrupted by {}", sig.name());
+            return Ok(sig.exit_code());
+        }
         let seed = plan.seed.wrapping_add(i as u64);
         // A panic inside the run unwinds through its guard (teardown) and ends here as 255.
-        let code = match tokio::spawn(run_once(plan.clone(), seed)).await {
+        let code = match tokio::spawn(run_once(plan.clone(), seed, interrupts.clone())).await {
             Ok(Ok(code)) => code,
             Ok(Err(e)) => {
                 run_dir::log_off();
@@ -107,21 +119,19 @@ pub async fn test(args: TestArgs) -> Result<i32> {
                 anyhow::bail!("the run crashed: {e}");
             }
         };
-        worst = worse(worst, code);
-        if code == INTERRUPTED {
-            return Ok(exit::UNKNOWN);
+        // The remaining runs do not start: the signal's code is the answer.
+        if exit::is_interrupted(code) {
+            return Ok(code);
         }
+        worst = worse(worst, code);
     }
     Ok(worst)
 }
 
-/// Internal code for a run ended by a signal (reported as unknown).
-const INTERRUPTED: i32 = -1;
-
 fn worse(a: i32, b: i32) -> i32 {
     let rank = |c: i32| match c {
         exit::VALID => 0,
-        exit::UNKNOWN | INTERRUPTED => 1,
+        exit::UNKNOWN => 1,
         exit::INVALID => 2,
         _ => 3,
     };
@@ -132,8 +142,17 @@ fn worse(a: i32, b: i32) -> i32 {
     }
 }
 
-/// One run: returns the verdict's exit code, or INTERRUPTED.
-async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
+/// How a run's body ended.
+enum Ending {
+    /// The final reads are done: check and report.
+    Done,
+    Interrupted(Signal),
+    /// The history could not be written: nothing more can be proven.
+    HistoryFailed(String),
+}
+
+/// One run: returns the verdict's exit code, or the code of the signal that interrupted it.
+async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
     let run_dir = run_dir::create(&plan.args.out, &plan.name)?;
     run_dir::log_to(&run_dir)?;
@@ -175,8 +194,18 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let outcome = tokio::select! {
-        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard) => r.map(|_| None),
-        sig = shutdown_signal() => Ok(Some(sig)),
+        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard) => {
+            r.map(|_| Ending::Done)
+        }
+        sig = interrupts.wait() => Ok(Ending::Interrupted(sig)),
+        why = recorder.failed() => Ok(Ending::HistoryFailed(why)),
+    };
+    // Writes that failed after the body's last await (the final reads) end here too.
+    let outcome = match outcome {
+        Ok(Ending::Done) if recorder.write_errors() > 0 => {
+            Ok(Ending::HistoryFailed(recorder.failed().await))
+        }
+        other => other,
     };
     match outcome {
         Err(e) => {
@@ -185,17 +214,27 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             run_dir::log_off();
             Err(e)
         }
-        Ok(Some(signal)) => {
-            tracing::warn!("interrupted by {signal}");
+        Ok(Ending::HistoryFailed(why)) => {
+            tracing::error!("run aborted: {why}");
+            guard.teardown_now();
+            run_dir::log_off();
+            Err(anyhow::anyhow!(
+                "{why}; run aborted and cluster torn down (free space under --out {}, or choose another --out)",
+                plan.args.out.display()
+            ))
+        }
+        Ok(Ending::Interrupted(signal)) => {
+            interrupted(&recorder, signal);
             guard.teardown_now();
             eprintln!(
-                "fle-chaos: interrupted by {signal}; cluster torn down; partial history in {}",
+                "fle-chaos: interrupted by {}; cluster torn down; partial history in {}",
+                signal.name(),
                 run_dir.join("history.jsonl").display()
             );
             run_dir::log_off();
-            Ok(INTERRUPTED)
+            Ok(signal.exit_code())
         }
-        Ok(None) => {
+        Ok(Ending::Done) => {
             if plan.args.leave_running {
                 guard.disarm();
                 eprintln!(
@@ -205,17 +244,20 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             } else {
                 guard.teardown_now();
             }
-            if recorder.write_errors() > 0 {
-                eprintln!(
-                    "fle-chaos: {} history events could not be written",
-                    recorder.write_errors()
-                );
-            }
-            let code = tokio::task::spawn_blocking({
+            let finish = tokio::task::spawn_blocking({
                 let dir = run_dir.clone();
                 move || finish::finish_run(&dir)
-            })
-            .await??;
+            });
+            // A signal while checking: the history is complete, but the user asked to stop.
+            let code = tokio::select! {
+                r = finish => r??,
+                signal = interrupts.wait() => {
+                    interrupted(&recorder, signal);
+                    run_dir::log_off();
+                    eprintln!("fle-chaos: interrupted by {} while checking {}", signal.name(), run_dir.display());
+                    return Ok(signal.exit_code());
+                }
+            };
             tracing::info!("verdict exit code {code}");
             run_dir::log_off();
             eprintln!(
@@ -223,13 +265,25 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
                 run_dir.display(),
                 match code {
                     exit::VALID => "valid",
-                    exit::INVALID => "INVALID",
+                    exit::INVALID => "invalid",
                     _ => "unknown",
                 }
             );
             Ok(code)
         }
     }
+}
+
+/// Records the interruption (the history says why it ends there) and logs it.
+fn interrupted(recorder: &Recorder, signal: Signal) {
+    tracing::warn!("interrupted by {}", signal.name());
+    recorder.record(
+        CONTROLLER,
+        EventType::Info,
+        F::Interrupted,
+        None,
+        serde_json::json!({ "signal": signal.name() }),
+    );
 }
 
 /// The run proper, from cluster creation to the final reads. Dropping this future (on a
@@ -395,21 +449,4 @@ async fn run_body(
     final_phase::final_reads(target.clone(), recorder.clone()).await;
     progress.finish_and_clear();
     Ok(())
-}
-
-/// Resolves on Ctrl-C, SIGTERM or SIGHUP, naming the signal.
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return "SIGINT";
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-        _ = hup.recv() => "SIGHUP",
-    }
 }

@@ -4,6 +4,8 @@
 //! order. Every line is flushed as it is written (a killed controller leaves a readable
 //! history). It also keeps the tallies the progress line shows: operations by outcome and the
 //! faults currently active (derived from nemesis events, so the nemesis needs no extra calls).
+//! A history that cannot be written (a full disk) is reported through `failed`, which the run
+//! waits on beside its body: the run stops at once instead of testing on without a record.
 
 use crate::history::store::HistoryWriter;
 use crate::history::{Event, EventType, F, NEMESIS};
@@ -12,6 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+use tokio::sync::watch;
 
 pub struct Recorder {
     start: Instant,
@@ -21,6 +24,9 @@ pub struct Recorder {
     pub fail: AtomicU64,
     pub info: AtomicU64,
     active_faults: Mutex<BTreeSet<String>>,
+    /// The first write error, with the file's path: set once.
+    failure: watch::Sender<Option<String>>,
+    path: std::path::PathBuf,
 }
 
 impl Recorder {
@@ -33,6 +39,8 @@ impl Recorder {
             fail: AtomicU64::new(0),
             info: AtomicU64::new(0),
             active_faults: Mutex::new(BTreeSet::new()),
+            failure: watch::channel(None).0,
+            path: path.to_path_buf(),
         })
     }
 
@@ -65,9 +73,12 @@ impl Recorder {
             match writer.append(event.clone()) {
                 Ok(i) => event.index = i,
                 Err(e) => {
-                    // A full disk must not stop the run's teardown; count it and say it once.
+                    // Say it once; the run, waiting on `failed`, stops and tears down.
                     if self.write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                        tracing::error!("cannot write the history: {e:#}");
+                        let why =
+                            format!("cannot write the history {}: {e:#}", self.path.display());
+                        tracing::error!("{why}");
+                        self.failure.send_replace(Some(why));
                     }
                 }
             }
@@ -130,6 +141,21 @@ impl Recorder {
     /// The faults in force now ("kill n2", "partition", ...).
     pub fn active_faults(&self) -> Vec<String> {
         self.active_faults.lock().unwrap().iter().cloned().collect()
+    }
+
+    /// Resolves with the reason when an event could not be written (at once if one already
+    /// could not).
+    pub async fn failed(&self) -> String {
+        let mut rx = self.failure.subscribe();
+        let why = match rx.wait_for(|f| f.is_some()).await {
+            Ok(why) => why.clone(),
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            // The sender lives as long as `self`: unreachable, but never resolve falsely.
+            None => std::future::pending().await,
+        }
     }
 
     /// How many events could not be written.
