@@ -41,12 +41,23 @@ enum Command {
 /// several lines, with a usage block that may not name the flag at all).
 fn one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text
+    // The message is its first paragraph (a list of missing flags continues it on the next
+    // lines); the usage block and tips after the blank line are left out.
+    let message: Vec<&str> = text
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("bad arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    format!("{first}; see fle-chaos help")
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let mut message = message.join(" ");
+    // A missing flag is missing because of another one; clap's usage line names both.
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        if let Some(usage) = text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
+            message.push_str(&format!(" ({usage})"));
+        }
+    }
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    format!("{message}; see fle-chaos help")
 }
 
 fn main() {

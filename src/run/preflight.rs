@@ -49,7 +49,7 @@ pub fn check_schedule(schedule: &Schedule, time_limit: Duration, nodes: &[String
             return Err(bad_input(format!(
                 "{}this {} fault waits {} (interval) and lasts {} (duration): it cannot be \
                  injected and undone within --time-limit {} (faults get its first {}), so the run \
-                 would test nothing; raise --time-limit to at least {:.0}, or {fix}",
+                 would test nothing; raise --time-limit to at least {:.0}, or {fix} (or --nemesis none: no faults)",
                 at(schedule, fault),
                 fault.kind.name(),
                 secs(schedule.interval),
