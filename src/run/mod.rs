@@ -34,8 +34,8 @@ use crate::control::ssh;
 use crate::control::target::Target;
 use crate::control::Control;
 use crate::exit;
-use crate::history::test_info::TestInfo;
-use crate::history::{EventType, CONTROLLER, F};
+use crate::history::test_info::{Settings, TestInfo};
+use crate::history::{EventType, InterruptedValue, CONTROLLER, F};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
@@ -175,22 +175,29 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         started_at: chrono::Utc::now(),
         replay_command: plan.replay_command(seed),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: serde_json::json!({
-            "args": plan.args,
-            "workload": plan.workload,
-            "nemesis": plan.nemesis_settings,
-            "net": plan.args.net,
-            "node_binary": plan.binary,
-            "faketime": plan.faketime,
-            "fake_monotonic": plan.fake_monotonic,
-            "real_clock_skew": plan.args.ssh.real_clock_skew,
-            "run_id": run_id,
-            "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
-            "status_timeout_ms": STATUS_TIMEOUT.as_millis() as u64,
-        }),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: Settings {
+            status_timeout_ms: Some(STATUS_TIMEOUT.as_millis() as u64),
+            recovery_timeout_s: Some(plan.recovery_timeout.as_secs_f64()),
+            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
+            rest: serde_json::from_value(serde_json::json!({
+                "args": plan.args,
+                "nemesis": plan.nemesis_settings,
+                "net": plan.args.net,
+                "node_binary": plan.binary,
+                "faketime": plan.faketime,
+                "fake_monotonic": plan.fake_monotonic,
+                "real_clock_skew": plan.args.ssh.real_clock_skew,
+                "run_id": run_id,
+            }))?,
+        },
     }
     .write(&run_dir.join("test.json"))?;
-    let recorder = Arc::new(Recorder::create(&run_dir.join("history.jsonl"), start)?);
+    let recorder = Arc::new(Recorder::create_for(
+        &run_dir.join("history.jsonl"),
+        start,
+        &plan.nodes,
+    )?);
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let outcome = tokio::select! {
@@ -282,7 +289,10 @@ fn interrupted(recorder: &Recorder, signal: Signal) {
         EventType::Info,
         F::Interrupted,
         None,
-        serde_json::json!({ "signal": signal.name() }),
+        serde_json::to_value(InterruptedValue {
+            signal: signal.name().into(),
+        })
+        .unwrap_or_default(),
     );
 }
 
@@ -431,14 +441,16 @@ async fn run_body(
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_recovery(&obs, &recorder, plan.recovery_timeout).await {
-        Some((sid, epoch, took)) => tracing::info!(
-            "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
+    match final_phase::wait_for_settle(&recorder, plan.recovery_timeout).await {
+        final_phase::Settled::Yes { sid, epoch, took } => tracing::info!(
+            "settled: n{sid} leads epoch {epoch} and every node rejoined it, {} ms after the final heal",
             took.as_millis()
         ),
-        None => tracing::warn!(
-            "no quorum agreed on a leader within {} s of the final heal",
-            plan.recovery_timeout.as_secs_f64()
+        // The recovery checker finds it in the history and names the nodes.
+        final_phase::Settled::No { stragglers } => tracing::warn!(
+            "not settled within {} s of the final heal: {}",
+            plan.recovery_timeout.as_secs_f64(),
+            stragglers.join("; ")
         ),
     }
     let _ = stop_observers.send(true);

@@ -104,7 +104,8 @@ pub struct TestArgs {
     /// ZooKeeper syncLimit, in ticks.
     #[arg(long, default_value_t = 5, value_name = "TICKS")]
     pub sync_limit: u32,
-    /// Seconds to wait, after the final heal, for a quorum to agree on a leader.
+    /// Seconds to wait, after the final heal, for the cluster to settle: every node that is up
+    /// following one quorum-backed leader in broadcast and caught up to its commits.
     #[arg(
         long,
         default_value_t = 30.0,
