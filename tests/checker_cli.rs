@@ -77,7 +77,7 @@ fn results_json_is_rewritten() {
     assert_eq!(out.status.code(), Some(1));
     let r = results(dir.path());
     assert_eq!(r["valid"], "false");
-    assert_eq!(r["checkers"].as_array().unwrap().len(), 5);
+    assert_eq!(r["checkers"].as_array().unwrap().len(), 7);
 }
 
 #[test]

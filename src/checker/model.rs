@@ -83,6 +83,15 @@ pub struct FinalLog {
     pub entries: Result<Vec<(u64, String)>, String>,
 }
 
+/// A `node-exit` event: a node process ended unasked.
+#[derive(Debug, Clone)]
+pub struct NodeExit {
+    pub pos: u32,
+    pub time: u64,
+    pub node: NodeIx,
+    pub value: crate::history::NodeExitValue,
+}
+
 /// One nemesis event.
 #[derive(Debug, Clone)]
 pub struct NemesisOp {
@@ -165,6 +174,8 @@ pub struct Digest {
     /// parallel keeps its parts rather than copying them into one vector: half the peak memory).
     pub parts: Vec<Vec<Rec>>,
     pub elections: Vec<Election>,
+    /// Node processes that exited without the controller causing it (`node-exit` events).
+    pub node_exits: Vec<NodeExit>,
     /// Successful status reads per node.
     pub reads: Vec<u64>,
     /// Status reads that carried a `last_election` (None or not).
@@ -377,6 +388,15 @@ impl DigestBuilder {
                     node,
                     value: v.clone(),
                 })));
+            }
+            (Body::NodeExit(v), Some(node)) => {
+                self.digest.events += 1;
+                self.digest.node_exits.push(NodeExit {
+                    pos,
+                    time: l.time,
+                    node,
+                    value: v.clone(),
+                });
             }
             _ => self.digest.events += 1,
         }

@@ -10,6 +10,7 @@
 //! - `final_phase`: heal safety net, recovery wait, final log reads;
 //! - `guard`: teardown on every exit path; `interrupt`: SIGINT/SIGTERM/SIGHUP;
 //!   `progress`: the live line;
+//! - `node_watch`: nodes that die unasked (`node-exit` events; at start-up, an abort);
 //! - `finish`: check and report (`finish_run`).
 
 pub mod final_phase;
@@ -17,6 +18,7 @@ pub mod finish;
 pub mod guard;
 pub mod interrupt;
 pub mod nemesis;
+pub mod node_watch;
 pub mod observe;
 pub mod plan;
 pub mod preflight;
@@ -149,6 +151,8 @@ enum Ending {
     Interrupted(Signal),
     /// The history could not be written: nothing more can be proven.
     HistoryFailed(String),
+    /// The run cannot go on (a node died while the cluster started).
+    Aborted(String),
 }
 
 /// One run: returns the verdict's exit code, or the code of the signal that interrupted it.
@@ -189,6 +193,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
                 "fake_monotonic": plan.fake_monotonic,
                 "real_clock_skew": plan.args.ssh.real_clock_skew,
                 "run_id": run_id,
+                (crate::checker::faults::PLANNED_KEY): plan.faults_planned(seed),
             }))?,
         },
     }
@@ -200,9 +205,13 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
     )?);
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
+    let (abort, mut aborted) = watch::channel(None::<String>);
     let outcome = tokio::select! {
-        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard) => {
+        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard, abort) => {
             r.map(|_| Ending::Done)
+        }
+        why = aborted.wait_for(|a| a.is_some()) => {
+            Ok(Ending::Aborted(why.ok().and_then(|w| w.clone()).unwrap_or_default()))
         }
         sig = interrupts.wait() => Ok(Ending::Interrupted(sig)),
         why = recorder.failed() => Ok(Ending::HistoryFailed(why)),
@@ -229,6 +238,12 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
                 "{why}; run aborted and cluster torn down (free space under --out {}, or choose another --out)",
                 plan.args.out.display()
             ))
+        }
+        Ok(Ending::Aborted(why)) => {
+            tracing::error!("run aborted: {why}");
+            guard.teardown_now();
+            run_dir::log_off();
+            Err(anyhow::anyhow!("{why}; run aborted and cluster torn down"))
         }
         Ok(Ending::Interrupted(signal)) => {
             interrupted(&recorder, signal);
@@ -305,6 +320,7 @@ async fn run_body(
     recorder: Arc<Recorder>,
     registry: Arc<Registry>,
     guard: &Guard,
+    abort: watch::Sender<Option<String>>,
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
@@ -365,6 +381,8 @@ async fn run_body(
             },
         )?)
     };
+    let watched = Arc::new(node_watch::Watched::new(target));
+    let target: Arc<dyn Target> = watched.clone();
     for node in &plan.nodes {
         target.setup(node)?;
     }
@@ -372,6 +390,9 @@ async fn run_body(
         let pid = target.start(node)?;
         tracing::info!("started {node}: pid {pid}");
     }
+    // Dropped (and so stopped) with this future, after the final reads.
+    let mut watcher = JoinSet::new();
+    watcher.spawn(node_watch::watch_nodes(watched, recorder.clone(), abort));
 
     let obs = Arc::new(Observations::new(plan.nodes.clone()));
     let (stop_observers, observers_stopped) = watch::channel(false);

@@ -135,6 +135,8 @@ pub struct Plan {
     pub workload: Workload,
     pub nemesis_settings: NemesisSettings,
     pub nemesis: Arc<dyn Nemesis>,
+    /// The fault schedule the nemesis runs (its seeded plan is sized per run).
+    pub schedule: crate::nemesis::schedule::Schedule,
     pub mode: NetMode,
     pub binary: PathBuf,
     pub faketime: bool,
@@ -282,7 +284,7 @@ impl Plan {
             interval,
             file: args.nemesis_file.clone(),
         };
-        let nemesis = crate::nemesis::build(schedule);
+        let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         if name.is_empty()
             || !name
@@ -332,6 +334,7 @@ impl Plan {
             workload,
             nemesis_settings,
             nemesis,
+            schedule,
             mode,
             binary,
             faketime,
@@ -341,6 +344,13 @@ impl Plan {
             recovery_timeout,
             args,
         })
+    }
+
+    /// How many faults the seeded plan of the run with `seed` holds (recorded in test.json, so
+    /// that a run that injected none of them is not judged valid).
+    pub fn faults_planned(&self, seed: u64) -> usize {
+        use crate::nemesis::plan::{fault_window, plan};
+        plan(&self.schedule, seed, fault_window(self.time_limit)).len()
     }
 
     /// A command line that replays run number `i` of this plan.
