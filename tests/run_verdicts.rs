@@ -1,7 +1,8 @@
 //! Every run ends with a verdict it can defend (issue 14), on real processes and real
 //! filesystems: a history that cannot be written aborts the run at once (255, the reason,
 //! nothing left behind); `report` and `check` on a run copied elsewhere write only inside it
-//! and the folder that holds it.
+//! and the folder that holds it; a node binary that exits at start aborts the run (255, its
+//! message, nothing left); a node killed from outside mid-run is the `crash` checker's finding.
 
 mod run_support;
 
@@ -156,4 +157,107 @@ fn report_and_check_on_a_copied_run_write_nothing_outside_it() {
     // The index of its root lists the run.
     let index = std::fs::read_to_string(base.path().join("x/index.html")).unwrap();
     assert!(index.contains("run/report.html"), "{index}");
+}
+
+#[test]
+fn a_node_binary_that_exits_at_start_aborts_the_run_with_its_message() {
+    if !root_or_skip("a_node_binary_that_exits_at_start_aborts_the_run_with_its_message") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let node = tmp.path().join("node.sh");
+    std::fs::write(
+        &node,
+        "#!/bin/sh\necho 'starting'\necho 'flc-node: cannot open the data folder' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = tmp.path().join("reports");
+    let mut child = spawn_test(
+        &["--nodes", "3", "--time-limit", "30", "--nemesis", "none"],
+        &out,
+        node.to_str().unwrap(),
+    );
+    let code = wait_exit(&mut child, Duration::from_secs(60));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
+    assert_eq!(code, Some(255), "{stderr}");
+    assert!(
+        stderr.contains("exited during start")
+            && stderr.contains("exit status 3")
+            && stderr.contains("cannot open the data folder"),
+        "{stderr}"
+    );
+    let dir = run_dir(&out).expect("the run folder");
+    let recorded = resources(&dir);
+    assert!(!recorded.is_empty(), "nothing was recorded");
+    assert_eq!(leftovers(&recorded), Vec::<String>::new());
+    let history = fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+    let exit = history
+        .iter()
+        .find(|e| e.f == fle_chaos::history::F::NodeExit)
+        .expect("a node-exit event");
+    assert_eq!(exit.value["status"], 3, "{exit:?}");
+    assert_eq!(exit.value["caused_by_controller"], false);
+}
+
+#[test]
+fn a_node_killed_from_outside_mid_run_is_a_crash() {
+    if !root_or_skip("a_node_killed_from_outside_mid_run_is_a_crash") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    let mut child = spawn_test(
+        &["--nodes", "3", "--time-limit", "10", "--nemesis", "none"],
+        &out,
+        &fle_node(),
+    );
+    // Once a leader has followers (the run is past its start), kill n2 as an outsider would.
+    let mut dir = None;
+    let running = wait_for(Duration::from_secs(60), || {
+        dir = run_dir(&out);
+        dir.as_ref().is_some_and(|d| {
+            let h = std::fs::read_to_string(d.join("history.jsonl")).unwrap_or_default();
+            let in_broadcast = |state: &str| {
+                h.lines()
+                    .any(|l| l.contains(state) && l.contains("\"zab_phase\":\"broadcast\""))
+            };
+            in_broadcast("\"LEADING\"") && in_broadcast("\"FOLLOWING\"")
+        })
+    });
+    assert!(running, "the cluster never elected a leader");
+    let dir = dir.unwrap();
+    let pid = resources(&dir)
+        .iter()
+        .find_map(|r| match r {
+            fle_chaos::control::registry::Resource::Process { pid, node, .. } if node == "n2" => {
+                Some(*pid)
+            }
+            _ => None,
+        })
+        .expect("n2's pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
+    assert_eq!(code, Some(1), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let crash = results["checkers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "crash")
+        .expect("a crash checker");
+    assert_eq!(crash["valid"], "false", "{crash}");
+    let why = crash["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("n2 exited by itself") && why.contains("SIGKILL"),
+        "{why}"
+    );
+    assert!(!crash["evidence"].as_array().unwrap().is_empty());
+    assert_eq!(leftovers(&resources(&dir)), Vec::<String>::new());
 }
