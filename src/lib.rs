@@ -4,8 +4,9 @@
 //! - `fle-node` (`node`): the system under test. ZooKeeper's Fast Leader Election over real TCP
 //!   plus enough Zab (epochs, durable log, sync, broadcast) that zxids mean what they mean.
 //! - `fle-chaos` (everything else): the controller, in Jepsen's vocabulary:
-//!   - `control`: where nodes run (network namespaces locally, SSH later) and the `Target`
-//!     trait through which the controller drives a cluster (fle-node, later real ZooKeeper);
+//!   - `control`: where nodes run (network namespaces or loopback locally, SSH hosts in
+//!     `control::ssh`) and the `Target` trait through which the controller drives a cluster
+//!     (fle-node, or real Apache ZooKeeper in `control::zookeeper`);
 //!   - `nemesis`: the faults (kill, pause, partition, clock) and the seeded schedule;
 //!   - `workload`: the clients (observe only, or writes through the leader);
 //!   - `history`: the event model and its JSON-lines store;

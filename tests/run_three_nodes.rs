@@ -1,6 +1,6 @@
 //! A 3-node run without faults (workload election), end to end with real fle-node processes in namespaces: every
 //! node reports the same leader for the steady part of the run, the history parses and every
-//! event has the fields DESIGN.md requires, and nothing is left behind.
+//! event has the fields docs/history.md names, and nothing is left behind.
 
 mod run_support;
 
@@ -59,7 +59,7 @@ fn three_nodes_without_faults_agree_on_one_leader() {
             assert!(e.node.is_some(), "event {i} lacks its node");
         }
     }
-    // Raw lines carry the field names of DESIGN.md.
+    // Raw lines carry the field names of docs/history.md.
     let first = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
     let line: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     for field in ["index", "time", "process", "type", "f", "value"] {

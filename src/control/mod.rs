@@ -4,10 +4,10 @@
 //! - `Control`: *where* a node runs. A small interface: run a command in a node's context,
 //!   spawn and track a daemon with its pid, signal it, write a file for a node, the node's
 //!   address. `local::LocalCluster` implements it with network namespaces (or plain loopback
-//!   addresses); an SSH backend would be a second implementation.
+//!   addresses); `ssh::SshCluster` implements it on remote hosts over SSH.
 //! - `target::Target`: *what* runs on a node (start, kill, pause, resume, status, write, read
-//!   log, logs). `fle_node::FleNode` is the first implementation; real ZooKeeper the second.
-//!   Nothing above `Target` knows which one runs.
+//!   log, logs). `fle_node::FleNode` and `zookeeper::ZooKeeper` (real Apache ZooKeeper)
+//!   implement it. Nothing above `Target` knows which one runs.
 //!
 //! Every resource a run creates is recorded in `registry` before it exists, and `teardown`
 //! removes exactly those, on every exit path and from `clean`.
@@ -44,7 +44,7 @@ pub struct DaemonSpec {
 
 /// Where the nodes of a cluster run.
 pub trait Control: Send + Sync {
-    /// "netns", "loopback" (later "ssh").
+    /// "netns", "loopback" or "ssh".
     fn kind(&self) -> &'static str;
     /// Node names, "n1".."nN".
     fn nodes(&self) -> &[String];

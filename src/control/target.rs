@@ -1,6 +1,7 @@
 //! `Target`: the system under test as the controller, workloads and nemesis see it (Jepsen's
-//! `db` + `client` for one node). fle-node is the first implementation; real ZooKeeper will be
-//! the second, so nothing here names fle-node, and everything above this trait goes through it.
+//! `db` + `client` for one node). fle-node (`control::fle_node`) and real Apache ZooKeeper
+//! (`control::zookeeper`) implement it; nothing here names either, and everything above this
+//! trait goes through it.
 
 use super::{Control, Signal};
 use crate::api::{LogResponse, NodeStatus};

@@ -356,7 +356,7 @@ async fn run_body(
             plan.args.init_limit,
             plan.args.sync_limit,
         );
-        // Only on request: libfaketime stalls the JVM (README, Real Apache ZooKeeper).
+        // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
         opts.faketime = plan.args.faketime;
         opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
         opts.status_timeout = STATUS_TIMEOUT;

@@ -59,7 +59,7 @@ pub trait Nemesis: Send + Sync {
     fn final_heal<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>>;
 }
 
-/// The nemesis that does nothing (`--nemesis none`, and every run until faults exist).
+/// The nemesis that does nothing (`--nemesis none`).
 pub struct NoNemesis;
 
 impl Nemesis for NoNemesis {

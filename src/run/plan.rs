@@ -264,7 +264,7 @@ impl Plan {
             if args.nemesis.is_some() || args.nemesis_file.is_some() {
                 return Err(bad_input(
                     "clock faults with --target zookeeper: under libfaketime ZooKeeper's JVM \
-                     stalls and never serves (see README, Real Apache ZooKeeper); drop the clock faults",
+                     stalls and never serves (see docs/zookeeper.md); drop the clock faults",
                 ));
             }
             schedule.faults.retain(|f| f.kind != clock);
