@@ -769,6 +769,44 @@ mod tests {
     }
 
     #[test]
+    fn settled_needs_every_up_node_to_rejoin_and_catch_up() {
+        let mut f = Feed::new();
+        f.nemesis(5, "kill", r#"{"nodes":["n3"]}"#)
+            .read(10, 1, "L", 1)
+            .read(11, 2, "F1", 1);
+        // A quorum-backed leader, and n3 is down: nobody up is missing.
+        assert!(f.view.settled(0).is_settled());
+        assert_eq!(f.view.recoveries()[0].ms_to_all_rejoined, Some(6));
+        // The final phase restarts n3, which is still looking: a straggler.
+        f.nemesis(20, "start", r#"{"nodes":["n3"],"final":true}"#)
+            .read(21, 1, "L", 1)
+            .read(22, 2, "F1", 1)
+            .read(23, 3, "?", 0);
+        let s = f.view.settled(20 * MS);
+        assert_eq!(
+            (s.leader.map(|l| l.sid), s.stragglers.clone()),
+            (Some(1), vec![2])
+        );
+        assert_eq!(f.view.final_heal().and_then(|h| h.rejoined), None);
+        // Following in broadcast but behind the leader's commits: still a straggler.
+        fn read(f: &mut Feed, ms: u64, node: u64, state: &str, zxid: u64) {
+            let text = format!(
+                r#"{{"index":0,"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":1,"peer_epoch":1,"zab_phase":"broadcast","last_committed_zxid":{zxid}}}}}"#,
+                ms * MS
+            );
+            f.line(text);
+        }
+        read(&mut f, 30, 1, "LEADING", 9);
+        read(&mut f, 31, 3, "FOLLOWING", 4);
+        assert_eq!(f.view.settled(20 * MS).stragglers, vec![1, 2]);
+        read(&mut f, 32, 2, "FOLLOWING", 9);
+        read(&mut f, 33, 3, "FOLLOWING", 9);
+        assert!(f.view.settled(20 * MS).is_settled());
+        // Measured from the final heal: 13 ms.
+        assert_eq!(f.view.final_heal().and_then(|h| h.rejoined), Some(13 * MS));
+    }
+
+    #[test]
     fn isolate_leader_the_cut_off_leader_is_not_quorum_backed() {
         let mut f = settled();
         f.nemesis(
