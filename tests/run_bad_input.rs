@@ -219,11 +219,12 @@ fn a_schedule_naming_nodes_outside_the_cluster_is_refused() {
 
 #[test]
 fn a_bug_the_node_does_not_know_is_refused() {
-    // The real fle-node is asked which bugs it has.
+    // The real fle-node is asked which bugs it has (`fle-node --list-bugs`): the message names
+    // the unknown one and lists the known ones.
     let node = run_support::fle_node();
     assert_bad_line(
         &["--bug", "nosuch", "--node-binary", &node],
-        &["--bug", "nosuch"],
+        &["--bug nosuch", "quorum-minority"],
     );
     assert_bad_line(
         &["--bug", "quorum-minority,nosuch", "--node-binary", &node],
