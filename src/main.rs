@@ -11,7 +11,10 @@ use fle_chaos::{checker, control, exit, report, run};
     about = "Jepsen-style chaos testing for ZooKeeper's Fast Leader Election",
     long_about = "Starts a real cluster, injects faults (kill, pause, partition, clock skew), \
                   records a history, checks it and writes a report.\n\n\
-                  Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 the tool failed."
+                  Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad input (nothing was started), \
+                  255 the tool failed (or could not go on: a history it cannot write, a node that \
+                  died while the cluster started), 130 interrupted by SIGINT, 143 by SIGTERM, \
+                  129 by SIGHUP (the cluster is torn down and the history says so)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,17 +37,45 @@ enum Command {
     Serve(report::cli::ServeArgs),
 }
 
+/// A command-line error as one line naming the flag and the value (clap's own message is
+/// several lines, with a usage block that may not name the flag at all).
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    // The message is its first paragraph (a list of missing flags continues it on the next
+    // lines); the usage block and tips after the blank line are left out.
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let mut message = message.join(" ");
+    // A missing flag is missing because of another one; clap's usage line names both.
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        if let Some(usage) = text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
+            message.push_str(&format!(" ({usage})"));
+        }
+    }
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    format!("{message}; see fle-chaos help")
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::BAD_ARGS
+            use clap::error::ErrorKind;
+            if !e.use_stderr() {
+                // --help, --version.
+                let _ = e.print();
+                std::process::exit(exit::VALID);
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let _ = e.print();
             } else {
-                exit::VALID
-            };
-            let _ = e.print();
-            std::process::exit(code);
+                eprintln!("fle-chaos: {}", one_line(&e));
+            }
+            std::process::exit(exit::BAD_ARGS);
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {

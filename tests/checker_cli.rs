@@ -34,19 +34,19 @@ fn results(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn exit_code_is_the_verdict() {
-    for (case, code, valid) in [
-        ("valid-writes", 0, "true"),
-        ("quorum-minority-two-leaders", 1, "false"),
+    for (case, code, valid, word) in [
+        ("valid-writes", 0, "true", "valid"),
+        ("quorum-minority-two-leaders", 1, "false", "invalid"),
         // An observe-only workload: durability is not applicable and left out.
-        ("valid-election", 0, "true"),
-        ("recovery-no-final-heal", 2, "unknown"),
+        ("valid-election", 0, "true", "valid"),
+        ("recovery-no-final-heal", 2, "unknown", "unknown"),
     ] {
         let dir = run_copy(case);
         let out = check(&[dir.path().as_os_str()]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(code), "{case}: {stdout}");
         assert!(
-            stdout.contains(&format!("valid: {valid}")),
+            stdout.contains(&format!("verdict: {word}")),
             "{case}: {stdout}"
         );
         for name in [
@@ -77,7 +77,7 @@ fn results_json_is_rewritten() {
     assert_eq!(out.status.code(), Some(1));
     let r = results(dir.path());
     assert_eq!(r["valid"], "false");
-    assert_eq!(r["checkers"].as_array().unwrap().len(), 5);
+    assert_eq!(r["checkers"].as_array().unwrap().len(), 7);
 }
 
 #[test]

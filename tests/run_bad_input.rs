@@ -157,3 +157,92 @@ fn without_root_namespaces_are_refused_naming_what_needs_root() {
         "{err}"
     );
 }
+
+/// `assert_bad`, and the message is one line.
+fn assert_bad_line(args: &[&str], expect: &[&str]) {
+    assert_bad(args, expect);
+    let out = tempfile::tempdir().unwrap();
+    let (_, err) = test_with(args, out.path());
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "args {args:?}: not one line: {err}");
+}
+
+#[test]
+fn bad_values_are_one_line_naming_the_flag() {
+    assert_bad_line(&["--time-limit", "-5"], &["--time-limit -5", "positive"]);
+    assert_bad_line(&["--time-limit", "soon"], &["--time-limit", "soon"]);
+    assert_bad_line(&["--recovery-timeout", "-1"], &["--recovery-timeout"]);
+    assert_bad_line(&["--test-count", "0"], &["--test-count"]);
+    assert_bad_line(&["--bogus-flag"], &["--bogus-flag"]);
+}
+
+#[test]
+fn a_schedule_that_cannot_fit_the_run_is_refused_naming_file_line_and_fix() {
+    // 5 s of quiet, then a 6 s pause: 8 s leave no room to inject and undo it.
+    assert_bad_line(
+        &["--nemesis-file", "pause-leader", "--time-limit", "8"],
+        &[
+            "nemesis/pause-leader.toml: line 7",
+            "--time-limit 8",
+            "at least 12",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.toml");
+    std::fs::write(
+        &file,
+        "interval = \"1s\"\n\n[[fault]]\nkind = \"kill\"\nduration = \"120s\"\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    assert_bad_line(
+        &["--nemesis-file", f, "--time-limit", "10"],
+        &["long.toml: line 3", "120s", "--time-limit"],
+    );
+    // --nemesis with the default 10 s interval: 10 s of quiet and 10 s of fault.
+    assert_bad_line(
+        &["--nemesis", "kill", "--time-limit", "10"],
+        &["--nemesis kill", "--nemesis-interval"],
+    );
+}
+
+#[test]
+fn a_schedule_naming_nodes_outside_the_cluster_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("n9.toml");
+    std::fs::write(&file, "[[fault]]\nkind = \"kill\"\ntarget = \"n9\"\n").unwrap();
+    assert_bad_line(
+        &["--nodes", "3", "--nemesis-file", file.to_str().unwrap()],
+        &["n9.toml: line 1", "n9 is not in the cluster", "n1..n3"],
+    );
+}
+
+#[test]
+fn a_bug_the_node_does_not_know_is_refused() {
+    // The real fle-node is asked which bugs it has (`fle-node --list-bugs`): the message names
+    // the unknown one and lists the known ones.
+    let node = run_support::fle_node();
+    assert_bad_line(
+        &["--bug", "nosuch", "--node-binary", &node],
+        &["--bug nosuch", "quorum-minority"],
+    );
+    assert_bad_line(
+        &["--bug", "quorum-minority,nosuch", "--node-binary", &node],
+        &["nosuch"],
+    );
+}
+
+#[test]
+fn an_unknown_key_in_a_nemesis_file_is_named_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.toml");
+    std::fs::write(
+        &file,
+        "interval = \"4s\"\n[[fault]]\nkind = \"kill\"\ntarjet = \"leader\"\n",
+    )
+    .unwrap();
+    assert_bad(
+        &["--nemesis-file", file.to_str().unwrap()],
+        &["typo.toml: line 4", "tarjet"],
+    );
+}

@@ -1,5 +1,7 @@
-//! Teardown on interruption: SIGINT to the controller mid-run removes everything the run
-//! created; after a SIGKILL (no teardown possible) `fle-chaos clean` removes the leftovers.
+//! Teardown on interruption: SIGINT/SIGTERM to the controller mid-run removes everything the
+//! run created, records an `interrupted` event, exits 130/143 and starts no further
+//! `--test-count` run; after a SIGKILL (no teardown possible) `fle-chaos clean` removes the
+//! leftovers.
 
 mod run_support;
 
@@ -26,7 +28,16 @@ fn own_registry() {
 fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::path::PathBuf) {
     own_registry();
     let mut child = spawn_test(
-        &["--nodes", "3", "--time-limit", "300", "--nemesis", "none"],
+        &[
+            "--nodes",
+            "3",
+            "--time-limit",
+            "300",
+            "--nemesis",
+            "none",
+            "--test-count",
+            "3",
+        ],
         out,
         node,
     );
@@ -49,7 +60,7 @@ fn start_run(out: &std::path::Path, node: &str) -> (std::process::Child, std::pa
 }
 
 /// Sends `signal` to a run mid-way and checks that it tore everything down.
-fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: &str) {
+fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: &str, exit: i32) {
     // Serialized with the `clean` tests: a clean must not meet a run that is tearing down.
     let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
@@ -59,28 +70,39 @@ fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: 
     assert!(!leftovers(&recorded).is_empty(), "the run created nothing?");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let code = wait_exit(&mut child, Duration::from_secs(60));
-    assert_eq!(code, Some(2), "an interrupted run's verdict is unknown");
-    assert_eq!(leftovers(&recorded), Vec::<String>::new());
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
+    assert_eq!(
+        code,
+        Some(exit),
+        "{name} exits as shells report it: {stderr}"
+    );
+    assert_eq!(leftovers(&recorded), Vec::<String>::new());
     assert!(
         stderr.contains(&format!("interrupted by {name}")),
         "{stderr}"
     );
-    // The partial history is readable.
-    fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+    // The partial history is readable and says why it ends.
+    let history = fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+    let last = history.last().expect("events");
+    assert_eq!(last.f, fle_chaos::history::F::Interrupted, "{last:?}");
+    assert_eq!(last.process, "controller");
+    assert_eq!(last.value["signal"], name);
+    // --test-count 3: the interrupted run was the last one.
+    let runs = std::fs::read_dir(dir.parent().unwrap()).unwrap().count();
+    assert_eq!(runs, 1, "a run started after the interruption");
 }
 
 #[test]
 fn sigint_mid_run_tears_everything_down() {
     if root_or_skip("sigint_mid_run_tears_everything_down") {
-        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGINT, "SIGINT");
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGINT, "SIGINT", 130);
     }
 }
 
 #[test]
 fn sigterm_mid_run_tears_everything_down() {
     if root_or_skip("sigterm_mid_run_tears_everything_down") {
-        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGTERM, "SIGTERM");
+        signal_mid_run_tears_everything_down(nix::sys::signal::Signal::SIGTERM, "SIGTERM", 143);
     }
 }
 

@@ -57,20 +57,8 @@ pub fn summary(results: &Results) -> String {
     for c in &results.checkers {
         let first = c.explanation.split(". ").next().unwrap_or("");
         let first = first.trim_end_matches('.');
-        out.push_str(&format!(
-            "{:<16} {:<7} {first}.\n",
-            c.name,
-            verdict(c.valid)
-        ));
+        out.push_str(&format!("{:<16} {:<7} {first}.\n", c.name, c.valid.word()));
     }
-    out.push_str(&format!("valid: {}\n", verdict(results.valid)));
+    out.push_str(&format!("verdict: {}\n", results.valid.word()));
     out
-}
-
-fn verdict(v: super::Validity) -> &'static str {
-    match v {
-        super::Validity::True => "true",
-        super::Validity::False => "false",
-        super::Validity::Unknown => "unknown",
-    }
 }

@@ -79,6 +79,11 @@ fn join(parts: Vec<Part<(DigestBuilder, Vec<u64>)>>) -> (Digest, Vec<u64>) {
                 d.elections.push(el);
             }
         }
+        for mut exit in digest.node_exits {
+            exit.pos += shift;
+            exit.node = map[exit.node as usize];
+            d.node_exits.push(exit);
+        }
         for mut recs in digest.parts {
             recs.iter_mut().for_each(|r| r.shift(shift, &map));
             d.parts.push(recs);

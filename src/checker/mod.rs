@@ -6,9 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 pub mod cli;
+pub mod crash;
 pub mod durability;
 pub mod election_safety;
 pub mod epoch_monotonic;
+pub mod faults;
 pub mod finding;
 pub mod load;
 pub mod model;
@@ -32,6 +34,16 @@ impl Validity {
             (False, _) | (_, False) => False,
             (Unknown, _) | (_, Unknown) => Unknown,
             _ => True,
+        }
+    }
+
+    /// The word every printed verdict uses (summary lines, `check`, reports): `valid`,
+    /// `invalid` or `unknown`. results.json keeps Jepsen's `valid?` values (true/false/unknown).
+    pub fn word(self) -> &'static str {
+        match self {
+            Validity::True => "valid",
+            Validity::False => "invalid",
+            Validity::Unknown => "unknown",
         }
     }
 
@@ -218,13 +230,15 @@ pub fn check_digest(
 ) -> Results {
     // The checkers only read the digest: durability (the costliest, hashing every written
     // value) runs on a second core beside the rest.
-    let (durable, (safe, votes, epochs, recovered)) = std::thread::scope(|s| {
+    let (durable, (safe, votes, epochs, recovered, crashed, injected)) = std::thread::scope(|s| {
         let durable = s.spawn(|| durability::check(d, info));
         let rest = (
             election_safety::check(d, info, opts),
             vote_rule::check(d, info),
             epoch_monotonic::check(d, info, opts),
             recovery::check(d, info, opts),
+            crash::check(d, info),
+            faults::check(d, info),
         );
         let durable = durable
             .join()
@@ -237,6 +251,8 @@ pub fn check_digest(
         (vote_rule::NAME, votes),
         (epoch_monotonic::NAME, epochs),
         (recovery::NAME, recovered),
+        (crash::NAME, crashed),
+        (faults::NAME, injected),
     ];
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
@@ -292,6 +308,8 @@ fn unreadable(why: String) -> Results {
         vote_rule::NAME,
         epoch_monotonic::NAME,
         recovery::NAME,
+        crash::NAME,
+        faults::NAME,
     ];
     let checkers = names
         .iter()

@@ -56,6 +56,8 @@ impl Status {
             leader: self.leader,
             peer_epoch: self.peer_epoch,
             accepted_epoch: self.accepted_epoch,
+            // Not kept in the digest (its records stay within the memory budget).
+            last_committed_zxid: 0,
         }
     }
 }
@@ -79,6 +81,15 @@ pub struct FinalLog {
     pub node: NodeIx,
     /// (zxid, canonical value), or Err(reason) when the log could not be read.
     pub entries: Result<Vec<(u64, String)>, String>,
+}
+
+/// A `node-exit` event: a node process ended unasked.
+#[derive(Debug, Clone)]
+pub struct NodeExit {
+    pub pos: u32,
+    pub time: u64,
+    pub node: NodeIx,
+    pub value: crate::history::NodeExitValue,
 }
 
 /// One nemesis event.
@@ -163,6 +174,8 @@ pub struct Digest {
     /// parallel keeps its parts rather than copying them into one vector: half the peak memory).
     pub parts: Vec<Vec<Rec>>,
     pub elections: Vec<Election>,
+    /// Node processes that exited without the controller causing it (`node-exit` events).
+    pub node_exits: Vec<NodeExit>,
     /// Successful status reads per node.
     pub reads: Vec<u64>,
     /// Status reads that carried a `last_election` (None or not).
@@ -375,6 +388,15 @@ impl DigestBuilder {
                     node,
                     value: v.clone(),
                 })));
+            }
+            (Body::NodeExit(v), Some(node)) => {
+                self.digest.events += 1;
+                self.digest.node_exits.push(NodeExit {
+                    pos,
+                    time: l.time,
+                    node,
+                    value: v.clone(),
+                });
             }
             _ => self.digest.events += 1,
         }

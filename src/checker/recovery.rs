@@ -27,6 +27,10 @@ pub struct RecoveryMeasurements {
     pub quorum: usize,
     /// From the final heal to the first quorum-backed leader read after it.
     pub final_heal_to_quorum_leader_ms: Option<u64>,
+    /// From the final heal until every node that is up had rejoined that leader
+    /// (`View::settled`).
+    #[serde(default)]
+    pub final_heal_to_all_rejoined_ms: Option<u64>,
     /// Every fault (the first 1000), in start order, with its time to a quorum-backed leader.
     pub faults: Vec<FaultRecovery>,
     /// Each fault from start to undo (the first 1000).
@@ -103,10 +107,34 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                     if took > bound_ns {
                         violations.push((
                             format!("After the final heal a quorum-backed leader (n{l}, epoch {e}) was observed only after {}, beyond the bound of {bound_ms} ms.", secs(took)),
-                            vec![heal, agreed],
+                            vec![heal.clone(), agreed],
                         ));
                     } else {
                         ok = format!("After the final heal a quorum followed n{l} (epoch {e}) within {} (bound {bound_ms} ms).", secs(took));
+                    }
+                    // The controller waits (up to --recovery-timeout) for every node to rejoin
+                    // before its final reads: one that never did is a liveness failure.
+                    let seen = v.end_ns.saturating_sub(h.time);
+                    match h.rejoined {
+                        Some(all) => ok.push_str(&format!(" Every node had rejoined it {} after the heal.", secs(all))),
+                        None if !v.final_stragglers.is_empty() && seen >= bound_ns => {
+                            let who: Vec<String> = v
+                                .final_stragglers
+                                .iter()
+                                .map(|(n, r)| straggler(n, r.as_ref()))
+                                .collect();
+                            let evidence = v
+                                .final_stragglers
+                                .iter()
+                                .filter_map(|(n, r)| r.map(|r| EvRef::new(r.pos, format!("{n}'s last read"))))
+                                .chain([heal.clone()])
+                                .collect();
+                            violations.push((
+                                format!("After the final heal not every node rejoined n{l} (epoch {e}) in the {} the history covers: {}.", secs(seen), who.join("; ")),
+                                evidence,
+                            ));
+                        }
+                        None => {}
                     }
                 }
                 None => {
@@ -136,6 +164,20 @@ impl From<RecoveryMeasurements> for super::Measurements {
     }
 }
 
+/// What a node that never rejoined last reported.
+fn straggler(node: &str, read: Option<&crate::history::view::NodeRead>) -> String {
+    match read {
+        Some(r) => format!(
+            "{node} last reported {:?} in {:?} (leader {}, epoch {})",
+            r.state,
+            r.phase,
+            r.leader.map_or("none".into(), |l| format!("n{l}")),
+            r.peer_epoch
+        ),
+        None => format!("{node} could not be read"),
+    }
+}
+
 fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
     let total = |ms: &mut dyn Iterator<Item = u64>| ms.sum::<u64>();
     RecoveryMeasurements {
@@ -145,6 +187,10 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
             .final_heal
             .and_then(|h| h.recovered)
             .map(|r| r.0 / 1_000_000),
+        final_heal_to_all_rejoined_ms: v
+            .final_heal
+            .and_then(|h| h.rejoined)
+            .map(|ns| ns / 1_000_000),
         leaderless_windows_count: v.windows.len(),
         leaderless_ms_total: total(&mut v.windows.iter().map(|w| w.ms)),
         leaderless_ms_max: v.windows.iter().map(|w| w.ms).max(),

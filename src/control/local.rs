@@ -176,6 +176,16 @@ impl Control for LocalCluster {
         }
     }
 
+    fn exit_status(&self, node: &str) -> Option<std::process::ExitStatus> {
+        // std keeps the status once reaped, so asking again gives the same answer.
+        self.daemons
+            .lock()
+            .unwrap()
+            .get_mut(node)?
+            .try_wait()
+            .ok()?
+    }
+
     fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>> {
         let Some(pid) = self.pid(node) else {
             return Ok(None);

@@ -94,6 +94,12 @@ pub trait Control: Send + Sync {
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32>;
     /// The daemon's pid while it runs (stopped counts as running).
     fn pid(&self, node: &str) -> Option<u32>;
+    /// How the node's daemon ended, once it has (None while it runs, or where the backend
+    /// cannot tell): the node watch records it in a `node-exit` event.
+    fn exit_status(&self, node: &str) -> Option<std::process::ExitStatus> {
+        let _ = node;
+        None
+    }
     /// Sends `signal` to the node's daemon; returns its pid, or None when none runs.
     fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>>;
     /// Whether the node's daemon is stopped (SIGSTOP); false when none runs. This default reads

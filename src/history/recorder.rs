@@ -5,6 +5,8 @@
 //! history). Each line written is decoded back with the one decoder (`history::line`) and fed
 //! to a live `history::view::View`: the controller's recovery wait, the progress line's active
 //! faults and the checkers all derive their facts from the same lines by the same code.
+//! A history that cannot be written (a full disk) is reported through `failed`, which the run
+//! waits on beside its body: the run stops at once instead of testing on without a record.
 
 use crate::history::store::HistoryWriter;
 use crate::history::view::View;
@@ -13,6 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+use tokio::sync::watch;
 
 pub struct Recorder {
     start: Instant,
@@ -22,6 +25,9 @@ pub struct Recorder {
     pub ok: AtomicU64,
     pub fail: AtomicU64,
     pub info: AtomicU64,
+    /// The first write error, with the file's path: set once.
+    failure: watch::Sender<Option<String>>,
+    path: std::path::PathBuf,
 }
 
 impl Recorder {
@@ -34,6 +40,8 @@ impl Recorder {
             ok: AtomicU64::new(0),
             fail: AtomicU64::new(0),
             info: AtomicU64::new(0),
+            failure: watch::channel(None).0,
+            path: path.to_path_buf(),
         })
     }
 
@@ -80,9 +88,12 @@ impl Recorder {
                     }
                 }
                 Err(e) => {
-                    // A full disk must not stop the run's teardown; count it and say it once.
+                    // Say it once; the run, waiting on `failed`, stops and tears down.
                     if self.write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                        tracing::error!("cannot write the history: {e:#}");
+                        let why =
+                            format!("cannot write the history {}: {e:#}", self.path.display());
+                        tracing::error!("{why}");
+                        self.failure.send_replace(Some(why));
                     }
                 }
             }
@@ -124,6 +135,21 @@ impl Recorder {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// Resolves with the reason when an event could not be written (at once if one already
+    /// could not).
+    pub async fn failed(&self) -> String {
+        let mut rx = self.failure.subscribe();
+        let why = match rx.wait_for(|f| f.is_some()).await {
+            Ok(why) => why.clone(),
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            // The sender lives as long as `self`: unreachable, but never resolve falsely.
+            None => std::future::pending().await,
+        }
     }
 
     /// How many events could not be written.

@@ -37,6 +37,9 @@ pub struct NodeRead {
     pub leader: Option<u64>,
     pub peer_epoch: u64,
     pub accepted_epoch: u64,
+    /// 0 where the reader does not carry it (the checkers' digest leaves it out to keep its
+    /// records small): then catching up is judged by the broadcast phase alone.
+    pub last_committed_zxid: u64,
 }
 
 impl NodeRead {
@@ -49,6 +52,7 @@ impl NodeRead {
             leader: s.leader,
             peer_epoch: s.peer_epoch,
             accepted_epoch: s.accepted_epoch,
+            last_committed_zxid: s.last_committed_zxid,
         }
     }
 
@@ -113,6 +117,10 @@ pub struct FaultRecovery {
     pub start_ns: u64,
     /// None: no quorum-backed leader before the history ends.
     pub ms_to_quorum_leader: Option<u64>,
+    /// Until every node that is up had rejoined that leader ([`View::settled`]); None: not
+    /// before the history ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms_to_all_rejoined: Option<u64>,
     /// The leader then ("n3") and its epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
@@ -158,6 +166,24 @@ pub struct FinalHeal {
     pub pos: u32,
     /// (ns after the heal, the leader) once observed.
     pub recovered: Option<(u64, QuorumLeader)>,
+    /// ns after the heal until every node that is up had rejoined the leader
+    /// ([`View::settled`]), once observed.
+    pub rejoined: Option<u64>,
+}
+
+/// Where a cluster stands against [`View::settled`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settle {
+    pub leader: Option<QuorumLeader>,
+    /// Nodes (by index) that are up but have not rejoined the leader (all up nodes but the
+    /// leader's backers when there is no leader).
+    pub stragglers: Vec<usize>,
+}
+
+impl Settle {
+    pub fn is_settled(&self) -> bool {
+        self.leader.is_some() && self.stragglers.is_empty()
+    }
 }
 
 /// The derived facts of a history, fed in order.
@@ -180,6 +206,8 @@ pub struct View {
     final_heal: Option<FinalHeal>,
     /// Events fed.
     events: u64,
+    /// Faults (recovered from or not) whose every-node rejoin is not yet measured.
+    awaiting_rejoin: usize,
 }
 
 impl View {
@@ -199,6 +227,7 @@ impl View {
             overlaps: Vec::new(),
             final_heal: None,
             events: 0,
+            awaiting_rejoin: 0,
         };
         for n in nodes {
             v.node_ix(n);
@@ -347,10 +376,12 @@ impl View {
                     nodes,
                     start_ns: time,
                     ms_to_quorum_leader: None,
+                    ms_to_all_rejoined: None,
                     leader: None,
                     epoch: None,
                     pos,
                 });
+                self.awaiting_rejoin += 1;
                 self.fresh_since = time;
             }
             Some(FaultStep::Undoes(kind)) => {
@@ -385,6 +416,7 @@ impl View {
                 time,
                 pos,
                 recovered: None,
+                rejoined: None,
             });
             self.fresh_since = time;
         }
@@ -430,6 +462,7 @@ impl View {
             }
             _ => {}
         }
+        self.judge_rejoin(time);
         let waiting =
             !self.pending.is_empty() || self.final_heal.is_some_and(|h| h.recovered.is_none());
         if !waiting {
@@ -450,6 +483,61 @@ impl View {
             if h.recovered.is_none() {
                 h.recovered = Some((time - h.time, fresh));
             }
+        }
+    }
+
+    /// Measures, for faults and the final heal still waiting for it, the time until every node
+    /// had rejoined the leader (reads since the latest fault or the final heal).
+    fn judge_rejoin(&mut self, time: u64) {
+        let heal_waits = self.final_heal.is_some_and(|h| h.rejoined.is_none());
+        if self.awaiting_rejoin == 0 && !heal_waits {
+            return;
+        }
+        if !self.settled(self.fresh_since).is_settled() {
+            return;
+        }
+        for r in self.recoveries.iter_mut().chain(self.pending.iter_mut()) {
+            if r.ms_to_all_rejoined.is_none() {
+                r.ms_to_all_rejoined = Some((time - r.start_ns.min(time)) / 1_000_000);
+            }
+        }
+        self.awaiting_rejoin = 0;
+        if let Some(h) = &mut self.final_heal {
+            if h.rejoined.is_none() {
+                h.rejoined = Some(time - h.time.min(time));
+            }
+        }
+    }
+
+    /// THE definition of a settled cluster (the controller waits for it before its final
+    /// reads; the recovery checker measures it): a quorum-backed leader, and every node that
+    /// is up (not killed or paused) is that leader or FOLLOWS it in broadcast in its epoch,
+    /// not cut off from it, with its last committed zxid at least the leader's; every read
+    /// counted taken at or after `since_ns`.
+    pub fn settled(&self, since_ns: u64) -> Settle {
+        let fresh = |n: &NodeNow| n.read.filter(|r| r.time >= since_ns);
+        let Some(leader) = self.quorum_leader(since_ns) else {
+            return Settle {
+                leader: None,
+                stragglers: (0..self.nodes.len())
+                    .filter(|&i| !self.nodes[i].down)
+                    .collect(),
+            };
+        };
+        let committed = fresh(&self.nodes[leader.node]).map_or(0, |r| r.last_committed_zxid);
+        let stragglers = (0..self.nodes.len())
+            .filter(|&i| i != leader.node && !self.nodes[i].down)
+            .filter(|&i| {
+                let joined = fresh(&self.nodes[i]).is_some_and(|r| {
+                    r.follows() == Some((leader.sid, leader.epoch))
+                        && r.last_committed_zxid >= committed
+                });
+                !joined || self.cut(i, leader.node)
+            })
+            .collect();
+        Settle {
+            leader: Some(leader),
+            stragglers,
         }
     }
 
@@ -526,6 +614,16 @@ impl View {
             o.open_at_end = true;
             self.overlaps.push(o);
         }
+        // Who had not rejoined when the history ends, if the final heal never settled.
+        let final_stragglers = match self.final_heal {
+            Some(h) if h.rejoined.is_none() => self
+                .settled(h.time)
+                .stragglers
+                .into_iter()
+                .map(|i| (self.nodes[i].name.clone(), self.nodes[i].read))
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut recoveries = self.recoveries;
         recoveries.append(&mut self.pending);
         recoveries.sort_by_key(|r| r.start_ns);
@@ -537,6 +635,7 @@ impl View {
             windows: self.windows,
             overlaps: self.overlaps,
             final_heal: self.final_heal,
+            final_stragglers,
         }
     }
 }
@@ -602,6 +701,7 @@ pub fn quorum_leader_of<'a>(
                 leader: s.leader,
                 peer_epoch: s.peer_epoch,
                 accepted_epoch: s.accepted_epoch,
+                last_committed_zxid: s.last_committed_zxid,
             }),
             down: false,
             drops: Vec::new(),
@@ -622,6 +722,9 @@ pub struct Finished {
     pub windows: Vec<Window>,
     pub overlaps: Vec<Overlap>,
     pub final_heal: Option<FinalHeal>,
+    /// After a final heal that never settled: the nodes that had not rejoined the leader when
+    /// the history ends, with their latest read (None: no read since... or never).
+    pub final_stragglers: Vec<(String, Option<NodeRead>)>,
 }
 
 #[cfg(test)]
@@ -709,6 +812,44 @@ mod tests {
             .read(11, 2, "F1", 1)
             .read(12, 3, "F1", 1);
         assert_eq!(g.leader(0), None);
+    }
+
+    #[test]
+    fn settled_needs_every_up_node_to_rejoin_and_catch_up() {
+        let mut f = Feed::new();
+        f.nemesis(5, "kill", r#"{"nodes":["n3"]}"#)
+            .read(10, 1, "L", 1)
+            .read(11, 2, "F1", 1);
+        // A quorum-backed leader, and n3 is down: nobody up is missing.
+        assert!(f.view.settled(0).is_settled());
+        assert_eq!(f.view.recoveries()[0].ms_to_all_rejoined, Some(6));
+        // The final phase restarts n3, which is still looking: a straggler.
+        f.nemesis(20, "start", r#"{"nodes":["n3"],"final":true}"#)
+            .read(21, 1, "L", 1)
+            .read(22, 2, "F1", 1)
+            .read(23, 3, "?", 0);
+        let s = f.view.settled(20 * MS);
+        assert_eq!(
+            (s.leader.map(|l| l.sid), s.stragglers.clone()),
+            (Some(1), vec![2])
+        );
+        assert_eq!(f.view.final_heal().and_then(|h| h.rejoined), None);
+        // Following in broadcast but behind the leader's commits: still a straggler.
+        fn read(f: &mut Feed, ms: u64, node: u64, state: &str, zxid: u64) {
+            let text = format!(
+                r#"{{"index":0,"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":1,"peer_epoch":1,"zab_phase":"broadcast","last_committed_zxid":{zxid}}}}}"#,
+                ms * MS
+            );
+            f.line(text);
+        }
+        read(&mut f, 30, 1, "LEADING", 9);
+        read(&mut f, 31, 3, "FOLLOWING", 4);
+        assert_eq!(f.view.settled(20 * MS).stragglers, vec![1, 2]);
+        read(&mut f, 32, 2, "FOLLOWING", 9);
+        read(&mut f, 33, 3, "FOLLOWING", 9);
+        assert!(f.view.settled(20 * MS).is_settled());
+        // Measured from the final heal: 13 ms.
+        assert_eq!(f.view.final_heal().and_then(|h| h.rejoined), Some(13 * MS));
     }
 
     #[test]

@@ -55,8 +55,12 @@ pub fn load(name_or_path: &str) -> Result<Schedule> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     match BUILT_IN.iter().find(|(n, _)| *n == name) {
-        Some((n, text)) => Schedule::from_toml(n, text)
-            .map_err(|e| bad_input(format!("built-in schedule {n}: {e}"))),
+        Some((n, text)) => {
+            let mut s = Schedule::from_toml(n, text)
+                .map_err(|e| bad_input(format!("built-in schedule {n}: {e}")))?;
+            s.origin = format!("built-in nemesis/{n}.toml");
+            Ok(s)
+        }
         None => {
             let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
             Err(bad_input(format!(

@@ -82,6 +82,21 @@ impl Iterator for Planner<'_> {
     }
 }
 
+/// How much of a run of `time_limit` faults may use: all but the last tenth (at most 10 s),
+/// kept so that the last fault is undone before the run's stop, on time.
+pub fn fault_window(time_limit: Duration) -> Duration {
+    time_limit.saturating_sub(time_limit.min(Duration::from_secs(10)) / 10)
+}
+
+/// The shortest `--time-limit` whose fault window holds `need`.
+pub fn time_limit_for(need: Duration) -> Duration {
+    if need <= Duration::from_secs(9) {
+        need.mul_f64(10.0 / 9.0)
+    } else {
+        need + Duration::from_secs(1)
+    }
+}
+
 /// The faults planned to start and end before `until`.
 pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
     Planner::new(schedule, seed)

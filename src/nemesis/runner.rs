@@ -3,7 +3,7 @@
 //! verifies it.
 
 use super::inject::{self, Active};
-use super::plan::{plan, PlannedFault};
+use super::plan::{fault_window, plan, PlannedFault};
 use super::schedule::Schedule;
 use super::seam::{Nemesis, NemesisContext};
 use crate::control::clock::ClockSetting;
@@ -13,7 +13,6 @@ use crate::history::{EventType, F, NEMESIS};
 use anyhow::Result;
 use serde_json::json;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -35,11 +34,7 @@ impl ScheduledNemesis {
     async fn run_plan(&self, ctx: &NemesisContext) -> Result<()> {
         let mut stop = ctx.stop.clone();
         let start = Instant::now();
-        // Leave a margin so that the last fault is undone before the run's stop, on time.
-        let until = ctx
-            .time_limit
-            .saturating_sub(ctx.time_limit.min(Duration::from_secs(10)) / 10);
-        for fault in plan(&self.schedule, ctx.seed, until) {
+        for fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
             if sleep_or_stop(&mut stop, start + fault.start).await {
                 break;
             }

@@ -131,6 +131,9 @@ pub struct FaultTemplate {
     pub duration: Option<Duration>,
     /// Relative chance of being picked.
     pub weight: u32,
+    /// The line of its `[[fault]]` table in the schedule file (None: from `--nemesis`), so
+    /// preflight errors can point at it.
+    pub line: Option<usize>,
 }
 
 /// A whole schedule: which faults, how often, how long.
@@ -138,6 +141,9 @@ pub struct FaultTemplate {
 pub struct Schedule {
     /// A name for reports ("mixed", "kill-leader", "cli").
     pub name: String,
+    /// Where it came from, as errors name it: a file's path, "built-in nemesis/NAME.toml",
+    /// or "--nemesis LIST".
+    pub origin: String,
     /// Quiet time between the end of one fault and the start of the next.
     pub interval: Duration,
     /// How long a fault lasts unless its template says otherwise.
@@ -152,6 +158,7 @@ impl Schedule {
     pub fn none() -> Schedule {
         Schedule {
             name: "none".into(),
+            origin: "--nemesis none".into(),
             interval: Duration::from_secs(10),
             duration: Duration::from_secs(5),
             faults: Vec::new(),
@@ -175,6 +182,7 @@ impl Schedule {
     pub fn from_flags(list: &str, interval: Duration, duration: Duration) -> Result<Schedule> {
         let mut schedule = Schedule {
             name: list.to_string(),
+            origin: format!("--nemesis {list}"),
             interval,
             duration,
             ..Schedule::none()
@@ -206,8 +214,10 @@ impl Schedule {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Schedule::from_toml(&name, &text)
-            .map_err(|msg| bad_input(format!("{}: {msg}", path.display())))
+        let mut schedule = Schedule::from_toml(&name, &text)
+            .map_err(|msg| bad_input(format!("{}: {msg}", path.display())))?;
+        schedule.origin = path.display().to_string();
+        Ok(schedule)
     }
 
     /// Parses schedule TOML; the error is "line N: what is wrong".
@@ -221,16 +231,18 @@ impl Schedule {
         let mut faults = Vec::new();
         for (i, f) in raw.faults.into_iter().enumerate() {
             let line = fault_line(text, i);
-            faults.push(
-                f.into_template()
-                    .map_err(|e| format!("line {line}: in this [[fault]]: {e}"))?,
-            );
+            let mut t = f
+                .into_template()
+                .map_err(|e| format!("line {line}: in this [[fault]]: {e}"))?;
+            t.line = Some(line);
+            faults.push(t);
         }
         if faults.is_empty() {
             return Err("no [[fault]] tables: add at least one, e.g.\n[[fault]]\nkind = \"kill\"\ntarget = \"leader\"".into());
         }
         Ok(Schedule {
             name: name.to_string(),
+            origin: name.to_string(),
             interval,
             duration,
             faults,
@@ -261,6 +273,7 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         clock,
         duration: None,
         weight: 1,
+        line: None,
     }
 }
 
@@ -450,7 +463,9 @@ fn parse_signed_ms(text: &str) -> Result<i64, String> {
 fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
-        .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        // The line holding the span's first byte: newlines before it, plus one (`lines()`
+        // would miss the line the span starts, a key at the start of its line).
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
     let msg = e.message().trim();
     match line {
         Some(l) => format!("line {l}: {msg}"),
@@ -568,6 +583,13 @@ target = "n1,n2"
         assert!(err.contains("only for kind = \"partition\""), "{err}");
         let err = Schedule::from_toml("t", "colour = 1\n[[fault]]\nkind = \"kill\"\n").unwrap_err();
         assert!(err.starts_with("line 1") && err.contains("colour"), "{err}");
+        // An unknown key inside a [[fault]] is named on its own line, not the one before.
+        let err = Schedule::from_toml(
+            "t",
+            "interval = \"4s\"\n[[fault]]\nkind = \"kill\"\ncolour = 1\n",
+        )
+        .unwrap_err();
+        assert!(err.starts_with("line 4") && err.contains("colour"), "{err}");
     }
 }
 

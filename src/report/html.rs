@@ -29,9 +29,7 @@ const EVIDENCE_ITEM_CHARS: usize = 1_500;
 
 pub fn verdict_word(v: Option<Validity>) -> &'static str {
     match v {
-        Some(Validity::True) => "valid",
-        Some(Validity::False) => "invalid",
-        Some(Validity::Unknown) => "unknown",
+        Some(v) => v.word(),
         None => "not checked",
     }
 }

@@ -21,12 +21,33 @@ pub struct RunEntry {
     pub has_report: bool,
 }
 
-/// Every run folder (a folder holding test.json) two levels below `root`. Symlinks such as
+/// The reports root that holds `run_dir`: the folder with `latest` or `index.html` among its
+/// parent (a run copied into a folder of runs) and grandparent (`<root>/<test-name>/<time>/`,
+/// as `test` writes them), else the run folder's parent. Nothing above it is ever written: a run
+/// copied to /tmp/x/run has its index in /tmp/x, not /tmp.
+pub fn reports_root(run_dir: &Path) -> Option<PathBuf> {
+    let run = run_dir.canonicalize().ok()?;
+    let parent = run.parent()?;
+    let is_root =
+        |d: &Path| d.join("latest").symlink_metadata().is_ok() || d.join("index.html").is_file();
+    match parent.parent() {
+        Some(grand) if !is_root(parent) && is_root(grand) => Some(grand.to_path_buf()),
+        _ => Some(parent.to_path_buf()),
+    }
+}
+
+/// Every run folder (a folder holding test.json) one or two levels below `root`
+/// (`<root>/<test-name>/<time>/`, or a run copied straight into `root`). Symlinks such as
 /// `latest` are skipped so no run is listed twice; unreadable runs are skipped.
 pub fn find_runs(root: &Path) -> Vec<RunEntry> {
     let mut runs = Vec::new();
     for test in sorted_dirs(root) {
-        for run in sorted_dirs(&test) {
+        let below = if test.join("test.json").is_file() {
+            vec![test]
+        } else {
+            sorted_dirs(&test)
+        };
+        for run in below {
             let Ok(info) = TestInfo::read(&run.join("test.json")) else {
                 continue;
             };

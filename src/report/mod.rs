@@ -94,9 +94,8 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     let xml = junit::junit_xml(&info, results.as_ref(), data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 
-    // The reports root is the parent of the test-name folder. A folder elsewhere (a copy
-    // in /tmp, say) gets its report but no index: two levels up is not ours to write in.
-    let index = match reports_root(run_dir, &info.name) {
+    // Only the run folder and the reports root that holds it are written to.
+    let index = match index::reports_root(run_dir) {
         Some(root) => Some(index::update_index(&root)?),
         None => None,
     };
@@ -109,14 +108,6 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
             .collect(),
         index,
     })
-}
-
-/// The reports root of a run folder laid out as the controller does,
-/// `<root>/<test name>/<time>/`; None for a folder anywhere else.
-fn reports_root(run_dir: &Path, test_name: &str) -> Option<PathBuf> {
-    let dir = run_dir.canonicalize().ok()?;
-    let test_dir = dir.parent()?;
-    (test_dir.file_name()? == test_name).then(|| test_dir.parent().map(Path::to_path_buf))?
 }
 
 /// A run folder has test.json and history.jsonl; anything else is the user's mistake.

@@ -1,6 +1,7 @@
-//! The end of a run, after the nemesis stopped: make sure every node runs again, wait for a
-//! quorum-backed leader (recovery, as `history::view` defines it), and read every node's committed log once
-//! (`final-log` events, which the durability checker compares).
+//! The end of a run, after the nemesis stopped: make sure every node runs again, wait for the
+//! cluster to settle (every node that is up rejoined the quorum-backed leader and caught up, as
+//! `history::view` defines it), and read every node's committed log once (`final-log` events,
+//! which the durability checker compares).
 
 use crate::control::target::{ReadError, Target};
 use crate::history::recorder::Recorder;
@@ -39,31 +40,54 @@ pub fn ensure_all_up(target: &dyn Target, recorder: &Recorder) {
     }
 }
 
-/// Waits until a quorum-backed leader is observed (`history::view::View::quorum_leader`, the
-/// definition the recovery checker judges by, over the same lines), or `timeout`; returns the
-/// leader's sid and epoch and how long it took.
-pub async fn wait_for_recovery(
-    recorder: &Recorder,
-    timeout: Duration,
-) -> Option<(u64, u64, Duration)> {
+/// How the final phase's wait ended.
+pub enum Settled {
+    /// Every node that is up rejoined the quorum-backed leader.
+    Yes {
+        sid: u64,
+        epoch: u64,
+        took: Duration,
+    },
+    /// `--recovery-timeout` passed first: what each straggler last reported.
+    No { stragglers: Vec<String> },
+}
+
+/// Waits until the cluster has settled (`history::view::View::settled`: a quorum-backed leader,
+/// every node that is up leading or following it in broadcast, caught up to its last committed
+/// zxid), or `timeout`. Only reads taken after the final heal count. The final reads must not
+/// start before: a node still catching up would show a prefix of the log, which proves nothing.
+pub async fn wait_for_settle(recorder: &Recorder, timeout: Duration) -> Settled {
     let start = recorder.now();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         // Only reads taken after the final heal count (an older read may show the pre-heal
         // leader): the recovery checker's rule, on the same view of the same lines.
-        let (leader, since) = recorder.view(|v| {
-            let since = v.final_heal().map_or(start, |h| h.time);
-            (v.quorum_leader(since), since)
-        });
-        if let Some(l) = leader {
-            return Some((
-                l.sid,
-                l.epoch,
-                Duration::from_nanos(recorder.now().saturating_sub(since)),
-            ));
+        let settle = recorder.view(|v| v.settled(v.final_heal().map_or(start, |h| h.time)));
+        if let (true, Some(l)) = (settle.is_settled(), settle.leader) {
+            return Settled::Yes {
+                sid: l.sid,
+                epoch: l.epoch,
+                took: Duration::from_nanos(recorder.now().saturating_sub(start)),
+            };
         }
         if tokio::time::Instant::now() >= deadline {
-            return None;
+            let stragglers = recorder.view(|v| {
+                settle
+                    .stragglers
+                    .iter()
+                    .map(|&i| {
+                        let n = &v.nodes()[i];
+                        match n.read {
+                            Some(r) => format!(
+                                "{} last reported {:?} {:?}, leader {:?}, epoch {}, committed zxid {:#x}",
+                                n.name, r.state, r.phase, r.leader, r.peer_epoch, r.last_committed_zxid
+                            ),
+                            None => format!("{} could not be read", n.name),
+                        }
+                    })
+                    .collect()
+            });
+            return Settled::No { stragglers };
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -2,7 +2,8 @@
 //! heal, recovery, final reads, teardown, check, report.
 //!
 //! - `plan`: the CLI options and their validation (all bad input is found before anything
-//!   is created);
+//!   is created); `preflight`: the schedule fits the run and names its nodes, the node binary
+//!   knows the `--bug`;
 //! - `run_dir`: the run folder, `latest`, controller.log;
 //! - the history writer (`history::recorder`), the observers (`workload::observe`) and the
 //!   nemesis seam (`nemesis::seam`) live below `run`, which only composes them;
@@ -10,12 +11,17 @@
 //! - `guard`: teardown on every exit path; `progress`: the live line;
 //! - `test`: the test as a value (control, target, workload, nemesis, checks), built from
 //!   the plan; `run_body` runs it;
+//! - `interrupt`: SIGINT/SIGTERM/SIGHUP; `node_watch`: nodes that die unasked (`node-exit`
+//!   events; at start-up, an abort);
 //! - `finish`: check and report (`finish_run`).
 
 pub mod final_phase;
 pub mod finish;
 pub mod guard;
+pub mod interrupt;
+pub mod node_watch;
 pub mod plan;
+pub mod preflight;
 pub mod progress;
 pub mod run_dir;
 pub mod test;
@@ -29,10 +35,12 @@ use crate::control::ssh;
 use crate::exit;
 use crate::history::recorder::Recorder;
 use crate::history::test_info::{Settings, TestInfo};
+use crate::history::{EventType, InterruptedValue, CONTROLLER, F};
 use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
+use interrupt::{Interrupts, Signal};
 use plan::Plan;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -60,9 +68,10 @@ fn warn_real_clock(hosts: &[String], kinds: &[String]) {
 }
 
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
-/// times; the exit code is the worst verdict.
+/// times; the exit code is the worst verdict, or the signal's code when one interrupted it.
 pub async fn test(args: TestArgs) -> Result<i32> {
     let plan = Plan::from_args(args)?;
+    let interrupts = Interrupts::install()?;
     let needs = Needs {
         netns: plan.mode == NetMode::Netns,
         iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
@@ -92,9 +101,14 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     run_dir::init_tracing();
     let mut worst = exit::VALID;
     for i in 0..plan.args.test_count {
+        // A signal between runs: no new run starts.
+        if let Some(sig) = interrupts.received() {
+            eprintln!("fle-chaos: interrupted by {}", sig.name());
+            return Ok(sig.exit_code());
+        }
         let seed = plan.seed.wrapping_add(i as u64);
         // A panic inside the run unwinds through its guard (teardown) and ends here as 255.
-        let code = match tokio::spawn(run_once(plan.clone(), seed)).await {
+        let code = match tokio::spawn(run_once(plan.clone(), seed, interrupts.clone())).await {
             Ok(Ok(code)) => code,
             Ok(Err(e)) => {
                 run_dir::log_off();
@@ -105,21 +119,19 @@ pub async fn test(args: TestArgs) -> Result<i32> {
                 anyhow::bail!("the run crashed: {e}");
             }
         };
-        worst = worse(worst, code);
-        if code == INTERRUPTED {
-            return Ok(exit::UNKNOWN);
+        // The remaining runs do not start: the signal's code is the answer.
+        if exit::is_interrupted(code) {
+            return Ok(code);
         }
+        worst = worse(worst, code);
     }
     Ok(worst)
 }
 
-/// Internal code for a run ended by a signal (reported as unknown).
-const INTERRUPTED: i32 = -1;
-
 fn worse(a: i32, b: i32) -> i32 {
     let rank = |c: i32| match c {
         exit::VALID => 0,
-        exit::UNKNOWN | INTERRUPTED => 1,
+        exit::UNKNOWN => 1,
         exit::INVALID => 2,
         _ => 3,
     };
@@ -130,8 +142,19 @@ fn worse(a: i32, b: i32) -> i32 {
     }
 }
 
-/// One run: returns the verdict's exit code, or INTERRUPTED.
-async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
+/// How a run's body ended.
+enum Ending {
+    /// The final reads are done: check and report.
+    Done,
+    Interrupted(Signal),
+    /// The history could not be written: nothing more can be proven.
+    HistoryFailed(String),
+    /// The run cannot go on (a node died while the cluster started).
+    Aborted(String),
+}
+
+/// One run: returns the verdict's exit code, or the code of the signal that interrupted it.
+async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
     let run_dir = run_dir::create(&plan.args.out, &plan.name)?;
     run_dir::log_to(&run_dir)?;
@@ -168,6 +191,7 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
                 "fake_monotonic": plan.fake_monotonic,
                 "real_clock_skew": plan.args.ssh.real_clock_skew,
                 "run_id": run_id,
+                (crate::checker::faults::PLANNED_KEY): plan.faults_planned(seed),
             }))?,
         },
     }
@@ -179,9 +203,23 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
     )?);
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
+    let (abort, mut aborted) = watch::channel(None::<String>);
     let outcome = tokio::select! {
-        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard) => r.map(|_| None),
-        sig = shutdown_signal() => Ok(Some(sig)),
+        r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard, abort) => {
+            r.map(|_| Ending::Done)
+        }
+        why = aborted.wait_for(|a| a.is_some()) => {
+            Ok(Ending::Aborted(why.ok().and_then(|w| w.clone()).unwrap_or_default()))
+        }
+        sig = interrupts.wait() => Ok(Ending::Interrupted(sig)),
+        why = recorder.failed() => Ok(Ending::HistoryFailed(why)),
+    };
+    // Writes that failed after the body's last await (the final reads) end here too.
+    let outcome = match outcome {
+        Ok(Ending::Done) if recorder.write_errors() > 0 => {
+            Ok(Ending::HistoryFailed(recorder.failed().await))
+        }
+        other => other,
     };
     match outcome {
         Err(e) => {
@@ -190,17 +228,33 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             run_dir::log_off();
             Err(e)
         }
-        Ok(Some(signal)) => {
-            tracing::warn!("interrupted by {signal}");
+        Ok(Ending::HistoryFailed(why)) => {
+            tracing::error!("run aborted: {why}");
+            guard.teardown_now();
+            run_dir::log_off();
+            Err(anyhow::anyhow!(
+                "{why}; run aborted and cluster torn down (free space under --out {}, or choose another --out)",
+                plan.args.out.display()
+            ))
+        }
+        Ok(Ending::Aborted(why)) => {
+            tracing::error!("run aborted: {why}");
+            guard.teardown_now();
+            run_dir::log_off();
+            Err(anyhow::anyhow!("{why}; run aborted and cluster torn down"))
+        }
+        Ok(Ending::Interrupted(signal)) => {
+            interrupted(&recorder, signal);
             guard.teardown_now();
             eprintln!(
-                "fle-chaos: interrupted by {signal}; cluster torn down; partial history in {}",
+                "fle-chaos: interrupted by {}; cluster torn down; partial history in {}",
+                signal.name(),
                 run_dir.join("history.jsonl").display()
             );
             run_dir::log_off();
-            Ok(INTERRUPTED)
+            Ok(signal.exit_code())
         }
-        Ok(None) => {
+        Ok(Ending::Done) => {
             if plan.args.leave_running {
                 guard.disarm();
                 eprintln!(
@@ -210,17 +264,20 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
             } else {
                 guard.teardown_now();
             }
-            if recorder.write_errors() > 0 {
-                eprintln!(
-                    "fle-chaos: {} history events could not be written",
-                    recorder.write_errors()
-                );
-            }
-            let code = tokio::task::spawn_blocking({
+            let finish = tokio::task::spawn_blocking({
                 let dir = run_dir.clone();
                 move || finish::finish_run(&dir)
-            })
-            .await??;
+            });
+            // A signal while checking: the history is complete, but the user asked to stop.
+            let code = tokio::select! {
+                r = finish => r??,
+                signal = interrupts.wait() => {
+                    interrupted(&recorder, signal);
+                    run_dir::log_off();
+                    eprintln!("fle-chaos: interrupted by {} while checking {}", signal.name(), run_dir.display());
+                    return Ok(signal.exit_code());
+                }
+            };
             tracing::info!("verdict exit code {code}");
             run_dir::log_off();
             eprintln!(
@@ -228,13 +285,28 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
                 run_dir.display(),
                 match code {
                     exit::VALID => "valid",
-                    exit::INVALID => "INVALID",
+                    exit::INVALID => "invalid",
                     _ => "unknown",
                 }
             );
             Ok(code)
         }
     }
+}
+
+/// Records the interruption (the history says why it ends there) and logs it.
+fn interrupted(recorder: &Recorder, signal: Signal) {
+    tracing::warn!("interrupted by {}", signal.name());
+    recorder.record(
+        CONTROLLER,
+        EventType::Info,
+        F::Interrupted,
+        None,
+        serde_json::to_value(InterruptedValue {
+            signal: signal.name().into(),
+        })
+        .unwrap_or_default(),
+    );
 }
 
 /// The run proper, from cluster creation to the final reads. Dropping this future (on a
@@ -246,10 +318,14 @@ async fn run_body(
     recorder: Arc<Recorder>,
     registry: Arc<Registry>,
     guard: &Guard,
+    abort: watch::Sender<Option<String>>,
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
-    let test = Test::build(plan, seed, run_dir, registry, guard)?;
+    let mut test = Test::build(plan, seed, run_dir, registry, guard)?;
+    // Every start, kill and stop goes through the watch, so an exit it did not cause is seen.
+    let watched = Arc::new(node_watch::Watched::new(test.target.clone()));
+    test.target = watched.clone();
     let target = test.target.clone();
     for node in &plan.nodes {
         target.setup(node)?;
@@ -258,6 +334,9 @@ async fn run_body(
         let pid = target.start(node)?;
         tracing::info!("started {node}: pid {pid}");
     }
+    // Dropped (and so stopped) with this future, after the final reads.
+    let mut watcher = JoinSet::new();
+    watcher.spawn(node_watch::watch_nodes(watched, recorder.clone(), abort));
 
     let obs = Arc::new(Observations::new(plan.nodes.clone()));
     let (stop_observers, observers_stopped) = watch::channel(false);
@@ -318,14 +397,16 @@ async fn run_body(
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_recovery(&recorder, test.checks.recovery_timeout).await {
-        Some((sid, epoch, took)) => tracing::info!(
-            "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
+    match final_phase::wait_for_settle(&recorder, test.checks.recovery_timeout).await {
+        final_phase::Settled::Yes { sid, epoch, took } => tracing::info!(
+            "settled: n{sid} leads epoch {epoch} and every node rejoined it, {} ms after the final heal",
             took.as_millis()
         ),
-        None => tracing::warn!(
-            "no quorum agreed on a leader within {} s of the final heal",
-            test.checks.recovery_timeout.as_secs_f64()
+        // The recovery checker finds it in the history and names the nodes.
+        final_phase::Settled::No { stragglers } => tracing::warn!(
+            "not settled within {} s of the final heal: {}",
+            test.checks.recovery_timeout.as_secs_f64(),
+            stragglers.join("; ")
         ),
     }
     let _ = stop_observers.send(true);
@@ -336,21 +417,4 @@ async fn run_body(
     final_phase::final_reads(target.clone(), recorder.clone()).await;
     progress.finish_and_clear();
     Ok(())
-}
-
-/// Resolves on Ctrl-C, SIGTERM or SIGHUP, naming the signal.
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return "SIGINT";
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-        _ = hup.recv() => "SIGHUP",
-    }
 }

@@ -40,7 +40,12 @@ pub struct TestArgs {
     #[arg(long, default_value = "5", value_name = "N|HOST,HOST,..")]
     pub nodes: NodesArg,
     /// Seconds of workload and faults, before the final heal, recovery and final reads.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub time_limit: f64,
     /// Workload: a short name (election, writes: workloads/NAME.toml) or a path to a TOML file.
     #[arg(long, default_value = "election", value_name = "NAME|FILE")]
@@ -50,7 +55,12 @@ pub struct TestArgs {
     #[arg(long, value_name = "none|KIND,..")]
     pub nemesis: Option<String>,
     /// Mean seconds between faults.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub nemesis_interval: f64,
     /// A fault schedule (nemesis/*.toml); takes precedence over --nemesis.
     #[arg(long, value_name = "FILE")]
@@ -62,7 +72,7 @@ pub struct TestArgs {
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
     /// Writes per second, all clients together [default: the workload file's `rate`].
-    #[arg(long, value_name = "PER_SECOND")]
+    #[arg(long, value_name = "PER_SECOND", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Where runs are stored: OUT/<test-name>/<timestamp>/, OUT/latest links the newest.
     #[arg(long, default_value = "reports", value_name = "DIR")]
@@ -94,8 +104,14 @@ pub struct TestArgs {
     /// ZooKeeper syncLimit, in ticks.
     #[arg(long, default_value_t = 5, value_name = "TICKS")]
     pub sync_limit: u32,
-    /// Seconds to wait, after the final heal, for a quorum to agree on a leader.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    /// Seconds to wait, after the final heal, for the cluster to settle: every node that is up
+    /// following one quorum-backed leader in broadcast and caught up to its commits.
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub recovery_timeout: f64,
     /// Start nodes under libfaketime even without clock faults.
     #[arg(long)]
@@ -120,6 +136,8 @@ pub struct Plan {
     pub workload: Workload,
     pub nemesis_settings: NemesisSettings,
     pub nemesis: Arc<dyn Nemesis>,
+    /// The fault schedule the nemesis runs (its seeded plan is sized per run).
+    pub schedule: crate::nemesis::schedule::Schedule,
     pub mode: NetMode,
     pub binary: PathBuf,
     pub faketime: bool,
@@ -262,6 +280,8 @@ impl Plan {
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;
         }
+        let nodes: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
+        super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
             kinds: schedule
@@ -272,7 +292,7 @@ impl Plan {
             interval,
             file: args.nemesis_file.clone(),
         };
-        let nemesis = crate::nemesis::build(schedule);
+        let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         if name.is_empty()
             || !name
@@ -297,6 +317,9 @@ impl Plan {
                 binary.display()
             )));
         }
+        if let (TargetKind::Fle, Some(bug)) = (args.target, &args.bug) {
+            super::preflight::check_bugs(&binary, bug)?;
+        }
         if mode == NetMode::Netns && hosts.is_none() && !crate::control::is_root() {
             return Err(bad_input(
                 "--net netns (the default) needs root to create network namespaces, veth links and \
@@ -308,11 +331,12 @@ impl Plan {
             || (!args.ssh.real_clock_skew && nemesis_settings.kinds.iter().any(|k| k == "clock"));
         Ok(Plan {
             name,
-            nodes: (1..=count).map(|i| format!("n{i}")).collect(),
+            nodes,
             hosts,
             workload,
             nemesis_settings,
             nemesis,
+            schedule,
             mode,
             binary,
             faketime,
@@ -322,6 +346,13 @@ impl Plan {
             recovery_timeout,
             args,
         })
+    }
+
+    /// How many faults the seeded plan of the run with `seed` holds (recorded in test.json, so
+    /// that a run that injected none of them is not judged valid).
+    pub fn faults_planned(&self, seed: u64) -> usize {
+        use crate::nemesis::plan::{fault_window, plan};
+        plan(&self.schedule, seed, fault_window(self.time_limit)).len()
     }
 
     /// A command line that replays run number `i` of this plan.

@@ -140,6 +140,10 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         .join(&spec.name)
         .join(started_at.format("%Y%m%dT%H%M%S").to_string());
     std::fs::create_dir_all(&run_dir)?;
+    // As `fle-chaos test` does: `latest` marks `root` as the reports root.
+    let latest = root.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    std::os::unix::fs::symlink(run_dir.strip_prefix(root)?, &latest)?;
     let nodes: Vec<String> = (1..=spec.nodes as u64).map(node_name).collect();
     let info = TestInfo {
         name: spec.name.clone(),
@@ -632,6 +636,7 @@ fn write_results(
                 nodes: vec![node.clone()],
                 start_ns: *start_ns,
                 ms_to_quorum_leader: Some(600 + 50 * k as u64),
+                ms_to_all_rejoined: Some(800 + 50 * k as u64),
                 leader: None,
                 epoch: None,
                 pos: 0,
@@ -641,6 +646,7 @@ fn write_results(
             bound_ms: 2700,
             quorum: spec.nodes / 2 + 1,
             final_heal_to_quorum_leader_ms: Some(700),
+            final_heal_to_all_rejoined_ms: Some(900),
             faults,
             fault_intervals: vec![],
             leaderless_windows: vec![],

@@ -1,0 +1,183 @@
+//! Nodes that die unasked. The run's `Target` is wrapped in `Watched`, which notes every node
+//! the controller takes down itself (a nemesis kill) before doing it, and forgets it when the
+//! controller starts the node again. A watcher task polls every node's process through the
+//! Target/Control seam (fle-node and ZooKeeper alike): a process gone that the controller did
+//! not take down is a `node-exit` event (its exit status or signal, the last lines of its log).
+//!
+//! Before the cluster first had a quorum-backed leader such an exit aborts the run (a node
+//! binary that cannot start, a `--bug` it refuses): exit 255 with the node's last log line,
+//! never a verdict about the system. Later, it is the `crash` checker's finding: a system under
+//! test that dies by itself is a bug.
+
+use crate::api::{LogResponse, NodeStatus};
+use crate::control::clock::Clock;
+use crate::control::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::Control;
+use crate::history::recorder::Recorder;
+use crate::history::{EventType, NodeExitValue, F};
+use anyhow::Result;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often the watcher looks at every node's process.
+const PERIOD: Duration = Duration::from_millis(50);
+/// How many lines of a dead node's log the event carries.
+const TAIL_LINES: usize = 12;
+
+/// A `Target` that remembers which nodes the controller took down on purpose.
+pub struct Watched {
+    inner: Arc<dyn Target>,
+    taken_down: Mutex<HashSet<String>>,
+}
+
+impl Watched {
+    pub fn new(inner: Arc<dyn Target>) -> Self {
+        Watched {
+            inner,
+            taken_down: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn taken_down(&self, node: &str) -> bool {
+        self.taken_down.lock().unwrap().contains(node)
+    }
+}
+
+impl Target for Watched {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn nodes(&self) -> Vec<String> {
+        self.inner.nodes()
+    }
+    fn setup(&self, node: &str) -> Result<()> {
+        self.inner.setup(node)
+    }
+    fn start(&self, node: &str) -> Result<u32> {
+        let pid = self.inner.start(node)?;
+        self.taken_down.lock().unwrap().remove(node);
+        Ok(pid)
+    }
+    fn kill(&self, node: &str) -> Result<Option<u32>> {
+        // Noted before the kill, so the watcher never sees it as an exit of its own.
+        self.taken_down.lock().unwrap().insert(node.to_string());
+        self.inner.kill(node)
+    }
+    fn pause(&self, node: &str) -> Result<Option<u32>> {
+        self.inner.pause(node)
+    }
+    fn resume(&self, node: &str) -> Result<Option<u32>> {
+        self.inner.resume(node)
+    }
+    fn is_running(&self, node: &str) -> bool {
+        self.inner.is_running(node)
+    }
+    fn control(&self) -> &dyn Control {
+        self.inner.control()
+    }
+    fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>> {
+        self.inner.status(node)
+    }
+    fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome> {
+        self.inner.write(node, value)
+    }
+    fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>> {
+        self.inner.read_log(node)
+    }
+    fn log_paths(&self, node: &str) -> Vec<PathBuf> {
+        self.inner.log_paths(node)
+    }
+    fn clock_file(&self, node: &str) -> Option<PathBuf> {
+        self.inner.clock_file(node)
+    }
+    fn clock(&self) -> Option<&dyn Clock> {
+        self.inner.clock()
+    }
+}
+
+/// The last `n` non-empty lines of a node's logs.
+fn log_tail(target: &dyn Target, node: &str, n: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for path in target.log_paths(node) {
+        // Local logs are read directly; a remote node's through its Control.
+        let text = std::fs::read(&path).ok().or_else(|| {
+            let dir = target.control().node_dir(node).ok()?;
+            let rel = path.strip_prefix(&dir).ok()?;
+            target.control().read_file(node, rel).ok()
+        });
+        if let Some(text) = text {
+            lines.extend(
+                String::from_utf8_lossy(&text)
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    let skip = lines.len().saturating_sub(n);
+    lines.split_off(skip)
+}
+
+/// The `node-exit` value for `node`, which has just been found gone.
+fn exit_value(target: &dyn Target, node: &str) -> NodeExitValue {
+    use std::os::unix::process::ExitStatusExt;
+    let status = target.control().exit_status(node);
+    NodeExitValue {
+        status: status.and_then(|s| s.code()),
+        signal: status
+            .and_then(|s| s.signal())
+            .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
+            .map(|s| s.as_str().to_string()),
+        caused_by_controller: false,
+        log_tail: log_tail(target, node, TAIL_LINES),
+    }
+}
+
+/// Watches every node until the task is dropped. An exit before the cluster first had a
+/// quorum-backed leader is sent on `abort` ("n3 exited during start: ...").
+pub async fn watch_nodes(
+    target: Arc<Watched>,
+    recorder: Arc<Recorder>,
+    abort: watch::Sender<Option<String>>,
+) {
+    // Whether each node ran at the last look, so that one death is reported once.
+    // Every node was started before the watch began: one that is already gone died.
+    let mut alive: HashMap<String, bool> = target.nodes().into_iter().map(|n| (n, true)).collect();
+    let mut started = false;
+    loop {
+        started = started || recorder.view(|v| v.quorum_leader(0).is_some());
+        for node in target.nodes() {
+            let running = target.is_running(&node);
+            let was = alive.insert(node.clone(), running).unwrap_or(false);
+            if running || !was || target.taken_down(&node) {
+                continue;
+            }
+            let value = exit_value(target.as_ref(), &node);
+            let how = match (&value.status, &value.signal) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(sig)) => format!("killed by {sig}"),
+                (None, None) => "ended".to_string(),
+            };
+            tracing::error!("{node} exited unasked ({how})");
+            let last = value
+                .log_tail
+                .last()
+                .cloned()
+                .unwrap_or_else(|| how.clone());
+            recorder.record(
+                &node,
+                EventType::Info,
+                F::NodeExit,
+                Some(&node),
+                serde_json::to_value(&value).unwrap_or_default(),
+            );
+            if !started {
+                abort.send_replace(Some(format!("{node} exited during start ({how}): {last}")));
+            }
+        }
+        tokio::time::sleep(PERIOD).await;
+    }
+}

@@ -1,0 +1,275 @@
+//! Preflight of the whole plan, before anything is created: a run that cannot test what was
+//! asked is refused with one line naming the input, the line and the fix (exit 254), instead
+//! of running and passing on nothing.
+//!
+//! - every fault of the schedule can be injected *and undone* within `--time-limit` (else the
+//!   plan would hold no fault, or never the long one);
+//! - the nodes a schedule names exist in the cluster;
+//! - the `--bug` values are ones the node binary knows (it is asked: `fle-node --list-bugs`).
+
+use crate::exit::bad_input;
+use crate::nemesis::plan::{fault_window, time_limit_for};
+use crate::nemesis::schedule::{FaultTemplate, Schedule, TargetSpec};
+use anyhow::Result;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Seconds as a user writes them: "7.2", "10".
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{:.1}s", s)
+    }
+}
+
+/// "nemesis/x.toml: line 5: " or "--nemesis kill: ".
+fn at(schedule: &Schedule, fault: &FaultTemplate) -> String {
+    match fault.line {
+        Some(line) => format!("{}: line {line}: ", schedule.origin),
+        None => format!("{}: ", schedule.origin),
+    }
+}
+
+/// Checks that every fault of `schedule` fits in `time_limit` and names only `nodes`.
+pub fn check_schedule(schedule: &Schedule, time_limit: Duration, nodes: &[String]) -> Result<()> {
+    let window = fault_window(time_limit);
+    for fault in &schedule.faults {
+        check_nodes(schedule, fault, nodes)?;
+        let duration = fault.duration.unwrap_or(schedule.duration);
+        // A fault starts after `interval` of quiet at the earliest and must be undone in time.
+        let need = schedule.interval + duration;
+        if need > window {
+            let fix = match fault.line {
+                Some(_) => "shorten its duration or the schedule's interval",
+                None => "lower --nemesis-interval",
+            };
+            return Err(bad_input(format!(
+                "{}this {} fault waits {} (interval) and lasts {} (duration): it cannot be \
+                 injected and undone within --time-limit {} (faults get its first {}), so the run \
+                 would test nothing; raise --time-limit to at least {:.0}, or {fix} (or --nemesis none: no faults)",
+                at(schedule, fault),
+                fault.kind.name(),
+                secs(schedule.interval),
+                secs(duration),
+                time_limit.as_secs_f64(),
+                secs(window),
+                time_limit_for(need).as_secs_f64().ceil(),
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_nodes(schedule: &Schedule, fault: &FaultTemplate, nodes: &[String]) -> Result<()> {
+    let named: Vec<&String> = match (&fault.target, &fault.groups) {
+        (TargetSpec::Nodes(n), Some(g)) => n.iter().chain(g.iter().flatten()).collect(),
+        (TargetSpec::Nodes(n), None) => n.iter().collect(),
+        (_, Some(g)) => g.iter().flatten().collect(),
+        (_, None) => Vec::new(),
+    };
+    match named.into_iter().find(|n| !nodes.contains(n)) {
+        None => Ok(()),
+        Some(stranger) => Err(bad_input(format!(
+            "{}{stranger} is not in the cluster, which has {} ({} nodes): name nodes of it, or \
+             raise --nodes",
+            at(schedule, fault),
+            span(nodes),
+            nodes.len()
+        ))),
+    }
+}
+
+/// "n1..n3" or "n1".
+fn span(nodes: &[String]) -> String {
+    match (nodes.first(), nodes.last()) {
+        (Some(a), Some(b)) if a != b => format!("{a}..{b}"),
+        (Some(a), _) => a.clone(),
+        _ => "no nodes".into(),
+    }
+}
+
+/// How long the node binary may take to list its bugs.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Checks every comma-separated name of `--bug` against what `binary` knows. The binary is
+/// asked with `--list-bugs` (one `NAME<TAB>JIRA<TAB>FAULT<TAB>DESCRIPTION` line per bug); one
+/// without that flag is asked to parse `--bug VALUE --help`, which it refuses when it does not
+/// know the name.
+pub fn check_bugs(binary: &Path, bug: &str) -> Result<()> {
+    let wanted: Vec<&str> = bug.split(',').map(str::trim).collect();
+    if let Some(empty) = wanted.iter().find(|w| w.is_empty()) {
+        return Err(bad_input(format!(
+            "--bug {bug:?}: an empty name{empty}; give names like quorum-minority, comma-separated"
+        )));
+    }
+    match run(binary, &["--list-bugs"])? {
+        (true, out, _) => {
+            let known: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.split('\t').next())
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect();
+            match wanted.iter().find(|w| !known.contains(w)) {
+                None => Ok(()),
+                Some(unknown) => Err(bad_input(format!(
+                    "--bug {unknown}: {} has no such seeded bug; it knows: {} (fle-node --list-bugs)",
+                    binary.display(),
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))),
+            }
+        }
+        (false, _, _) => match run(binary, &["--bug", bug, "--help"])? {
+            (true, _, _) => Ok(()),
+            (false, _, err) => {
+                let why = err
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("no message");
+                let why = why.strip_prefix("error: ").unwrap_or(why);
+                Err(bad_input(format!(
+                    "--bug {bug}: {} refuses it: {why}",
+                    binary.display()
+                )))
+            }
+        },
+    }
+}
+
+/// Runs `binary args` with a deadline: (succeeded, stdout, stderr).
+fn run(binary: &Path, args: &[&str]) -> Result<(bool, String, String)> {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            bad_input(format!(
+                "--node-binary {}: cannot run it ({e}); give an fle-node executable",
+                binary.display()
+            ))
+        })?;
+    let started = Instant::now();
+    loop {
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        if started.elapsed() > ASK_TIMEOUT {
+            // Our own child, by its handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(bad_input(format!(
+                "--node-binary {}: `{} {}` did not answer within {} s; is it fle-node?",
+                binary.display(),
+                binary.display(),
+                args.join(" "),
+                ASK_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output()?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    fn toml(text: &str) -> Schedule {
+        let mut s = Schedule::from_toml("t", text).unwrap();
+        s.origin = "t.toml".into();
+        s
+    }
+
+    #[test]
+    fn a_fault_longer_than_the_run_is_refused_naming_its_line() {
+        let s = toml("interval = \"2s\"\n\n[[fault]]\nkind = \"kill\"\nduration = \"120s\"\n");
+        let err = check_schedule(&s, Duration::from_secs(10), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("t.toml: line 3: ") && err.contains("120s") && err.contains("123"),
+            "{err}"
+        );
+        // The same fault fits a long enough run.
+        check_schedule(&s, Duration::from_secs(123), &nodes(3)).unwrap();
+        check_schedule(&s, Duration::from_secs(122), &nodes(3)).unwrap_err();
+    }
+
+    #[test]
+    fn the_built_in_pause_leader_does_not_fit_eight_seconds() {
+        let s = crate::nemesis::catalogue::load("pause-leader").unwrap();
+        let err = check_schedule(&s, Duration::from_secs(8), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("nemesis/pause-leader.toml: line 7") && err.contains("--time-limit 8"),
+            "{err}"
+        );
+        assert!(err.contains("at least 12"), "{err}");
+        // 5 s + 6 s: 12 s leave the 11 s it needs, 11 s leave 10 s.
+        check_schedule(&s, Duration::from_secs(12), &nodes(3)).unwrap();
+        check_schedule(&s, Duration::from_secs(11), &nodes(3)).unwrap_err();
+    }
+
+    #[test]
+    fn flags_name_the_interval_flag() {
+        let s =
+            Schedule::from_flags("kill", Duration::from_secs(10), Duration::from_secs(10)).unwrap();
+        let err = check_schedule(&s, Duration::from_secs(10), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--nemesis kill: ") && err.contains("--nemesis-interval"),
+            "{err}"
+        );
+        check_schedule(&s, Duration::from_secs(21), &nodes(3)).unwrap();
+    }
+
+    #[test]
+    fn nodes_outside_the_cluster_are_refused() {
+        let s = toml("[[fault]]\nkind = \"kill\"\ntarget = \"n9\"\n");
+        let err = check_schedule(&s, Duration::from_secs(60), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("t.toml: line 1: n9 is not in the cluster") && err.contains("n1..n3"),
+            "{err}"
+        );
+        check_schedule(&s, Duration::from_secs(60), &nodes(9)).unwrap();
+        let g = toml(
+            "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\ngroups = [[\"n1\"], [\"n4\"]]\n",
+        );
+        let err = check_schedule(&g, Duration::from_secs(60), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("n4 is not in the cluster"), "{err}");
+    }
+
+    #[test]
+    fn every_built_in_schedule_fits_the_default_run() {
+        for (name, _) in crate::nemesis::catalogue::BUILT_IN {
+            let s = crate::nemesis::catalogue::load(name).unwrap();
+            check_schedule(&s, Duration::from_secs(60), &nodes(5))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}
