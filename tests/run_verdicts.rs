@@ -2,7 +2,8 @@
 //! filesystems: a history that cannot be written aborts the run at once (255, the reason,
 //! nothing left behind); `report` and `check` on a run copied elsewhere write only inside it
 //! and the folder that holds it; a node binary that exits at start aborts the run (255, its
-//! message, nothing left); a node killed from outside mid-run is the `crash` checker's finding.
+//! message, nothing left); a node killed from outside mid-run is the `crash` checker's finding;
+//! a run whose planned faults were never injected is unknown (the `faults` checker).
 
 mod run_support;
 
@@ -260,4 +261,46 @@ fn a_node_killed_from_outside_mid_run_is_a_crash() {
     );
     assert!(!crash["evidence"].as_array().unwrap().is_empty());
     assert_eq!(leftovers(&resources(&dir)), Vec::<String>::new());
+}
+
+#[test]
+fn a_run_whose_planned_faults_were_never_injected_is_unknown() {
+    // A real run's history (a final heal, no fault) whose test.json says the plan held faults.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid-writes");
+    for (planned, code, faults) in [(3, 2, "unknown"), (0, 0, "true")] {
+        let run = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture.join("history.jsonl"),
+            run.path().join("history.jsonl"),
+        )
+        .unwrap();
+        let mut info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture.join("test.json")).unwrap())
+                .unwrap();
+        info["settings"]["faults_planned"] = planned.into();
+        std::fs::write(run.path().join("test.json"), info.to_string()).unwrap();
+        let o = fle_chaos().arg("check").arg(run.path()).output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(code), "planned {planned}: {stdout}");
+        let results: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(run.path().join("results.json")).unwrap(),
+        )
+        .unwrap();
+        let c = results["checkers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "faults")
+            .expect("a faults checker");
+        assert_eq!(c["valid"], faults, "planned {planned}: {c}");
+        if planned > 0 {
+            assert!(
+                c["explanation"]
+                    .as_str()
+                    .unwrap()
+                    .contains("none was injected"),
+                "{c}"
+            );
+        }
+    }
 }
