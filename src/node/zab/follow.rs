@@ -16,6 +16,12 @@ use crate::node::zab::follower::{Follower, FollowerConfig};
 use crate::node::zab::store::{lock, SharedStore};
 use crate::node::zab::{publish, ZabConfig, ZabProgress};
 
+/// How often per tick the follower checks its leader's silence. The follower only counts
+/// silence (the leader pings each half tick), so a finer count costs a timer wake-up and gives
+/// up on a silent (paused) leader within a tenth of a tick after syncLimit·tickTime, instead of
+/// up to half a tick later (issue 18: part of the paused leader's "second second").
+const SILENCE_CHECKS_PER_TICK: u32 = 10;
+
 /// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
 pub async fn follow(
     cfg: ZabConfig,
@@ -38,15 +44,15 @@ pub async fn follow(
         }
     };
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-    let conn = spawn_conn(stream, 0, ev_tx);
+    let conn = spawn_conn(stream, Vec::new(), 0, ev_tx);
     let mut sm = {
         let s = lock(&store);
         Follower::new(
             FollowerConfig {
                 sid: cfg.my_sid,
                 leader: leader_sid,
-                init_limit_beats: 2 * cfg.init_limit as u64,
-                sync_limit_beats: 2 * cfg.sync_limit as u64,
+                init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.init_limit as u64,
+                sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.sync_limit as u64,
             },
             s.accepted_epoch(),
             s.current_epoch(),
@@ -54,7 +60,9 @@ pub async fn follow(
             s.last_committed_zxid(),
         )
     };
-    let mut beat = tokio::time::interval(cfg.beat());
+    let mut beat = tokio::time::interval(
+        (cfg.tick / SILENCE_CHECKS_PER_TICK).max(std::time::Duration::from_millis(1)),
+    );
     beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     beat.tick().await;
     let mut outputs = sm.start();
@@ -95,7 +103,8 @@ pub async fn follow(
     };
     drop(conn);
     publish(&progress, &store, ZabPhase::Election, sm.synced_by());
-    tracing::info!("stopped following {leader_sid}: {ended}");
+    // The server logs why the role ended (rate-limited while following keeps failing).
+    tracing::debug!("stopped following {leader_sid}: {ended}");
     Ok(ended)
 }
 
