@@ -12,10 +12,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use fle_chaos::api::{ServerState, WriteRequest};
+use fle_chaos::node::config;
 use fle_chaos::node::txnlog::{self, Txn, TxnLog};
 use fle_chaos::node::wire::{self, HelloStart, Notification};
 use fle_chaos::node::zab::messages::{decode_frame, Msg};
-use fle_chaos::node::config;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -112,22 +112,34 @@ fn fuzz(name: &str, seed: u64, inputs: usize, seeds: &[Vec<u8>], decode: impl Fn
 
 /// The election port's reader, on bytes: hello, then length-prefixed notifications.
 fn decode_election_stream(b: &[u8]) -> bool {
-    let i64_at = |at: usize| -> Option<i64> { Some(i64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?)) };
-    let i32_at = |at: usize| -> Option<i32> { Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?)) };
+    let i64_at = |at: usize| -> Option<i64> {
+        Some(i64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    };
+    let i32_at = |at: usize| -> Option<i32> {
+        Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
     let Some(first) = i64_at(0) else { return false };
     let mut pos = match wire::hello_start(first) {
         Ok(HelloStart::LegacySid(_)) => 8,
         Ok(HelloStart::Versioned) => {
-            let (Some(_sid), Some(len)) = (i64_at(8), i32_at(16)) else { return false };
-            let Ok(len) = wire::check_hello_addr_len(len) else { return false };
+            let (Some(_sid), Some(len)) = (i64_at(8), i32_at(16)) else {
+                return false;
+            };
+            let Ok(len) = wire::check_hello_addr_len(len) else {
+                return false;
+            };
             20 + len
         }
         Err(_) => return false,
     };
     let mut whole = true;
     while let Some(len) = i32_at(pos) {
-        let Ok(len) = wire::check_frame_length(len) else { return false };
-        let Some(payload) = b.get(pos + 4..pos + 4 + len) else { return false };
+        let Ok(len) = wire::check_frame_length(len) else {
+            return false;
+        };
+        let Some(payload) = b.get(pos + 4..pos + 4 + len) else {
+            return false;
+        };
         whole &= wire::decode_notification(payload).is_ok();
         pos += 4 + len;
     }
@@ -147,8 +159,14 @@ fn notification(state: ServerState, leader: u64, config: &[u8]) -> Notification 
 }
 
 fn main() {
-    let inputs: usize = std::env::var("FLC_FUZZ_INPUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let seed: u64 = std::env::var("FLC_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(18);
+    let inputs: usize = std::env::var("FLC_FUZZ_INPUTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let seed: u64 = std::env::var("FLC_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18);
     println!(
         "fle-node decoder fuzzing, {} UTC, seed {seed}, {inputs} inputs per decoder",
         chrono::Utc::now().format("%Y-%m-%d %H:%M")
@@ -159,35 +177,69 @@ fn main() {
     // Election: notifications alone, and whole streams (hello + frames).
     let notes: Vec<Vec<u8>> = [
         notification(ServerState::Looking, 1, b""),
-        notification(ServerState::Leading, 3, b"server.1=127.0.0.1:2001:3001:participant\nversion=0"),
+        notification(
+            ServerState::Leading,
+            3,
+            b"server.1=127.0.0.1:2001:3001:participant\nversion=0",
+        ),
         notification(ServerState::Following, 2, b"version=0"),
     ]
     .iter()
     .map(wire::encode_notification)
     .chain([vec![0u8; 28], vec![0u8; 40]])
     .collect();
-    fuzz("notification", seed, inputs, &notes, |b| wire::decode_notification(b).is_ok());
+    fuzz("notification", seed, inputs, &notes, |b| {
+        wire::decode_notification(b).is_ok()
+    });
     let streams: Vec<Vec<u8>> = notes
         .iter()
-        .map(|n| [wire::encode_hello(2, "127.0.0.1:3002"), wire::frame(n), wire::frame(n)].concat())
+        .map(|n| {
+            [
+                wire::encode_hello(2, "127.0.0.1:3002"),
+                wire::frame(n),
+                wire::frame(n),
+            ]
+            .concat()
+        })
         .chain([[3i64.to_be_bytes().to_vec(), wire::frame(&notes[0])].concat()])
         .collect();
-    fuzz("election stream", seed + 1, inputs, &streams, decode_election_stream);
+    fuzz(
+        "election stream",
+        seed + 1,
+        inputs,
+        &streams,
+        decode_election_stream,
+    );
 
     // Zab: a stream of frames as the quorum-port reader sees it.
     let value = serde_json::json!({"k": [1, 2, {"x": "y"}]});
     let msgs = [
-        Msg::FollowerInfo { sid: 2, accepted_epoch: 1, last_zxid: 0x1_0000_0003 },
+        Msg::FollowerInfo {
+            sid: 2,
+            accepted_epoch: 1,
+            last_zxid: 0x1_0000_0003,
+        },
         Msg::LeaderInfo { epoch: 2 },
-        Msg::AckEpoch { current_epoch: 1, last_zxid: 5 },
+        Msg::AckEpoch {
+            current_epoch: 1,
+            last_zxid: 5,
+        },
         Msg::Diff { last_zxid: 9 },
         Msg::Trunc { zxid: 4 },
         Msg::Snap { last_zxid: 9 },
-        Msg::Txn { zxid: 7, value: value.clone() },
-        Msg::NewLeader { zxid: 0x2_0000_0000 },
+        Msg::Txn {
+            zxid: 7,
+            value: value.clone(),
+        },
+        Msg::NewLeader {
+            zxid: 0x2_0000_0000,
+        },
         Msg::Ack { zxid: 7 },
         Msg::UpToDate { committed_zxid: 7 },
-        Msg::Proposal { zxid: 8, value: value.clone() },
+        Msg::Proposal {
+            zxid: 8,
+            value: value.clone(),
+        },
         Msg::Commit { zxid: 8 },
         Msg::Ping,
     ];
@@ -218,16 +270,23 @@ fn main() {
     });
 
     // txnlog: images of real logs (written by TxnLog itself).
-    let dir = tempfile::Builder::new().prefix("flc-fuzz-").tempdir().expect("temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("flc-fuzz-")
+        .tempdir()
+        .expect("temp dir");
     let mut images = Vec::new();
     for n in [0u64, 1, 3, 8] {
         let path = dir.path().join(format!("log{n}"));
         let (mut log, _) = TxnLog::open(&path).expect("open a log");
         let txns: Vec<Txn> = (1..=n)
-            .map(|i| Txn { zxid: 0x1_0000_0000 + i, value: serde_json::json!(format!("v{i}")) })
+            .map(|i| Txn {
+                zxid: 0x1_0000_0000 + i,
+                value: serde_json::json!(format!("v{i}")),
+            })
             .collect();
         log.append(&txns).expect("append");
-        log.commit(txns.last().map_or(0, |t| t.zxid)).expect("commit");
+        log.commit(txns.last().map_or(0, |t| t.zxid))
+            .expect("commit");
         log.sync().expect("sync");
         images.push(std::fs::read(&path).expect("read the log"));
     }

@@ -98,11 +98,17 @@ fn a_flood_of_garbage_connections_costs_neither_the_next_election_nor_memory() {
         c.start(s);
     }
     let first = c.wait_for(LIMIT, "a stable cluster", |c| stable(c, &all));
-    assert_eq!(c.write(first, serde_json::json!("warm-up")).map(|r| r.0), Some(200));
+    assert_eq!(
+        c.write(first, serde_json::json!("warm-up")).map(|r| r.0),
+        Some(200)
+    );
     let undisturbed = failover_to_commit(&mut c, first, &all);
     c.start(first);
     let leader = c.wait_for(LIMIT, "a stable cluster again", |c| stable(c, &all));
-    let follower = *all.iter().find(|&&s| s != leader).unwrap();
+    // The flooded follower with the larger sid wins the next election (equal logs): its own
+    // first term must not suffer from the flood (before: garbage filled its quorum queue and
+    // its term failed after initLimit).
+    let follower = *all.iter().filter(|&&s| s != leader).max().unwrap();
     // Let start-up allocations settle before the baseline.
     std::thread::sleep(Duration::from_secs(1));
     let base: Vec<(u64, u64)> = [leader, follower]
@@ -116,9 +122,14 @@ fn a_flood_of_garbage_connections_costs_neither_the_next_election_nor_memory() {
         held.extend(flood(spec.quorum_port, 500, 2 * i as u64));
         held.extend(flood(spec.election_port, 500, 2 * i as u64 + 1));
     }
-    assert!(held.len() >= 1900, "only {} flood connections opened", held.len());
+    assert!(
+        held.len() >= 1900,
+        "only {} flood connections opened",
+        held.len()
+    );
     for sid in [leader, follower] {
-        let seen = wire_counter(&c, sid, "quorum_accepted") + wire_counter(&c, sid, "connections_accepted");
+        let seen = wire_counter(&c, sid, "quorum_accepted")
+            + wire_counter(&c, sid, "connections_accepted");
         assert!(seen >= 900, "n{sid} saw only {seen} connections");
     }
 
@@ -129,7 +140,7 @@ fn a_flood_of_garbage_connections_costs_neither_the_next_election_nor_memory() {
         disturbed.as_millis()
     );
     assert!(
-        disturbed <= undisturbed * 4 + Duration::from_secs(1),
+        disturbed <= undisturbed * 3 + Duration::from_millis(500),
         "during the flood: {disturbed:?}, undisturbed {undisturbed:?}\n{}",
         c.describe()
     );
@@ -137,19 +148,30 @@ fn a_flood_of_garbage_connections_costs_neither_the_next_election_nor_memory() {
         + wire_counter(&c, follower, "quorum_bad_handshakes")
         + wire_counter(&c, follower, "refused_unidentified")
         + wire_counter(&c, follower, "bad_hellos");
-    assert!(refused >= 900, "n{follower} counted {refused} bad connections");
+    assert!(
+        refused >= 900,
+        "n{follower} counted {refused} bad connections"
+    );
     // Warnings are rate-limited: a handful of lines, not one per connection.
-    let warns = c.log_of(follower).lines().filter(|l| l.contains("WARN")).count();
+    let warns = c
+        .log_of(follower)
+        .lines()
+        .filter(|l| l.contains("WARN"))
+        .count();
     assert!(warns < 50, "n{follower} logged {warns} WARN lines");
 
     drop(held);
-    let ports = [c.nodes[&follower].quorum_port, c.nodes[&follower].election_port];
+    let ports = [
+        c.nodes[&follower].quorum_port,
+        c.nodes[&follower].election_port,
+    ];
     let (_, base_rss) = base[1];
     let pid = c.pid(follower).unwrap();
-    c.wait_for(LIMIT, "no CLOSE-WAIT and RSS near its baseline", |_| {
+    let rss = c.wait_for(LIMIT, "no CLOSE-WAIT and RSS near its baseline", |_| {
         let rss = rss_kib(pid)?;
-        (close_wait(&ports) == 0 && rss <= base_rss + (base_rss / 4).max(8 * 1024)).then_some(())
+        (close_wait(&ports) == 0 && rss <= base_rss + (base_rss / 4).max(8 * 1024)).then_some(rss)
     });
+    eprintln!("n{follower} RSS: {base_rss} KiB before the flood, {rss} KiB after");
     assert!(c.alive(follower));
 }
 
@@ -165,14 +187,19 @@ fn http_refuses_bodies_over_jute_maxbuffer_and_drops_quiet_clients() {
     let value = "x".repeat(1 << 20);
     let (code, body) = c.write(1, serde_json::json!(value)).expect("an answer");
     assert_eq!(code, 413, "{body}");
-    assert!(body["error"].as_str().unwrap().contains("1048576"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("1048576"),
+        "{body}"
+    );
     let (code, _) = c.write(1, serde_json::json!("small")).expect("an answer");
     assert_eq!(code, 200);
 
     // A client that sends half a request and goes quiet is cut off (idle timeout 10 s).
     let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    slow.write_all(b"POST /write HTTP/1.1\r\nHost: x\r\n").unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+    slow.write_all(b"POST /write HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
     let t0 = Instant::now();
     let mut buf = [0u8; 64];
     let got = slow.read(&mut buf);

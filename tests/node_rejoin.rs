@@ -31,9 +31,11 @@ fn follows(c: &Cluster, sid: u64, leader: u64) -> bool {
 fn heal_and_time_rejoin(c: &Cluster, net: &mut PrivateNet, sid: u64, leader: u64) -> Duration {
     net.heal();
     let healed = Instant::now();
-    c.wait_for(REJOIN_LIMIT * 3, "the cut-off server to follow again", |c| {
-        follows(c, sid, leader).then_some(())
-    });
+    c.wait_for(
+        REJOIN_LIMIT * 3,
+        "the cut-off server to follow again",
+        |c| follows(c, sid, leader).then_some(()),
+    );
     healed.elapsed()
 }
 

@@ -268,6 +268,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn jute_maxbuffer_bounds_write_bodies_and_defaults_to_1_mib() {
+        assert_eq!(parse("zoo.cfg", GOOD).unwrap().max_buffer, 1 << 20);
+        let c = parse("zoo.cfg", &format!("{GOOD}jute.maxbuffer=4096\n")).unwrap();
+        assert_eq!(c.max_buffer, 4096);
+        assert!(c.ignored_keys.iter().all(|k| k != "jute.maxbuffer"));
+        let e = error_of(&format!("{GOOD}jute.maxbuffer=12\n"));
+        assert!(e.contains("jute.maxbuffer") && e.contains(">= 1024"), "{e}");
+    }
+
     fn error_of(text: &str) -> String {
         parse("zoo.cfg", text).unwrap_err().0
     }

@@ -262,7 +262,10 @@ impl Acceptor {
                     let Ok(slot) = me.unidentified.clone().try_acquire_owned() else {
                         // Dropping closes it: a flood of silent dialers costs no memory.
                         bump(&me.counters.refused_unidentified);
-                        if let Some(n) = me.warnings.allow(&from.ip().to_string(), std::time::Instant::now()) {
+                        if let Some(n) = me
+                            .warnings
+                            .allow(&from.ip().to_string(), std::time::Instant::now())
+                        {
                             tracing::warn!(from = %from.ip(), suppressed = n, limit = MAX_UNIDENTIFIED, "election port: too many connections without a hello; closing new ones");
                         }
                         continue;

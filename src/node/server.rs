@@ -419,16 +419,16 @@ impl Shell {
         let took_ms = d.took.as_millis() as u64;
         if self.follow_streak.loud() {
             tracing::info!(
-            sid = self.sid,
-            state = state_name,
-            leader = d.vote.leader,
-            round = d.round,
-            leader_zxid = format_args!("{:#x}", d.vote.zxid),
-            leader_epoch = d.vote.peer_epoch,
-            votes = ?d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
-            took_ms,
-            "state change"
-        );
+                sid = self.sid,
+                state = state_name,
+                leader = d.vote.leader,
+                round = d.round,
+                leader_zxid = format_args!("{:#x}", d.vote.zxid),
+                leader_epoch = d.vote.peer_epoch,
+                votes = ?d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
+                took_ms,
+                "state change"
+            );
         }
         let summary = ElectionSummary {
             round: d.round,
@@ -453,7 +453,8 @@ impl Shell {
         ));
         self.progress = Some(progress_rx);
         let (cfg, store) = (self.zab.clone(), self.store.clone());
-        self.follow_streak.started(d.state == ServerState::Following);
+        self.follow_streak
+            .started(d.state == ServerState::Following);
         self.role = Some(match d.state {
             ServerState::Leading => {
                 // A fresh channel per term: its senders fail once the term ends (503).

@@ -38,43 +38,29 @@ impl WarnLimiter {
     /// `None` when it is only counted.
     pub fn allow(&self, source: &str, now: Instant) -> Option<u64> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((last, suppressed)) = seen.get_mut(source) {
-            if now.saturating_duration_since(*last) < self.interval {
-                *suppressed += 1;
-                return None;
-            }
-            let n = std::mem::take(suppressed);
-            *last = now;
-            return Some(n);
-        }
-        if seen.len() >= MAX_SOURCES {
+        let mut key = source;
+        if !seen.contains_key(source) && seen.len() >= MAX_SOURCES {
             let interval = self.interval;
             seen.retain(|_, (last, _)| now.saturating_duration_since(*last) < interval);
             if seen.len() >= MAX_SOURCES {
                 // Still full of live sources: count this one under a shared key.
-                return self.allow_locked(&mut seen, "(other sources)", now);
+                key = "(other sources)";
             }
         }
-        seen.insert(source.to_string(), (now, 0));
-        Some(0)
-    }
-
-    fn allow_locked(
-        &self,
-        seen: &mut HashMap<String, (Instant, u64)>,
-        key: &str,
-        now: Instant,
-    ) -> Option<u64> {
-        let e = seen.entry(key.to_string()).or_insert((now, 0));
-        if e.1 == 0 && e.0 == now {
-            return Some(0);
+        match seen.get_mut(key) {
+            Some((last, suppressed)) => {
+                if now.saturating_duration_since(*last) < self.interval {
+                    *suppressed += 1;
+                    return None;
+                }
+                *last = now;
+                Some(std::mem::take(suppressed))
+            }
+            None => {
+                seen.insert(key.to_string(), (now, 0));
+                Some(0)
+            }
         }
-        if now.saturating_duration_since(e.0) < self.interval {
-            e.1 += 1;
-            return None;
-        }
-        e.0 = now;
-        Some(std::mem::take(&mut e.1))
     }
 }
 
@@ -100,7 +86,10 @@ mod tests {
         let w = WarnLimiter::new(Duration::from_secs(10));
         let t = Instant::now();
         let logged = (0..5000)
-            .filter(|i| w.allow(&format!("10.0.{}.{}", i / 256, i % 256), t).is_some())
+            .filter(|i| {
+                w.allow(&format!("10.0.{}.{}", i / 256, i % 256), t)
+                    .is_some()
+            })
             .count();
         assert!(w.seen.lock().unwrap().len() <= MAX_SOURCES + 1);
         assert!(logged <= MAX_SOURCES + 1, "{logged} lines");
