@@ -15,6 +15,12 @@ use serde_json::Value;
 
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_fle-node");
 
+/// The fle-node binary to run: `FLC_NODE_BIN` (e.g. an older build, for before/after figures)
+/// or the one cargo built.
+pub fn node_bin() -> String {
+    std::env::var("FLC_NODE_BIN").unwrap_or_else(|_| NODE_BIN.to_string())
+}
+
 #[derive(Debug, Clone)]
 pub struct NodeSpec {
     pub sid: u64,
@@ -33,6 +39,8 @@ pub struct Cluster {
     pub nodes: BTreeMap<u64, NodeSpec>,
     procs: BTreeMap<u64, Child>,
     pub extra_args: Vec<String>,
+    /// tickTime in ms (100 unless `set_tick` changed it).
+    pub tick_ms: u64,
 }
 
 /// Ports that are free now (all held until every one is chosen). They are drawn below the
@@ -90,6 +98,7 @@ impl Cluster {
             nodes,
             procs: BTreeMap::new(),
             extra_args: Vec::new(),
+            tick_ms: 100,
         };
         c.write_configs();
         c
@@ -98,6 +107,12 @@ impl Cluster {
     /// Points server `sid`'s election port elsewhere (e.g. at a blackhole) in every config.
     pub fn set_election_port(&mut self, sid: u64, port: u16) {
         self.nodes.get_mut(&sid).unwrap().election_port = port;
+        self.write_configs();
+    }
+
+    /// Sets tickTime for every server (before they start).
+    pub fn set_tick(&mut self, ms: u64) {
+        self.tick_ms = ms;
         self.write_configs();
     }
 
@@ -115,8 +130,9 @@ impl Cluster {
             .collect();
         for s in self.nodes.values() {
             let cfg = format!(
-                "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+                "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
                  admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+                self.tick_ms,
                 s.data_dir.display(),
                 s.admin_port
             );
@@ -169,7 +185,7 @@ impl Cluster {
             .append(true)
             .open(&spec.log)
             .unwrap();
-        let child = Command::new(NODE_BIN)
+        let child = Command::new(node_bin())
             .arg("--config")
             .arg(&spec.config)
             .args(&self.extra_args)

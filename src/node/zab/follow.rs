@@ -63,7 +63,9 @@ pub async fn follow(
     let mut beat = tokio::time::interval(
         (cfg.tick / SILENCE_CHECKS_PER_TICK).max(std::time::Duration::from_millis(1)),
     );
-    beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // Burst: beats missed while the runtime was busy are counted at once, so silence is
+    // measured in real time, not in timer wake-ups (a loaded host delayed the give-up).
+    beat.set_missed_tick_behavior(MissedTickBehavior::Burst);
     beat.tick().await;
     let mut outputs = sm.start();
     let ended = loop {
