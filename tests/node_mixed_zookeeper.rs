@@ -57,7 +57,7 @@ fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
         .collect();
     let mut procs = Procs(Vec::new());
     let mut fle_log = None;
-    for i in 0..3 {
+    for (i, &admin_port) in admin.iter().enumerate() {
         let sid = i + 1;
         let data = dir.path().join(format!("n{sid}"));
         std::fs::create_dir_all(&data).unwrap();
@@ -66,7 +66,7 @@ fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
             "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
              admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
             data.display(),
-            admin[i]
+            admin_port
         );
         let log_path = dir.path().join(format!("n{sid}.log"));
         let log = std::fs::File::create(&log_path).unwrap();
