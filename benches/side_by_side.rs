@@ -35,14 +35,16 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// Every node's status, read concurrently: one read that hangs (a SIGSTOPped server accepts
+/// the connection but never answers) must not delay the others. Read one after the other, the
+/// paused leader's 500 ms status timeout made every poll round last ~520 ms, so a new leader
+/// was seen up to half a second late (issue 18: most of the paused leader's "second second").
 async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
-    let mut out = Vec::new();
-    for n in nodes {
-        if let Ok(s) = db.status(n).await {
-            out.push(s);
-        }
-    }
-    out
+    futures_util::future::join_all(nodes.iter().map(|n| db.status(n)))
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect()
 }
 
 /// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz.

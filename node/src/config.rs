@@ -7,6 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// ZooKeeper's jute.maxbuffer default: 1 MiB.
+pub const DEFAULT_MAX_BUFFER: usize = 1 << 20;
+
 /// One `server.N=host:quorumPort:electionPort` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerAddr {
@@ -38,6 +41,8 @@ pub struct Config {
     pub servers: BTreeMap<u64, ServerAddr>,
     pub admin_address: String,
     pub admin_port: u16,
+    /// `jute.maxbuffer`: the largest `POST /write` body, in bytes (ZooKeeper's default 1 MiB).
+    pub max_buffer: usize,
     /// Keys we accepted but do not use, for a start-up warning.
     pub ignored_keys: Vec<String>,
 }
@@ -102,6 +107,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let mut servers = BTreeMap::new();
     let mut admin_address = "0.0.0.0".to_string();
     let mut admin_port = 8080u16;
+    let mut max_buffer = DEFAULT_MAX_BUFFER;
     let mut ignored = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -133,6 +139,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
                 data_dir = Some(PathBuf::from(value));
             }
             "admin.serverAddress" => admin_address = value.to_string(),
+            "jute.maxbuffer" => max_buffer = number(1024)? as usize,
             "admin.serverPort" => {
                 admin_port = value.parse().map_err(|_| {
                     err(format!(
@@ -174,6 +181,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
         servers,
         admin_address,
         admin_port,
+        max_buffer,
         ignored_keys: ignored,
     })
 }
@@ -258,6 +266,16 @@ mod tests {
             e.contains("client address") && e.contains("host:port"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn jute_maxbuffer_bounds_write_bodies_and_defaults_to_1_mib() {
+        assert_eq!(parse("zoo.cfg", GOOD).unwrap().max_buffer, 1 << 20);
+        let c = parse("zoo.cfg", &format!("{GOOD}jute.maxbuffer=4096\n")).unwrap();
+        assert_eq!(c.max_buffer, 4096);
+        assert!(c.ignored_keys.iter().all(|k| k != "jute.maxbuffer"));
+        let e = error_of(&format!("{GOOD}jute.maxbuffer=12\n"));
+        assert!(e.contains("jute.maxbuffer") && e.contains(">= 1024"), "{e}");
     }
 
     fn error_of(text: &str) -> String {

@@ -3,22 +3,34 @@
 //! AdminServer `GET /commands/leader`, so ZooKeeper tools read us too.
 //!
 //! Status handlers only read: the server publishes its state into one watch channel.
+//!
+//! Hygiene (issue 18): [`Guarded`] caps open connections and closes one that makes no progress
+//! for an idle timeout (slow or silent clients are not held forever); a write body larger than
+//! jute.maxbuffer is refused with 413 naming the limit, before it is buffered whole.
 
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::StreamExt;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::api::{ApiError, LogResponse, NodeStatus, ServerState};
 use crate::bugs::Bugs;
 use crate::election::ElectionCounters;
-use crate::peers::{WireCounters, WireCountersSnapshot};
+use crate::peers::{bump, WireCounters, WireCountersSnapshot};
 use crate::write_route::{Writes, FORWARDED_HEADER};
 use crate::zab::store::{lock, OrderCounters, SharedStore};
 use crate::zab::SyncMode;
@@ -39,7 +51,15 @@ pub struct HttpState {
     pub sync_mode: Arc<Mutex<Option<SyncMode>>>,
     /// Seeded bugs this server runs with (`--bug`), shown in `/status`.
     pub bugs: Bugs,
+    /// jute.maxbuffer: the largest write body accepted.
+    pub max_body: usize,
 }
+
+/// A connection that moves no byte for this long is closed (at least; the server raises it
+/// above its longest write wait so a write in flight is never cut).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Open HTTP connections at most; more are closed at once.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// `/status`: the shared contract, flattened, plus fields only diagnostics need.
 #[derive(Serialize)]
@@ -122,10 +142,183 @@ fn answer(code: u16, body: serde_json::Value) -> Answer {
     )
 }
 
-async fn write(State(state): State<HttpState>, headers: HeaderMap, body: Bytes) -> Answer {
+async fn write(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> Answer {
     let forwarded = headers.contains_key(FORWARDED_HEADER);
+    let body = match read_limited(body, state.max_body).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge) => {
+            bump(&state.wire.writes_too_large);
+            return error(
+                413,
+                format!(
+                    "the write body is larger than jute.maxbuffer ({} bytes); not applied (send a smaller value or raise jute.maxbuffer in zoo.cfg)",
+                    state.max_body
+                ),
+            );
+        }
+        Err(BodyError::Read(e)) => {
+            return error(400, format!("reading the write body failed: {e}"));
+        }
+    };
     let (code, body) = state.writes.handle(&body, forwarded).await;
     answer(code, body)
+}
+
+fn error(code: u16, error: String) -> Answer {
+    let e = ApiError {
+        error,
+        leader: None,
+        outcome_unknown: false,
+    };
+    answer(code, serde_json::to_value(e).unwrap_or_default())
+}
+
+enum BodyError {
+    TooLarge,
+    Read(axum::Error),
+}
+
+/// The body, or TooLarge as soon as it passes `limit` bytes (never buffered beyond it).
+async fn read_limited(body: Body, limit: usize) -> Result<Vec<u8>, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(BodyError::Read)?;
+        if buf.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf)
+}
+
+/// The HTTP listener with a connection cap and an idle timeout per connection.
+pub struct Guarded {
+    listener: TcpListener,
+    slots: Arc<Semaphore>,
+    idle: Duration,
+    counters: Arc<WireCounters>,
+}
+
+impl Guarded {
+    pub fn new(listener: TcpListener, idle: Duration, counters: Arc<WireCounters>) -> Guarded {
+        Guarded {
+            listener,
+            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            idle,
+            counters,
+        }
+    }
+}
+
+impl axum::serve::Listener for Guarded {
+    type Io = IdleStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (IdleStream, SocketAddr) {
+        loop {
+            match self.listener.accept().await {
+                Ok((stream, addr)) => match self.slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        let deadline = Box::pin(tokio::time::sleep(self.idle));
+                        return (
+                            IdleStream {
+                                stream,
+                                idle: self.idle,
+                                deadline,
+                                counters: self.counters.clone(),
+                                _slot: slot,
+                            },
+                            addr,
+                        );
+                    }
+                    // Dropping closes it.
+                    Err(_) => bump(&self.counters.http_refused),
+                },
+                Err(e) => {
+                    tracing::warn!("accepting on the HTTP port: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// A TCP stream that fails with TimedOut once no byte moved either way for `idle`.
+pub struct IdleStream {
+    stream: TcpStream,
+    idle: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    counters: Arc<WireCounters>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl IdleStream {
+    fn progressed(&mut self) {
+        let next = tokio::time::Instant::now() + self.idle;
+        self.deadline.as_mut().reset(next);
+    }
+
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            bump(&self.counters.http_idle_closed);
+            return true;
+        }
+        false
+    }
+}
+
+fn idle_error() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "HTTP connection idle too long")
+}
+
+impl AsyncRead for IdleStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.stream).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                if buf.filled().len() > before {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending if self.timed_out(cx) => Poll::Ready(Err(idle_error())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for IdleStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.stream).poll_write(cx, data) {
+            Poll::Ready(Ok(n)) => {
+                self.progressed();
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending if self.timed_out(cx) => Poll::Ready(Err(idle_error())),
+            other => other,
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// `from` as a decimal or 0x-hex zxid.

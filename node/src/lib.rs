@@ -13,6 +13,7 @@
 //!   made of) and discovery/sync/broadcast after an election (lead or follow);
 //! - `http`: `/status`, `/write`, `/log` and `/commands/leader`;
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
+//! - `warn_limit`: one warning line per misbehaving source per interval;
 //! - `server`: the tokio shell tying them together;
 //! - `host_clock`: `fle-node clock-offset`, stepping a throwaway VM's system clock for
 //!   `fle-chaos test --ssh --real-clock-skew`.
@@ -29,6 +30,7 @@ pub mod peers;
 pub mod server;
 pub mod txnlog;
 pub mod vote;
+pub mod warn_limit;
 pub mod wire;
 pub mod write_route;
 pub mod zab;

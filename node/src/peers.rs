@@ -7,7 +7,19 @@
 //! - The send slot holds one message (newer replaces older) and the last message is sent
 //!   again on every new connection; duplicates are harmless to the election.
 //! - Bad bytes (wrong hello, bad frame lengths, undecodable notifications) cost that
-//!   connection or that message, are counted, and never stop the node (ZOOKEEPER-3769).
+//!   connection or that message, are counted, and never stop the node (ZOOKEEPER-3769);
+//!   warnings about them are rate-limited per source ([`WarnLimiter`]).
+//! - Rejoin after a partition (issue 18): a connection whose peer stopped acknowledging (TCP
+//!   keepalive + TCP_USER_TIMEOUT) is dropped within seconds instead of sitting out TCP's
+//!   exponential retransmission back-off; a link that is down is re-dialed at least every
+//!   `CONNECT_TIMEOUT + BACKOFF_MAX`; a poke from the smaller sid proves its side has no
+//!   connection, so ours is stale and is replaced at once. The slot's last vote is sent on every
+//!   new connection, and settled peers answer a LOOKING vote with their leader, so the cut-off
+//!   server hears the current leader one round trip after the heal, whatever the partition's
+//!   length and its notification back-off. Nothing about votes changes: a re-sent vote is a
+//!   duplicate, which the election already tolerates.
+//! - Connection hygiene: a hello must arrive within tickTime·initLimit (ZooKeeper's socket
+//!   timeout), and at most `MAX_UNIDENTIFIED` connections may be waiting for theirs.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -18,17 +30,37 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
 use crate::bugs::{Bug, Bugs};
+use crate::warn_limit::WarnLimiter;
 use crate::wire::{self, HelloStart, Notification};
 
-/// ZooKeeper's default connect timeout (cnxTimeout).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long an accepted connection may take to say hello.
+/// One dial attempt. Shorter than ZooKeeper's cnxTimeout (5 s): a SYN dropped by a partition is
+/// retransmitted only after 1 s anyway, and a fresh attempt notices a heal sooner.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long an accepted connection may take to say hello unless the config says otherwise.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Re-dial period of a link that is down (with CONNECT_TIMEOUT, the worst delay after a heal).
+const BACKOFF_MAX: Duration = Duration::from_millis(250);
+/// A peer that acknowledges neither data nor keepalives for this long is gone: drop the
+/// connection (TCP_USER_TIMEOUT) and re-dial rather than wait out TCP's retransmission back-off.
+pub const DEAD_AFTER: Duration = Duration::from_secs(2);
+/// Accepted connections that have not said hello yet, at most; more are closed at once.
+pub const MAX_UNIDENTIFIED: usize = 64;
+
+/// Keepalive every second and a bound on unacknowledged data: a partition ends the connection
+/// within `DEAD_AFTER` (+1 s when idle), not after TCP's minutes of retransmissions.
+pub fn watch_liveness(stream: &TcpStream) {
+    let sock = socket2::SockRef::from(stream);
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(1))
+        .with_interval(Duration::from_millis(500))
+        .with_retries(2);
+    let _ = sock.set_tcp_keepalive(&ka);
+    let _ = sock.set_tcp_user_timeout(Some(DEAD_AFTER));
+}
 
 /// What the transport dropped, for /status: each is a peer misbehaving, not a node failure.
 #[derive(Debug, Default)]
@@ -39,6 +71,19 @@ pub struct WireCounters {
     pub connections_accepted: AtomicU64,
     /// Only the seeded `deaf-on-truncated` bug sets it: no notification is delivered since.
     pub receiver_dead: AtomicBool,
+    /// Election connections closed at once: too many were waiting for their hello.
+    pub refused_unidentified: AtomicU64,
+    /// Quorum-port connections: accepted, closed for a bad or missing FOLLOWERINFO, refused
+    /// at once (too many unidentified), and identified ones no leader took in time.
+    pub quorum_accepted: AtomicU64,
+    pub quorum_bad_handshakes: AtomicU64,
+    pub quorum_refused: AtomicU64,
+    pub quorum_expired: AtomicU64,
+    /// HTTP connections refused (too many open) and closed for idleness.
+    pub http_refused: AtomicU64,
+    pub http_idle_closed: AtomicU64,
+    /// `POST /write` bodies over jute.maxbuffer (answered 413).
+    pub writes_too_large: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -48,6 +93,14 @@ pub struct WireCountersSnapshot {
     pub bad_notifications: u64,
     pub connections_accepted: u64,
     pub receiver_dead: bool,
+    pub refused_unidentified: u64,
+    pub quorum_accepted: u64,
+    pub quorum_bad_handshakes: u64,
+    pub quorum_refused: u64,
+    pub quorum_expired: u64,
+    pub http_refused: u64,
+    pub http_idle_closed: u64,
+    pub writes_too_large: u64,
 }
 
 impl WireCounters {
@@ -58,11 +111,19 @@ impl WireCounters {
             bad_notifications: self.bad_notifications.load(Ordering::Relaxed),
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
             receiver_dead: self.receiver_dead.load(Ordering::Relaxed),
+            refused_unidentified: self.refused_unidentified.load(Ordering::Relaxed),
+            quorum_accepted: self.quorum_accepted.load(Ordering::Relaxed),
+            quorum_bad_handshakes: self.quorum_bad_handshakes.load(Ordering::Relaxed),
+            quorum_refused: self.quorum_refused.load(Ordering::Relaxed),
+            quorum_expired: self.quorum_expired.load(Ordering::Relaxed),
+            http_refused: self.http_refused.load(Ordering::Relaxed),
+            http_idle_closed: self.http_idle_closed.load(Ordering::Relaxed),
+            writes_too_large: self.writes_too_large.load(Ordering::Relaxed),
         }
     }
 }
 
-fn bump(c: &AtomicU64) {
+pub fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -81,6 +142,8 @@ struct Link {
 pub struct Peers {
     links: BTreeMap<u64, Link>,
     pub counters: Arc<WireCounters>,
+    /// Shared with the quorum port and HTTP: one warning per source per interval.
+    pub warnings: Arc<WarnLimiter>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -111,18 +174,21 @@ impl Peers {
         peers: BTreeMap<u64, String>,
         inbound: mpsc::Sender<(u64, Notification)>,
     ) -> Peers {
-        Peers::start_with(me, listener, peers, inbound, Bugs::none())
+        Peers::start_with(me, listener, peers, inbound, HELLO_TIMEOUT, Bugs::none())
     }
 
-    /// As `start`, with seeded bugs (`blocking-connect`, `deaf-on-truncated`).
+    /// As [`Peers::start`], with the hello deadline (tickTime·initLimit in the server) and
+    /// seeded bugs (`blocking-connect`, `deaf-on-truncated`).
     pub fn start_with(
         me: Identity,
         listener: TcpListener,
         peers: BTreeMap<u64, String>,
         inbound: mpsc::Sender<(u64, Notification)>,
+        hello_timeout: Duration,
         bugs: Bugs,
     ) -> Peers {
         let counters = Arc::new(WireCounters::default());
+        let warnings = Arc::new(WarnLimiter::default());
         let dial_lock = Arc::new(tokio::sync::Mutex::new(()));
         let mut links = BTreeMap::new();
         let mut tasks = Vec::new();
@@ -144,6 +210,7 @@ impl Peers {
                 counters: counters.clone(),
                 bugs,
                 dial_lock: dial_lock.clone(),
+                warnings: warnings.clone(),
             };
             tasks.push(tokio::spawn(task.run()));
             links.insert(
@@ -162,11 +229,15 @@ impl Peers {
                 .map(|(sid, l)| (*sid, (l.incoming.clone(), l.dial_now.clone())))
                 .collect(),
             counters: counters.clone(),
+            warnings: warnings.clone(),
+            hello_timeout,
+            unidentified: Arc::new(Semaphore::new(MAX_UNIDENTIFIED)),
         };
         tasks.push(tokio::spawn(acceptor.run(listener)));
         Peers {
             links,
             counters,
+            warnings,
             tasks,
         }
     }
@@ -186,6 +257,9 @@ struct Acceptor {
     my_sid: u64,
     routes: BTreeMap<u64, Route>,
     counters: Arc<WireCounters>,
+    warnings: Arc<WarnLimiter>,
+    hello_timeout: Duration,
+    unidentified: Arc<Semaphore>,
 }
 
 impl Acceptor {
@@ -193,11 +267,25 @@ impl Acceptor {
         let me = Arc::new(self);
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => {
+                Ok((stream, from)) => {
                     bump(&me.counters.connections_accepted);
+                    let Ok(slot) = me.unidentified.clone().try_acquire_owned() else {
+                        // Dropping closes it: a flood of silent dialers costs no memory.
+                        bump(&me.counters.refused_unidentified);
+                        if let Some(n) = me
+                            .warnings
+                            .allow(&from.ip().to_string(), std::time::Instant::now())
+                        {
+                            tracing::warn!(from = %from.ip(), suppressed = n, limit = MAX_UNIDENTIFIED, "election port: too many connections without a hello; closing new ones");
+                        }
+                        continue;
+                    };
                     let me = me.clone();
                     // Each hello is read in its own task: a silent dialer blocks nobody.
-                    tokio::spawn(async move { me.handle(stream).await });
+                    tokio::spawn(async move {
+                        me.handle(stream, from).await;
+                        drop(slot);
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "election port accept failed");
@@ -207,25 +295,40 @@ impl Acceptor {
         }
     }
 
-    async fn handle(&self, mut stream: TcpStream) {
-        let sid = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut stream)).await {
+    /// Logs a bad-input line unless `from` had one within the interval.
+    fn warn(&self, from: &SocketAddr, what: &str, error: &dyn std::fmt::Display) {
+        if let Some(n) = self
+            .warnings
+            .allow(&from.ip().to_string(), std::time::Instant::now())
+        {
+            tracing::warn!(from = %from, suppressed = n, error = %error, "{what}");
+        }
+    }
+
+    async fn handle(&self, mut stream: TcpStream, from: SocketAddr) {
+        let sid = match tokio::time::timeout(self.hello_timeout, read_hello(&mut stream)).await {
             Ok(Ok(sid)) => sid,
             Ok(Err(e)) => {
                 bump(&self.counters.bad_hellos);
-                tracing::warn!(error = %e, "dropped an election connection with a bad hello");
+                self.warn(&from, "dropped an election connection with a bad hello", &e);
                 return;
             }
             Err(_) => {
                 bump(&self.counters.bad_hellos);
-                tracing::warn!("dropped an election connection that sent no hello");
+                self.warn(
+                    &from,
+                    "dropped an election connection that sent no hello",
+                    &format_args!("no hello within {:?}", self.hello_timeout),
+                );
                 return;
             }
         };
         let Some((incoming, dial_now)) = self.routes.get(&sid) else {
             bump(&self.counters.bad_hellos);
-            tracing::warn!(
-                sid,
-                "dropped an election connection from an unknown server id"
+            self.warn(
+                &from,
+                "dropped an election connection from an unknown server id",
+                &format_args!("sid {sid}"),
             );
             return;
         };
@@ -312,6 +415,7 @@ struct LinkTask {
     bugs: Bugs,
     /// Shared by every link; taken only under the seeded `blocking-connect` bug.
     dial_lock: Arc<tokio::sync::Mutex<()>>,
+    warnings: Arc<WarnLimiter>,
 }
 
 impl LinkTask {
@@ -363,11 +467,19 @@ impl LinkTask {
     /// Runs one connection until it fails; returns a newer connection that replaced it.
     async fn serve(&mut self, stream: TcpStream) -> Option<TcpStream> {
         let _ = stream.set_nodelay(true);
+        watch_liveness(&stream);
         let (mut rd, mut wr) = stream.into_split();
         let peer = self.peer;
         let inbound = self.inbound.clone();
         let counters = self.counters.clone();
         let bugs = self.bugs;
+        let warnings = self.warnings.clone();
+        let key = format!("server {peer}");
+        let warn = move |what: &str, e: &dyn std::fmt::Display| {
+            if let Some(n) = warnings.allow(&key, std::time::Instant::now()) {
+                tracing::warn!(peer, suppressed = n, error = %e, "{what}");
+            }
+        };
         let reader = async move {
             loop {
                 let len = match rd.read_i32().await {
@@ -378,7 +490,7 @@ impl LinkTask {
                     Ok(len) => len,
                     Err(e) => {
                         bump(&counters.bad_frames);
-                        tracing::warn!(peer, error = %e, "closing election connection");
+                        warn("closing election connection", &e);
                         return;
                     }
                 };
@@ -402,7 +514,7 @@ impl LinkTask {
                     }
                     Err(e) => {
                         bump(&counters.bad_notifications);
-                        tracing::warn!(peer, error = %e, "dropped a malformed notification");
+                        warn("dropped a malformed notification", &e);
                     }
                 }
             }
@@ -423,10 +535,21 @@ impl LinkTask {
                 last = outbox.borrow_and_update().clone();
             }
         };
+        // A poke from the smaller sid means it has no connection to us: ours is stale (its
+        // side was lost in a partition or a restart) and waiting for TCP to notice costs seconds.
+        let (dial_now, larger) = (self.dial_now.clone(), self.me.sid > self.peer);
+        let stale = async move {
+            if larger {
+                dial_now.notified().await
+            } else {
+                std::future::pending().await
+            }
+        };
         tokio::select! {
             _ = reader => None,
             _ = writer => None,
             s = self.incoming.recv() => s,
+            _ = stale => None,
         }
     }
 }

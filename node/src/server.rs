@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -24,6 +24,7 @@ use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Outp
 use crate::http::{self, HttpState};
 use crate::peers::{Identity, Peers};
 use crate::write_route::{Route, Writes};
+use crate::zab::accept::{self, AcceptConfig, Lobby};
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{self, Store, ZabConfig, ZabProgress};
 
@@ -79,6 +80,8 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         election_addr: me.election(),
     };
     let (inbound_tx, mut inbound) = mpsc::channel(256);
+    // ZooKeeper's socket timeout for a first packet on either server port.
+    let handshake_deadline = Duration::from_millis(cfg.tick_time_ms * cfg.init_limit);
     let peers = Peers::start_with(
         identity,
         election_listener,
@@ -87,6 +90,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             .map(|(sid, a)| (*sid, a.election()))
             .collect(),
         inbound_tx,
+        handshake_deadline,
         opts.bugs,
     );
 
@@ -141,23 +145,32 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 .map(|(s, a)| (*s, a.host.clone()))
                 .collect(),
         ),
+        max_body: cfg.max_buffer,
     };
     let app = http::router(http_state);
+    let guarded = http::Guarded::new(
+        http_listener,
+        http::IDLE_TIMEOUT.max(writes.wait * 2),
+        peers.counters.clone(),
+    );
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(http_listener, app).await {
+        if let Err(e) = axum::serve(guarded, app).await {
             tracing::error!(error = %e, "HTTP API stopped");
         }
     });
 
-    let (accepted_tx, accepted_rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        loop {
-            if let Ok((s, _)) = quorum_listener.accept().await {
-                // A full queue means nobody leads here: drop, the dialer retries or gives up.
-                let _ = accepted_tx.try_send(s);
-            }
-        }
-    });
+    let lobby = Arc::new(Lobby::default());
+    tokio::spawn(accept::accept_loop(
+        quorum_listener,
+        AcceptConfig {
+            my_sid: cfg.sid,
+            voters: cfg.servers.keys().copied().collect(),
+            deadline: handshake_deadline,
+        },
+        lobby.clone(),
+        peers.counters.clone(),
+        peers.warnings.clone(),
+    ));
 
     tracing::info!(
         sid = cfg.sid,
@@ -179,10 +192,11 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         counters: election_counters,
         store,
         zab: zab_cfg,
-        accepted: Arc::new(tokio::sync::Mutex::new(accepted_rx)),
+        lobby,
         writes,
         role: None,
         progress: None,
+        follow_streak: FollowStreak::default(),
     };
     let (zxid, epoch) = shell.vote_basis();
     let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
@@ -202,6 +216,9 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 shell.apply(&election, out);
             }
             Some(p) = progress_changed(&mut shell.progress) => {
+                if p.zab_phase == ZabPhase::Broadcast {
+                    shell.follow_streak.reached_broadcast();
+                }
                 shell.status.send_modify(|s| p.apply_to(s));
                 if p.sync_mode.is_some() {
                     *sync_mode.lock().unwrap_or_else(|e| e.into_inner()) = p.sync_mode;
@@ -211,7 +228,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 shell.role = None;
                 shell.progress = None;
                 let reason = end.context("Zab failed on this server (see the error; fix it and restart)")?;
-                tracing::info!(sid = cfg.sid, reason = %reason, "role ended");
+                shell.follow_streak.role_ended(cfg.sid, &reason, shell.zab.tick, shell.zab.init_limit);
                 let (zxid, epoch) = shell.vote_basis();
                 let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
                 shell.looking(&election);
@@ -276,12 +293,79 @@ struct Shell {
     /// Shared with Zab (which persists epochs and the log) and `/log`.
     store: SharedStore,
     zab: ZabConfig,
-    /// Connections accepted on our quorum port, for the leader of a term to take.
-    accepted: Arc<tokio::sync::Mutex<mpsc::Receiver<TcpStream>>>,
+    /// Identified connections on our quorum port, for the leader of a term to take.
+    lobby: Arc<Lobby>,
     writes: Writes,
     role: Option<RoleFuture>,
     /// The running role's progress, copied into `/status`.
     progress: Option<watch::Receiver<ZabProgress>>,
+    follow_streak: FollowStreak,
+}
+
+/// Follow attempts that ended before broadcast, in a row (issue 18's re-follow storm: a leader
+/// that refuses or drops us at once, and an election that names it again a millisecond later).
+/// Like ZooKeeper's Learner, the next attempt waits (tickTime doubling up to tickTime·initLimit)
+/// and the loop is logged once, then at 2, 4, 8, ... failures with the count.
+#[derive(Debug, Default)]
+struct FollowStreak {
+    /// Following (not leading) when the current role started.
+    following: bool,
+    broadcast: bool,
+    failures: u32,
+}
+
+impl FollowStreak {
+    fn started(&mut self, following: bool) {
+        self.following = following;
+        self.broadcast = false;
+    }
+
+    fn reached_broadcast(&mut self) {
+        if self.following && !self.broadcast && self.failures > 1 {
+            tracing::info!(
+                failed_attempts = self.failures,
+                "following works again after failed attempts"
+            );
+        }
+        self.broadcast = true;
+        if self.following {
+            self.failures = 0;
+        }
+    }
+
+    /// Whether lines about this attempt are worth logging (not while a storm repeats itself).
+    fn loud(&self) -> bool {
+        self.failures < 2 || self.failures.is_power_of_two()
+    }
+
+    fn role_ended(&mut self, sid: u64, reason: &str, tick: Duration, init_limit: u32) {
+        if self.following && !self.broadcast {
+            self.failures += 1;
+        } else if self.following {
+            self.failures = 0;
+        }
+        if self.failures >= 2 && self.loud() {
+            tracing::warn!(
+                sid,
+                failed_attempts = self.failures,
+                retry_after_ms = self.delay(tick, init_limit).as_millis() as u64,
+                reason = %reason,
+                "following keeps failing before sync; backing off (logged again at twice the count)"
+            );
+        } else if self.loud() {
+            tracing::info!(sid, reason = %reason, "role ended");
+        } else {
+            tracing::debug!(sid, reason = %reason, "role ended");
+        }
+    }
+
+    /// Wait before the next follow attempt: none after a success, then tickTime doubling.
+    fn delay(&self, tick: Duration, init_limit: u32) -> Duration {
+        match self.failures {
+            0 => Duration::ZERO,
+            n => (tick * 2u32.saturating_pow(n - 1)).min(tick * init_limit.max(1)),
+        }
+    }
 }
 
 impl Shell {
@@ -311,6 +395,9 @@ impl Shell {
             s.election_epoch = election.logicalclock();
             p.apply_to(s);
         });
+        if !self.follow_streak.loud() {
+            return;
+        }
         tracing::info!(
             sid = self.sid,
             state = "LOOKING",
@@ -329,17 +416,19 @@ impl Shell {
             ServerState::Looking => "LOOKING",
         };
         let took_ms = d.took.as_millis() as u64;
-        tracing::info!(
-            sid = self.sid,
-            state = state_name,
-            leader = d.vote.leader,
-            round = d.round,
-            leader_zxid = format_args!("{:#x}", d.vote.zxid),
-            leader_epoch = d.vote.peer_epoch,
-            votes = ?d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
-            took_ms,
-            "state change"
-        );
+        if self.follow_streak.loud() {
+            tracing::info!(
+                sid = self.sid,
+                state = state_name,
+                leader = d.vote.leader,
+                round = d.round,
+                leader_zxid = format_args!("{:#x}", d.vote.zxid),
+                leader_epoch = d.vote.peer_epoch,
+                votes = ?d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
+                took_ms,
+                "state change"
+            );
+        }
         let summary = ElectionSummary {
             round: d.round,
             leader: d.vote.leader,
@@ -365,22 +454,28 @@ impl Shell {
         ));
         self.progress = Some(progress_rx);
         let (cfg, store) = (self.zab.clone(), self.store.clone());
+        self.follow_streak
+            .started(d.state == ServerState::Following);
         self.role = Some(match d.state {
             ServerState::Leading => {
                 // A fresh channel per term: its senders fail once the term ends (503).
                 let (tx, writes) = mpsc::channel(WRITE_QUEUE);
                 self.writes.set(Route::Leading(tx));
-                let accepted = self.accepted.clone();
+                let lobby = self.lobby.clone();
                 Box::pin(async move {
-                    let mut accepted = accepted.lock().await;
-                    zab::lead_accepting(cfg, store, progress_tx, writes, &mut accepted).await
+                    zab::lead_from_lobby(cfg, store, progress_tx, writes, &lobby).await
                 })
             }
             _ => {
                 self.writes.set(Route::Following {
                     leader: d.vote.leader,
                 });
-                Box::pin(zab::follow(cfg, d.vote.leader, store, progress_tx))
+                let delay = self.follow_streak.delay(cfg.tick, cfg.init_limit);
+                let leader = d.vote.leader;
+                Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    zab::follow(cfg, leader, store, progress_tx).await
+                })
             }
         });
     }

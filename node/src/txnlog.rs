@@ -260,6 +260,13 @@ fn encode_record(buf: &mut Vec<u8>, kind: u8, zxid: u64, value: &[u8]) {
     buf.extend_from_slice(&body);
 }
 
+/// Decodes a log image held in memory, as `open` does after reading the file: the number of good
+/// txns, the commit watermark and why the tail is bad (if it is); Err when it is not a log. The
+/// fuzz bench feeds it arbitrary bytes: it never panics and allocates no more than the input.
+pub fn decode_image(bytes: &[u8]) -> Result<(usize, u64, Option<String>), String> {
+    scan(bytes).map(|s| (s.txns.len(), s.committed, s.bad_tail))
+}
+
 struct Scan {
     txns: Vec<Txn>,
     offsets: Vec<u64>,

@@ -179,6 +179,11 @@ fn kill_leader_elects_best_remaining(n: u64) {
     c.wait_for(LIMIT, "the restarted server to follow", |c| {
         role_is(c, first, "FOLLOWING", Some(second))
     });
+    // Synced too: until then the leader's quorum is itself and the follower killed next, so
+    // killing that follower first would (rightly) end the term.
+    c.wait_for(LIMIT, "the restarted server to sync", |c| {
+        all_following(c, second, &[first])
+    });
     assert_eq!(c.role(second), Some(("LEADING".into(), Some(second))));
     assert_eq!(
         c.status(second).unwrap()["election_epoch"]

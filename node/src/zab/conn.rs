@@ -29,9 +29,11 @@ impl Drop for Conn {
     }
 }
 
-/// Starts the tasks of connection `id`; its frames and its end arrive on `events`.
+/// Starts the tasks of connection `id`; its frames and its end arrive on `events`. `prefix`
+/// holds bytes already read from the stream (the handshake), decoded first.
 pub(crate) fn spawn_conn(
     stream: TcpStream,
+    prefix: Vec<u8>,
     id: u64,
     events: mpsc::UnboundedSender<ConnEvent>,
 ) -> Conn {
@@ -40,14 +42,9 @@ pub(crate) fn spawn_conn(
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let ev = events.clone();
     let reader = tokio::spawn(async move {
-        let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut buf: Vec<u8> = prefix;
         let mut chunk = vec![0u8; 64 * 1024];
         let why = loop {
-            match rd.read(&mut chunk).await {
-                Ok(0) => break "closed by the peer".to_string(),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e) => break format!("read failed: {e}"),
-            }
             let mut used = 0;
             let err = loop {
                 match decode_frame(&buf[used..]) {
@@ -64,6 +61,11 @@ pub(crate) fn spawn_conn(
             buf.drain(..used);
             if let Some(e) = err {
                 break e;
+            }
+            match rd.read(&mut chunk).await {
+                Ok(0) => break "closed by the peer".to_string(),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) => break format!("read failed: {e}"),
             }
         };
         let _ = ev.send(ConnEvent::Closed(id, why));

@@ -17,6 +17,12 @@ use crate::zab::follower::{Follower, FollowerConfig};
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{publish, ZabConfig, ZabProgress};
 
+/// How often per tick the follower checks its leader's silence. The follower only counts
+/// silence (the leader pings each half tick), so a finer count costs a timer wake-up and gives
+/// up on a silent (paused) leader within a tenth of a tick after syncLimit·tickTime, instead of
+/// up to half a tick later (issue 18: part of the paused leader's "second second").
+const SILENCE_CHECKS_PER_TICK: u32 = 10;
+
 /// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
 pub async fn follow(
     cfg: ZabConfig,
@@ -39,15 +45,15 @@ pub async fn follow(
         }
     };
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-    let conn = spawn_conn(stream, 0, ev_tx);
+    let conn = spawn_conn(stream, Vec::new(), 0, ev_tx);
     let mut sm = {
         let s = lock(&store);
         Follower::new(
             FollowerConfig {
                 sid: cfg.my_sid,
                 leader: leader_sid,
-                init_limit_beats: 2 * cfg.init_limit as u64,
-                sync_limit_beats: 2 * cfg.sync_limit as u64,
+                init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.init_limit as u64,
+                sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.sync_limit as u64,
                 bugs: cfg.bugs,
             },
             s.accepted_epoch(),
@@ -56,8 +62,12 @@ pub async fn follow(
             s.last_committed_zxid(),
         )
     };
-    let mut beat = tokio::time::interval(cfg.beat());
-    beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut beat = tokio::time::interval(
+        (cfg.tick / SILENCE_CHECKS_PER_TICK).max(std::time::Duration::from_millis(1)),
+    );
+    // Burst: beats missed while the runtime was busy are counted at once, so silence is
+    // measured in real time, not in timer wake-ups (a loaded host delayed the give-up).
+    beat.set_missed_tick_behavior(MissedTickBehavior::Burst);
     beat.tick().await;
     let mut outputs = sm.start();
     // Only the seeded wall-clock-timeouts bug reads it.
@@ -109,7 +119,8 @@ pub async fn follow(
     };
     drop(conn);
     publish(&progress, &store, ZabPhase::Election, sm.synced_by());
-    tracing::info!("stopped following {leader_sid}: {ended}");
+    // The server logs why the role ended (rate-limited while following keeps failing).
+    tracing::debug!("stopped following {leader_sid}: {ended}");
     Ok(ended)
 }
 

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
+use crate::zab::accept::Lobby;
 use crate::zab::conn::{spawn_conn, Conn, ConnEvent};
 use crate::zab::exec::execute;
 use crate::zab::leader::{short_name, Leader, LeaderConfig};
@@ -48,19 +49,37 @@ pub async fn lead_accepting(
     run(cfg, store, progress, writes, Incoming::Channel(accepted)).await
 }
 
+/// As [`lead`], taking followers' connections from the quorum port's [`Lobby`] (already
+/// identified by their FOLLOWERINFO, whose bytes come along).
+pub async fn lead_from_lobby(
+    cfg: ZabConfig,
+    store: SharedStore,
+    progress: watch::Sender<ZabProgress>,
+    writes: mpsc::Receiver<ClientWrite>,
+    lobby: &Lobby,
+) -> anyhow::Result<String> {
+    run(cfg, store, progress, writes, Incoming::Lobby(lobby)).await
+}
+
 /// Where followers' connections come from.
 enum Incoming<'a> {
     Listener(TcpListener),
     Channel(&'a mut mpsc::Receiver<TcpStream>),
+    Lobby(&'a Lobby),
 }
 
 impl Incoming<'_> {
-    /// The next connection; pending forever once the source is gone (cancel-safe).
-    async fn next(&mut self) -> TcpStream {
+    /// The next connection and bytes already read from it; pending forever once the source is
+    /// gone (cancel-safe).
+    async fn next(&mut self) -> (TcpStream, Vec<u8>) {
         loop {
             match self {
+                Incoming::Lobby(l) => {
+                    let c = l.next().await;
+                    return (c.stream, c.prefix);
+                }
                 Incoming::Listener(l) => match l.accept().await {
-                    Ok((s, _)) => return s,
+                    Ok((s, _)) => return (s, Vec::new()),
                     Err(e) => {
                         // Out of descriptors and the like: do not spin on it.
                         tracing::warn!("accepting on the quorum port: {e}");
@@ -68,7 +87,7 @@ impl Incoming<'_> {
                     }
                 },
                 Incoming::Channel(rx) => match rx.recv().await {
-                    Some(s) => return s,
+                    Some(s) => return (s, Vec::new()),
                     None => std::future::pending::<()>().await,
                 },
             }
@@ -115,9 +134,9 @@ async fn run(
     let mut outputs = sm.start();
     let ended = loop {
         tokio::select! {
-            stream = incoming.next(), if outputs.is_empty() => {
+            (stream, prefix) = incoming.next(), if outputs.is_empty() => {
                 next_conn += 1;
-                conns.insert(next_conn, spawn_conn(stream, next_conn, ev_tx.clone()));
+                conns.insert(next_conn, spawn_conn(stream, prefix, next_conn, ev_tx.clone()));
             }
             Some(ev) = ev_rx.recv(), if outputs.is_empty() => {
                 let mut ev = Some(ev);

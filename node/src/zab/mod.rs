@@ -4,10 +4,12 @@
 //! - [`messages`]: the quorum-port protocol (frames and a strict decoder);
 //! - [`leader`] / [`follower`]: pure state machines (messages and beats in, [`actions::Output`]s
 //!   out), with [`plan`] choosing DIFF / TRUNC / SNAP;
-//! - [`lead`] / [`follow`]: the async shells that run a machine over real TCP and real files.
+//! - [`lead`] / [`follow`]: the async shells that run a machine over real TCP and real files;
+//! - [`accept`]: the quorum port's handshake deadline and cap, and the lobby the leader takes from.
 //!
 //! Both shells end (return) when the role ends; the server loop then goes back to LOOKING.
 
+pub mod accept;
 pub mod actions;
 mod conn;
 mod exec;
@@ -33,7 +35,7 @@ use tokio::sync::oneshot;
 use crate::api::{ApiError, NodeStatus, WriteCommitted, ZabPhase};
 pub use actions::SyncMode;
 pub use follow::follow;
-pub use lead::{lead, lead_accepting};
+pub use lead::{lead, lead_accepting, lead_from_lobby};
 pub use store::{SharedStore, Store};
 
 /// What a role needs to know about the ensemble.

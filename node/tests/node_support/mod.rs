@@ -17,9 +17,17 @@ pub mod blackhole;
 
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_fle-node");
 
+/// The fle-node binary to run: `FLC_NODE_BIN` (e.g. an older build, for before/after figures)
+/// or the one cargo built.
+pub fn node_bin() -> String {
+    std::env::var("FLC_NODE_BIN").unwrap_or_else(|_| NODE_BIN.to_string())
+}
+
 #[derive(Debug, Clone)]
 pub struct NodeSpec {
     pub sid: u64,
+    /// Where its server ports listen and its outgoing peer connections come from.
+    pub host: String,
     pub quorum_port: u16,
     pub election_port: u16,
     pub admin_port: u16,
@@ -35,6 +43,8 @@ pub struct Cluster {
     pub extra_args: Vec<String>,
     /// Environment for the processes started from now on (e.g. libfaketime's).
     pub extra_env: Vec<(String, String)>,
+    /// tickTime in ms (100 unless `set_tick` changed it).
+    pub tick_ms: u64,
 }
 
 /// Ports that are free now (all held until every one is chosen). They are drawn below the
@@ -57,6 +67,11 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 impl Cluster {
     /// Writes configs for `n` servers (tickTime 100 ms, initLimit 10, syncLimit 5).
     pub fn new(n: u64) -> Cluster {
+        Cluster::with_hosts(n, |_| "127.0.0.1".to_string())
+    }
+
+    /// As `new`, with server ports on `host(sid)` (the HTTP API stays on 127.0.0.1).
+    pub fn with_hosts(n: u64, host: impl Fn(u64) -> String) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("flc-node-test-")
             .tempdir()
@@ -72,6 +87,7 @@ impl Cluster {
                 sid,
                 NodeSpec {
                     sid,
+                    host: host(sid),
                     quorum_port: ports[i],
                     election_port: ports[i + 1],
                     admin_port: ports[i + 2],
@@ -87,6 +103,7 @@ impl Cluster {
             procs: BTreeMap::new(),
             extra_args: Vec::new(),
             extra_env: Vec::new(),
+            tick_ms: 100,
         };
         c.write_configs();
         c
@@ -98,6 +115,12 @@ impl Cluster {
         self.write_configs();
     }
 
+    /// Sets tickTime for every server (before they start).
+    pub fn set_tick(&mut self, ms: u64) {
+        self.tick_ms = ms;
+        self.write_configs();
+    }
+
     fn write_configs(&self) {
         let servers: String = self
             .nodes
@@ -105,15 +128,16 @@ impl Cluster {
             .map(|s| {
                 // `;host:port` is the HTTP API: followers forward writes there.
                 format!(
-                    "server.{}=127.0.0.1:{}:{};127.0.0.1:{}\n",
-                    s.sid, s.quorum_port, s.election_port, s.admin_port
+                    "server.{}={}:{}:{};127.0.0.1:{}\n",
+                    s.sid, s.host, s.quorum_port, s.election_port, s.admin_port
                 )
             })
             .collect();
         for s in self.nodes.values() {
             let cfg = format!(
-                "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+                "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
                  admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+                self.tick_ms,
                 s.data_dir.display(),
                 s.admin_port
             );
@@ -166,7 +190,7 @@ impl Cluster {
             .append(true)
             .open(&spec.log)
             .unwrap();
-        let child = Command::new(NODE_BIN)
+        let child = Command::new(node_bin())
             .arg("--config")
             .arg(&spec.config)
             .args(&self.extra_args)
@@ -333,4 +357,120 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// A private network namespace for the calling thread (and the nodes it starts), where
+/// partitions are routing rules: traffic between two cut addresses is routed into a veth whose
+/// peer is down, so it vanishes silently like a firewall's DROP (this host has no iptables).
+/// Everything lives and dies with the namespace: nothing is left on the host.
+pub struct PrivateNet {
+    /// The addresses handed out, by sid.
+    pub hosts: BTreeMap<u64, String>,
+    cuts: Vec<(u64, u64)>,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl PrivateNet {
+    /// Moves THIS thread into a new network namespace with `10.77.0.<sid>` for sids 1..=n on
+    /// its loopback. Err (with why) when namespaces are not available (not root).
+    pub fn enter(n: u64) -> Result<PrivateNet, String> {
+        // SAFETY: unshare only changes this thread's namespace; no memory is involved.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(format!(
+                "unshare(CLONE_NEWNET): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        ip(&["link", "set", "lo", "up"])?;
+        ip(&[
+            "link", "add", "flcdrop", "type", "veth", "peer", "name", "flcdrop1",
+        ])?;
+        ip(&["link", "set", "flcdrop", "up"])?;
+        // Cut rules must come before the local table, which otherwise answers first.
+        ip(&["rule", "add", "pref", "100", "lookup", "local"])?;
+        ip(&["rule", "del", "pref", "0"])?;
+        let mut hosts = BTreeMap::new();
+        for sid in 1..=n {
+            let host = format!("10.77.0.{sid}");
+            ip(&["addr", "add", &format!("{host}/32"), "dev", "lo"])?;
+            let table = (1000 + sid).to_string();
+            ip(&[
+                "route",
+                "add",
+                &format!("{host}/32"),
+                "dev",
+                "flcdrop",
+                "table",
+                &table,
+            ])?;
+            hosts.insert(sid, host);
+        }
+        Ok(PrivateNet {
+            hosts,
+            cuts: Vec::new(),
+        })
+    }
+
+    /// Drops everything from `a` to `b` (one way).
+    pub fn cut(&mut self, a: u64, b: u64) {
+        let table = (1000 + b).to_string();
+        ip(&[
+            "rule",
+            "add",
+            "pref",
+            "10",
+            "from",
+            &self.hosts[&a],
+            "to",
+            &self.hosts[&b],
+            "lookup",
+            &table,
+        ])
+        .unwrap();
+        self.cuts.push((a, b));
+    }
+
+    /// Cuts `sid` off from every other server, both ways.
+    pub fn isolate(&mut self, sid: u64) {
+        let others: Vec<u64> = self.hosts.keys().copied().filter(|&s| s != sid).collect();
+        for o in others {
+            self.cut(sid, o);
+            self.cut(o, sid);
+        }
+    }
+
+    /// Removes every cut.
+    pub fn heal(&mut self) {
+        for (a, b) in std::mem::take(&mut self.cuts) {
+            let table = (1000 + b).to_string();
+            ip(&[
+                "rule",
+                "del",
+                "pref",
+                "10",
+                "from",
+                &self.hosts[&a],
+                "to",
+                &self.hosts[&b],
+                "lookup",
+                &table,
+            ])
+            .unwrap();
+        }
+    }
 }
