@@ -14,7 +14,7 @@ use crate::history::view::{FaultInterval, FaultRecovery, View};
 use crate::history::{read, EventType, F};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Width, in columns, of every time series: one per pixel of the widest plot area.
@@ -73,29 +73,8 @@ pub struct RunData {
 pub fn scan(path: &Path, nodes: &[String], started_at_ms: i64) -> Result<RunData> {
     let t_end_ns = last_event_time(path)?.max(1);
     let mut s = Scanner::new(t_end_ns, nodes, started_at_ms);
-    let summary = read::for_each(path, |at, line, _| s.line(at.pos, line))?;
-    let head = head_lines(path, summary.events as usize)?;
-    Ok(s.finish(head))
-}
-
-/// The first lines of the file as text (blank ones skipped), at most `events` of them so that
-/// a forgiven torn last line is not shown as an event.
-fn head_lines(path: &Path, events: usize) -> Result<Vec<String>> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open history {}", path.display()))?;
-    let mut head = Vec::new();
-    for line in BufReader::new(file).split(b'\n') {
-        if head.len() >= HEAD_LINES.min(events) {
-            break;
-        }
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let text = String::from_utf8_lossy(line.trim_ascii_end());
-        head.push(super::text::shorten(&text, HEAD_LINE_CHARS));
-    }
-    Ok(head)
+    read::for_each(path, |at, line, _| s.line(at.pos, line))?;
+    Ok(s.finish())
 }
 
 /// The time of the last complete event, read from the file's tail so that series can be
@@ -138,6 +117,7 @@ struct Scanner {
     pending_ops: HashMap<String, u64>,
     schedule: Schedule,
     view: View,
+    head: Vec<String>,
 }
 
 impl Scanner {
@@ -156,6 +136,7 @@ impl Scanner {
             pending_ops: HashMap::new(),
             schedule: Schedule::default(),
             view: View::new(nodes),
+            head: Vec::new(),
         };
         for n in nodes {
             s.node(n);
@@ -179,6 +160,10 @@ impl Scanner {
 
     fn line(&mut self, pos: u32, l: &Line<'_>) {
         self.events += 1;
+        if self.head.len() < HEAD_LINES {
+            self.head
+                .push(super::text::shorten(l.text.trim_end(), HEAD_LINE_CHARS));
+        }
         self.view.feed(pos, l);
         match (&l.body, l.f) {
             (Body::Status(s), _) => self.status(l, Some(s)),
@@ -244,7 +229,7 @@ impl Scanner {
         series.add(start, latency_ms);
     }
 
-    fn finish(mut self, head: Vec<String>) -> RunData {
+    fn finish(mut self) -> RunData {
         let t_end_ns = self.t_end_ns;
         // Each lane's last span runs to the end of the history.
         for node in self.nodes.values_mut() {
@@ -261,7 +246,7 @@ impl Scanner {
             faults: view.intervals,
             schedule: self.schedule.rows,
             recoveries: view.recoveries,
-            head,
+            head: self.head,
         }
     }
 }
