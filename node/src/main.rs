@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fle_node::host_clock;
 use fle_node::{config, server};
+use fle_node::{host_clock, lazyfs};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +49,36 @@ enum Command {
         #[arg(long, value_name = "STATE")]
         state: PathBuf,
     },
+    /// The power-loss filesystem under a node's dataDir (used by `fle-chaos` power-loss faults).
+    #[command(subcommand)]
+    Lazyfs(LazyfsCommand),
+}
+
+#[derive(Subcommand)]
+enum LazyfsCommand {
+    /// Mounts BACKING at MOUNT, keeping un-fsynced writes in memory; serves until unmounted.
+    Mount {
+        #[arg(long, value_name = "DIR")]
+        backing: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        mount: PathBuf,
+        /// The control socket (created once the mount is live).
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+    },
+    /// Power loss: forgets every write not yet fsynced; prints what was lost as one JSON line.
+    Drop {
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+        /// Also keep a seeded prefix of the last write (a torn write).
+        #[arg(long, value_name = "SEED")]
+        tear_seed: Option<u64>,
+    },
+    /// Ends the filesystem (unmounts it).
+    Unmount {
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -78,6 +108,9 @@ fn main() {
             }
         }
         return;
+    }
+    if let Some(Command::Lazyfs(cmd)) = &cli.command {
+        std::process::exit(lazyfs_command(cmd));
     }
     let Some(config_path) = cli.config.as_ref() else {
         unreachable!("clap requires --config without a subcommand");
@@ -133,5 +166,31 @@ fn main() {
     if let Err(e) = runtime.block_on(server::run(cfg, opts)) {
         eprintln!("fle-node: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// Runs a `fle-node lazyfs` subcommand; returns the exit code.
+fn lazyfs_command(cmd: &LazyfsCommand) -> i32 {
+    let r = match cmd {
+        LazyfsCommand::Mount {
+            backing,
+            mount,
+            control,
+        } => lazyfs::mount(backing, mount, control),
+        LazyfsCommand::Drop { control, tear_seed } => {
+            let req = match tear_seed {
+                Some(s) => format!("drop {s}"),
+                None => "drop".to_string(),
+            };
+            lazyfs::request(control, &req).map(|line| println!("{line}"))
+        }
+        LazyfsCommand::Unmount { control } => lazyfs::request(control, "unmount").map(|_| ()),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("fle-node lazyfs: {e:#}");
+            1
+        }
     }
 }
