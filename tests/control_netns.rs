@@ -33,7 +33,11 @@ fn namespaces_connect_nodes_and_teardown_removes_everything() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(NetMode::Netns, 3, dir.path());
     let net = c.netns().unwrap().clone();
-    assert_eq!(c.kind(), "netns");
+    assert!(c.net().is_some(), "namespaced nodes can be cut off");
+    assert!(
+        c.clock().is_none(),
+        "a local cluster never steps the host clock"
+    );
 
     // n1 listens on its own address; the controller (host, over the bridge) and n2 connect.
     let n1 = c.node_host("n1").unwrap();
@@ -94,8 +98,11 @@ fn namespaces_connect_nodes_and_teardown_removes_everything() {
 fn loopback_nodes_get_distinct_addresses_and_free_ports() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(NetMode::Loopback, 3, dir.path());
-    assert_eq!(c.kind(), "loopback");
     assert!(c.netns().is_none());
+    assert!(
+        c.net().is_none(),
+        "loopback nodes share one stack: no partitions"
+    );
     let hosts: Vec<_> = ["n1", "n2", "n3"]
         .iter()
         .map(|n| c.node_host(n).unwrap())
@@ -110,4 +117,74 @@ fn loopback_nodes_get_distinct_addresses_and_free_ports() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(c.pid("n2"), None);
     assert!(c.node_host("n9").is_err());
+}
+
+/// How many times a 10 ms ticker task ticks while another task runs `call`, on a runtime with
+/// one worker; and how long `call` took.
+async fn ticks_during(call: impl FnOnce() + Send + 'static) -> (u64, Duration) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let ticks = Arc::new(AtomicU64::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                ticks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    while ticks.load(Ordering::Relaxed) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the ticker never ran"
+        );
+        tokio::task::yield_now().await;
+    }
+    let before = ticks.load(Ordering::Relaxed);
+    let took = tokio::spawn(async move {
+        let t = std::time::Instant::now();
+        call();
+        t.elapsed()
+    })
+    .await
+    .unwrap();
+    let during = ticks.load(Ordering::Relaxed) - before;
+    ticker.abort();
+    (during, took)
+}
+
+/// A blocking `Control` call made from an async task must not stall the runtime's worker: with
+/// one worker, a ticker task keeps ticking while another task waits on a 1 s command; the same
+/// command run bare from a task stalls it (so the measure can tell the two apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn blocking_control_calls_leave_the_async_worker_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = std::sync::Arc::new(cluster(NetMode::Loopback, 1, dir.path()));
+    let (bare, took) = ticks_during(|| {
+        std::process::Command::new("sleep")
+            .arg("1")
+            .output()
+            .unwrap();
+    })
+    .await;
+    assert!(took >= Duration::from_secs(1));
+    assert!(
+        bare <= 5,
+        "a bare blocking call let the ticker tick {bare} times: this measure cannot see a blocked worker"
+    );
+    let (during, took) = ticks_during(move || {
+        c.exec("n1", "sleep", &["1"]).unwrap();
+    })
+    .await;
+    assert!(
+        took >= Duration::from_secs(1),
+        "exec returned after {took:?}"
+    );
+    // ~100 at 10 ms; a blocked worker gives 0 or 1.
+    assert!(
+        during >= 20,
+        "the ticker ticked {during} times during a 1 s exec: the worker was blocked"
+    );
 }

@@ -5,7 +5,7 @@ mod run_support;
 
 use fle_chaos::control::local::NetMode;
 use fle_chaos::control::Control;
-use fle_chaos::nemesis::inject::{chain_present, cut, uncut};
+use fle_chaos::nemesis::inject::{cut, uncut};
 use fle_chaos::nemesis::partition::grudge;
 use fle_chaos::nemesis::schedule::PartitionShape;
 use run_support::{in_netns, root_or_skip, Cluster};
@@ -64,7 +64,7 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
     );
 
     let g = grudge(PartitionShape::IsolateOne, &nodes(3), &["n1".into()], 0);
-    let rules = cut(&*c, &g).unwrap();
+    let rules = cut(c.net().unwrap(), &g).unwrap();
     assert_eq!(rules["n1"].len(), 2, "n1 drops both peers: {rules:?}");
     assert!(
         !in_node(&c, "n2", move || connects(addr)),
@@ -77,15 +77,15 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
     assert!(connects(addr), "the controller still reaches n1");
     for node in nodes(3) {
         assert!(
-            chain_present(&*c, &node).unwrap(),
+            c.net().unwrap().is_cut(&node).unwrap(),
             "{node} has the tool's chain"
         );
     }
 
-    assert!(uncut(&*c, &nodes(3)).is_empty());
+    assert!(uncut(c.net().unwrap(), &nodes(3)).is_empty());
     for node in nodes(3) {
         assert!(
-            !chain_present(&*c, &node).unwrap(),
+            !c.net().unwrap().is_cut(&node).unwrap(),
             "{node} still has the tool's chain"
         );
     }
@@ -108,7 +108,7 @@ fn one_way_drops_only_one_direction() {
     );
 
     let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
-    cut(&*c, &g).unwrap();
+    cut(c.net().unwrap(), &g).unwrap();
     assert!(
         !datagram_arrives(&c, "n1", "n2", 7201),
         "n1 -> n2 must be dropped"
@@ -126,7 +126,7 @@ fn one_way_drops_only_one_direction() {
         "n2 -> n3 is not part of the cut"
     );
 
-    assert!(uncut(&*c, &nodes(3)).is_empty());
+    assert!(uncut(c.net().unwrap(), &nodes(3)).is_empty());
     assert!(
         datagram_arrives(&c, "n1", "n2", 7205),
         "after healing n1 reaches n2 again"

@@ -123,7 +123,11 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
     let run_id = format!("t{}", vms.suffix);
     let (c, run_dir) = cluster(&vms, &run_id);
 
-    assert_eq!(c.kind(), "ssh");
+    assert!(c.net().is_some(), "every host has its own iptables");
+    assert!(
+        c.clock().is_none(),
+        "host clocks only with --real-clock-skew"
+    );
     assert_eq!(c.nodes(), ["n1", "n2", "n3"]);
     assert_eq!(c.node_host("n2").unwrap(), vms.addr(1));
     assert_eq!(c.controller_addr(), Some(vms.gateway().into()));

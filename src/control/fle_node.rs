@@ -2,6 +2,8 @@
 //! `fle-node --config DIR/zoo.cfg` through the cluster's `Control` (optionally under
 //! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`).
 
+use super::clock::Clock;
+use super::target::clock_of;
 use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
 use super::{faketime, Control, DaemonSpec};
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
@@ -48,6 +50,8 @@ pub struct FleNode {
     /// One keep-alive client per node for status reads (short timeout) and one for the rest.
     status_clients: HashMap<String, reqwest::Client>,
     client: reqwest::Client,
+    /// The nodes' clocks when they run under libfaketime.
+    faketime: Option<faketime::FaketimeClock>,
 }
 
 impl FleNode {
@@ -80,6 +84,9 @@ impl FleNode {
             .no_proxy()
             .build()?;
         Ok(FleNode {
+            faketime: opts
+                .faketime
+                .then(|| faketime::FaketimeClock::new(control.clone())),
             control,
             opts,
             ports,
@@ -324,5 +331,9 @@ impl Target for FleNode {
 
     fn clock_file(&self, node: &str) -> Option<PathBuf> {
         faketime::node_file(self.control.as_ref(), node, self.opts.faketime)
+    }
+
+    fn clock(&self) -> Option<&dyn Clock> {
+        clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 }

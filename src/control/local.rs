@@ -4,11 +4,14 @@
 //! Daemons are spawned in their own process group (a Ctrl-C at the terminal reaches only the
 //! controller, which then tears down in order) and tracked by `std::process::Child`, so exited
 //! ones are reaped and a pid is never signalled after it could have been reused.
+//!
+//! Capabilities: with namespaces every node has its own network stack, so the cluster is a
+//! `Net` (iptables in the node's namespace); on loopback it is not. It never steps clocks.
 
 use super::netns::{self, NetnsCluster};
 use super::registry::{process_comm, process_start_time, Registry, Resource};
 use super::teardown::{remove_all, TeardownReport};
-use super::{Control, DaemonSpec, Signal};
+use super::{blocking, iptables, Control, DaemonSpec, Net, Signal};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -70,6 +73,11 @@ impl LocalCluster {
         Ok(cluster)
     }
 
+    /// The namespaces of a netns cluster (None on loopback): for tests that enter them.
+    pub fn netns(&self) -> Option<&NetnsCluster> {
+        self.net.as_ref()
+    }
+
     fn index_of(&self, node: &str) -> Result<usize> {
         self.nodes
             .iter()
@@ -78,15 +86,23 @@ impl LocalCluster {
     }
 }
 
-impl Control for LocalCluster {
-    fn kind(&self) -> &'static str {
-        if self.net.is_some() {
-            "netns"
-        } else {
-            "loopback"
-        }
+/// Namespaces give every node its own iptables; the cuts are recorded with their namespace.
+impl Net for LocalCluster {
+    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
+        let netns = self.net.as_ref().map(|n| n.names.netns(node));
+        iptables::drop_from(self, netns, node, sources)
     }
 
+    fn heal(&self, node: &str) -> Result<()> {
+        iptables::heal(self, node)
+    }
+
+    fn is_cut(&self, node: &str) -> Result<bool> {
+        iptables::is_cut(self, node)
+    }
+}
+
+impl Control for LocalCluster {
     fn nodes(&self) -> &[String] {
         &self.nodes
     }
@@ -127,6 +143,96 @@ impl Control for LocalCluster {
     }
 
     fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output> {
+        blocking(|| self.exec_now(node, program, args))
+    }
+
+    fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf> {
+        let path = self.node_dir(node)?.join(relative);
+        blocking(|| {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            std::fs::write(&path, contents)
+                .with_context(|| format!("cannot write {}", path.display()))
+        })?;
+        Ok(path)
+    }
+
+    fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>> {
+        let path = self.node_dir(node)?.join(relative);
+        blocking(|| std::fs::read(&path).with_context(|| format!("cannot read {}", path.display())))
+    }
+
+    fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
+        blocking(|| self.spawn_now(node, spec))
+    }
+    fn pid(&self, node: &str) -> Option<u32> {
+        let mut daemons = self.daemons.lock().unwrap();
+        let child = daemons.get_mut(node)?;
+        match child.try_wait() {
+            Ok(None) => Some(child.id()),
+            _ => None,
+        }
+    }
+
+    fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>> {
+        let Some(pid) = self.pid(node) else {
+            return Ok(None);
+        };
+        // Holding no lock across the signal is fine: only `kill`/`teardown` reap, and they
+        // take the lock, so the pid cannot be reused before `pid()` would notice.
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+            .with_context(|| format!("cannot send {signal} to {node} (pid {pid})"))?;
+        Ok(Some(pid))
+    }
+
+    fn kill(&self, node: &str) -> Result<Option<u32>> {
+        let mut daemons = self.daemons.lock().unwrap();
+        let Some(child) = daemons.get_mut(node) else {
+            return Ok(None);
+        };
+        if child.try_wait()?.is_some() {
+            return Ok(None);
+        }
+        let pid = child.id();
+        child
+            .kill()
+            .with_context(|| format!("cannot kill {node}"))?;
+        blocking(|| child.wait())?;
+        Ok(Some(pid))
+    }
+
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn teardown(&self) -> TeardownReport {
+        blocking(|| self.teardown_now())
+    }
+
+    fn net(&self) -> Option<&dyn Net> {
+        self.net.as_ref().map(|_| self as &dyn Net)
+    }
+}
+
+/// The blocking bodies of the `Control` calls above (run through `blocking`).
+impl LocalCluster {
+    fn teardown_now(&self) -> TeardownReport {
+        *self.torn_down.lock().unwrap() = true;
+        let report = remove_all(&self.registry.resources());
+        // Reap what teardown killed.
+        for (_, mut child) in self.daemons.lock().unwrap().drain() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if report.errors.is_empty() {
+            self.registry.release();
+        }
+        report
+    }
+
+    fn exec_now(&self, node: &str, program: &str, args: &[&str]) -> Result<Output> {
         match &self.net {
             Some(net) => net.exec_in(node, program, args),
             None => {
@@ -147,23 +253,7 @@ impl Control for LocalCluster {
         }
     }
 
-    fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf> {
-        let path = self.node_dir(node)?.join(relative);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, contents)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(path)
-    }
-
-    fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>> {
-        let path = self.node_dir(node)?.join(relative);
-        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
-    }
-
-    fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
+    fn spawn_now(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
         if *self.torn_down.lock().unwrap() {
             bail!("the cluster is torn down; not starting {node}");
         }
@@ -205,63 +295,5 @@ impl Control for LocalCluster {
         })?;
         daemons.insert(node.to_string(), child);
         Ok(pid)
-    }
-
-    fn pid(&self, node: &str) -> Option<u32> {
-        let mut daemons = self.daemons.lock().unwrap();
-        let child = daemons.get_mut(node)?;
-        match child.try_wait() {
-            Ok(None) => Some(child.id()),
-            _ => None,
-        }
-    }
-
-    fn signal(&self, node: &str, signal: Signal) -> Result<Option<u32>> {
-        let Some(pid) = self.pid(node) else {
-            return Ok(None);
-        };
-        // Holding no lock across the signal is fine: only `kill`/`teardown` reap, and they
-        // take the lock, so the pid cannot be reused before `pid()` would notice.
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
-            .with_context(|| format!("cannot send {signal} to {node} (pid {pid})"))?;
-        Ok(Some(pid))
-    }
-
-    fn kill(&self, node: &str) -> Result<Option<u32>> {
-        let mut daemons = self.daemons.lock().unwrap();
-        let Some(child) = daemons.get_mut(node) else {
-            return Ok(None);
-        };
-        if child.try_wait()?.is_some() {
-            return Ok(None);
-        }
-        let pid = child.id();
-        child
-            .kill()
-            .with_context(|| format!("cannot kill {node}"))?;
-        child.wait()?;
-        Ok(Some(pid))
-    }
-
-    fn netns(&self) -> Option<&NetnsCluster> {
-        self.net.as_ref()
-    }
-
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    fn teardown(&self) -> TeardownReport {
-        *self.torn_down.lock().unwrap() = true;
-        let report = remove_all(&self.registry.resources());
-        // Reap what teardown killed.
-        for (_, mut child) in self.daemons.lock().unwrap().drain() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if report.errors.is_empty() {
-            self.registry.release();
-        }
-        report
     }
 }

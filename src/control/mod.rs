@@ -1,20 +1,48 @@
-//! Where nodes run and how the controller drives them (Jepsen's `control` and `db`).
+//! Where nodes run and how the controller drives them (Jepsen's `control`, `net` and `db`).
 //!
-//! Two seams:
-//! - `Control`: *where* a node runs. A small interface: run a command in a node's context,
-//!   spawn and track a daemon with its pid, signal it, write a file for a node, the node's
-//!   address. `local::LocalCluster` implements it with network namespaces (or plain loopback
-//!   addresses); `ssh::SshCluster` implements it on remote hosts over SSH.
-//! - `target::Target`: *what* runs on a node (start, kill, pause, resume, status, write, read
-//!   log, logs). `fle_node::FleNode` and `zookeeper::ZooKeeper` (real Apache ZooKeeper)
-//!   implement it. Nothing above `Target` knows which one runs.
+//! A backend is described by the capabilities it has, never by its name, so nothing above this
+//! module asks which backend runs (Jepsen's `Net` protocol is the model):
+//! - `Control`: process control, which every backend has. Run a command in a node's context,
+//!   spawn and track a daemon with its pid, signal/kill it, read and write a node's files, the
+//!   node's address and port, the run's registry and the teardown. `local::LocalCluster`
+//!   (network namespaces, or plain loopback addresses) and `ssh::SshCluster` (one VM per node)
+//!   implement it.
+//! - `Net` (`Control::net`): cutting and healing the links between nodes. Present where every
+//!   node has a network stack of its own (namespaces, SSH hosts), absent on loopback, where
+//!   nodes share one stack and a cut of one would cut all; the partition nemesis asks for it.
+//!   Both backends implement it with the same iptables chain (`iptables`), recorded in the
+//!   registry before it is created, so teardown and `clean` remove it.
+//! - `Clock` (`clock`): moving a node's clock. The control offers the hosts' real clocks
+//!   (`Control::clock`, only `--ssh --real-clock-skew`); otherwise the target offers the
+//!   libfaketime files it starts its nodes with (`Target::clock`, `faketime::FaketimeClock`).
+//! - `target::Target`: *what* runs on a node (setup, start, kill, pause, resume, status, write,
+//!   read log, logs). `fle_node::FleNode` and `zookeeper::ZooKeeper` implement it; nothing above
+//!   `Target` knows which one runs.
+//!
+//! Why three traits and not one: the old single trait answered "can I partition?" with
+//! `kind() != "loopback"`, and "how do I move a clock?" with `real_clock()` and a backend's
+//! namespace handle, so every new backend meant editing the nemesis. A capability that is an
+//! `Option<&dyn Trait>` is checked by the compiler and by the one place that needs it.
+//!
+//! Blocking: `Control` is synchronous (std::process, `ip netns exec`, SSH round trips that wait
+//! on a channel), and it is called from async tasks (nemesis, final phase), from `Drop` and from
+//! plain threads (`clean`, tests). The implementations wrap their blocking work in `blocking`,
+//! which on a multi-threaded tokio worker is `block_in_place`: the runtime moves the worker's
+//! other tasks (observers, clients) to another thread while the call waits. `block_in_place`
+//! rather than `spawn_blocking`, because a caller's future cannot be dropped half-way through
+//! a call: a signal that cancels the run then never leaves a resource recorded-but-still-being-
+//! created behind the teardown that already read the registry; and callers keep borrowing
+//! (no `'static` clones). An async seam would have rippled through every target and test for
+//! the same effect.
 //!
 //! Every resource a run creates is recorded in `registry` before it exists, and `teardown`
 //! removes exactly those, on every exit path and from `clean`.
 
 pub mod clean;
+pub mod clock;
 pub mod faketime;
 pub mod fle_node;
+pub mod iptables;
 /// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).
 pub use ::fle_node::host_clock;
 
@@ -44,10 +72,8 @@ pub struct DaemonSpec {
     pub log: PathBuf,
 }
 
-/// Where the nodes of a cluster run.
+/// Where the nodes of a cluster run: process control, which every backend has.
 pub trait Control: Send + Sync {
-    /// "netns", "loopback" or "ssh".
-    fn kind(&self) -> &'static str;
     /// Node names, "n1".."nN".
     fn nodes(&self) -> &[String];
     /// The address the node listens on and its peers and the controller reach it at.
@@ -59,7 +85,7 @@ pub trait Control: Send + Sync {
     fn controller_addr(&self) -> Option<IpAddr>;
     /// The node's folder (config, data, logs).
     fn node_dir(&self, node: &str) -> Result<PathBuf>;
-    /// Runs a command in the node's context (its namespace) and waits for it.
+    /// Runs a command in the node's context (its namespace, its host) and waits for it.
     fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output>;
     /// Writes a file for the node (path relative to the node's folder); returns its full path.
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
@@ -86,24 +112,43 @@ pub trait Control: Send + Sync {
     }
     /// SIGKILLs the node's daemon and waits until it is gone; returns its pid if one ran.
     fn kill(&self, node: &str) -> Result<Option<u32>>;
-    /// The namespaces of a local namespace cluster (for the partition nemesis).
-    fn netns(&self) -> Option<&netns::NetnsCluster>;
-    /// The run's resource registry (the nemesis records the chains and rules it creates).
+    /// The run's resource registry (everything created is recorded here first).
     fn registry(&self) -> &registry::Registry;
     /// Removes everything the cluster created. Idempotent.
     fn teardown(&self) -> teardown::TeardownReport;
-    /// Whether clock faults step the hosts' real system clocks (`--real-clock-skew` over SSH)
-    /// instead of a libfaketime control file per node.
-    fn real_clock(&self) -> bool {
-        false
+    /// Cutting links between nodes; None where nodes share one network stack.
+    fn net(&self) -> Option<&dyn Net> {
+        None
     }
-    /// Steps the system clock of `node`'s host to `offset_ms` away from the true time (see
-    /// `host_clock`); returns the step made, in ms.
-    fn set_real_clock(&self, node: &str, offset_ms: i64) -> Result<i64> {
-        let _ = offset_ms;
-        anyhow::bail!(
-            "{node}: this cluster does not step real clocks (only --ssh --real-clock-skew does)"
-        )
+    /// The hosts' own clocks, when this cluster may step them (`--real-clock-skew`); None
+    /// otherwise (a target may still move its nodes' clocks with libfaketime: `Target::clock`).
+    fn clock(&self) -> Option<&dyn clock::Clock> {
+        None
+    }
+}
+
+/// Cutting and healing links between nodes (Jepsen's `Net`). A cut node drops every packet
+/// from the nodes it is cut from; the controller's own traffic always passes.
+pub trait Net: Send + Sync {
+    /// Makes `node` drop every packet from `sources` (node names), recording what it creates
+    /// before creating it; returns the rules installed, as text.
+    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>>;
+    /// Removes every cut on `node` (nothing to remove is fine); an error when one is still
+    /// there afterwards.
+    fn heal(&self, node: &str) -> Result<()>;
+    /// Whether a cut of the tool's is in force on `node`.
+    fn is_cut(&self, node: &str) -> Result<bool>;
+}
+
+/// Runs blocking work (a process, an SSH round trip) from wherever a `Control` is called:
+/// on a multi-threaded tokio worker through `block_in_place`, so the worker's other tasks move
+/// to another thread meanwhile; elsewhere (plain threads, a current-thread runtime) directly.
+/// See the module doc for why not `spawn_blocking`.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

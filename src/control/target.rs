@@ -3,6 +3,8 @@
 //! (`control::zookeeper`) implement it; nothing here names either, and everything above this
 //! trait goes through it.
 
+use super::clock::Clock;
+use super::faketime::FaketimeClock;
 use super::{Control, Signal};
 use crate::api::{LogResponse, NodeStatus};
 use anyhow::Result;
@@ -81,4 +83,17 @@ pub trait Target: Send + Sync {
     fn log_paths(&self, node: &str) -> Vec<PathBuf>;
     /// The libfaketime control file of the node, when it runs under libfaketime.
     fn clock_file(&self, node: &str) -> Option<PathBuf>;
+    /// How the clock nemesis moves the nodes' clocks (see `clock_of`); None when it cannot.
+    fn clock(&self) -> Option<&dyn Clock>;
+}
+
+/// The clock of a cluster: the hosts' own clocks when the control may step them
+/// (`--real-clock-skew`), else the libfaketime files the target starts its nodes with.
+pub fn clock_of<'a>(
+    control: &'a dyn Control,
+    faketime: Option<&'a FaketimeClock>,
+) -> Option<&'a dyn Clock> {
+    control
+        .clock()
+        .or_else(|| faketime.map(|f| f as &dyn Clock))
 }

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod recorder;
 pub mod store;
 pub mod test_info;
 

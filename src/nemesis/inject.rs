@@ -3,22 +3,22 @@
 //! Every action is an `invoke` then an `info` (done, saying exactly what: nodes, pids, rules,
 //! offsets) or a `fail` (it could not be done), as the history conventions require. An applied
 //! fault returns an `Active` that knows how to undo itself.
+//!
+//! What a cluster can do comes from its capabilities, never from its backend's name: a
+//! partition needs `Control::net`, a clock fault `Target::clock`; without them the fault is
+//! recorded as `fail`.
 
-use super::clock::{self, ClockSetting};
-use super::iptables;
 use super::partition::{components, groups_grudge, grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{ClockMode, FaultKind, PartitionShape};
+use super::seam::NemesisContext;
 use super::targets::resolve;
-use crate::control::host_clock;
-use crate::control::registry::Resource;
-use crate::control::Control;
+use crate::control::clock::{Clock, ClockChange, ClockSetting};
+use crate::control::{iptables, Net};
 use crate::history::{EventType, F, NEMESIS};
-use crate::run::nemesis::NemesisContext;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 /// A fault in force, with what is needed to undo it.
@@ -126,7 +126,12 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
                 ctx.target.resume(n)
             });
         }
-        Active::Partitioned { nodes } => heal_partition(ctx, nodes, false),
+        Active::Partitioned { nodes } => {
+            // A partition was only made through the cluster's `Net`, so it is there.
+            if let Some(net) = ctx.control.net() {
+                heal_partition(ctx, net, nodes, false)
+            }
+        }
         Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
     }
 }
@@ -185,11 +190,11 @@ fn partition(
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
-    if !partitions_possible(ctx.control.as_ref()) {
+    let Some(net) = ctx.control.net() else {
         bail!(
             "partitions need nodes with their own network stack (--net netns, or hosts over SSH)"
         );
-    }
+    };
     let g = match groups {
         Some(groups) => {
             if let Some(unknown) = groups.iter().flatten().find(|n| !nodes.contains(n)) {
@@ -211,7 +216,7 @@ fn partition(
         None,
         value.clone(),
     );
-    let rules = cut(ctx.control.as_ref(), &g)?;
+    let rules = cut(net, &g)?;
     value["chain"] = json!(iptables::CHAIN);
     value["rules"] = json!(rules);
     ctx.recorder
@@ -221,72 +226,32 @@ fn partition(
     })
 }
 
-/// Whether nodes have network stacks of their own, so iptables can cut one off.
-pub fn partitions_possible(control: &dyn Control) -> bool {
-    control.kind() != "loopback"
-}
-
-/// Installs the grudge's DROP rules, each chain recorded before it exists; returns the rules
-/// per node as text.
-pub fn cut(control: &dyn Control, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
+/// Installs the grudge's cuts, each recorded before it exists; returns the rules per node as
+/// text.
+pub fn cut(net: &dyn Net, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
     let mut rules = BTreeMap::new();
     for (node, sources) in g {
-        let netns = control.netns().map(|n| n.names.netns(node));
-        control.registry().record(Resource::Rule {
-            netns: netns.clone(),
-            table: "filter".into(),
-            spec: iptables::hook_spec(),
-        })?;
-        control.registry().record(Resource::Chain {
-            netns,
-            table: "filter".into(),
-            chain: iptables::CHAIN.into(),
-        })?;
-        let addrs = sources
-            .iter()
-            .map(|s| control.node_host(s))
-            .collect::<Result<Vec<_>>>()?;
-        for cmd in iptables::cut_commands(&addrs) {
-            run_iptables(control, node, &cmd)?;
-        }
-        rules.insert(
-            node.clone(),
-            addrs.iter().map(|a| format!("-s {a} -j DROP")).collect(),
-        );
+        let sources: Vec<String> = sources.iter().cloned().collect();
+        rules.insert(node.clone(), net.drop_from(node, &sources)?);
     }
     Ok(rules)
 }
 
-/// Removes the tool's chain from `nodes`; returns the nodes where it could not be removed.
-pub fn uncut(control: &dyn Control, nodes: &[String]) -> BTreeMap<String, String> {
+/// Removes the cuts from `nodes`; returns the nodes where they could not be removed.
+pub fn uncut(net: &dyn Net, nodes: &[String]) -> BTreeMap<String, String> {
     let mut errors = BTreeMap::new();
     for node in nodes {
-        for cmd in iptables::heal_commands() {
-            // Unhooking a chain that is not there fails harmlessly; verify below instead.
-            let _ = run_iptables(control, node, &cmd);
-        }
-        match chain_present(control, node) {
-            Ok(false) => {}
-            Ok(true) => {
-                errors.insert(
-                    node.clone(),
-                    "the chain is still there after healing".to_string(),
-                );
-            }
-            Err(e) => {
-                errors.insert(node.clone(), format!("{e:#}"));
-            }
+        if let Err(e) = net.heal(node) {
+            errors.insert(node.clone(), format!("{e:#}"));
         }
     }
     errors
 }
 
 /// Removes the tool's chain from `nodes` and records the heal.
-pub fn heal_partition(ctx: &NemesisContext, nodes: &[String], last: bool) {
+pub fn heal_partition(ctx: &NemesisContext, net: &dyn Net, nodes: &[String], last: bool) {
     let value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
-    record_undo(ctx, F::Heal, None, value, last, || {
-        uncut(ctx.control.as_ref(), nodes)
-    });
+    record_undo(ctx, F::Heal, None, value, last, || uncut(net, nodes));
 }
 
 /// Records an undo as `invoke`, then `info`, or `fail` naming the nodes `undo` could not put
@@ -314,33 +279,6 @@ fn record_undo(
     ctx.recorder.record(NEMESIS, kind, f, node, value);
 }
 
-/// Whether the tool's chain exists in `node`'s context.
-pub fn chain_present(control: &dyn Control, node: &str) -> Result<bool> {
-    let out = control.exec(node, "iptables", &["-w", "-S"])?;
-    if !out.status.success() {
-        bail!(
-            "iptables -S failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(iptables::mentions_chain(&String::from_utf8_lossy(
-        &out.stdout,
-    )))
-}
-
-fn run_iptables(control: &dyn Control, node: &str, args: &[String]) -> Result<()> {
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = control.exec(node, "iptables", &argv)?;
-    if !out.status.success() {
-        bail!(
-            "iptables {} on {node}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 fn skew(
     ctx: &NemesisContext,
     mode: Option<ClockMode>,
@@ -348,6 +286,7 @@ fn skew(
     nodes: &[String],
     base: &Value,
 ) -> Result<Active> {
+    let clock = clock_of(ctx)?;
     let mode = mode.unwrap_or(ClockMode::Bump {
         delta_ms: 60_000,
         random_sign: true,
@@ -378,7 +317,8 @@ fn skew(
             (ClockSetting::Rate(factor), None)
         }
     };
-    value["mechanism"] = json!(clock_mechanism(ctx.control.as_ref()));
+    let mechanism = clock.mechanism();
+    value["mechanism"] = json!(mechanism.name());
     ctx.recorder.record(
         NEMESIS,
         EventType::Invoke,
@@ -388,13 +328,9 @@ fn skew(
     );
     let mut done = BTreeMap::new();
     for node in nodes {
-        done.insert(node.clone(), set_clock(ctx, node, setting)?);
+        done.insert(node.clone(), clock.set(node, setting)?);
     }
-    value[if ctx.control.real_clock() {
-        "steps_ms"
-    } else {
-        "files"
-    }] = json!(done);
+    value[mechanism.changes_field()] = json!(done);
     ctx.recorder
         .record(NEMESIS, EventType::Info, F::Clock, single(nodes), value);
     Ok(Active::Skewed {
@@ -403,69 +339,27 @@ fn skew(
     })
 }
 
-/// How this cluster moves clocks: "clock_settime" (the host's, `--real-clock-skew`) or
-/// "libfaketime" (the node process's).
-pub fn clock_mechanism(control: &dyn Control) -> &'static str {
-    if control.real_clock() {
-        "clock_settime"
-    } else {
-        "libfaketime"
-    }
+/// The cluster's clock: the hosts' own (`--real-clock-skew`) or the nodes' libfaketime files.
+pub fn clock_of(ctx: &NemesisContext) -> Result<&dyn Clock> {
+    ctx.target.clock().ok_or_else(|| {
+        anyhow!(
+            "the nodes' clocks cannot be moved: they do not run under libfaketime, and the hosts' \
+             clocks may not be stepped (--ssh --real-clock-skew)"
+        )
+    })
 }
 
-/// Puts `setting` in force on `node`'s clock; returns what was done: the libfaketime control
-/// file written, or the step of the host's clock in ms.
-pub fn set_clock(ctx: &NemesisContext, node: &str, setting: ClockSetting) -> Result<Value> {
-    if ctx.control.real_clock() {
-        let ClockSetting::Offset(ms) = setting else {
-            bail!(
-                "{node}: a host's real clock can be stepped, not sped up (rate needs libfaketime)"
-            );
-        };
-        return Ok(json!(ctx.control.set_real_clock(node, ms)?));
-    }
-    let file = ctx.target.clock_file(node).ok_or_else(|| {
-        anyhow!("{node} does not run under libfaketime, so its clock cannot be moved")
-    })?;
-    let node_dir = ctx.control.node_dir(node)?;
-    let relative = file
-        .strip_prefix(&node_dir)
-        .unwrap_or(Path::new("faketime"));
-    let path = ctx
-        .control
-        .write_file(node, relative, setting.faketime_text().as_bytes())
-        .with_context(|| format!("cannot write the clock file of {node}"))?;
-    Ok(json!(path))
-}
-
-/// The offset in force on `node`'s clock, for the final verification: Ok(None) when it has no
-/// skew, Ok(Some(what)) when it has.
-pub fn clock_skew_left(ctx: &NemesisContext, node: &str) -> Result<Option<String>> {
-    if ctx.control.real_clock() {
-        // No record: the tool never moved this host's clock.
-        let state = ctx.control.node_dir(node)?.join(host_clock::STATE);
-        let script = format!("cat '{}' 2>/dev/null || true", state.display());
-        let text = ctx.control.exec(node, "sh", &["-c", &script])?.stdout;
-        let ms = host_clock::offset_ms(&String::from_utf8_lossy(&text))?;
-        return Ok((ms != 0).then(|| format!("{ms} ms (host clock)")));
-    }
-    let Some(file) = ctx.target.clock_file(node) else {
-        return Ok(None);
-    };
-    let node_dir = ctx.control.node_dir(node)?;
-    let relative = file.strip_prefix(&node_dir).unwrap_or(&file);
-    let text = String::from_utf8_lossy(&ctx.control.read_file(node, relative)?).into_owned();
-    Ok((!clock::is_reset(&text)).then(|| text.trim().to_string()))
+/// Puts `setting` in force on `node`'s clock; returns what was done.
+pub fn set_clock(ctx: &NemesisContext, node: &str, setting: ClockSetting) -> Result<ClockChange> {
+    clock_of(ctx)?.set(node, setting)
 }
 
 /// Sets `nodes`' clocks back to +0 and records it.
 pub fn reset_clocks(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let value = json!({
-        "nodes": nodes,
-        "mode": "reset",
-        "offset_ms": 0,
-        "mechanism": clock_mechanism(ctx.control.as_ref()),
-    });
+    let mut value = json!({ "nodes": nodes, "mode": "reset", "offset_ms": 0 });
+    if let Some(clock) = ctx.target.clock() {
+        value["mechanism"] = json!(clock.mechanism().name());
+    }
     record_undo(ctx, F::Clock, single(nodes), value, last, || {
         let mut errors = BTreeMap::new();
         for node in nodes {

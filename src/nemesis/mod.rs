@@ -4,17 +4,20 @@
 //! - `schedule`: what to do (TOML files in `nemesis/` or `--nemesis` flags);
 //! - `plan`: the seeded generator (same seed, same faults);
 //! - `partition`: partition shapes as grudges (who drops whom);
-//! - `targets`: resolving leader/random/minority/... to nodes when a fault starts.
+//! - `targets`: resolving leader/random/minority/... to nodes when a fault starts;
+//! - `seam`: the `Nemesis` trait and the `NemesisContext` a run hands it (`NoNemesis`,
+//!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
 pub mod catalogue;
-pub mod clock;
 pub mod inject;
-pub mod iptables;
 pub mod partition;
 pub mod plan;
 pub mod runner;
 pub mod schedule;
+pub mod seam;
 pub mod targets;
+
+pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 
 use crate::exit::bad_input;
 use anyhow::Result;
@@ -51,9 +54,9 @@ pub fn schedule_from_flags(
 }
 
 /// The nemesis that runs `schedule` (none when it has no faults).
-pub fn build(schedule: Schedule) -> std::sync::Arc<dyn crate::run::nemesis::Nemesis> {
+pub fn build(schedule: Schedule) -> std::sync::Arc<dyn Nemesis> {
     if schedule.faults.is_empty() {
-        std::sync::Arc::new(crate::run::nemesis::NoNemesis)
+        std::sync::Arc::new(NoNemesis)
     } else {
         std::sync::Arc::new(runner::ScheduledNemesis::new(schedule))
     }

@@ -2,13 +2,14 @@
 //! after its duration, until the run's time is up; then the final heal undoes everything and
 //! verifies it.
 
-use super::clock::ClockSetting;
 use super::inject::{self, Active};
 use super::plan::{plan, PlannedFault};
 use super::schedule::Schedule;
+use super::seam::{Nemesis, NemesisContext};
+use crate::control::clock::ClockSetting;
+use crate::control::iptables::CHAIN;
 use crate::control::target::BoxFuture;
 use crate::history::{EventType, F, NEMESIS};
-use crate::run::nemesis::{Nemesis, NemesisContext};
 use anyhow::Result;
 use serde_json::json;
 use std::sync::Mutex;
@@ -114,10 +115,12 @@ impl ScheduledNemesis {
                 }
             }
         }
-        if kinds.contains(&FaultKind::Partition)
-            && inject::partitions_possible(ctx.control.as_ref())
+        if let Some(net) = ctx
+            .control
+            .net()
+            .filter(|_| kinds.contains(&FaultKind::Partition))
         {
-            inject::heal_partition(ctx, &nodes, true);
+            inject::heal_partition(ctx, net, &nodes, true);
         }
         if kinds.contains(&FaultKind::Clock) {
             inject::reset_clocks(ctx, &nodes, true);
@@ -132,12 +135,8 @@ impl ScheduledNemesis {
         let partitions = self
             .schedule
             .kinds()
-            .contains(&super::schedule::FaultKind::Partition)
-            && inject::partitions_possible(ctx.control.as_ref());
-        let clock_faults = self
-            .schedule
-            .kinds()
-            .contains(&super::schedule::FaultKind::Clock);
+            .contains(&super::schedule::FaultKind::Partition);
+        let net = ctx.control.net().filter(|_| partitions);
         let mut problems = Vec::new();
         for node in nodes {
             // SIGCONT is harmless to a running process and the one way out of a stop.
@@ -150,25 +149,22 @@ impl ScheduledNemesis {
                 Ok(None) => problems.push(format!("{node} is not running")),
                 Err(e) => problems.push(format!("{node}: cannot signal it: {e:#}")),
             }
-            if partitions {
-                match inject::chain_present(ctx.control.as_ref(), node) {
-                    Ok(true) => problems.push(format!(
-                        "{node} still has the {} chain",
-                        super::iptables::CHAIN
-                    )),
+            if let Some(net) = net {
+                match net.is_cut(node) {
+                    Ok(true) => problems.push(format!("{node} still has the {CHAIN} chain")),
                     Ok(false) => {}
                     Err(e) => {
                         problems.push(format!("{node}: cannot list its iptables rules: {e:#}"))
                     }
                 }
             }
-            // A real clock is only ever moved by clock faults; a libfaketime file may have been
-            // set up without them (--faketime).
-            let faketime_file = !ctx.control.real_clock() && ctx.target.clock_file(node).is_some();
-            if !clock_faults && !faketime_file {
+            // Every clock that can be moved is checked, with or without clock faults: a
+            // libfaketime file is set up by --faketime too, and a host clock left skewed by
+            // an earlier run of the same folder would show here.
+            let Some(clock) = ctx.target.clock() else {
                 continue;
-            }
-            match inject::clock_skew_left(ctx, node) {
+            };
+            match clock.skew_left(node) {
                 Ok(None) => {}
                 Ok(Some(skew)) => problems.push(format!("{node}'s clock is at {skew}")),
                 Err(e) => problems.push(format!("{node}: cannot read its clock skew: {e:#}")),

@@ -2,10 +2,10 @@
 //! quorum to agree on a leader (recovery), and read every node's committed log once
 //! (`final-log` events, which the durability checker compares).
 
-use super::observe::Observations;
-use super::recorder::Recorder;
 use crate::control::target::{ReadError, Target};
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
+use crate::workload::observe::Observations;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,43 +4,41 @@
 //! - `plan`: the CLI options and their validation (all bad input is found before anything
 //!   is created);
 //! - `run_dir`: the run folder, `latest`, controller.log;
-//! - `recorder`: the one history writer; `observe`: the per-node observers;
-//! - `nemesis`: the seam the fault injector plugs into;
+//! - the history writer (`history::recorder`), the observers (`workload::observe`) and the
+//!   nemesis seam (`nemesis::seam`) live below `run`, which only composes them;
 //! - `final_phase`: heal safety net, recovery wait, final log reads;
 //! - `guard`: teardown on every exit path; `progress`: the live line;
+//! - `test`: the test as a value (control, target, workload, nemesis, checks), built from
+//!   the plan; `run_body` runs it;
 //! - `finish`: check and report (`finish_run`).
 
 pub mod final_phase;
 pub mod finish;
 pub mod guard;
-pub mod nemesis;
-pub mod observe;
 pub mod plan;
 pub mod progress;
-pub mod recorder;
 pub mod run_dir;
+pub mod test;
 
 pub use plan::TestArgs;
 
-use crate::control::fle_node::{FleNode, FleNodeOptions};
-use crate::control::local::{LocalCluster, NetMode};
+use crate::control::local::NetMode;
 use crate::control::os_setup::{self, Needs};
 use crate::control::registry::Registry;
 use crate::control::ssh;
-use crate::control::target::Target;
-use crate::control::Control;
 use crate::exit;
+use crate::history::recorder::Recorder;
 use crate::history::test_info::TestInfo;
+use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
-use observe::Observations;
 use plan::Plan;
-use recorder::Recorder;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use test::Test;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -244,63 +242,8 @@ async fn run_body(
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
-    // Not spawn_blocking: a signal must not be able to drop this future while a background
-    // thread is still creating (and recording) resources the teardown already listed.
-    let control: Arc<dyn Control> = match &plan.hosts {
-        Some(hosts) => {
-            let config = ssh::SshClusterConfig {
-                hosts: hosts.clone(),
-                options: plan.args.ssh.options(),
-                binary: plan.binary.clone(),
-                needs: Needs {
-                    netns: false,
-                    iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
-                    faketime: plan.faketime,
-                },
-                real_clock: plan.args.ssh.real_clock_skew,
-            };
-            Arc::new(tokio::task::block_in_place(|| {
-                ssh::SshCluster::create(config, run_dir, registry, &mut |m| {
-                    eprintln!("fle-chaos: {m}")
-                })
-            })?)
-        }
-        None => Arc::new(tokio::task::block_in_place(|| {
-            LocalCluster::create(plan.mode, plan.nodes.clone(), run_dir, registry)
-        })?),
-    };
-    guard.set_control(control.clone());
-    let target: Arc<dyn Target> = if plan.args.target == plan::TargetKind::Zookeeper {
-        let mut opts = crate::control::zookeeper::ZooKeeperOptions::new(
-            plan.args.tick_ms,
-            plan.args.init_limit,
-            plan.args.sync_limit,
-        );
-        // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
-        opts.faketime = plan.args.faketime;
-        opts.write_timeout = Duration::from_millis(plan.workload.timeout_ms);
-        opts.status_timeout = STATUS_TIMEOUT;
-        Arc::new(crate::control::zookeeper::ZooKeeper::new(
-            control.clone(),
-            opts,
-        )?)
-    } else {
-        Arc::new(FleNode::new(
-            control.clone(),
-            FleNodeOptions {
-                binary: plan.binary.clone(),
-                tick_ms: plan.args.tick_ms,
-                init_limit: plan.args.init_limit,
-                sync_limit: plan.args.sync_limit,
-                faketime: plan.faketime,
-                fake_monotonic: plan.fake_monotonic,
-                bug: plan.args.bug.clone(),
-                finalize_wait_ms: plan.args.finalize_wait_ms,
-                status_timeout: STATUS_TIMEOUT,
-                write_timeout: Duration::from_millis(plan.workload.timeout_ms),
-            },
-        )?)
-    };
+    let test = Test::build(plan, seed, run_dir, registry, guard)?;
+    let target = test.target.clone();
     for node in &plan.nodes {
         target.setup(node)?;
     }
@@ -312,7 +255,7 @@ async fn run_body(
     let obs = Arc::new(Observations::new(plan.nodes.clone()));
     let (stop_observers, observers_stopped) = watch::channel(false);
     let mut observers = JoinSet::new();
-    let period = Duration::from_secs_f64(1.0 / plan.workload.observe_hz);
+    let period = Duration::from_secs_f64(1.0 / test.workload.observe_hz);
     for node in &plan.nodes {
         observers.spawn(observe::observe(
             node.clone(),
@@ -328,44 +271,35 @@ async fn run_body(
         progress.clone(),
         recorder.clone(),
         obs.clone(),
-        plan.time_limit,
+        test.time_limit,
     ));
 
     let (stop_ops, ops_stopped) = watch::channel(false);
-    let ctx = nemesis::NemesisContext {
-        target: target.clone(),
-        control: control.clone(),
-        recorder: recorder.clone(),
-        observations: obs.clone(),
-        seed,
-        settings: plan.nemesis_settings.clone(),
-        time_limit: plan.time_limit,
-        stop: ops_stopped.clone(),
-    };
+    let ctx = test.nemesis_context(recorder.clone(), obs.clone(), ops_stopped.clone());
     let mut ops = JoinSet::new();
     {
-        let (nemesis, ctx) = (plan.nemesis.clone(), ctx.clone());
+        let (nemesis, ctx) = (test.nemesis.clone(), ctx.clone());
         ops.spawn(async move {
             if let Err(e) = nemesis.run(&ctx).await {
                 tracing::error!("nemesis failed: {e:#}");
             }
         });
     }
-    if plan.workload.kind == workload::Kind::Writes {
+    if test.workload.kind == workload::Kind::Writes {
         let clients = writes::Clients {
             target: target.clone(),
             recorder: recorder.clone(),
             observations: obs.clone(),
-            concurrency: plan.workload.clients,
-            rate: plan.workload.rate,
+            concurrency: test.workload.clients,
+            rate: test.workload.rate,
             next_value: Arc::new(AtomicU64::new(0)),
         };
-        for id in 0..plan.workload.clients {
+        for id in 0..test.workload.clients {
             ops.spawn(writes::client(id, clients.clone(), ops_stopped.clone()));
         }
     }
 
-    tokio::time::sleep(plan.time_limit).await;
+    tokio::time::sleep(test.time_limit).await;
     let _ = stop_ops.send(true);
     while let Some(r) = ops.join_next().await {
         r.context("a client or the nemesis crashed")?;
@@ -373,18 +307,18 @@ async fn run_body(
     progress_task.abort_all();
     progress.set_message("final heal and recovery");
 
-    if let Err(e) = plan.nemesis.final_heal(&ctx).await {
+    if let Err(e) = test.nemesis.final_heal(&ctx).await {
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_recovery(&obs, &recorder, plan.recovery_timeout).await {
+    match final_phase::wait_for_recovery(&obs, &recorder, test.checks.recovery_timeout).await {
         Some((sid, epoch, took)) => tracing::info!(
             "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
             took.as_millis()
         ),
         None => tracing::warn!(
             "no quorum agreed on a leader within {} s of the final heal",
-            plan.recovery_timeout.as_secs_f64()
+            test.checks.recovery_timeout.as_secs_f64()
         ),
     }
     let _ = stop_observers.send(true);

@@ -1,10 +1,10 @@
 //! `fle-chaos test` options, and their validation into a `Plan` before anything is created:
 //! every bad flag, file or missing privilege is reported here, as one line, exit 254.
 
-use super::nemesis::{Nemesis, NemesisSettings};
 use crate::control::local::NetMode;
 use crate::control::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
+use crate::nemesis::{Nemesis, NemesisSettings};
 use crate::workload::{self, Workload};
 use anyhow::Result;
 use clap::{Args, ValueEnum};

@@ -1,8 +1,8 @@
 //! The live progress line: elapsed/limit, leader and epoch, active faults, operation tallies.
 //! Hidden when stderr is not a terminal (CI logs stay clean).
 
-use super::observe::Observations;
-use super::recorder::Recorder;
+use crate::history::recorder::Recorder;
+use crate::workload::observe::Observations;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;

@@ -7,6 +7,7 @@
 //! writes` reads `workloads/writes.toml` in the current directory, else the copy built into
 //! the binary). A bad file is a `BadInput` naming the file, the line and the fix.
 
+pub mod observe;
 pub mod writes;
 
 use crate::exit::bad_input;

@@ -7,9 +7,9 @@
 //! may still have an operation in flight.
 
 use crate::control::target::{Target, WriteOutcome};
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F};
-use crate::run::observe::Observations;
-use crate::run::recorder::Recorder;
+use crate::workload::observe::Observations;
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

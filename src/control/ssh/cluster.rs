@@ -13,10 +13,11 @@ use super::remote::{self, RemoteNode};
 use super::session::{ConnectionLog, HostSession, SshOptions};
 use super::setup;
 use super::shell::{command_line, quote};
+use crate::control::clock::{Clock, ClockChange, ClockSetting, Mechanism};
 use crate::control::os_setup::Needs;
 use crate::control::registry::{Registry, Resource};
 use crate::control::teardown::{remove_all, TeardownReport};
-use crate::control::{netns, Control, DaemonSpec, Signal};
+use crate::control::{blocking, host_clock, iptables, Control, DaemonSpec, Net, Signal};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -206,8 +207,41 @@ impl SshCluster {
     ) -> Result<Output> {
         let host = self.host(node)?;
         let what = what.to_string();
-        self.bridge
-            .run(async move { host.run(&what, &script, stdin.as_deref()).await })
+        blocking(|| {
+            self.bridge
+                .run(async move { host.run(&what, &script, stdin.as_deref()).await })
+        })
+    }
+
+    /// Steps the system clock of `node`'s host to `offset_ms` away from the true time (see
+    /// `host_clock`); returns the step made, in ms.
+    fn step_clock(&self, node: &str, offset_ms: i64) -> Result<i64> {
+        if !self.real_clock {
+            bail!("{node}: real clock skew is off (it needs --real-clock-skew)");
+        }
+        // Held for the whole step: teardown (which sets the clock back) waits for a step in
+        // flight, and no step starts after it.
+        let torn_down = self.torn_down.lock().unwrap();
+        if *torn_down {
+            bail!("the cluster is torn down; not stepping the clock of {node}");
+        }
+        let script = remote::clock_script(&self.dir_str(node), offset_ms);
+        let out = self.run(node, "stepping the host clock", script, None)?;
+        drop(torn_down);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let step = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("step_ms="))
+            .and_then(|v| v.parse::<i64>().ok());
+        match step {
+            Some(step) if out.status.success() => Ok(step),
+            _ => bail!(
+                "cannot step the clock of {} to {offset_ms} ms: {} {}",
+                self.host(node)?.host(),
+                String::from_utf8_lossy(&out.stderr).trim(),
+                text.trim()
+            ),
+        }
     }
 
     /// The hosts in node order, as given.
@@ -263,11 +297,48 @@ impl SshCluster {
     }
 }
 
-impl Control for SshCluster {
-    fn kind(&self) -> &'static str {
-        "ssh"
+/// Each host has its own iptables; the cuts are recorded with no namespace (host-level), and
+/// `exec` writes them into the host-side record too.
+impl Net for SshCluster {
+    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
+        iptables::drop_from(self, None, node, sources)
     }
 
+    fn heal(&self, node: &str) -> Result<()> {
+        iptables::heal(self, node)
+    }
+
+    fn is_cut(&self, node: &str) -> Result<bool> {
+        iptables::is_cut(self, node)
+    }
+}
+
+/// `--real-clock-skew`: the host's system clock, stepped by the uploaded fle-node (`host_clock`).
+impl Clock for SshCluster {
+    fn mechanism(&self) -> Mechanism {
+        Mechanism::ClockSettime
+    }
+
+    fn set(&self, node: &str, setting: ClockSetting) -> Result<ClockChange> {
+        let ClockSetting::Offset(ms) = setting else {
+            bail!(
+                "{node}: a host's real clock can be stepped, not sped up (rate needs libfaketime)"
+            );
+        };
+        Ok(ClockChange::StepMs(self.step_clock(node, ms)?))
+    }
+
+    fn skew_left(&self, node: &str) -> Result<Option<String>> {
+        // No record: the tool never moved this host's clock.
+        let state = self.node_dir(node)?.join(host_clock::STATE);
+        let script = format!("cat '{}' 2>/dev/null || true", state.display());
+        let text = self.exec(node, "sh", &["-c", &script])?.stdout;
+        let ms = host_clock::offset_ms(&String::from_utf8_lossy(&text))?;
+        Ok((ms != 0).then(|| format!("{ms} ms (host clock)")))
+    }
+}
+
+impl Control for SshCluster {
     fn nodes(&self) -> &[String] {
         &self.nodes
     }
@@ -319,8 +390,10 @@ impl Control for SshCluster {
         let host = self.host(node)?;
         let p = path.to_string_lossy().into_owned();
         let bytes = contents.to_vec();
-        self.bridge
-            .run(async move { setup::write_remote(&host, &p, &bytes).await })?;
+        blocking(|| {
+            self.bridge
+                .run(async move { setup::write_remote(&host, &p, &bytes).await })
+        })?;
         Ok(path)
     }
 
@@ -341,39 +414,6 @@ impl Control for SshCluster {
             );
         }
         Ok(out.stdout)
-    }
-
-    fn real_clock(&self) -> bool {
-        self.real_clock
-    }
-
-    fn set_real_clock(&self, node: &str, offset_ms: i64) -> Result<i64> {
-        if !self.real_clock {
-            bail!("{node}: real clock skew is off (it needs --real-clock-skew)");
-        }
-        // Held for the whole step: teardown (which sets the clock back) waits for a step in
-        // flight, and no step starts after it.
-        let torn_down = self.torn_down.lock().unwrap();
-        if *torn_down {
-            bail!("the cluster is torn down; not stepping the clock of {node}");
-        }
-        let script = remote::clock_script(&self.dir_str(node), offset_ms);
-        let out = self.run(node, "stepping the host clock", script, None)?;
-        drop(torn_down);
-        let text = String::from_utf8_lossy(&out.stdout);
-        let step = text
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("step_ms="))
-            .and_then(|v| v.parse::<i64>().ok());
-        match step {
-            Some(step) if out.status.success() => Ok(step),
-            _ => bail!(
-                "cannot step the clock of {} to {offset_ms} ms: {} {}",
-                self.host(node)?.host(),
-                String::from_utf8_lossy(&out.stderr).trim(),
-                text.trim()
-            ),
-        }
     }
 
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
@@ -491,15 +531,25 @@ impl Control for SshCluster {
             .then_some(pid))
     }
 
-    fn netns(&self) -> Option<&netns::NetnsCluster> {
-        None
-    }
-
     fn registry(&self) -> &Registry {
         &self.registry
     }
 
+    fn net(&self) -> Option<&dyn Net> {
+        Some(self)
+    }
+
+    fn clock(&self) -> Option<&dyn Clock> {
+        self.real_clock.then_some(self as &dyn Clock)
+    }
+
     fn teardown(&self) -> TeardownReport {
+        blocking(|| self.teardown_now())
+    }
+}
+
+impl SshCluster {
+    fn teardown_now(&self) -> TeardownReport {
         *self.torn_down.lock().unwrap() = true;
         let jobs: Vec<_> = self
             .nodes

@@ -15,7 +15,8 @@ pub mod launch;
 pub mod observe;
 pub mod os_setup;
 
-use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use super::clock::Clock;
+use super::target::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
 use super::{faketime, Control, DaemonSpec};
 use crate::api::{LogResponse, NodeStatus, ServerState};
 use crate::history::sid_of;
@@ -73,6 +74,8 @@ pub struct ZooKeeper {
     last_zxid: Mutex<HashMap<String, u64>>,
     /// The epoch each server last served in (see `observe`: reported while it does not serve).
     served_epoch: Mutex<HashMap<String, u64>>,
+    /// The servers' clocks when they run under libfaketime.
+    faketime: Option<faketime::FaketimeClock>,
 }
 
 impl ZooKeeper {
@@ -114,6 +117,9 @@ impl ZooKeeper {
             },
         );
         Ok(ZooKeeper {
+            faketime: opts
+                .faketime
+                .then(|| faketime::FaketimeClock::new(control.clone())),
             control,
             opts,
             servers,
@@ -336,5 +342,9 @@ impl Target for ZooKeeper {
 
     fn clock_file(&self, node: &str) -> Option<PathBuf> {
         faketime::node_file(self.control.as_ref(), node, self.opts.faketime)
+    }
+
+    fn clock(&self) -> Option<&dyn Clock> {
+        clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 }

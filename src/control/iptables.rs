@@ -1,7 +1,13 @@
 //! The iptables commands of a partition. Each cut node gets one chain the tool owns, hooked into
 //! INPUT, with a DROP rule per peer address whose traffic it must not receive. Healing unhooks and
 //! deletes that chain only: the tool never flushes or edits a chain it did not create.
+//!
+//! `drop_from`, `heal` and `is_cut` are the `Net` of both backends that have one: the commands
+//! run through the backend's `Control::exec` (in the node's namespace, or on its host).
 
+use super::registry::Resource;
+use super::Control;
+use anyhow::{bail, Result};
 use std::net::IpAddr;
 
 /// The chain a partition puts in a node's namespace (or on a host).
@@ -45,6 +51,72 @@ pub fn mentions_chain(listing: &str) -> bool {
     listing
         .lines()
         .any(|l| l.split_whitespace().any(|w| w == CHAIN))
+}
+
+/// Installs the chain on `node`, dropping packets from `sources`; the hook rule and the chain are
+/// recorded in the registry (in namespace `netns`, None: on the node's host) before they exist.
+/// Returns the rules as text.
+pub fn drop_from(
+    control: &dyn Control,
+    netns: Option<String>,
+    node: &str,
+    sources: &[String],
+) -> Result<Vec<String>> {
+    control.registry().record(Resource::Rule {
+        netns: netns.clone(),
+        table: "filter".into(),
+        spec: hook_spec(),
+    })?;
+    control.registry().record(Resource::Chain {
+        netns,
+        table: "filter".into(),
+        chain: CHAIN.into(),
+    })?;
+    let addrs = sources
+        .iter()
+        .map(|s| control.node_host(s))
+        .collect::<Result<Vec<_>>>()?;
+    for cmd in cut_commands(&addrs) {
+        run(control, node, &cmd)?;
+    }
+    Ok(addrs.iter().map(|a| format!("-s {a} -j DROP")).collect())
+}
+
+/// Removes the tool's chain from `node`, then checks that it is gone.
+pub fn heal(control: &dyn Control, node: &str) -> Result<()> {
+    for cmd in heal_commands() {
+        // Unhooking a chain that is not there fails harmlessly; verify below instead.
+        let _ = run(control, node, &cmd);
+    }
+    if is_cut(control, node)? {
+        bail!("the chain is still there after healing");
+    }
+    Ok(())
+}
+
+/// Whether the tool's chain exists on `node`.
+pub fn is_cut(control: &dyn Control, node: &str) -> Result<bool> {
+    let out = control.exec(node, "iptables", &["-w", "-S"])?;
+    if !out.status.success() {
+        bail!(
+            "iptables -S failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(mentions_chain(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn run(control: &dyn Control, node: &str, args: &[String]) -> Result<()> {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = control.exec(node, "iptables", &argv)?;
+    if !out.status.success() {
+        bail!(
+            "iptables {} on {node}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 fn args(a: &[&str]) -> Vec<String> {

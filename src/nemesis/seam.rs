@@ -1,20 +1,20 @@
 //! The seam where the nemesis plugs into a run.
 //!
 //! A nemesis is started with the run and gets a `NemesisContext`: the `Target` (kill, start,
-//! pause, resume, clock files), the `Control` (exec in a node's namespace, addresses, the
-//! registry to record iptables chains/rules it creates so teardown and `clean` remove them),
-//! the history recorder, the latest observations (to aim at "the leader"), the seed, the
-//! settings from the CLI, and a stop signal. `run` returns when `stop` turns true; then the
+//! pause, resume, and its `clock()` for clock faults), the `Control` (process state, addresses,
+//! and `net()` for partitions, whose rules are recorded before they exist so teardown and
+//! `clean` remove them), the history recorder, the latest observations (to aim at "the
+//! leader"), the seed, the settings from the CLI, and a stop signal. `run` returns when `stop` turns true; then the
 //! controller calls `final_heal` once, which must undo every fault (restart killed nodes,
 //! resume paused ones, remove partitions, reset clocks) and record it with `"final": true`.
 //!
 //! `crate::nemesis::build` picks the implementation from the schedule.
 
-use super::observe::Observations;
-use super::recorder::Recorder;
 use crate::control::target::{BoxFuture, Target};
 use crate::control::Control;
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
+use crate::workload::observe::Observations;
 use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;

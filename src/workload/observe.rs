@@ -6,9 +6,9 @@
 //! slows its own observer. Missed ticks are delayed, not burst: after a slow read the observer
 //! resumes its rate instead of firing a backlog of reads.
 
-use super::recorder::Recorder;
 use crate::api::{NodeStatus, ServerState};
 use crate::control::target::{ReadError, Target};
+use crate::history::recorder::Recorder;
 use crate::history::{EventType, F};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
