@@ -118,7 +118,7 @@ fn every_fixture_gets_its_expected_verdicts() {
         }
         for c in &from_file.checkers {
             if c.valid == Validity::False {
-                let quoted = c.evidence.iter().all(|e| e["event"]["index"].is_u64());
+                let quoted = c.evidence.iter().all(|e| e.event["index"].is_u64());
                 if c.evidence.is_empty() || !quoted {
                     failures.push(format!(
                         "{case}: {} is false without quoted evidence",
@@ -133,7 +133,8 @@ fn every_fixture_gets_its_expected_verdicts() {
                 .iter()
                 .find(|c| c.name == checker)
                 .unwrap();
-            let m = &c.measurements[&key];
+            let all = serde_json::to_value(&c.measurements).unwrap();
+            let m = &all[&key];
             let got = m.as_array().map(|a| a.len() as u64).or_else(|| m.as_u64());
             if got != Some(n) {
                 failures.push(format!("{case}: {checker} {key} = {m}, want {n}"));

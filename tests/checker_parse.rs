@@ -1,8 +1,8 @@
-//! The file fast path (scanner + parallel parts) must digest a history exactly as the
-//! sequential path does: same records, positions, elections and verdicts, whatever the number
+//! The file path (history::read in parallel parts + the fast decoder) must digest a history
+//! exactly as the sequential path does: same records, positions, elections and verdicts, whatever the number
 //! of parts; a torn tail is skipped and a corrupt middle line is named, also when split.
 
-use fle_chaos::checker::parse::digest_file_in;
+use fle_chaos::checker::load::digest_file_in;
 use fle_chaos::checker::{check_digest, CheckOptions};
 use fle_chaos::history::test_info::TestInfo;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ fn fixtures() -> Vec<PathBuf> {
 
 /// Everything a check concludes from a file split into `parts`, as JSON, with evidence quoted
 /// by line offset (equal offsets = the same events).
-fn conclusions(dir: &Path, history: &Path, parts: u64) -> serde_json::Value {
+fn conclusions(dir: &Path, history: &Path, parts: usize) -> serde_json::Value {
     let info = TestInfo::read(&dir.join("test.json")).unwrap();
     let (d, offsets) = digest_file_in(history, &info.nodes, parts).unwrap();
     let results = check_digest(&d, &info, &CheckOptions::default(), |pos| {
@@ -102,7 +102,7 @@ fn torn_tail_and_corrupt_middle_whatever_the_parts() {
             let err = digest_file_in(&h, &info.nodes, parts).unwrap_err();
             let msg = format!("{err:#}");
             assert!(
-                msg.contains(&format!("line {}:", bad + 1)),
+                msg.contains(&format!("line {},", bad + 1)),
                 "{parts} parts: {msg}"
             );
         }

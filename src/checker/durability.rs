@@ -11,6 +11,7 @@ use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, FinalLog, Rec, WriteOp};
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub const NAME: &str = "durability";
@@ -192,16 +193,28 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         readable.len(),
         longest.len()
     );
-    let m = serde_json::json!({
-        "write_events": writes,
-        "invoked": invoked,
-        "acknowledged": acked,
-        "final_log_entries": longest.len(),
-        "lost": cap(&listed.0),
-        "duplicated": cap(&listed.1),
-        "phantom": cap(&listed.2),
-    });
-    Finding::judge(violations, gaps, ok).with_measurements(m)
+    let m = DurabilityMeasurements {
+        write_events: writes,
+        invoked,
+        acknowledged: acked,
+        final_log_entries: longest.len(),
+        lost: cap(&listed.0),
+        duplicated: cap(&listed.1),
+        phantom: cap(&listed.2),
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
+}
+
+/// What durability measured; lost, duplicated and phantom values as JSON text (first 100).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DurabilityMeasurements {
+    pub write_events: usize,
+    pub invoked: usize,
+    pub acknowledged: usize,
+    pub final_log_entries: usize,
+    pub lost: Vec<String>,
+    pub duplicated: Vec<String>,
+    pub phantom: Vec<String>,
 }
 
 /// At most 100 values, as JSON text: enough to see the pattern without flooding results.json.

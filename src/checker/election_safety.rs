@@ -19,6 +19,7 @@ use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NodeIx, Status};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "election-safety";
@@ -139,12 +140,29 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let ok = format!(
         "Each of the {epochs} epochs seen led was led by one server, and every follower in broadcast followed the one leader of its epoch."
     );
-    let m = serde_json::json!({
-        "epochs_led": leaders.iter().map(|(e, r)| serde_json::json!({
-            "epoch": e,
-            "leaders": r.iter().map(|s| d.name(s.node)).collect::<Vec<_>>(),
-            "first_seen_index": r[0].index,
-        })).collect::<Vec<_>>(),
-    });
-    Finding::judge(violations, gaps, ok).with_measurements(m)
+    let m = ElectionSafetyMeasurements {
+        epochs_led: leaders
+            .iter()
+            .map(|(e, r)| EpochLed {
+                epoch: *e,
+                leaders: r.iter().map(|s| d.name(s.node).to_string()).collect(),
+                first_seen_index: r[0].index,
+            })
+            .collect(),
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::ElectionSafety(m))
+}
+
+/// What election-safety measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElectionSafetyMeasurements {
+    pub epochs_led: Vec<EpochLed>,
+}
+
+/// An epoch seen led, by whom (more than one: a violation), first seen at which event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochLed {
+    pub epoch: u64,
+    pub leaders: Vec<String>,
+    pub first_seen_index: u64,
 }

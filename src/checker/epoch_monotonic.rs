@@ -12,6 +12,7 @@ use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, Status};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
+use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "epoch-monotonic";
 
@@ -86,15 +87,37 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             ));
         }
     }
-    let finals: Vec<serde_json::Value> = last
+    let finals: Vec<NodeEpochs> = last
         .iter()
         .flatten()
-        .map(|s| serde_json::json!({"node": d.name(s.node), "current_epoch": s.peer_epoch, "accepted_epoch": s.accepted_epoch}))
+        .map(|s| NodeEpochs {
+            node: d.name(s.node).to_string(),
+            current_epoch: s.peer_epoch,
+            accepted_epoch: s.accepted_epoch,
+        })
         .collect();
     let ok = format!(
         "No node's currentEpoch or acceptedEpoch ever went back, and each of the {new_leaders} leaderships seen began in an epoch above every epoch established before it."
     );
-    Finding::judge(violations, gaps, ok).with_measurements(
-        serde_json::json!({"new_leaderships": new_leaders, "last_epochs": finals}),
-    )
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::EpochMonotonic(
+        EpochMonotonicMeasurements {
+            new_leaderships: new_leaders,
+            last_epochs: finals,
+        },
+    ))
+}
+
+/// What epoch-monotonic measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochMonotonicMeasurements {
+    pub new_leaderships: u64,
+    /// Each node's epochs at its last read.
+    pub last_epochs: Vec<NodeEpochs>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeEpochs {
+    pub node: String,
+    pub current_epoch: u64,
+    pub accepted_epoch: u64,
 }

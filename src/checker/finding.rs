@@ -62,7 +62,7 @@ pub struct Finding {
     pub valid: Validity,
     pub explanation: String,
     pub evidence: Vec<EvRef>,
-    pub measurements: serde_json::Value,
+    pub measurements: super::Measurements,
 }
 
 impl Finding {
@@ -78,7 +78,7 @@ impl Finding {
                 valid: Validity::True,
                 explanation: ok_text,
                 evidence: Vec::new(),
-                measurements: serde_json::Value::Null,
+                measurements: super::Measurements::None,
             };
         };
         /// Enough items to read; the rest are counted, not listed.
@@ -93,12 +93,12 @@ impl Finding {
             valid,
             explanation: text.join(" "),
             evidence,
-            measurements: serde_json::Value::Null,
+            measurements: super::Measurements::None,
         }
     }
 
-    pub fn with_measurements(mut self, m: serde_json::Value) -> Self {
-        self.measurements = m;
+    pub fn with_measurements(mut self, m: impl Into<super::Measurements>) -> Self {
+        self.measurements = m.into();
         self
     }
 }

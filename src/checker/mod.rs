@@ -10,10 +10,9 @@ pub mod durability;
 pub mod election_safety;
 pub mod epoch_monotonic;
 pub mod finding;
+pub mod load;
 pub mod model;
-pub mod parse;
 pub mod recovery;
-pub mod scan;
 pub mod vote_rule;
 
 /// Jepsen's `valid?`: true, false or unknown.
@@ -54,12 +53,12 @@ pub struct CheckResult {
     pub valid: Validity,
     /// One paragraph a person can read.
     pub explanation: String,
-    /// The history events (or derived facts) that prove the verdict; minimal.
+    /// The history events that prove the verdict; minimal.
     #[serde(default)]
-    pub evidence: Vec<serde_json::Value>,
-    /// Measurements (recovery times, leaderless windows...), checker-specific.
+    pub evidence: Vec<Evidence>,
+    /// Measurements (recovery times, leaderless windows...), each checker's own type.
     #[serde(default)]
-    pub measurements: serde_json::Value,
+    pub measurements: Measurements,
     /// False when the target cannot give this checker its data at all (real ZooKeeper does not
     /// expose the votes it counted): the verdict stays unknown, with the reason, but does not
     /// count in the combined verdict.
@@ -75,6 +74,79 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
+/// One piece of evidence: why it matters, and the original history event (a final log is
+/// trimmed around the entry that matters), with its time and node for display.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub why: String,
+    /// The event as it is in the history (`{"position": N}` if it could not be re-read).
+    pub event: serde_json::Value,
+    /// The event's time (ns since the run started) and node, when it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+impl Evidence {
+    /// Evidence quoting `event` (its time and node taken from it).
+    pub fn quoting(why: impl Into<String>, event: serde_json::Value) -> Self {
+        Evidence {
+            why: why.into(),
+            time_ns: event.get("time").and_then(|t| t.as_u64()),
+            node: event
+                .get("node")
+                .and_then(|n| n.as_str())
+                .map(str::to_string),
+            event,
+        }
+    }
+}
+
+/// Its JSON, as results.json holds it.
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+/// A checker's measurements, typed per checker. In results.json each is the plain object of
+/// its type (untagged, as before typing), `null` when a checker measured nothing; any other
+/// JSON (an older or newer results.json) reads as `Other`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Measurements {
+    Recovery(Box<recovery::RecoveryMeasurements>),
+    ElectionSafety(election_safety::ElectionSafetyMeasurements),
+    EpochMonotonic(epoch_monotonic::EpochMonotonicMeasurements),
+    VoteRule(vote_rule::VoteRuleMeasurements),
+    Durability(durability::DurabilityMeasurements),
+    #[default]
+    None,
+    Other(serde_json::Value),
+}
+
+impl Measurements {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Measurements::None)
+    }
+
+    pub fn recovery(&self) -> Option<&recovery::RecoveryMeasurements> {
+        match self {
+            Measurements::Recovery(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+impl CheckResult {
+    /// The recovery checker's measurements, when this is it and it measured.
+    pub fn recovery(&self) -> Option<&recovery::RecoveryMeasurements> {
+        self.measurements.recovery()
+    }
+}
+
 /// `results.json`: every checker's result and the combined verdict.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
@@ -85,7 +157,6 @@ pub struct Results {
 use crate::history::test_info::TestInfo;
 use crate::history::Event;
 use anyhow::{Context, Result};
-use std::io::{BufRead, Seek};
 use std::path::Path;
 
 /// Settings of a check.
@@ -105,7 +176,7 @@ impl CheckOptions {
     /// These options for a run: a read may be as old as the observer's read timeout
     /// (test.json `settings.status_timeout_ms`), so orderings are trusted only beyond it.
     pub fn for_run(&self, info: &TestInfo) -> CheckOptions {
-        let timeout = info.settings["status_timeout_ms"].as_u64().unwrap_or(0);
+        let timeout = info.settings.status_timeout_ms.unwrap_or(0);
         CheckOptions {
             read_slack_ms: self.read_slack_ms.max(timeout),
             ..self.clone()
@@ -125,9 +196,7 @@ impl Default for CheckOptions {
 /// Why a checker cannot judge this kind of run at all, if it cannot: real ZooKeeper does not
 /// expose the votes it counted; an observe-only workload makes no writes to keep.
 fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
-    let kind = info.settings["workload"]["kind"]
-        .as_str()
-        .unwrap_or(&info.workload);
+    let kind = info.workload_kind();
     if checker == vote_rule::NAME && info.target == "zookeeper" {
         Some("ZooKeeper does not expose the votes it counted".into())
     } else if checker == durability::NAME && kind == "election" {
@@ -189,7 +258,7 @@ pub fn check_digest(
             .map(|ev| {
                 let mut event = quote(ev.pos);
                 finding::trim_log(&mut event, ev.entry);
-                serde_json::json!({"why": ev.why, "event": event})
+                Evidence::quoting(ev.why.clone(), event)
             })
             .collect();
         checkers.push(CheckResult {
@@ -232,7 +301,7 @@ fn unreadable(why: String) -> Results {
             valid: Validity::Unknown,
             explanation: format!("The history cannot be read: {why}"),
             evidence: vec![],
-            measurements: serde_json::Value::Null,
+            measurements: Measurements::None,
         })
         .collect();
     Results {
@@ -251,7 +320,7 @@ pub struct LoadedRun {
 /// Reads `RUN_DIR/test.json` and `RUN_DIR/history.jsonl`.
 pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
     let info = TestInfo::read(&run_dir.join("test.json"))?;
-    let (digest, offsets) = parse::digest_file(&run_dir.join("history.jsonl"), &info.nodes)?;
+    let (digest, offsets) = load::digest_file(&run_dir.join("history.jsonl"), &info.nodes)?;
     Ok(LoadedRun {
         info,
         digest,
@@ -265,13 +334,9 @@ pub fn check_loaded(run_dir: &Path, run: &LoadedRun, opts: &CheckOptions) -> Res
     let mut file = std::fs::File::open(&path).ok().map(std::io::BufReader::new);
     let opts = &opts.for_run(&run.info);
     check_digest(&run.digest, &run.info, opts, |pos| {
-        let quoted = file.as_mut().and_then(|f| {
-            f.seek(std::io::SeekFrom::Start(run.offsets[pos as usize]))
-                .ok()?;
-            let mut line = String::new();
-            f.read_line(&mut line).ok()?;
-            serde_json::from_str(&line).ok()
-        });
+        let quoted = file
+            .as_mut()
+            .and_then(|f| crate::history::read::quote(f, *run.offsets.get(pos as usize)?));
         quoted.unwrap_or_else(|| serde_json::json!({"position": pos}))
     })
 }

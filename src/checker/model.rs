@@ -1,14 +1,18 @@
-//! The checkers' compact view of a history (`Digest`): typed status reads, client writes, final
-//! logs and nemesis actions in history order, plus each node's distinct decided elections.
+//! The checkers' compact copy of a history (`Digest`): typed status reads, client writes, final
+//! logs and nemesis actions in history order, plus each node's distinct decided elections,
+//! built from `history::line::Line`s (the one decoder) by `DigestBuilder::line`.
 //!
-//! Why not check `Event`s directly: a run's history is millions of status reads, and a
-//! `serde_json::Value` per read costs both time and memory. A `Digest` keeps only the fields the
-//! checkers judge (a status read is ~64 bytes), and each election summary once per change
-//! instead of once per read. Evidence points back to the history by position (`pos`), so the
-//! full original events can be quoted in results.json.
+//! Why a copy: the checkers run side by side over the whole history, and a run's history is
+//! millions of status reads. A `Digest` keeps only the fields the checkers judge (a status
+//! read is ~64 bytes), and each election summary once per change instead of once per read.
+//! Evidence points back to the history by position (`pos`), so the full original events can
+//! be quoted in results.json.
 
 use crate::api::{ElectionSummary, ServerState, ZabPhase};
-use crate::history::{sid_of, Event, EventType, F, NEMESIS};
+use crate::history::line::{Body, Line};
+use crate::history::read::Election as ReadElection;
+use crate::history::view::NodeRead;
+use crate::history::{sid_of, EventType, FaultStep, FaultValue, F, NEMESIS};
 use std::collections::HashMap;
 
 /// Index of a node in `Digest::nodes`.
@@ -33,16 +37,25 @@ impl Status {
     /// The epoch this server leads, when it has established it: a leader's `peer_epoch` is its
     /// old currentEpoch during discovery and the epoch it leads only from sync on.
     pub fn leads(&self) -> Option<u64> {
-        let established = matches!(self.phase, ZabPhase::Sync | ZabPhase::Broadcast);
-        (self.state == ServerState::Leading && established).then_some(self.peer_epoch)
+        crate::history::line::leads(self.state, self.phase, self.peer_epoch)
     }
 
     /// (leader sid, epoch) this server follows, once its epoch is its leader's: a follower
     /// takes the new currentEpoch at NEWLEADER (inside sync), so only broadcast is certain.
     pub fn follows(&self) -> Option<(u64, u64)> {
-        match (self.state, self.phase, self.leader) {
-            (ServerState::Following, ZabPhase::Broadcast, Some(l)) => Some((l, self.peer_epoch)),
-            _ => None,
+        crate::history::line::follows(self.state, self.phase, self.leader, self.peer_epoch)
+    }
+
+    /// This read as the view takes it.
+    pub fn read(&self) -> NodeRead {
+        NodeRead {
+            time: self.time,
+            pos: self.pos,
+            state: self.state,
+            phase: self.phase,
+            leader: self.leader,
+            peer_epoch: self.peer_epoch,
+            accepted_epoch: self.accepted_epoch,
         }
     }
 }
@@ -76,22 +89,16 @@ pub struct NemesisOp {
     pub time: u64,
     pub kind: EventType,
     pub f: F,
-    pub nodes: Vec<NodeIx>,
-    /// The final phase's heal.
-    pub is_final: bool,
-    /// A `Clock` with `"mode": "reset"` (undoes a clock fault).
-    pub is_reset: bool,
+    /// The event's `node`, if any.
+    pub node: Option<NodeIx>,
+    pub value: FaultValue,
 }
 
 impl NemesisOp {
     /// A fault that starts (not the action that undoes one), as done (`info`).
     pub fn starts_fault(&self) -> bool {
         self.kind == EventType::Info
-            && match self.f {
-                F::Kill | F::Pause | F::Partition => true,
-                F::Clock => !self.is_reset,
-                _ => false,
-            }
+            && matches!(self.value.step(self.f), Some(FaultStep::Starts(_)))
     }
 }
 
@@ -133,7 +140,7 @@ impl Rec {
             }
             Rec::Nemesis(n) => {
                 n.pos += by;
-                n.nodes.iter_mut().for_each(|x| *x = map[*x as usize]);
+                n.node = n.node.map(|x| map[x as usize]);
             }
         }
     }
@@ -325,75 +332,52 @@ impl DigestBuilder {
         self.digest.reads_with_election += 1;
     }
 
-    /// Adds any event. Status reads whose value is not a valid `NodeStatus` are an error naming
-    /// the event: a history the checkers cannot read is not evidence of anything.
-    pub fn event(&mut self, pos: u32, e: &Event) -> Result<(), String> {
-        let node = e.node.as_deref().map(|n| self.node(n));
-        match (e.f, e.kind) {
-            (F::Status, EventType::Ok) => {
-                let node = node.ok_or("a status read without \"node\"")?;
-                let s: crate::api::NodeStatus = serde_deser(&e.value)?;
+    /// Adds one decoded line at position `pos` (`election`: what the reader made of its
+    /// `last_election`).
+    pub fn line(&mut self, pos: u32, l: &Line<'_>, election: ReadElection) {
+        // Every node an event names is a node of the digest.
+        let node = l.node.as_deref().map(|n| self.node_bytes(n.as_bytes()));
+        match (&l.body, node) {
+            (Body::Status(s), Some(node)) => {
                 let core = StatusCore {
                     state: s.state,
-                    phase: s.zab_phase,
+                    phase: s.phase,
                     leader: s.leader,
                     peer_epoch: s.peer_epoch,
                     accepted_epoch: s.accepted_epoch,
                 };
-                self.status(pos, e.index, e.time, node, core);
-                self.election(pos, node, s.last_election);
+                self.status(pos, l.index, l.time, node, core);
+                match election {
+                    ReadElection::None => {}
+                    ReadElection::Same => self.note_election_present(),
+                    ReadElection::New(summary) => self.election(pos, node, Some(summary)),
+                }
             }
-            (F::Status, _) => self.unreachable(pos, e.time, node),
-            (F::Write, kind) => {
-                let value = e.value.get("value").map(canonical);
-                let zxid = e.value.get("zxid").and_then(|z| z.as_u64());
-                self.write(WriteOp {
-                    pos,
-                    time: e.time,
-                    process: e.process.clone(),
-                    kind,
-                    value,
-                    zxid,
-                });
-            }
-            (F::FinalLog, kind) => {
-                let node = node.ok_or("a final-log event without \"node\"")?;
-                let entries = if kind == EventType::Ok {
-                    Ok(log_entries(serde_deser(&e.value)?))
-                } else {
-                    let why = e.value.get("error").and_then(|v| v.as_str());
-                    Err(why.unwrap_or("no reason given").to_string())
-                };
-                self.final_log(pos, node, entries);
-            }
-            (F::Read, _) => self.digest.events += 1,
-            (f, kind) => {
+            (Body::Unreachable, node) => self.unreachable(pos, l.time, node),
+            (Body::Write(w), _) => self.write(WriteOp {
+                pos,
+                time: l.time,
+                process: l.process.to_string(),
+                kind: l.kind,
+                value: w.value.as_deref().map(str::to_string),
+                zxid: w.zxid,
+            }),
+            (Body::FinalLog(log), Some(node)) => self.final_log(pos, node, Ok(log.entries.clone())),
+            (Body::FinalLogError(why), Some(node)) => self.final_log(pos, node, Err(why.clone())),
+            (Body::Fault(v), node) if l.process == NEMESIS => {
                 self.digest.events += 1;
-                if e.process != NEMESIS {
-                    return Ok(());
-                }
-                let mut nodes = Vec::new();
-                if let Some(list) = e.value.get("nodes").and_then(|v| v.as_array()) {
-                    for n in list.iter().filter_map(|n| n.as_str()) {
-                        nodes.push(self.node(n));
-                    }
-                } else if let Some(n) = node {
-                    nodes.push(n);
-                }
-                let flag = |k: &str| e.value.get(k);
                 self.push(Rec::Nemesis(Box::new(NemesisOp {
                     pos,
-                    index: e.index,
-                    time: e.time,
-                    kind,
-                    f,
-                    nodes,
-                    is_final: flag("final").and_then(|v| v.as_bool()) == Some(true),
-                    is_reset: flag("mode").and_then(|v| v.as_str()) == Some("reset"),
+                    index: l.index,
+                    time: l.time,
+                    kind: l.kind,
+                    f: l.f,
+                    node,
+                    value: v.clone(),
                 })));
             }
+            _ => self.digest.events += 1,
         }
-        Ok(())
     }
 
     pub fn finish(self) -> Digest {
@@ -401,30 +385,31 @@ impl DigestBuilder {
     }
 }
 
-/// The text a value is matched on: serde_json's compact form (object keys keep their order,
-/// which is the writer's, so the same value written twice has the same text).
-pub fn canonical(v: &serde_json::Value) -> String {
-    v.to_string()
-}
-
-/// A final log's entries as the checkers match them: (zxid, canonical value).
-pub fn log_entries(log: crate::api::LogResponse) -> Vec<(u64, String)> {
-    log.entries
-        .iter()
-        .map(|en| (en.zxid, canonical(&en.value)))
-        .collect()
-}
-
-fn serde_deser<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<T, String> {
-    T::deserialize(v).map_err(|e| e.to_string())
-}
-
-/// Builds a digest from events in memory.
-pub fn digest_events(events: &[Event], nodes: &[String]) -> Result<Digest, String> {
+/// Builds a digest from events in memory: each is written as a history line and read back
+/// through the one decoder, exactly as a file would be.
+pub fn digest_events(events: &[crate::history::Event], nodes: &[String]) -> Result<Digest, String> {
     let mut b = DigestBuilder::new(nodes);
+    let mut last: HashMap<String, String> = HashMap::new();
     for (pos, e) in events.iter().enumerate() {
-        b.event(pos as u32, e)
+        let text = serde_json::to_string(e).map_err(|x| x.to_string())?;
+        let l = crate::history::line::decode(&text)
             .map_err(|why| format!("history event {}: {why}", e.index))?;
+        let election = match (&l.body, &l.node) {
+            (Body::Status(s), Some(n)) => match s.last_election {
+                None => ReadElection::None,
+                Some(raw) if last.get(n.as_ref()).map(String::as_str) == Some(raw) => {
+                    ReadElection::Same
+                }
+                Some(raw) => {
+                    let summary = crate::history::line::election(raw)
+                        .map_err(|why| format!("history event {}: {why}", e.index))?;
+                    last.insert(n.to_string(), raw.to_string());
+                    ReadElection::New(summary)
+                }
+            },
+            _ => ReadElection::None,
+        };
+        b.line(pos as u32, &l, election);
     }
     Ok(b.finish())
 }

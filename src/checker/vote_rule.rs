@@ -10,6 +10,7 @@
 use super::finding::{EvRef, Finding, Item};
 use super::model::Digest;
 use crate::history::test_info::TestInfo;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 pub const NAME: &str = "vote-rule";
@@ -66,10 +67,19 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         d.elections.len()
     );
     let took: Vec<u64> = d.elections.iter().map(|e| e.summary.took_ms).collect();
-    let m = serde_json::json!({
-        "elections_judged": d.elections.len(),
-        "election_took_ms_max": took.iter().max(),
-        "election_took_ms_mean": (!took.is_empty()).then(|| took.iter().sum::<u64>() as f64 / took.len() as f64),
-    });
-    Finding::judge(violations, gaps, ok).with_measurements(m)
+    let m = VoteRuleMeasurements {
+        elections_judged: d.elections.len(),
+        election_took_ms_max: took.iter().max().copied(),
+        election_took_ms_mean: (!took.is_empty())
+            .then(|| took.iter().sum::<u64>() as f64 / took.len() as f64),
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::VoteRule(m))
+}
+
+/// What vote-rule measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoteRuleMeasurements {
+    pub elections_judged: usize,
+    pub election_took_ms_max: Option<u64>,
+    pub election_took_ms_mean: Option<f64>,
 }

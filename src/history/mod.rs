@@ -1,15 +1,47 @@
 //! The history: every observation, operation and fault of a run, in Jepsen's shape, one JSON
 //! object per line (`history.jsonl`). The controller streams it to disk as it happens; the
-//! checkers and the report read it back.
+//! checkers, the report and the controller's own live recovery wait read it through this
+//! module only.
 //!
 //! `time` is nanoseconds since the run started on the controller's monotonic clock, never a
 //! node's clock (nodes' clocks are what the clock nemesis breaks).
+//!
+//! # API in one screen
+//! - Model (this file): [`EventType`], [`F`] (the `f` of a line; unknown names read as
+//!   [`F::Other`], never an error), [`FaultKind`] (the one enum of fault kinds, also the
+//!   nemesis schedule's), [`Event`] (an owned line, for writers and tests), typed values:
+//!   [`FaultValue`], [`NodeExitValue`], [`InterruptedValue`].
+//! - [`line`]: ONE decoder of one line: [`line::decode`] = a fast byte scanner
+//!   ([`fast`]) that falls back to serde ([`line::fallback`]) and, by construction and by a
+//!   property test, gives the fallback's answer on every input. It yields a borrowed
+//!   [`line::Line`] whose [`line::Body`] is typed per kind (status read, unreachable read,
+//!   write, final log, fault action, node exit, interruption, other) without a
+//!   `serde_json::Value` per line.
+//! - [`read`]: ONE file reader: block splitter, the torn-tail rule (only an unterminated last
+//!   line is forgiven), errors naming file, line and column ([`read::BadLine`], exit 254 via
+//!   `crate::exit::bad_input`), sequential ([`read::for_each`]) or in parallel parts
+//!   ([`read::fold_parts`]); every line comes with its [`read::Located`] (event position,
+//!   line number, byte offset) for quoting evidence ([`read::quote`]).
+//! - [`store::HistoryWriter`]: ONE writer (the run's `Recorder` appends through it).
+//! - [`view`]: pure derived facts, fed events in order (incrementally, live or from a file):
+//!   per-node state, fault intervals, THE definition of a quorum-backed leader, leaderless
+//!   windows, leader overlaps, per-fault recovery times.
+//! - [`test_info`]: `test.json` ([`test_info::TestInfo`], typed [`test_info::Settings`],
+//!   `history_format`).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 pub mod recorder;
+pub mod fast;
+pub mod line;
+pub mod read;
 pub mod store;
 pub mod test_info;
+pub mod view;
+
+/// The history line format this version writes (`test.json` `history_format`; absent = 1).
+pub const FORMAT_VERSION: u32 = 1;
 
 /// Jepsen's operation types: `invoke` starts an operation; `ok` it happened; `fail` it certainly
 /// did not happen; `info` the outcome is unknown (or, for the nemesis, "this was done").
@@ -20,6 +52,18 @@ pub enum EventType {
     Ok,
     Fail,
     Info,
+}
+
+impl EventType {
+    pub fn parse(s: &str) -> Option<EventType> {
+        Some(match s {
+            "invoke" => EventType::Invoke,
+            "ok" => EventType::Ok,
+            "fail" => EventType::Fail,
+            "info" => EventType::Info,
+            _ => return None,
+        })
+    }
 }
 
 /// What an event is about.
@@ -34,9 +78,12 @@ pub enum EventType {
 /// - The nemesis (`process` = "nemesis") records each action as `invoke` then `info` (done, with
 ///   exactly what was done: nodes, pids, rules, offsets) or `fail` (it could not be done).
 ///   A fault starts with `Kill`, `Pause`, `Partition` or `Clock` and is undone by `Start`, `Resume`,
-///   `Heal` or a `Clock` whose value has `"mode": "reset"` respectively. Values carry `"nodes":
-///   ["n1", ..]` (the affected nodes); partitions carry `"shape"` and `"drops": {"n1": ["n3"], ..}`
-///   (n1 drops traffic from n3). The heal of the final phase has `"final": true` in its value.
+///   `Heal` or a `Clock` whose value has `"mode": "reset"` respectively ([`FaultValue`]).
+///   The heal of the final phase has `"final": true` in its value.
+/// - Run markers: `NodeExit` (a node process exited unasked, [`NodeExitValue`]) and
+///   `Interrupted` (the controller got a signal, [`InterruptedValue`]).
+/// - Any other `f` reads as [`F::Other`] (its name stays in the line): a newer writer's event
+///   an older reader does not know is kept, opaque, never an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum F {
@@ -55,12 +102,179 @@ pub enum F {
     Partition,
     Heal,
     Clock,
+    /// Issue 17's fault kinds (names agreed in CONTRACTS.md): undone by `Start`/`Heal`.
+    PowerLoss,
+    Corrupt,
+    Packet,
+    /// A node process exited without the controller asking ([`NodeExitValue`]).
+    NodeExit,
+    /// The controller was interrupted by a signal ([`InterruptedValue`]).
+    Interrupted,
+    /// An `f` this version does not know (serialised as "other"; readers keep the raw name).
+    #[serde(other)]
+    Other,
+}
+
+impl F {
+    /// The `f` for a line's text; unknown names are `Other`.
+    pub fn parse(s: &str) -> F {
+        match s {
+            "status" => F::Status,
+            "write" => F::Write,
+            "read" => F::Read,
+            "final-log" => F::FinalLog,
+            "kill" => F::Kill,
+            "start" => F::Start,
+            "pause" => F::Pause,
+            "resume" => F::Resume,
+            "partition" => F::Partition,
+            "heal" => F::Heal,
+            "clock" => F::Clock,
+            "power-loss" => F::PowerLoss,
+            "corrupt" => F::Corrupt,
+            "packet" => F::Packet,
+            "node-exit" => F::NodeExit,
+            "interrupted" => F::Interrupted,
+            _ => F::Other,
+        }
+    }
+
+    /// A nemesis action (a fault or its undo): its value is a [`FaultValue`].
+    pub fn is_fault_action(self) -> bool {
+        matches!(
+            self,
+            F::Kill
+                | F::Start
+                | F::Pause
+                | F::Resume
+                | F::Partition
+                | F::Heal
+                | F::Clock
+                | F::PowerLoss
+                | F::Corrupt
+                | F::Packet
+        )
+    }
+}
+
+/// The kinds of fault, one definition for the nemesis schedule, the history, the checkers and
+/// the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    Kill,
+    Pause,
+    Partition,
+    Clock,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 4] = [
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::Partition,
+        FaultKind::Clock,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Partition => "partition",
+            FaultKind::Clock => "clock",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The `f` of the action that starts this fault.
+    pub fn f(self) -> F {
+        match self {
+            FaultKind::Kill => F::Kill,
+            FaultKind::Pause => F::Pause,
+            FaultKind::Partition => F::Partition,
+            FaultKind::Clock => F::Clock,
+        }
+    }
+}
+
+/// What a nemesis action does to a fault: start one, or undo one of this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultStep {
+    Starts(FaultKind),
+    Undoes(FaultKind),
+}
+
+/// The value of a nemesis action (`f` a fault or its undo). Only the fields readers use are
+/// typed; others (pids, rules, chain, errors, ...) are kept by the line's raw text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultValue {
+    /// The affected nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// The final phase's heal/start/resume.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub r#final: bool,
+    /// Clock: "bump", "strobe", "rate", or "reset" (which undoes a clock fault).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Partition: the shape's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// Partition: `drops[a]` lists the nodes whose traffic `a` drops.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub drops: BTreeMap<String, Vec<String>>,
+    /// Why the action failed (`fail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl FaultValue {
+    /// What the action `f` with this value does, if it starts or undoes a fault.
+    pub fn step(&self, f: F) -> Option<FaultStep> {
+        Some(match f {
+            F::Kill => FaultStep::Starts(FaultKind::Kill),
+            F::Pause => FaultStep::Starts(FaultKind::Pause),
+            F::Partition => FaultStep::Starts(FaultKind::Partition),
+            F::Clock if self.mode.as_deref() == Some("reset") => {
+                FaultStep::Undoes(FaultKind::Clock)
+            }
+            F::Clock => FaultStep::Starts(FaultKind::Clock),
+            F::Start => FaultStep::Undoes(FaultKind::Kill),
+            F::Resume => FaultStep::Undoes(FaultKind::Pause),
+            F::Heal => FaultStep::Undoes(FaultKind::Partition),
+            _ => return None,
+        })
+    }
+}
+
+/// `node-exit`: a node process exited without the controller having killed or stopped it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeExitValue {
+    #[serde(default)]
+    pub status: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<String>,
+    #[serde(default)]
+    pub caused_by_controller: bool,
+    #[serde(default)]
+    pub log_tail: Vec<String>,
+}
+
+/// `interrupted`: the controller got SIGINT, SIGTERM or SIGHUP.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterruptedValue {
+    pub signal: String,
 }
 
 /// The `process` of an event: a node's observer ("n3"), the nemesis, or a client number.
 pub const NEMESIS: &str = "nemesis";
+/// The `process` of the controller's own markers (`interrupted`).
+pub const CONTROLLER: &str = "controller";
 
-/// One line of `history.jsonl`.
+/// One line of `history.jsonl`, owned (writers and tests; readers use [`line::Line`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub index: u64,

@@ -2,12 +2,13 @@
 //!
 //! Timestamps are taken under the same lock that assigns indices, so index order is time
 //! order. Every line is flushed as it is written (a killed controller leaves a readable
-//! history). It also keeps the tallies the progress line shows: operations by outcome and the
-//! faults currently active (derived from nemesis events, so the nemesis needs no extra calls).
+//! history). Each line written is decoded back with the one decoder (`history::line`) and fed
+//! to a live `history::view::View`: the controller's recovery wait, the progress line's active
+//! faults and the checkers all derive their facts from the same lines by the same code.
 
 use crate::history::store::HistoryWriter;
-use crate::history::{Event, EventType, F, NEMESIS};
-use std::collections::BTreeSet;
+use crate::history::view::View;
+use crate::history::{Event, EventType, F};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -15,25 +16,30 @@ use std::time::Instant;
 
 pub struct Recorder {
     start: Instant,
-    writer: Mutex<HistoryWriter>,
+    /// The writer and the view fed from it, under one lock: the view sees lines in index order.
+    inner: Mutex<(HistoryWriter, View)>,
     write_errors: AtomicU64,
     pub ok: AtomicU64,
     pub fail: AtomicU64,
     pub info: AtomicU64,
-    active_faults: Mutex<BTreeSet<String>>,
 }
 
 impl Recorder {
-    pub fn create(path: &Path, start: Instant) -> anyhow::Result<Self> {
+    /// A recorder for a cluster of `nodes` (the view's quorum is a majority of them).
+    pub fn create_for(path: &Path, start: Instant, nodes: &[String]) -> anyhow::Result<Self> {
         Ok(Recorder {
             start,
-            writer: Mutex::new(HistoryWriter::create(path)?),
+            inner: Mutex::new((HistoryWriter::create(path)?, View::new(nodes))),
             write_errors: AtomicU64::new(0),
             ok: AtomicU64::new(0),
             fail: AtomicU64::new(0),
             info: AtomicU64::new(0),
-            active_faults: Mutex::new(BTreeSet::new()),
         })
+    }
+
+    /// A recorder whose view learns the nodes from the lines (tests that ask no quorum).
+    pub fn create(path: &Path, start: Instant) -> anyhow::Result<Self> {
+        Self::create_for(path, start, &[])
     }
 
     /// Nanoseconds since the run started (the controller's monotonic clock).
@@ -60,10 +66,19 @@ impl Recorder {
             value,
         };
         {
-            let mut writer = self.writer.lock().unwrap();
+            let mut inner = self.inner.lock().unwrap();
+            let (writer, view) = &mut *inner;
             event.time = self.now();
-            match writer.append(event.clone()) {
-                Ok(i) => event.index = i,
+            match writer.append_line(event.clone()) {
+                Ok((i, text)) => {
+                    event.index = i;
+                    match crate::history::line::decode(text) {
+                        Ok(line) => view.feed(i as u32, &line),
+                        Err(e) => {
+                            tracing::error!("the history line just written does not decode: {e}")
+                        }
+                    }
+                }
                 Err(e) => {
                     // A full disk must not stop the run's teardown; count it and say it once.
                     if self.write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -85,51 +100,30 @@ impl Recorder {
                 EventType::Invoke => 0,
             };
         }
-        if e.process == NEMESIS && e.kind == EventType::Info {
-            let nodes: Vec<String> = e.value["nodes"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|n| n.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut active = self.active_faults.lock().unwrap();
-            let reset = e.value["mode"].as_str() == Some("reset");
-            let (fault, undo) = match e.f {
-                F::Kill => ("kill", false),
-                F::Pause => ("pause", false),
-                F::Partition => ("partition", false),
-                F::Clock if !reset => ("clock", false),
-                F::Start => ("kill", true),
-                F::Resume => ("pause", true),
-                F::Heal => ("partition", true),
-                F::Clock => ("clock", true),
-                _ => return,
-            };
-            if undo {
-                if nodes.is_empty() {
-                    active.retain(|a| !a.starts_with(fault));
-                }
-                for n in nodes {
-                    active.remove(&format!("{fault} {n}"));
-                }
-                if fault == "partition" {
-                    active.remove("partition");
-                }
-            } else if nodes.is_empty() || fault == "partition" {
-                active.insert(fault.to_string());
-            } else {
-                for n in nodes {
-                    active.insert(format!("{fault} {n}"));
-                }
-            }
-        }
+    }
+
+    /// Asks the live view of everything recorded so far.
+    pub fn view<R>(&self, ask: impl FnOnce(&View) -> R) -> R {
+        ask(&self.inner.lock().unwrap().1)
     }
 
     /// The faults in force now ("kill n2", "partition", ...).
     pub fn active_faults(&self) -> Vec<String> {
-        self.active_faults.lock().unwrap().iter().cloned().collect()
+        let mut out: Vec<String> = self.view(|v| {
+            v.active_faults()
+                .flat_map(|i| {
+                    let kind = i.kind.name();
+                    if i.nodes.is_empty() || i.kind == crate::history::FaultKind::Partition {
+                        vec![kind.to_string()]
+                    } else {
+                        i.nodes.iter().map(|n| format!("{kind} {n}")).collect()
+                    }
+                })
+                .collect()
+        });
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// How many events could not be written.

@@ -1,45 +1,18 @@
-//! Reading and writing `history.jsonl`.
-//!
-//! Writing: `HistoryWriter` assigns indices, appends one line per event and flushes each line
-//! so that a controller killed mid-run leaves a readable history.
-//! Reading: `read_history` parses a whole file; a torn last line (the controller died while
-//! writing it) is skipped, any other bad line is an error naming the line.
+//! Writing `history.jsonl`: the one writer. `HistoryWriter` assigns indices, appends one line
+//! per event and flushes each line, so that a controller killed mid-run leaves a readable
+//! history (at worst an unterminated last line, which readers forgive). Reading is
+//! `history::read`'s.
 
 use super::Event;
-use anyhow::{bail, Context, Result};
-use std::io::{BufRead, BufReader, Write};
+use anyhow::{Context, Result};
+use std::io::Write;
 use std::path::Path;
-
-/// Reads every event of a history file.
-pub fn read_history(path: &Path) -> Result<Vec<Event>> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open history {}", path.display()))?;
-    let mut events = Vec::new();
-    let mut lines = BufReader::new(file).lines().enumerate().peekable();
-    while let Some((i, line)) = lines.next() {
-        let line =
-            line.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Event>(&line) {
-            Ok(e) => events.push(e),
-            // A torn final line is what a killed controller leaves: keep everything before it.
-            Err(_) if lines.peek().is_none() => break,
-            Err(e) => bail!(
-                "{}: line {}: not a history event: {e}",
-                path.display(),
-                i + 1
-            ),
-        }
-    }
-    Ok(events)
-}
 
 /// Appends events to a history file, one JSON line each, flushed per line.
 pub struct HistoryWriter {
     out: std::io::BufWriter<std::fs::File>,
     next_index: u64,
+    line: Vec<u8>,
 }
 
 impl HistoryWriter {
@@ -49,17 +22,32 @@ impl HistoryWriter {
         Ok(Self {
             out: std::io::BufWriter::new(file),
             next_index: 0,
+            line: Vec::new(),
         })
     }
 
     /// Writes `event` with the next index (the index field of `event` is overwritten) and
     /// returns that index.
-    pub fn append(&mut self, mut event: Event) -> Result<u64> {
+    pub fn append(&mut self, event: Event) -> Result<u64> {
+        self.append_line(event).map(|(i, _)| i)
+    }
+
+    /// As `append`, also returning the line as written (without its newline), so the caller
+    /// can decode it with `history::line::decode` exactly as any reader will.
+    pub fn append_line(&mut self, mut event: Event) -> Result<(u64, &str)> {
         event.index = self.next_index;
-        self.next_index += 1;
-        serde_json::to_writer(&mut self.out, &event)?;
-        self.out.write_all(b"\n")?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &event)?;
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
         self.out.flush()?;
-        Ok(event.index)
+        self.next_index += 1;
+        let text = std::str::from_utf8(&self.line[..self.line.len() - 1])
+            .expect("serde_json writes UTF-8");
+        Ok((event.index, text))
     }
 }
+
+/// Reads a whole history into owned events (kept for callers of the old name; the reader is
+/// `history::read`).
+pub use super::read::read_events as read_history;

@@ -29,9 +29,47 @@ pub struct TestInfo {
     pub replay_command: String,
     /// fle-chaos version that made the run.
     pub version: String,
-    /// Every other setting, as given.
+    /// The history line format (`history::FORMAT_VERSION`); absent in test.json = 1.
+    #[serde(default = "format_v1")]
+    pub history_format: u32,
+    /// The run's other settings.
     #[serde(default)]
-    pub settings: serde_json::Value,
+    pub settings: Settings,
+}
+
+fn format_v1() -> u32 {
+    1
+}
+
+/// The settings readers use, typed; every other setting kept as given (`rest`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// The observers' per-read timeout: a read may be this much older than its recorded time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timeout_ms: Option<u64>,
+    /// How long the final phase waited for recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_timeout_s: Option<f64>,
+    /// The workload as configured (its `kind`: "election", "writes", ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSettings>,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Settings {
+    pub fn is_empty(&self) -> bool {
+        *self == Settings::default()
+    }
+}
+
+/// The workload's settings: its kind typed, the rest as given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
 }
 
 impl TestInfo {
@@ -42,8 +80,26 @@ impl TestInfo {
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a valid test.json", path.display()))
+        let info: TestInfo = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a valid test.json", path.display()))?;
+        if info.history_format > super::FORMAT_VERSION {
+            anyhow::bail!(
+                "{}: history_format {} was written by a newer fle-chaos (this one reads up to {}): use that version",
+                path.display(),
+                info.history_format,
+                super::FORMAT_VERSION
+            );
+        }
+        Ok(info)
+    }
+
+    /// The workload's kind ("election", "writes", ...): the configured one, else the name.
+    pub fn workload_kind(&self) -> &str {
+        self.settings
+            .workload
+            .as_ref()
+            .and_then(|w| w.kind.as_deref())
+            .unwrap_or(&self.workload)
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

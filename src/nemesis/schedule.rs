@@ -7,39 +7,8 @@ use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
 
-/// The fault kinds, as named on the command line and in schedule files (in legend order).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum FaultKind {
-    Kill,
-    Pause,
-    Partition,
-    Clock,
-}
-
-impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::Partition,
-        FaultKind::Clock,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::Clock => "clock",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<FaultKind> {
-        FaultKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
+/// The kinds of fault: one definition, the history's.
+pub use crate::history::FaultKind;
 
 /// Whom a fault hits. Roles (leader) are resolved when the fault starts, from the observers' latest
 /// reads, and the resolved nodes are recorded in the history.

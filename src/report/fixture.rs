@@ -8,7 +8,7 @@
 //! real one, which is what rendering cares about.
 
 use crate::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use crate::checker::{CheckResult, Results, Validity};
+use crate::checker::{self, CheckResult, Results, Validity};
 use crate::history::test_info::TestInfo;
 use crate::history::{node_name, Event, EventType, F, NEMESIS};
 use anyhow::Result;
@@ -152,7 +152,11 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
             spec.nodes, spec.duration_s, spec.seed
         ),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: serde_json::from_value(
+            json!({"observe_hz": 1000 / spec.poll_ms, "nemesis_interval_s": spec.fault_every_s}),
+        )
+        .expect("a settings object"),
     };
     info.write(&run_dir.join("test.json"))?;
     for n in &nodes {
@@ -595,7 +599,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
                 sim.epoch
             ),
             evidence: vec![],
-            measurements: json!({"leaders": sim.leaders.len()}),
+            measurements: checker::Measurements::Other(json!({"leaders": sim.leaders.len()})),
         },
         CheckResult {
             applicable: true,
@@ -613,13 +617,19 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             },
             evidence: if spec.invalid {
                 vec![
-                    json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
-                    json!({"node": "n2", "missing": [4294967313u64]}),
+                    checker::Evidence::quoting(
+                        "acknowledged",
+                        json!({"index": 1234, "type": "ok", "f": "write", "value": {"value": 17, "zxid": 4294967313u64}}),
+                    ),
+                    checker::Evidence::quoting(
+                        "missing",
+                        json!({"node": "n2", "missing": [4294967313u64]}),
+                    ),
                 ]
             } else {
                 vec![]
             },
-            measurements: Value::Null,
+            measurements: checker::Measurements::None,
         },
         CheckResult {
             applicable: true,
@@ -635,7 +645,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
                 "no node's epoch ever went back".into()
             },
             evidence: vec![],
-            measurements: Value::Null,
+            measurements: checker::Measurements::None,
         },
         CheckResult {
             applicable: true,
@@ -643,7 +653,7 @@ fn write_results(run_dir: &Path, spec: &FixtureSpec, sim: &Sim) -> Result<Vec<(S
             valid: Validity::True,
             explanation: "a quorum agreed on one leader 0.7 s after the final heal".into(),
             evidence: vec![],
-            measurements: recovery_measurements,
+            measurements: serde_json::from_value(recovery_measurements).expect("measurements"),
         },
     ];
     let valid = checkers.iter().fold(Validity::True, |a, c| a.and(c.valid));

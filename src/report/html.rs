@@ -158,7 +158,7 @@ fn settings(h: &mut String, info: &TestInfo) {
         "<pre id=\"replay\">{}</pre>",
         escape(&info.replay_command)
     );
-    if !info.settings.is_null() {
+    if !info.settings.is_empty() {
         let text = serde_json::to_string_pretty(&info.settings).unwrap_or_default();
         let _ = writeln!(
             h,
@@ -222,7 +222,7 @@ fn evidence(c: &CheckResult) -> String {
             }
         );
     }
-    if !c.measurements.is_null() {
+    if !c.measurements.is_none() {
         let text = serde_json::to_string_pretty(&c.measurements).unwrap_or_default();
         let _ = write!(
             out,

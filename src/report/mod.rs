@@ -69,8 +69,9 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     let (recoveries, recovery_source) = match results
         .as_ref()
         .and_then(|r| r.checkers.iter().find(|c| c.name.contains("recovery")))
-        .and_then(|c| recovery::from_checker(&c.measurements))
-    {
+        .and_then(|c| {
+            recovery::from_checker(&serde_json::to_value(&c.measurements).unwrap_or_default())
+        }) {
         Some(r) => (r, RecoverySource::Checker),
         None => (data.recoveries.clone(), RecoverySource::History),
     };

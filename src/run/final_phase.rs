@@ -1,11 +1,10 @@
 //! The end of a run, after the nemesis stopped: make sure every node runs again, wait for a
-//! quorum to agree on a leader (recovery), and read every node's committed log once
+//! quorum-backed leader (recovery, as `history::view` defines it), and read every node's committed log once
 //! (`final-log` events, which the durability checker compares).
 
 use crate::control::target::{ReadError, Target};
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
-use crate::workload::observe::Observations;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,10 +39,10 @@ pub fn ensure_all_up(target: &dyn Target, recorder: &Recorder) {
     }
 }
 
-/// Waits until a quorum agrees on one leader, or `timeout`; returns the leader's sid and
-/// epoch and how long it took.
+/// Waits until a quorum-backed leader is observed (`history::view::View::quorum_leader`, the
+/// definition the recovery checker judges by, over the same lines), or `timeout`; returns the
+/// leader's sid and epoch and how long it took.
 pub async fn wait_for_recovery(
-    obs: &Observations,
     recorder: &Recorder,
     timeout: Duration,
 ) -> Option<(u64, u64, Duration)> {
@@ -51,11 +50,10 @@ pub async fn wait_for_recovery(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         // Only reads taken after the heal count: an older read may show the pre-heal leader.
-        let now = recorder.now();
-        if let Some((sid, epoch)) = obs.quorum_leader(now, now.saturating_sub(start)) {
+        if let Some(l) = recorder.view(|v| v.quorum_leader(start)) {
             return Some((
-                sid,
-                epoch,
+                l.sid,
+                l.epoch,
                 Duration::from_nanos(recorder.now().saturating_sub(start)),
             ));
         }

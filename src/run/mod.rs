@@ -28,7 +28,7 @@ use crate::control::registry::Registry;
 use crate::control::ssh;
 use crate::exit;
 use crate::history::recorder::Recorder;
-use crate::history::test_info::TestInfo;
+use crate::history::test_info::{Settings, TestInfo};
 use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
@@ -154,22 +154,29 @@ async fn run_once(plan: Plan, seed: u64) -> Result<i32> {
         started_at: chrono::Utc::now(),
         replay_command: plan.replay_command(seed),
         version: env!("CARGO_PKG_VERSION").into(),
-        settings: serde_json::json!({
-            "args": plan.args,
-            "workload": plan.workload,
-            "nemesis": plan.nemesis_settings,
-            "net": plan.args.net,
-            "node_binary": plan.binary,
-            "faketime": plan.faketime,
-            "fake_monotonic": plan.fake_monotonic,
-            "real_clock_skew": plan.args.ssh.real_clock_skew,
-            "run_id": run_id,
-            "recovery_timeout_s": plan.recovery_timeout.as_secs_f64(),
-            "status_timeout_ms": STATUS_TIMEOUT.as_millis() as u64,
-        }),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: Settings {
+            status_timeout_ms: Some(STATUS_TIMEOUT.as_millis() as u64),
+            recovery_timeout_s: Some(plan.recovery_timeout.as_secs_f64()),
+            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
+            rest: serde_json::from_value(serde_json::json!({
+                "args": plan.args,
+                "nemesis": plan.nemesis_settings,
+                "net": plan.args.net,
+                "node_binary": plan.binary,
+                "faketime": plan.faketime,
+                "fake_monotonic": plan.fake_monotonic,
+                "real_clock_skew": plan.args.ssh.real_clock_skew,
+                "run_id": run_id,
+            }))?,
+        },
     }
     .write(&run_dir.join("test.json"))?;
-    let recorder = Arc::new(Recorder::create(&run_dir.join("history.jsonl"), start)?);
+    let recorder = Arc::new(Recorder::create_for(
+        &run_dir.join("history.jsonl"),
+        start,
+        &plan.nodes,
+    )?);
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let outcome = tokio::select! {
@@ -311,7 +318,7 @@ async fn run_body(
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_recovery(&obs, &recorder, test.checks.recovery_timeout).await {
+    match final_phase::wait_for_recovery(&recorder, test.checks.recovery_timeout).await {
         Some((sid, epoch, took)) => tracing::info!(
             "recovered: n{sid} leads epoch {epoch}, {} ms after the final heal",
             took.as_millis()

@@ -1,6 +1,7 @@
 //! Observers: one task per node reading its status at a steady rate (>= 50 Hz by default),
 //! recording every read, and keeping the latest view of each node for the workload ("who is
-//! the leader?"), the nemesis (target the leader), recovery and the progress line.
+//! the leader?"), the nemesis (target the leader) and the progress line. (Recovery is judged
+//! by `history::view`, fed by the `Recorder`.)
 //!
 //! Each observer has its own task, client and timeout, so a slow, paused or dead node only
 //! slows its own observer. Missed ticks are delayed, not burst: after a slow read the observer
@@ -75,27 +76,6 @@ impl Observations {
             .into_iter()
             .filter(|(_, s)| s.state == ServerState::Leading)
             .max_by_key(|(_, s)| (s.peer_epoch, s.zab_phase == crate::api::ZabPhase::Broadcast))
-    }
-
-    /// A leader that a quorum agrees on (itself included), with its epoch: recovery.
-    pub fn quorum_leader(&self, now: u64, max_age_ns: u64) -> Option<(u64, u64)> {
-        let fresh = self.fresh(now, max_age_ns);
-        let quorum = self.nodes.len() / 2 + 1;
-        fresh
-            .iter()
-            .filter(|(_, s)| s.state == ServerState::Leading)
-            .map(|(_, l)| (l.sid, l.peer_epoch))
-            .find(|(sid, epoch)| {
-                fresh
-                    .iter()
-                    .filter(|(_, s)| {
-                        matches!(s.state, ServerState::Leading | ServerState::Following)
-                            && s.peer_epoch == *epoch
-                            && (s.leader == Some(*sid) || s.sid == *sid)
-                    })
-                    .count()
-                    >= quorum
-            })
     }
 }
 
@@ -199,24 +179,15 @@ mod tests {
     }
 
     #[test]
-    fn quorum_leader_needs_a_majority_in_the_same_epoch() {
+    fn the_leader_is_the_freshest_claim() {
         use ServerState::*;
         let agreed = obs(&[
             (1, Some(status(1, Following, Some(3), 2)), 100),
             (2, Some(status(2, Looking, None, 2)), 100),
             (3, Some(status(3, Leading, Some(3), 2)), 100),
         ]);
-        assert_eq!(agreed.quorum_leader(100, 10), Some((3, 2)));
         assert_eq!(agreed.leader(100, 10).map(|(n, _)| n), Some("n3".into()));
-        // A follower of an older epoch does not count.
-        let split = obs(&[
-            (1, Some(status(1, Following, Some(3), 1)), 100),
-            (2, Some(status(2, Looking, None, 2)), 100),
-            (3, Some(status(3, Leading, Some(3), 2)), 100),
-        ]);
-        assert_eq!(split.quorum_leader(100, 10), None);
-        // Stale reads do not count either.
-        assert_eq!(agreed.quorum_leader(1000, 10), None);
+        // Stale reads do not count.
         assert_eq!(agreed.leader(1000, 10), None);
         // Two claimants: the higher epoch is "the leader".
         let two = obs(&[

@@ -172,27 +172,6 @@ pub fn to_status(o: &Observation) -> NodeStatus {
     }
 }
 
-/// The leader a majority of a `cluster_size` cluster backs right now: a server that leads
-/// (serves as leader) and that a majority, itself included, report leading or following in
-/// its epoch. Returns its sid and epoch.
-pub fn quorum_leader<'a>(
-    statuses: impl IntoIterator<Item = &'a NodeStatus>,
-    cluster_size: usize,
-) -> Option<(u64, u64)> {
-    let statuses: Vec<&NodeStatus> = statuses.into_iter().collect();
-    statuses
-        .iter()
-        .filter(|s| s.state == ServerState::Leading)
-        .find_map(|leader| {
-            let backing = statuses
-                .iter()
-                .filter(|s| matches!(s.state, ServerState::Leading | ServerState::Following))
-                .filter(|s| s.leader == Some(leader.sid) && s.peer_epoch == leader.peer_epoch)
-                .count();
-            (backing > cluster_size / 2).then_some((leader.sid, leader.peer_epoch))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,37 +207,6 @@ mod tests {
             wall_clock_ms: 5,
             uptime_ms: 6,
         }
-    }
-
-    #[test]
-    fn a_leader_counts_only_with_a_majority_in_its_epoch() {
-        let status = |sid, state, leader, epoch| {
-            let mut s = to_status(&observation(
-                LeaderAnswer::NotServing(String::new()),
-                ZabAnswer::default(),
-                Epochs::default(),
-            ));
-            s.sid = sid;
-            s.state = state;
-            s.leader = leader;
-            s.peer_epoch = epoch;
-            s
-        };
-        use ServerState::*;
-        let alone = [status(1, Leading, Some(1), 2), status(2, Looking, None, 1)];
-        assert_eq!(quorum_leader(&alone, 3), None);
-        let stale = [
-            status(1, Leading, Some(1), 2),
-            status(2, Following, Some(1), 1),
-        ];
-        assert_eq!(quorum_leader(&stale, 3), None);
-        let backed = [
-            status(1, Leading, Some(1), 2),
-            status(2, Following, Some(1), 2),
-            status(3, Following, Some(3), 1),
-        ];
-        assert_eq!(quorum_leader(&backed, 3), Some((1, 2)));
-        assert_eq!(quorum_leader(&backed, 5), None);
     }
 
     #[test]

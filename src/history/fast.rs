@@ -1,53 +1,20 @@
-//! A one-pass byte scanner for the common lines of a history: status reads (successful or
-//! not) and client writes.
+//! The fast path of the history decoder: a one-pass byte scanner for the lines that make up
+//! nearly all of a history, successful and failed status reads and client writes.
 //!
 //! serde_json needs three passes over a status line (the event, its value, its raw
-//! `last_election`) and validates UTF-8 first; at ~600 bytes a line and millions of lines that
-//! was 10x short of the checker's speed goal. This scanner reads the line once, strictly (every
-//! value is tokenized, nothing may follow the closing brace, a known key may not repeat;
-//! numbers it skips are checked only loosely), takes the few fields the checkers use, and
-//! returns None for anything it does not handle plainly (another kind of event, an escaped
-//! string where a field is read, a float, a malformed line): the caller then parses the line
-//! with serde_json, which also produces the error message for a bad line. So the scanner only
-//! decides speed, never what a line means.
+//! `last_election`); at ~600 bytes a line and millions of lines that was 10x short of the
+//! checker's speed goal. This scanner reads the line once and takes the few fields readers use.
+//! It is strict where it answers: every value is tokenized (numbers by JSON's integer grammar),
+//! nothing may follow the closing brace, a known key may not repeat. It declines (None) whatever
+//! it does not handle plainly: another kind of event, any escape, a fraction or exponent, a
+//! malformed line. The caller then uses `line::fallback` (serde), which also words the error.
+//! So this file only decides speed, never what a line means; `line`'s property test holds it
+//! to that.
 
+use super::line::{Body, Line, StatusRead, WriteValue};
+use super::{EventType, F};
 use crate::api::{ServerState, ZabPhase};
-use crate::history::EventType;
-
-/// The fields of a status read (`"f":"status"`, `"type":"ok"`) the checkers use.
-#[derive(Debug, PartialEq)]
-pub struct StatusLine<'a> {
-    pub index: u64,
-    pub time: u64,
-    pub node: &'a [u8],
-    pub state: ServerState,
-    pub phase: ZabPhase,
-    pub leader: Option<u64>,
-    pub peer_epoch: u64,
-    pub accepted_epoch: u64,
-    /// The raw JSON of `last_election` (an object), or None when absent or null.
-    pub last_election: Option<&'a [u8]>,
-}
-
-/// A line the scanner took apart: the kinds of event that make up nearly all of a history.
-#[derive(Debug, PartialEq)]
-pub enum Scanned<'a> {
-    /// A successful status read.
-    Status(StatusLine<'a>),
-    /// A status read that failed or timed out (`"f":"status"`, any other type).
-    Unreachable { time: u64, node: Option<&'a [u8]> },
-    /// A client write's invocation or completion.
-    Write {
-        time: u64,
-        process: &'a [u8],
-        kind: EventType,
-        node: Option<&'a [u8]>,
-        /// `value.value` as serde_json would print it compactly (`model::canonical`): taken
-        /// only when that is its raw text (a string without escapes, or an unsigned integer).
-        value: Option<&'a [u8]>,
-        zxid: Option<u64>,
-    },
-}
+use std::borrow::Cow;
 
 struct Cursor<'a> {
     b: &'a [u8],
@@ -82,19 +49,9 @@ impl<'a> Cursor<'a> {
         Some(&self.b[start..start + len])
     }
 
+    /// A string without escapes, skipped (an escape: None, serde decides).
     fn skip_string(&mut self) -> Option<()> {
-        self.eat(b'"')?;
-        loop {
-            self.i += special(self.b.get(self.i..)?)?;
-            match self.b[self.i] {
-                b'"' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                b'\\' => self.i += 2,
-                _ => return None,
-            }
-        }
+        self.plain_string().map(|_| ())
     }
 
     fn u64(&mut self) -> Option<u64> {
@@ -150,17 +107,43 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// An integer, strictly as JSON writes one (`-?(0|[1-9][0-9]*)`), skipped. A fraction or
+    /// an exponent is None (serde decides), and so is anything JSON does not allow
+    /// (`1-345`, `+5`, `01`): the structure around it must then fail too.
     fn skip_number(&mut self) -> Option<()> {
-        let start = self.i;
-        while self.i < self.b.len()
-            && matches!(
-                self.b[self.i],
-                b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
-            )
-        {
+        self.ws();
+        if self.b.get(self.i) == Some(&b'-') {
             self.i += 1;
         }
-        (self.i > start).then_some(())
+        let start = self.i;
+        while self.b.get(self.i).is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        let len = self.i - start;
+        let next = self.b.get(self.i).copied().unwrap_or(b' ');
+        let ok = len > 0
+            && !(len > 1 && self.b[start] == b'0')
+            && !matches!(next, b'.' | b'e' | b'E' | b'-' | b'+');
+        ok.then_some(())
+    }
+
+    /// A signed integer (JSON's grammar, no fraction or exponent) that fits an i64.
+    fn i64(&mut self) -> Option<i64> {
+        self.ws();
+        let neg = self.b.get(self.i) == Some(&b'-');
+        if neg {
+            self.i += 1;
+            // JSON allows nothing between the sign and the digits.
+            if !self.b.get(self.i).is_some_and(|c| c.is_ascii_digit()) {
+                return None;
+            }
+        }
+        let n = self.u64()?;
+        if neg {
+            0i64.checked_sub_unsigned(n)
+        } else {
+            i64::try_from(n).ok()
+        }
     }
 
     fn skip_value(&mut self, depth: u32) -> Option<()> {
@@ -290,15 +273,10 @@ fn once(seen: &mut u32, bit: u32) -> Option<()> {
     fresh.then_some(())
 }
 
-/// The status read in `line`, or None when the line is anything else or not plain.
-pub fn status_line<'a, 'p>(
-    line: &'a [u8],
-    previous: impl Fn(&[u8]) -> Option<&'p [u8]>,
-) -> Option<StatusLine<'a>> {
-    match self::line(line, previous)? {
-        Scanned::Status(s) => Some(s),
-        _ => None,
-    }
+/// `s` (a slice of `text` between two ASCII bytes) as text.
+fn text_of<'a>(text: &'a str, s: &[u8]) -> &'a str {
+    let off = s.as_ptr() as usize - text.as_ptr() as usize;
+    &text[off..off + s.len()]
 }
 
 /// A successful status read laid out exactly as the controller writes it: an `Event` whose
@@ -308,16 +286,17 @@ pub fn status_line<'a, 'p>(
 /// another order, a missing field) is None and goes to the general scan, which reads any
 /// layout.
 fn status_as_written<'a, 'p>(
-    line: &'a [u8],
-    previous: impl Fn(&[u8]) -> Option<&'p [u8]>,
-) -> Option<StatusLine<'a>> {
+    text: &'a str,
+    previous: &impl Fn(&[u8]) -> Option<&'p [u8]>,
+) -> Option<Line<'a>> {
+    let line = text.as_bytes();
     let mut c = Cursor { b: line, i: 0 };
     c.tag(br#"{"index":"#)?;
     let index = c.u64()?;
     c.tag(br#","time":"#)?;
     let time = c.u64()?;
     c.tag(br#","process":"#)?;
-    c.plain_string()?;
+    let process = c.plain_string()?;
     c.tag(br#","type":"ok","f":"status","node":"#)?;
     let node = c.plain_string()?;
     c.tag(br#","value":{"accepted_epoch":"#)?;
@@ -325,11 +304,11 @@ fn status_as_written<'a, 'p>(
     c.tag(br#","election_epoch":"#)?;
     c.skip_number()?;
     c.tag(br#","last_committed_zxid":"#)?;
-    c.skip_number()?;
+    let last_committed_zxid = c.u64()?;
     c.tag(br#","last_election":"#)?;
     let last_election = c.last_election(previous(node))?;
     c.tag(br#","last_zxid":"#)?;
-    c.skip_number()?;
+    let last_zxid = c.u64()?;
     c.tag(br#","last_zxid_hex":"#)?;
     c.skip_string()?;
     c.tag(br#","leader":"#)?;
@@ -346,40 +325,51 @@ fn status_as_written<'a, 'p>(
     c.tag(br#","uptime_ms":"#)?;
     c.skip_number()?;
     c.tag(br#","wall_clock_ms":"#)?;
-    c.skip_number()?;
+    let wall_clock_ms = c.i64()?;
     c.tag(br#","zab_phase":"#)?;
     let phase = phase(c.plain_string()?)?;
     c.tag(b"}}")?;
-    (c.i == line.len()).then_some(StatusLine {
+    c.ws();
+    (c.i == line.len()).then(|| Line {
         index,
         time,
-        node,
-        state,
-        phase,
-        leader,
-        peer_epoch,
-        accepted_epoch,
-        last_election,
+        process: Cow::Borrowed(text_of(text, process)),
+        kind: EventType::Ok,
+        f: F::Status,
+        f_name: Cow::Borrowed("status"),
+        node: Some(Cow::Borrowed(text_of(text, node))),
+        body: Body::Status(StatusRead {
+            state,
+            phase,
+            leader,
+            peer_epoch,
+            accepted_epoch,
+            last_zxid,
+            last_committed_zxid,
+            wall_clock_ms: Some(wall_clock_ms),
+            last_election: last_election.map(|e| text_of(text, e)),
+        }),
     })
 }
 
-/// The status read or write in `line`, or None when the line is anything else or not plain.
+/// The status read or write in `text`, or None when the line is anything else or not plain.
 ///
 /// `previous(node)` is the raw `last_election` of that node's previous read: a summary that
 /// starts with exactly those bytes is that same (already validated) summary, which saves
 /// tokenizing the largest part of the line; it changes once per election.
 pub fn line<'a, 'p>(
-    line: &'a [u8],
+    text: &'a str,
     previous: impl Fn(&[u8]) -> Option<&'p [u8]>,
-) -> Option<Scanned<'a>> {
-    if let Some(s) = status_as_written(line, &previous) {
-        return Some(Scanned::Status(s));
+) -> Option<Line<'a>> {
+    if let Some(l) = status_as_written(text, &previous) {
+        return Some(l);
     }
+    let line = text.as_bytes();
     let mut c = Cursor { b: line, i: 0 };
     let (mut index, mut time, mut node, mut process) = (None, None, None, None);
     let (mut kind, mut f) = (None, None);
     let mut status = None;
-    let mut write: WriteFields = (None, None);
+    let mut write = WriteFields::default();
     let mut seen = 0u32;
     c.object(|c, key| {
         match key {
@@ -409,7 +399,13 @@ pub fn line<'a, 'p>(
             }
             b"node" => {
                 once(&mut seen, 32)?;
-                node = Some(c.plain_string()?)
+                // serde reads null as "no node".
+                node = if c.peek()? == b'n' {
+                    c.literal(b"null")?;
+                    None
+                } else {
+                    Some(c.plain_string()?)
+                }
             }
             // Only judged once we know what the event is (writers put f and type first).
             b"value" => {
@@ -430,40 +426,58 @@ pub fn line<'a, 'p>(
     if c.i != line.len() {
         return None;
     }
-    let (index, time, _, kind) = (index?, time?, process?, kind?);
-    Some(match f? {
+    let (index, time, process, kind) = (index?, time?, process?, kind?);
+    let s = |b: &[u8]| Cow::Borrowed(text_of(text, b));
+    let (f, f_name, body) = match f? {
         Kind::Status if kind == EventType::Ok => {
+            // serde's errors (no node, no value, a missing field) are serde's to word.
+            node?;
             let v = status?;
-            Scanned::Status(StatusLine {
-                index,
-                time,
-                node: node?,
-                state: v.0?,
-                phase: v.1.unwrap_or(ZabPhase::Election),
-                leader: v.2,
-                peer_epoch: v.3?,
-                accepted_epoch: v.4.unwrap_or(0),
-                last_election: v.5,
-            })
+            let body = Body::Status(StatusRead {
+                state: v.state?,
+                phase: v.phase.unwrap_or(ZabPhase::Election),
+                leader: v.leader.flatten(),
+                peer_epoch: v.peer_epoch?,
+                accepted_epoch: v.accepted_epoch.unwrap_or(0),
+                last_zxid: v.last_zxid.unwrap_or(0),
+                last_committed_zxid: v.last_committed_zxid.unwrap_or(0),
+                wall_clock_ms: v.wall_clock_ms.flatten(),
+                last_election: v.last_election.map(|e| text_of(text, e)),
+            });
+            (F::Status, "status", body)
         }
-        Kind::Status => Scanned::Unreachable { time, node },
-        Kind::Write => Scanned::Write {
-            time,
-            process: process?,
-            kind,
-            node,
-            value: write.0,
-            zxid: write.1,
-        },
+        Kind::Status => (F::Status, "status", Body::Unreachable),
+        Kind::Write => (
+            F::Write,
+            "write",
+            Body::Write(WriteValue {
+                value: write.value.map(s),
+                zxid: write.zxid,
+            }),
+        ),
+    };
+    Some(Line {
+        index,
+        time,
+        process: s(process),
+        kind,
+        f,
+        f_name: Cow::Borrowed(f_name),
+        node: node.map(s),
+        body,
     })
 }
 
 /// A write's `value.value` (raw canonical text) and `value.zxid`.
-type WriteFields<'a> = (Option<&'a [u8]>, Option<u64>);
+#[derive(Default)]
+struct WriteFields<'a> {
+    value: Option<&'a [u8]>,
+    zxid: Option<u64>,
+}
 
 /// A write's value: an object, or null (no value, no zxid).
 fn write_value<'a>(c: &mut Cursor<'a>) -> Option<WriteFields<'a>> {
-    let mut f: WriteFields = (None, None);
+    let mut f = WriteFields::default();
     if c.peek()? == b'n' {
         c.literal(b"null")?;
         return Some(f);
@@ -473,18 +487,18 @@ fn write_value<'a>(c: &mut Cursor<'a>) -> Option<WriteFields<'a>> {
         match key {
             b"value" => {
                 once(&mut seen, 1)?;
-                let start = c.peek()?;
+                c.ws();
                 let from = c.i;
-                if start == b'"' {
+                if c.peek()? == b'"' {
                     c.plain_string()?;
                 } else {
                     c.u64()?;
                 }
-                f.0 = Some(&c.b[from..c.i]);
+                f.value = Some(&c.b[from..c.i]);
             }
             b"zxid" => {
                 once(&mut seen, 2)?;
-                f.1 = Some(c.u64()?)
+                f.zxid = Some(c.u64()?)
             }
             _ => c.skip_value(0)?,
         }
@@ -493,201 +507,74 @@ fn write_value<'a>(c: &mut Cursor<'a>) -> Option<WriteFields<'a>> {
     Some(f)
 }
 
-type Fields<'a> = (
-    Option<ServerState>,
-    Option<ZabPhase>,
-    Option<u64>,
-    Option<u64>,
-    Option<u64>,
-    Option<&'a [u8]>,
-);
+/// The status fields found (None: absent; `leader`/`wall_clock_ms`: Some(None) = null).
+#[derive(Default)]
+struct StatusFound<'a> {
+    state: Option<ServerState>,
+    phase: Option<ZabPhase>,
+    leader: Option<Option<u64>>,
+    peer_epoch: Option<u64>,
+    accepted_epoch: Option<u64>,
+    last_zxid: Option<u64>,
+    last_committed_zxid: Option<u64>,
+    wall_clock_ms: Option<Option<i64>>,
+    last_election: Option<&'a [u8]>,
+}
 
-fn status_value<'a>(c: &mut Cursor<'a>, previous: Option<&[u8]>) -> Option<Fields<'a>> {
-    let mut f: Fields = (None, None, None, None, None, None);
+fn status_value<'a>(c: &mut Cursor<'a>, previous: Option<&[u8]>) -> Option<StatusFound<'a>> {
+    let mut f = StatusFound::default();
     let mut seen = 0u32;
     c.object(|c, key| {
         match key {
             b"state" => {
                 once(&mut seen, 1)?;
-                f.0 = Some(state(c.plain_string()?)?)
+                f.state = Some(state(c.plain_string()?)?)
             }
             b"zab_phase" => {
                 once(&mut seen, 2)?;
-                f.1 = Some(phase(c.plain_string()?)?)
+                f.phase = Some(phase(c.plain_string()?)?)
             }
             b"leader" => {
                 once(&mut seen, 4)?;
-                f.2 = if c.peek()? == b'n' {
+                f.leader = Some(if c.peek()? == b'n' {
                     c.literal(b"null")?;
                     None
                 } else {
                     Some(c.u64()?)
-                }
+                })
             }
             b"peer_epoch" => {
                 once(&mut seen, 8)?;
-                f.3 = Some(c.u64()?)
+                f.peer_epoch = Some(c.u64()?)
             }
             b"accepted_epoch" => {
                 once(&mut seen, 16)?;
-                f.4 = Some(c.u64()?)
+                f.accepted_epoch = Some(c.u64()?)
             }
             b"last_election" => {
                 once(&mut seen, 32)?;
-                f.5 = c.last_election(previous)?;
+                f.last_election = c.last_election(previous)?;
+            }
+            b"last_zxid" => {
+                once(&mut seen, 64)?;
+                f.last_zxid = Some(c.u64()?)
+            }
+            b"last_committed_zxid" => {
+                once(&mut seen, 128)?;
+                f.last_committed_zxid = Some(c.u64()?)
+            }
+            b"wall_clock_ms" => {
+                once(&mut seen, 256)?;
+                f.wall_clock_ms = Some(if c.peek()? == b'n' {
+                    c.literal(b"null")?;
+                    None
+                } else {
+                    Some(c.i64()?)
+                })
             }
             _ => c.skip_value(0)?,
         }
         Some(())
     })?;
     Some(f)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LINE: &str = r#"{"index":7,"time":120000000,"process":"n2","type":"ok","f":"status","node":"n2","value":{"accepted_epoch":3,"election_epoch":4,"last_committed_zxid":12884901890,"last_election":{"leader":2,"peer_epoch":2,"round":4,"took_ms":231,"votes":[{"leader":2,"peer_epoch":2,"sid":1,"zxid":8589934593}],"zxid":8589934593},"last_zxid":12884901890,"last_zxid_hex":"0x300000002","leader":2,"peer_epoch":3,"sid":2,"state":"LEADING","uptime_ms":5,"wall_clock_ms":-3,"zab_phase":"broadcast"}}"#;
-
-    #[test]
-    fn reads_a_status_line_in_any_key_order() {
-        let s = status_line(LINE.as_bytes(), |_| None).expect("plain status line");
-        assert_eq!((s.index, s.time, s.node), (7, 120_000_000, &b"n2"[..]));
-        assert_eq!(
-            (s.state, s.phase),
-            (ServerState::Leading, ZabPhase::Broadcast)
-        );
-        assert_eq!((s.leader, s.peer_epoch, s.accepted_epoch), (Some(2), 3, 3));
-        let raw = s.last_election.unwrap();
-        let parsed: crate::api::ElectionSummary = serde_json::from_slice(raw).unwrap();
-        assert_eq!((parsed.leader, parsed.votes.len()), (2, 1));
-    }
-
-    #[test]
-    fn leaves_everything_else_to_serde() {
-        for bad in [
-            // Not a status read, or not ok.
-            LINE.replace(r#""f":"status""#, r#""f":"write""#),
-            LINE.replace(r#""type":"ok""#, r#""type":"info""#),
-            // Malformed or not plain: truncated, trailing bytes, escapes, floats, bad enums.
-            LINE[..LINE.len() - 1].to_string(),
-            format!("{LINE}x"),
-            LINE.replace(r#""node":"n2""#, r#""node":"n\u0032""#),
-            LINE.replace(r#""peer_epoch":3"#, r#""peer_epoch":3.0"#),
-            LINE.replace(r#""peer_epoch":3"#, r#""peer_epoch":-3"#),
-            LINE.replace("LEADING", "LEADER"),
-            LINE.replace(r#""took_ms":231"#, r#""took_ms":231,"#),
-            LINE.replace(r#""index":7"#, r#""index":07"#),
-            // A backslash as the very last byte, inside a skipped string.
-            LINE[..LINE.find(r#""n2","type""#).unwrap() + 3].to_string() + "\\",
-            LINE.replace(r#""index":7"#, r#""index":99999999999999999999999"#),
-        ] {
-            assert_eq!(status_line(bad.as_bytes(), |_| None), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn an_unchanged_last_election_is_matched_not_rescanned() {
-        let first = status_line(LINE.as_bytes(), |_| None).unwrap();
-        let raw = first.last_election.unwrap();
-        let again = status_line(LINE.as_bytes(), |n| (n == b"n2").then_some(raw)).unwrap();
-        assert_eq!(again.last_election, Some(raw));
-        // A different previous summary is no shortcut: the line's own is scanned.
-        let other = br#"{"leader":9}"#;
-        let changed = status_line(LINE.as_bytes(), |_| Some(&other[..])).unwrap();
-        assert_eq!(changed.last_election, Some(raw));
-    }
-
-    #[test]
-    fn finds_the_first_quote_backslash_or_control_byte() {
-        // Every position, both sides of the 8-byte boundary, bytes above 0x7f in front.
-        for len in 0..20 {
-            for (stop, want) in [
-                (b'"', true),
-                (b'\\', true),
-                (0x1f, true),
-                (0x7f, false),
-                (0xc3, false),
-            ] {
-                let mut v = vec![b'a'; len];
-                v.extend_from_slice(&[0xc3, 0xa9]);
-                v.push(stop);
-                v.extend_from_slice(b"xx\"");
-                let expected = if want { len + 2 } else { len + 5 };
-                assert_eq!(special(&v), Some(expected), "len {len} stop {stop:#x}");
-            }
-        }
-        assert_eq!(special(b"abcdefghijklmnop"), None);
-    }
-
-    #[test]
-    fn the_controllers_own_layout_takes_the_template() {
-        // Written as the controller writes it (`run::observe`): a `NodeStatus` made a `Value`,
-        // in an `Event`, serialized.
-        let e: crate::history::Event = serde_json::from_str(LINE).unwrap();
-        let s: crate::api::NodeStatus = serde_json::from_value(e.value.clone()).unwrap();
-        let written = crate::history::Event {
-            value: serde_json::to_value(&s).unwrap(),
-            ..e
-        };
-        let text = serde_json::to_string(&written).unwrap();
-        let fast = status_as_written(text.as_bytes(), |_| None).expect(&text);
-        assert_eq!(Some(fast), status_line(LINE.as_bytes(), |_| None));
-        // Another order still scans, just not through the template.
-        let moved = LINE.replace(
-            r#""index":7,"time":120000000"#,
-            r#""time":120000000,"index":7"#,
-        );
-        assert_eq!(status_as_written(moved.as_bytes(), |_| None), None);
-        assert_eq!(
-            status_line(moved.as_bytes(), |_| None),
-            status_line(LINE.as_bytes(), |_| None)
-        );
-    }
-
-    #[test]
-    fn reads_unreachable_reads_and_plain_writes() {
-        let l = br#"{"index":3,"time":9,"process":"n2","type":"info","f":"status","node":"n2","value":{"error":"timed out"}}"#;
-        assert_eq!(
-            line(l, |_| None),
-            Some(Scanned::Unreachable {
-                time: 9,
-                node: Some(&b"n2"[..])
-            })
-        );
-        let w = br#"{"index":4,"time":10,"process":"0","type":"ok","f":"write","value":{"value":"w1","zxid":12}}"#;
-        assert_eq!(
-            line(w, |_| None),
-            Some(Scanned::Write {
-                time: 10,
-                process: b"0",
-                kind: EventType::Ok,
-                node: None,
-                value: Some(&br#""w1""#[..]),
-                zxid: Some(12)
-            })
-        );
-        // Values whose canonical text is not their raw text, and repeated keys: serde's.
-        for odd in [r#""value":"w\u0031""#, r#""value":1.0"#, r#""value":[1]"#] {
-            let l = String::from_utf8_lossy(w).replace(r#""value":"w1""#, odd);
-            assert_eq!(line(l.as_bytes(), |_| None), None, "{l}");
-        }
-        let twice = String::from_utf8_lossy(w).replace(r#""zxid":12"#, r#""zxid":12,"zxid":13"#);
-        assert_eq!(line(twice.as_bytes(), |_| None), None);
-    }
-
-    #[test]
-    fn agrees_with_serde_on_what_it_accepts() {
-        let e: crate::history::Event = serde_json::from_str(LINE).unwrap();
-        let s: crate::api::NodeStatus = serde_json::from_value(e.value).unwrap();
-        let fast = status_line(LINE.as_bytes(), |_| None).unwrap();
-        assert_eq!(
-            (fast.state, fast.phase, fast.leader),
-            (s.state, s.zab_phase, s.leader)
-        );
-        assert_eq!(
-            (fast.peer_epoch, fast.accepted_epoch),
-            (s.peer_epoch, s.accepted_epoch)
-        );
-    }
 }

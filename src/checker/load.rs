@@ -1,0 +1,89 @@
+//! Loading a history file into a `Digest`: `history::read` decodes it (in parallel parts for a
+//! large file: decoding is nearly all of a check's time) and each part's lines go to its own
+//! `DigestBuilder`; the parts are then joined. Also returns each event's byte offset, so
+//! evidence can quote the original events.
+
+use super::model::{Digest, DigestBuilder, NodeIx};
+use crate::history::read::{self, Part};
+use anyhow::Result;
+use std::path::Path;
+
+/// Reads a history file into a digest and each event's byte offset (parts as
+/// `read::parts_for` says).
+pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> {
+    digest_file_in(path, nodes, read::parts_for(path))
+}
+
+/// `digest_file` in a chosen number of parts (tests use it on small files).
+pub fn digest_file_in(path: &Path, nodes: &[String], parts: usize) -> Result<(Digest, Vec<u64>)> {
+    // Status lines are several hundred bytes; reserved but untouched room costs no memory.
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let per_part = (len / 160 / parts.max(1) as u64) as usize;
+    let parts = read::fold_parts(
+        path,
+        parts,
+        || {
+            let mut b = DigestBuilder::new(nodes);
+            b.reserve(per_part);
+            (b, Vec::with_capacity(per_part))
+        },
+        |(b, offsets), at, line, election| {
+            b.line(at.pos, line, election);
+            offsets.push(at.offset);
+        },
+    )?;
+    Ok(join(parts))
+}
+
+/// Joins parts parsed separately: positions shift by the lines before each part, node indices
+/// are mapped by name (a part may meet a node test.json does not list), and an election a node
+/// reported across the cut is kept once.
+fn join(parts: Vec<Part<(DigestBuilder, Vec<u64>)>>) -> (Digest, Vec<u64>) {
+    let mut it = parts.into_iter();
+    let Some(first) = it.next() else {
+        return (Digest::default(), Vec::new());
+    };
+    let (mut d, mut offsets) = (first.state.0.finish(), first.state.1);
+    for p in it {
+        let shift = p.pos_base;
+        let (digest, part_offsets) = (p.state.0.finish(), p.state.1);
+        let map: Vec<NodeIx> = digest
+            .nodes
+            .iter()
+            .map(|name| match d.nodes.iter().position(|n| n == name) {
+                Some(ix) => ix as NodeIx,
+                None => {
+                    d.nodes.push(name.clone());
+                    d.reads.push(0);
+                    (d.nodes.len() - 1) as NodeIx
+                }
+            })
+            .collect();
+        for (ix, reads) in digest.reads.iter().enumerate() {
+            d.reads[map[ix] as usize] += reads;
+        }
+        d.events += digest.events;
+        d.reads_with_election += digest.reads_with_election;
+        let mut seen_first = vec![false; d.nodes.len()];
+        for mut el in digest.elections {
+            el.pos += shift;
+            el.node = map[el.node as usize];
+            let first_here = !std::mem::replace(&mut seen_first[el.node as usize], true);
+            let repeats = d
+                .elections
+                .iter()
+                .rev()
+                .find(|e| e.node == el.node)
+                .is_some_and(|e| e.summary == el.summary);
+            if !(first_here && repeats) {
+                d.elections.push(el);
+            }
+        }
+        for mut recs in digest.parts {
+            recs.iter_mut().for_each(|r| r.shift(shift, &map));
+            d.parts.push(recs);
+        }
+        offsets.extend(part_offsets);
+    }
+    (d, offsets)
+}

@@ -1,0 +1,815 @@
+//! `history::view`: the facts derived from a history, each defined once, pure (no I/O) and
+//! incremental: feed it decoded lines in history order ([`View::feed`]) from a file
+//! (checkers, report) or live (the run's `Recorder` feeds every line it writes, and the
+//! controller's recovery wait asks the same questions).
+//!
+//! Derived facts:
+//! - per node, now: its latest successful read (forgotten when a read fails or the node is
+//!   killed), whether it is down (killed or paused and not yet restarted or resumed), and
+//!   which nodes it cannot hear (an active partition's drops);
+//! - fault intervals: each fault's start paired with its undo (kill/start, pause/resume,
+//!   partition/heal, clock/clock reset), the final phase's undo closing whatever is open;
+//! - THE quorum-backed leader ([`View::quorum_leader`]): a node LEADING an epoch it has
+//!   established (Zab sync or broadcast) plus nodes FOLLOWING it in broadcast in that epoch,
+//!   a quorum counting itself, none of them cut off from it by an active partition (either
+//!   direction), none down, every read counted taken at or after `since`;
+//! - leaderless windows (no quorum-backed leader), leader overlaps (two or more nodes claim to
+//!   lead established epochs at once), and per fault the time until a quorum-backed leader is
+//!   observed again, counting only reads taken after the fault started.
+//!
+//! Times are the history's (ns since the run started); lines appended concurrently may step
+//! back a little, so the view keeps a running maximum as "now".
+
+use super::line::{Body, Line, StatusRead};
+use super::{sid_of, EventType, FaultKind, FaultStep, FaultValue};
+use crate::api::{ServerState, ZabPhase};
+use serde::{Deserialize, Serialize};
+
+/// What a node's latest successful read said (the fields leadership depends on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRead {
+    /// When the read completed (ns).
+    pub time: u64,
+    /// The event's position in the history (for evidence).
+    pub pos: u32,
+    pub state: ServerState,
+    pub phase: ZabPhase,
+    pub leader: Option<u64>,
+    pub peer_epoch: u64,
+    pub accepted_epoch: u64,
+}
+
+impl NodeRead {
+    pub fn of(time: u64, pos: u32, s: &StatusRead<'_>) -> Self {
+        NodeRead {
+            time,
+            pos,
+            state: s.state,
+            phase: s.phase,
+            leader: s.leader,
+            peer_epoch: s.peer_epoch,
+            accepted_epoch: s.accepted_epoch,
+        }
+    }
+
+    /// The epoch this node leads, once established (see `line::leads`).
+    pub fn leads(&self) -> Option<u64> {
+        super::line::leads(self.state, self.phase, self.peer_epoch)
+    }
+
+    /// (leader sid, epoch) this node follows in broadcast (see `line::follows`).
+    pub fn follows(&self) -> Option<(u64, u64)> {
+        super::line::follows(self.state, self.phase, self.leader, self.peer_epoch)
+    }
+}
+
+/// A node as the view knows it now.
+#[derive(Debug, Clone, Default)]
+pub struct NodeNow {
+    pub name: String,
+    pub sid: Option<u64>,
+    pub read: Option<NodeRead>,
+    /// Killed or paused, not yet restarted or resumed.
+    pub down: bool,
+    /// Nodes (by index) whose traffic this node drops under the active partition.
+    pub drops: Vec<usize>,
+}
+
+/// A quorum-backed leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumLeader {
+    pub sid: u64,
+    pub epoch: u64,
+    /// Index of the leader in [`View::nodes`].
+    #[serde(skip)]
+    pub node: usize,
+    /// Position of the read that completed the quorum (for evidence).
+    #[serde(skip)]
+    pub pos: u32,
+}
+
+/// A fault from its start to its undo.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultInterval {
+    pub kind: FaultKind,
+    pub nodes: Vec<String>,
+    /// The start's `index` in the history.
+    pub start_index: u64,
+    pub start_ns: u64,
+    /// None: still in force when the history ends.
+    pub end_ns: Option<u64>,
+    #[serde(skip)]
+    pub start_pos: u32,
+    #[serde(skip)]
+    pub end_pos: Option<u32>,
+}
+
+/// One fault and how long until a quorum-backed leader was observed again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecovery {
+    pub fault_index: u64,
+    pub kind: FaultKind,
+    pub nodes: Vec<String>,
+    pub start_ns: u64,
+    /// None: no quorum-backed leader before the history ends.
+    pub ms_to_quorum_leader: Option<u64>,
+    /// The leader then ("n3") and its epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+    #[serde(skip)]
+    pub pos: u32,
+}
+
+/// A stretch without a quorum-backed leader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub ms: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_at_end: bool,
+}
+
+/// A node claiming to lead an established epoch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderClaim {
+    pub node: String,
+    pub epoch: u64,
+}
+
+/// A stretch in which two or more nodes claimed to lead at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overlap {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub ms: u64,
+    /// Who claimed when the overlap began.
+    pub leaders: Vec<LeaderClaim>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_at_end: bool,
+}
+
+/// The final phase's heal and when a quorum-backed leader was observed after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FinalHeal {
+    pub time: u64,
+    pub pos: u32,
+    /// (ns after the heal, the leader) once observed.
+    pub recovered: Option<(u64, QuorumLeader)>,
+}
+
+/// The derived facts of a history, fed in order.
+#[derive(Debug, Clone)]
+pub struct View {
+    nodes: Vec<NodeNow>,
+    quorum: usize,
+    /// "Now": the running maximum of the times fed.
+    now: u64,
+    /// Reads older than this do not count for fault recovery (the latest fault's start, or
+    /// the final heal).
+    fresh_since: u64,
+    intervals: Vec<FaultInterval>,
+    pending: Vec<FaultRecovery>,
+    recoveries: Vec<FaultRecovery>,
+    window_start: Option<u64>,
+    windows: Vec<Window>,
+    overlap: Option<Overlap>,
+    overlaps: Vec<Overlap>,
+    final_heal: Option<FinalHeal>,
+    /// Events fed.
+    events: u64,
+}
+
+impl View {
+    /// A view of a cluster of `nodes` (test.json's; others are added as lines name them).
+    pub fn new(nodes: &[String]) -> Self {
+        let mut v = View {
+            nodes: Vec::new(),
+            quorum: nodes.len() / 2 + 1,
+            now: 0,
+            fresh_since: 0,
+            intervals: Vec::new(),
+            pending: Vec::new(),
+            recoveries: Vec::new(),
+            window_start: None,
+            windows: Vec::new(),
+            overlap: None,
+            overlaps: Vec::new(),
+            final_heal: None,
+            events: 0,
+        };
+        for n in nodes {
+            v.node_ix(n);
+        }
+        v
+    }
+
+    /// The quorum size: a majority of the configured cluster.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    pub fn nodes(&self) -> &[NodeNow] {
+        &self.nodes
+    }
+
+    /// The index of `name`, added when new.
+    pub fn node_ix(&mut self, name: &str) -> usize {
+        if let Some(i) = self.nodes.iter().position(|n| n.name == name) {
+            return i;
+        }
+        self.nodes.push(NodeNow {
+            name: name.to_string(),
+            sid: sid_of(name),
+            ..NodeNow::default()
+        });
+        self.nodes.len() - 1
+    }
+
+    /// "Now": the latest time fed.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Feeds one decoded line at history position `pos`.
+    pub fn feed(&mut self, pos: u32, l: &Line<'_>) {
+        let node = l.node.as_deref().map(|n| self.node_ix(n));
+        match (&l.body, node) {
+            (Body::Status(s), Some(ix)) => {
+                let read = NodeRead::of(l.time, pos, s);
+                self.status(ix, read)
+            }
+            (Body::Unreachable, Some(ix)) => self.unreachable(ix, l.time, pos),
+            // Only the nemesis's actions are faults (a process of the workload never is).
+            (Body::Fault(v), _) if l.process == super::NEMESIS => {
+                self.fault(pos, l.index, l.time, l.kind, l.f, v, node)
+            }
+            _ => self.other(l.time, pos),
+        }
+    }
+
+    /// Advances time to `time` (the running maximum) and counts the event.
+    fn at(&mut self, time: u64) -> u64 {
+        self.events += 1;
+        self.now = time.max(self.now);
+        self.now
+    }
+
+    /// A successful status read of node `ix` (its `time` is the event's).
+    pub fn status(&mut self, ix: usize, mut read: NodeRead) {
+        read.time = self.at(read.time);
+        self.nodes[ix].read = Some(read);
+        self.judge(read.time, read.pos);
+    }
+
+    /// A failed or timed-out read of node `ix`: what was known of it is stale.
+    pub fn unreachable(&mut self, ix: usize, time: u64, pos: u32) {
+        let time = self.at(time);
+        self.nodes[ix].read = None;
+        self.judge(time, pos);
+    }
+
+    /// Any other event (it only moves time on).
+    pub fn other(&mut self, time: u64, pos: u32) {
+        let time = self.at(time);
+        self.judge(time, pos);
+    }
+
+    /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fault(
+        &mut self,
+        pos: u32,
+        index: u64,
+        time: u64,
+        kind: EventType,
+        f: super::F,
+        v: &FaultValue,
+        node: Option<usize>,
+    ) {
+        let time = self.at(time);
+        if kind == EventType::Info {
+            self.apply(pos, index, time, f, v, node);
+        }
+        self.judge(time, pos);
+    }
+
+    fn apply(
+        &mut self,
+        pos: u32,
+        index: u64,
+        time: u64,
+        f: super::F,
+        v: &FaultValue,
+        node: Option<usize>,
+    ) {
+        let mut nodes: Vec<usize> = v.nodes.iter().map(|n| self.node_ix(n)).collect();
+        if nodes.is_empty() {
+            nodes.extend(node);
+        }
+        let names = |v: &View, ns: &[usize]| ns.iter().map(|&i| v.nodes[i].name.clone()).collect();
+        match v.step(f) {
+            Some(FaultStep::Starts(kind)) => {
+                match kind {
+                    FaultKind::Kill => nodes.iter().for_each(|&i| {
+                        self.nodes[i].down = true;
+                        self.nodes[i].read = None;
+                    }),
+                    FaultKind::Pause => nodes.iter().for_each(|&i| self.nodes[i].down = true),
+                    FaultKind::Partition => {
+                        for (a, from) in &v.drops {
+                            let a = self.node_ix(a);
+                            for b in from {
+                                let b = self.node_ix(b);
+                                if !self.nodes[a].drops.contains(&b) {
+                                    self.nodes[a].drops.push(b);
+                                }
+                            }
+                        }
+                    }
+                    FaultKind::Clock => {}
+                }
+                let nodes: Vec<String> = names(self, &nodes);
+                self.intervals.push(FaultInterval {
+                    kind,
+                    nodes: nodes.clone(),
+                    start_index: index,
+                    start_ns: time,
+                    end_ns: None,
+                    start_pos: pos,
+                    end_pos: None,
+                });
+                self.pending.push(FaultRecovery {
+                    fault_index: index,
+                    kind,
+                    nodes,
+                    start_ns: time,
+                    ms_to_quorum_leader: None,
+                    leader: None,
+                    epoch: None,
+                    pos,
+                });
+                self.fresh_since = time;
+            }
+            Some(FaultStep::Undoes(kind)) => {
+                match kind {
+                    FaultKind::Kill | FaultKind::Pause => {
+                        let all = nodes.is_empty();
+                        for n in self.nodes.iter_mut().enumerate() {
+                            if all || nodes.contains(&n.0) {
+                                n.1.down = false;
+                            }
+                        }
+                    }
+                    FaultKind::Partition => self.nodes.iter_mut().for_each(|n| n.drops.clear()),
+                    FaultKind::Clock => {}
+                }
+                let undone: Vec<String> = names(self, &nodes);
+                for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {
+                    let hits = v.r#final
+                        || kind == FaultKind::Partition
+                        || undone.is_empty()
+                        || i.nodes.iter().any(|n| undone.contains(n));
+                    if i.kind == kind && hits {
+                        i.end_ns = Some(time);
+                        i.end_pos = Some(pos);
+                    }
+                }
+            }
+            None => {}
+        }
+        if v.r#final && self.final_heal.is_none() {
+            self.final_heal = Some(FinalHeal {
+                time,
+                pos,
+                recovered: None,
+            });
+            self.fresh_since = time;
+        }
+    }
+
+    /// Updates windows, overlaps and recoveries after an event at `time`.
+    fn judge(&mut self, time: u64, pos: u32) {
+        let leader = self.quorum_leader(0);
+        match (leader.is_some(), self.window_start) {
+            (true, Some(start)) => {
+                self.windows.push(Window {
+                    start_ns: start,
+                    end_ns: time,
+                    ms: (time - start) / 1_000_000,
+                    open_at_end: false,
+                });
+                self.window_start = None;
+            }
+            (false, None) => self.window_start = Some(time),
+            _ => {}
+        }
+        let claims = self.claims();
+        match (&mut self.overlap, claims.len() >= 2) {
+            (None, true) => {
+                self.overlap = Some(Overlap {
+                    start_ns: time,
+                    end_ns: time,
+                    ms: 0,
+                    leaders: claims,
+                    open_at_end: false,
+                })
+            }
+            (Some(o), false) => {
+                o.end_ns = time;
+                o.ms = (time - o.start_ns) / 1_000_000;
+                self.overlaps
+                    .push(self.overlap.take().expect("matched Some"));
+            }
+            _ => {}
+        }
+        let waiting =
+            !self.pending.is_empty() || self.final_heal.is_some_and(|h| h.recovered.is_none());
+        if !waiting {
+            return;
+        }
+        let Some(mut fresh) = self.quorum_leader(self.fresh_since) else {
+            return;
+        };
+        fresh.pos = pos;
+        let name = self.nodes[fresh.node].name.clone();
+        for mut p in self.pending.drain(..) {
+            p.ms_to_quorum_leader = Some((time - p.start_ns) / 1_000_000);
+            p.leader = Some(name.clone());
+            p.epoch = Some(fresh.epoch);
+            self.recoveries.push(p);
+        }
+        if let Some(h) = &mut self.final_heal {
+            if h.recovered.is_none() {
+                h.recovered = Some((time - h.time, fresh));
+            }
+        }
+    }
+
+    /// THE quorum-backed leader now, counting only reads taken at or after `since_ns`
+    /// (see [`quorum_leader_among`]).
+    pub fn quorum_leader(&self, since_ns: u64) -> Option<QuorumLeader> {
+        quorum_leader_among(&self.nodes, self.quorum, since_ns)
+    }
+
+    /// Every node whose latest read claims to lead an established epoch.
+    pub fn claims(&self) -> Vec<LeaderClaim> {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let e = n.read?.leads()?;
+                Some(LeaderClaim {
+                    node: n.name.clone(),
+                    epoch: e,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether `a` and `b` (indices) cannot talk under the active partition.
+    pub fn cut(&self, a: usize, b: usize) -> bool {
+        self.nodes[a].drops.contains(&b) || self.nodes[b].drops.contains(&a)
+    }
+
+    /// Fault intervals so far (open ones have no end).
+    pub fn intervals(&self) -> &[FaultInterval] {
+        &self.intervals
+    }
+
+    /// Faults in force now.
+    pub fn active_faults(&self) -> impl Iterator<Item = &FaultInterval> + '_ {
+        self.intervals.iter().filter(|i| i.end_ns.is_none())
+    }
+
+    /// Faults recovered from so far, in the order they were.
+    pub fn recoveries(&self) -> &[FaultRecovery] {
+        &self.recoveries
+    }
+
+    pub fn final_heal(&self) -> Option<FinalHeal> {
+        self.final_heal
+    }
+
+    pub fn windows(&self) -> &[Window] {
+        &self.windows
+    }
+
+    pub fn overlaps(&self) -> &[Overlap] {
+        &self.overlaps
+    }
+
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Ends the history: open windows and overlaps end now, pending faults never recovered.
+    pub fn finish(mut self) -> Finished {
+        let end = self.now;
+        if let Some(start) = self.window_start.take() {
+            self.windows.push(Window {
+                start_ns: start,
+                end_ns: end,
+                ms: (end - start) / 1_000_000,
+                open_at_end: true,
+            });
+        }
+        if let Some(mut o) = self.overlap.take() {
+            o.end_ns = end;
+            o.ms = (end - o.start_ns) / 1_000_000;
+            o.open_at_end = true;
+            self.overlaps.push(o);
+        }
+        let mut recoveries = self.recoveries;
+        recoveries.append(&mut self.pending);
+        recoveries.sort_by_key(|r| r.start_ns);
+        Finished {
+            end_ns: end,
+            quorum: self.quorum,
+            intervals: self.intervals,
+            recoveries,
+            windows: self.windows,
+            overlaps: self.overlaps,
+            final_heal: self.final_heal,
+        }
+    }
+}
+
+/// THE definition of a quorum-backed leader, over nodes as known at one moment: a node
+/// LEADING an epoch it has established (Zab sync or broadcast), plus nodes FOLLOWING it in
+/// broadcast in that epoch, at least `quorum` with itself, none down (killed or paused), none
+/// cut off from it by an active partition (in either direction), every read counted taken at
+/// or after `since_ns`. Every stage calls this (through [`View::quorum_leader`], or directly
+/// for a snapshot of statuses, see [`quorum_leader_of`]).
+pub fn quorum_leader_among(
+    nodes: &[NodeNow],
+    quorum: usize,
+    since_ns: u64,
+) -> Option<QuorumLeader> {
+    let counts = |n: &NodeNow| -> Option<NodeRead> {
+        let r = n.read?;
+        (!n.down && r.time >= since_ns).then_some(r)
+    };
+    nodes.iter().enumerate().find_map(|(li, l)| {
+        let lr = counts(l)?;
+        let epoch = lr.leads()?;
+        let sid = l.sid?;
+        let mut backers = 1;
+        let mut last = lr.pos;
+        for (fi, f) in nodes.iter().enumerate() {
+            if fi == li {
+                continue;
+            }
+            let Some(fr) = counts(f) else { continue };
+            let cut = f.drops.contains(&li) || l.drops.contains(&fi);
+            if !cut && fr.follows() == Some((sid, epoch)) {
+                backers += 1;
+                last = last.max(fr.pos);
+            }
+        }
+        (backers >= quorum).then_some(QuorumLeader {
+            sid,
+            epoch,
+            node: li,
+            pos: last,
+        })
+    })
+}
+
+/// [`quorum_leader_among`] for a snapshot of status reads (all taken now, none down, no
+/// partition known) of a cluster of `cluster_size`: the leader's sid and epoch. For live
+/// polls outside a run (benches, node tests).
+pub fn quorum_leader_of<'a>(
+    statuses: impl IntoIterator<Item = &'a crate::api::NodeStatus>,
+    cluster_size: usize,
+) -> Option<(u64, u64)> {
+    let nodes: Vec<NodeNow> = statuses
+        .into_iter()
+        .map(|s| NodeNow {
+            name: super::node_name(s.sid),
+            sid: Some(s.sid),
+            read: Some(NodeRead {
+                time: 0,
+                pos: 0,
+                state: s.state,
+                phase: s.zab_phase,
+                leader: s.leader,
+                peer_epoch: s.peer_epoch,
+                accepted_epoch: s.accepted_epoch,
+            }),
+            down: false,
+            drops: Vec::new(),
+        })
+        .collect();
+    quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
+}
+
+/// What a whole history showed.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The latest time in the history.
+    pub end_ns: u64,
+    pub quorum: usize,
+    pub intervals: Vec<FaultInterval>,
+    /// Every fault, in start order, recovered or not.
+    pub recoveries: Vec<FaultRecovery>,
+    pub windows: Vec<Window>,
+    pub overlaps: Vec<Overlap>,
+    pub final_heal: Option<FinalHeal>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::line::decode;
+
+    const MS: u64 = 1_000_000;
+
+    /// Feeds history lines written as compact JSON.
+    struct Feed {
+        view: View,
+        pos: u32,
+    }
+
+    impl Feed {
+        fn new() -> Self {
+            let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
+            Feed {
+                view: View::new(&nodes),
+                pos: 0,
+            }
+        }
+
+        fn line(&mut self, text: String) -> &mut Self {
+            let l = decode(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            self.view.feed(self.pos, &l);
+            self.pos += 1;
+            self
+        }
+
+        /// A status read of `node` at `ms`: "L" leading, "F<k>" following n<k>, "?" looking.
+        fn read(&mut self, ms: u64, node: u64, role: &str, epoch: u64) -> &mut Self {
+            let (state, leader, phase) = match role {
+                "L" => ("LEADING", format!("{node}"), "broadcast"),
+                "L-discovery" => ("LEADING", format!("{node}"), "discovery"),
+                "?" => ("LOOKING", "null".into(), "election"),
+                f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
+            };
+            let text = format!(
+                r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"zab_phase":"{phase}"}}}}"#,
+                self.pos,
+                ms * MS
+            );
+            self.line(text)
+        }
+
+        fn nemesis(&mut self, ms: u64, f: &str, value: &str) -> &mut Self {
+            let text = format!(
+                r#"{{"index":{},"time":{},"process":"nemesis","type":"info","f":"{f}","value":{value}}}"#,
+                self.pos,
+                ms * MS
+            );
+            self.line(text)
+        }
+
+        fn leader(&self, since_ms: u64) -> Option<(u64, u64)> {
+            self.view
+                .quorum_leader(since_ms * MS)
+                .map(|l| (l.sid, l.epoch))
+        }
+    }
+
+    /// n1 leads epoch 1, followed by n2 and n3.
+    fn settled() -> Feed {
+        let mut f = Feed::new();
+        f.read(10, 1, "L", 1)
+            .read(11, 2, "F1", 1)
+            .read(12, 3, "F1", 1);
+        f
+    }
+
+    #[test]
+    fn a_leader_and_a_quorum_in_broadcast_of_its_epoch() {
+        let mut f = settled();
+        assert_eq!(f.leader(0), Some((1, 1)));
+        // Reads older than `since` do not count.
+        assert_eq!(f.leader(11), None);
+        // A follower of another epoch does not back it; one is not enough of three.
+        f.read(20, 2, "F1", 0).read(21, 3, "?", 1);
+        assert_eq!(f.leader(0), None);
+        // A leader still in discovery has not established its epoch.
+        let mut g = Feed::new();
+        g.read(10, 1, "L-discovery", 1)
+            .read(11, 2, "F1", 1)
+            .read(12, 3, "F1", 1);
+        assert_eq!(g.leader(0), None);
+    }
+
+    #[test]
+    fn isolate_leader_the_cut_off_leader_is_not_quorum_backed() {
+        let mut f = settled();
+        f.nemesis(
+            100,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"shape":"isolate-leader","drops":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}"#,
+        );
+        // Its followers have not noticed yet: still FOLLOWING n1 in broadcast, read after the
+        // cut. Not a quorum-backed leader: they cannot hear it.
+        f.read(101, 1, "L", 1)
+            .read(102, 2, "F1", 1)
+            .read(103, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        assert_eq!(f.view.recoveries().len(), 0, "no recovery in 3 ms");
+        // n2 and n3 elect n2 (epoch 2): that is the recovery, 1.4 s after the cut.
+        f.read(1000, 2, "?", 1)
+            .read(1400, 2, "L", 2)
+            .read(1500, 3, "F2", 2);
+        assert_eq!(f.leader(100), Some((2, 2)));
+        let r = &f.view.recoveries()[0];
+        assert_eq!(
+            (r.kind, r.ms_to_quorum_leader),
+            (FaultKind::Partition, Some(1400))
+        );
+        assert_eq!(r.leader.as_deref(), Some("n2"));
+        // The old leader still claims epoch 1: an overlap, open until it steps down.
+        assert_eq!(f.view.claims().len(), 2);
+        f.nemesis(2000, "heal", r#"{"nodes":["n1","n2","n3"],"final":true}"#);
+        f.read(2100, 1, "F2", 2);
+        let done = f.view.clone().finish();
+        assert_eq!(done.overlaps.len(), 1);
+        assert_eq!(done.overlaps[0].ms, 2100 - 1400);
+        assert_eq!(done.intervals[0].end_ns, Some(2000 * MS));
+        // After the final heal only reads after it count: n1 (read at 2100) following n2,
+        // and n2 read leading at 2200, make a quorum then.
+        f.read(2200, 2, "L", 2).read(2300, 3, "F2", 2);
+        let h = f.view.final_heal().unwrap();
+        assert_eq!(h.recovered.map(|r| (r.0 / MS, r.1.sid)), Some((200, 2)));
+    }
+
+    #[test]
+    fn a_killed_leader_does_not_count_until_restarted() {
+        let mut f = settled();
+        f.nemesis(100, "kill", r#"{"nodes":["n1"]}"#);
+        // Its followers' reads still name it, but its own read is forgotten and it is down.
+        f.read(101, 2, "F1", 1).read(102, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        assert!(f.view.nodes()[0].down);
+        f.read(600, 3, "L", 2).read(700, 2, "F3", 2);
+        assert_eq!(f.leader(100), Some((3, 2)));
+        assert_eq!(f.view.recoveries()[0].ms_to_quorum_leader, Some(600));
+        f.nemesis(800, "start", r#"{"nodes":["n1"]}"#);
+        assert!(!f.view.nodes()[0].down);
+        assert_eq!(f.view.intervals()[0].end_ns, Some(800 * MS));
+    }
+
+    #[test]
+    fn a_paused_leader_does_not_count_until_resumed() {
+        let mut f = settled();
+        f.nemesis(100, "pause", r#"{"nodes":["n1"]}"#);
+        // Even a late read that still shows it leading does not make it a leader.
+        f.read(101, 1, "L", 1)
+            .read(102, 2, "F1", 1)
+            .read(103, 3, "F1", 1);
+        assert_eq!(f.leader(0), None);
+        f.nemesis(200, "resume", r#"{"nodes":["n1"]}"#);
+        assert_eq!(f.leader(0), Some((1, 1)));
+        assert_eq!(f.view.recoveries()[0].ms_to_quorum_leader, Some(100));
+    }
+
+    #[test]
+    fn leaderless_windows_and_overlaps() {
+        let mut f = Feed::new();
+        f.read(0, 1, "?", 0)
+            .read(10, 1, "L", 1)
+            .read(20, 2, "F1", 1)
+            .read(30, 3, "L", 2)
+            .read(40, 3, "?", 2)
+            .read(50, 2, "?", 1);
+        let done = f.view.finish();
+        let windows: Vec<(u64, u64, bool)> = done
+            .windows
+            .iter()
+            .map(|w| (w.start_ns / MS, w.end_ns / MS, w.open_at_end))
+            .collect();
+        assert_eq!(windows, vec![(0, 20, false), (50, 50, true)]);
+        let overlaps: Vec<(u64, u64, usize)> = done
+            .overlaps
+            .iter()
+            .map(|o| (o.start_ns / MS, o.end_ns / MS, o.leaders.len()))
+            .collect();
+        assert_eq!(overlaps, vec![(30, 40, 2)]);
+    }
+
+    #[test]
+    fn clock_faults_pair_with_their_reset_and_unknown_events_pass() {
+        let mut f = settled();
+        f.nemesis(100, "clock", r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#)
+            .nemesis(150, "power-loss", r#"{"nodes":["n3"]}"#)
+            .line(r#"{"index":9,"time":160000000,"process":"x","type":"info","f":"future-thing","value":{"a":[1]}}"#.into())
+            .nemesis(200, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
+        let i = &f.view.intervals()[0];
+        assert_eq!((i.kind, i.end_ns), (FaultKind::Clock, Some(200 * MS)));
+        assert_eq!(f.view.active_faults().count(), 0);
+    }
+}
