@@ -65,6 +65,10 @@ enum LazyfsCommand {
         /// The control socket (created once the mount is live).
         #[arg(long, value_name = "SOCKET")]
         control: PathBuf,
+        /// Go to the background once mounted (print the pid, exit 0); the filesystem logs to
+        /// FILE. How fle-chaos starts it, locally and over SSH alike.
+        #[arg(long, value_name = "FILE")]
+        daemon_log: Option<PathBuf>,
     },
     /// Power loss: forgets every write not yet fsynced; prints what was lost as one JSON line.
     Drop {
@@ -176,7 +180,11 @@ fn lazyfs_command(cmd: &LazyfsCommand) -> i32 {
             backing,
             mount,
             control,
-        } => lazyfs::mount(backing, mount, control),
+            daemon_log,
+        } => match daemon_log {
+            Some(log) => lazyfs::mount_daemon(backing, mount, control, log),
+            None => lazyfs::mount(backing, mount, control),
+        },
         LazyfsCommand::Drop { control, tear_seed } => {
             let req = match tear_seed {
                 Some(s) => format!("drop {s}"),

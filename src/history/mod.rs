@@ -32,10 +32,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub mod recorder;
 pub mod fast;
 pub mod line;
 pub mod read;
+pub mod recorder;
 pub mod store;
 pub mod test_info;
 pub mod view;
@@ -166,14 +166,17 @@ pub enum FaultKind {
     Pause,
     Partition,
     Clock,
+    /// Kill + the loss of every write not yet fsynced (lazyfs); undone by `start`.
+    PowerLoss,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
+    pub const ALL: [FaultKind; 5] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
         FaultKind::Clock,
+        FaultKind::PowerLoss,
     ];
 
     pub fn name(self) -> &'static str {
@@ -182,6 +185,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Partition => "partition",
             FaultKind::Clock => "clock",
+            FaultKind::PowerLoss => "power-loss",
         }
     }
 
@@ -196,6 +200,7 @@ impl FaultKind {
             FaultKind::Pause => F::Pause,
             FaultKind::Partition => F::Partition,
             FaultKind::Clock => F::Clock,
+            FaultKind::PowerLoss => F::PowerLoss,
         }
     }
 }
@@ -226,6 +231,9 @@ pub struct FaultValue {
     /// Partition: `drops[a]` lists the nodes whose traffic `a` drops.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub drops: BTreeMap<String, Vec<String>>,
+    /// `start`: the kind of fault it ends when not a kill ("power-loss").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
     /// Why the action failed (`fail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -242,6 +250,10 @@ impl FaultValue {
                 FaultStep::Undoes(FaultKind::Clock)
             }
             F::Clock => FaultStep::Starts(FaultKind::Clock),
+            F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
+            F::Start if self.undoes.as_deref() == Some("power-loss") => {
+                FaultStep::Undoes(FaultKind::PowerLoss)
+            }
             F::Start => FaultStep::Undoes(FaultKind::Kill),
             F::Resume => FaultStep::Undoes(FaultKind::Pause),
             F::Heal => FaultStep::Undoes(FaultKind::Partition),

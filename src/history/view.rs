@@ -313,7 +313,7 @@ impl View {
         match v.step(f) {
             Some(FaultStep::Starts(kind)) => {
                 match kind {
-                    FaultKind::Kill => nodes.iter().for_each(|&i| {
+                    FaultKind::Kill | FaultKind::PowerLoss => nodes.iter().for_each(|&i| {
                         self.nodes[i].down = true;
                         self.nodes[i].read = None;
                     }),
@@ -355,7 +355,7 @@ impl View {
             }
             Some(FaultStep::Undoes(kind)) => {
                 match kind {
-                    FaultKind::Kill | FaultKind::Pause => {
+                    FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss => {
                         let all = nodes.is_empty();
                         for n in self.nodes.iter_mut().enumerate() {
                             if all || nodes.contains(&n.0) {

@@ -242,7 +242,9 @@ impl Schedule {
 /// The defaults `--nemesis KIND` uses.
 fn default_template(kind: FaultKind) -> FaultTemplate {
     let (target, shape, clock) = match kind {
-        FaultKind::Kill | FaultKind::Pause => (TargetSpec::Random, None, None),
+        FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss => {
+            (TargetSpec::Random, None, None)
+        }
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
         FaultKind::Clock => (
             TargetSpec::Random,

@@ -96,6 +96,12 @@ impl FaultTracker {
         let start = invoke_ns.unwrap_or(e.time);
         match (e.f, is_clock_reset(&e.value)) {
             (F::Kill, _) => self.start(FaultKind::Kill, nodes, start),
+            (F::PowerLoss, _) => self.start(FaultKind::PowerLoss, nodes, start),
+            (F::Start, _)
+                if e.value.get("undoes").and_then(|u| u.as_str()) == Some("power-loss") =>
+            {
+                self.end(FaultKind::PowerLoss, &nodes, e.time)
+            }
             (F::Pause, _) => self.start(FaultKind::Pause, nodes, start),
             (F::Clock, false) => self.start(FaultKind::Clock, nodes, start),
             (F::Partition, _) => {

@@ -58,7 +58,10 @@ impl RecoveryTracker {
     }
 
     pub fn fault_started(&mut self, kind: FaultKind, nodes: &[String], at_ns: u64) {
-        if matches!(kind, FaultKind::Kill | FaultKind::Pause) {
+        if matches!(
+            kind,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss
+        ) {
             for n in nodes {
                 if let Some(v) = self.views.get_mut(n) {
                     v.disabled = true;

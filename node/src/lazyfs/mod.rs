@@ -91,3 +91,62 @@ pub fn mount(backing: &Path, mount: &Path, control: &Path) -> anyhow::Result<()>
     let _ = std::fs::remove_file(control);
     r.with_context(|| format!("serving lazyfs at {}", mount.display()))
 }
+
+/// [`mount`] in the background: forks (before any thread exists), the child starts a session of
+/// its own and serves with its output in `log`; the parent returns once the control socket
+/// answers, printing the child's pid, or fails with the child's log.
+pub fn mount_daemon(backing: &Path, mnt: &Path, control: &Path, log: &Path) -> anyhow::Result<()> {
+    use nix::unistd::{fork, setsid, ForkResult};
+    use std::os::fd::AsRawFd;
+    let _ = std::fs::remove_file(control);
+    let logf = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("lazyfs log {}", log.display()))?;
+    // SAFETY: single-threaded here (main, before any runtime or thread), so fork is sound.
+    match unsafe { fork() }.context("fork")? {
+        ForkResult::Child => {
+            let _ = setsid();
+            // SAFETY: dup2 onto the standard descriptors of this (single-threaded) child.
+            unsafe {
+                libc::dup2(logf.as_raw_fd(), 1);
+                libc::dup2(logf.as_raw_fd(), 2);
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+                libc::dup2(null, 0);
+            }
+            let code = match mount(backing, mnt, control) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("fle-node lazyfs: {e:#}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        ForkResult::Parent { child } => {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                if control.exists() && request(control, "ping").is_ok() {
+                    println!("{child}");
+                    return Ok(());
+                }
+                let status =
+                    nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                let exited = !matches!(status, Ok(nix::sys::wait::WaitStatus::StillAlive));
+                if exited || std::time::Instant::now() > deadline {
+                    if !exited {
+                        let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+                    }
+                    let text = std::fs::read_to_string(log).unwrap_or_default();
+                    bail!(
+                        "lazyfs at {} did not come up: {}",
+                        mnt.display(),
+                        text.lines().last().unwrap_or("(no output)")
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
