@@ -12,7 +12,7 @@ use super::registry::Resource;
 use super::Control;
 use anyhow::{bail, Context, Result};
 use fle_node::lazyfs::DropReport;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The node folder's entries: the mount (the node's dataDir) and the backing directory.
 pub const MOUNT: &str = "data";
@@ -105,7 +105,7 @@ pub fn is_mounted(path: &Path) -> bool {
 
 /// Removes a local lazyfs mount (teardown, clean): a lazy unmount, which also clears the dead
 /// mount of a killed filesystem process; the process ends by itself once unmounted.
-pub fn unmount_local(mount: &PathBuf) -> Result<bool> {
+pub fn unmount_local(mount: &Path) -> Result<bool> {
     if !is_mounted(mount) {
         return Ok(false);
     }
