@@ -805,7 +805,7 @@ mod tests {
     fn clock_faults_pair_with_their_reset_and_unknown_events_pass() {
         let mut f = settled();
         f.nemesis(100, "clock", r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#)
-            .nemesis(150, "power-loss", r#"{"nodes":["n3"]}"#)
+            .nemesis(150, "packet", r#"{"nodes":["n3"]}"#)
             .line(r#"{"index":9,"time":160000000,"process":"x","type":"info","f":"future-thing","value":{"a":[1]}}"#.into())
             .nemesis(200, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
         let i = &f.view.intervals()[0];
