@@ -240,6 +240,17 @@ impl Target for FleNode {
         lazyfs::drop_unsynced(self.control.as_ref(), node, &self.opts.binary, tear_seed)
     }
 
+    fn corrupt(&self, node: &str, seed: u64) -> Result<super::corrupt::Damage> {
+        let rel = Path::new("data/txnlog");
+        let mut bytes = self.control.read_file(node, rel)?;
+        if bytes.is_empty() {
+            anyhow::bail!("{node}: data/txnlog is empty, nothing to damage");
+        }
+        let d = super::corrupt::damage("data/txnlog", &mut bytes, seed);
+        self.control.write_file(node, rel, &bytes)?;
+        Ok(d)
+    }
+
     fn control(&self) -> &dyn Control {
         self.control.as_ref()
     }

@@ -40,6 +40,7 @@
 
 pub mod clean;
 pub mod clock;
+pub mod corrupt;
 pub mod faketime;
 pub mod fle_node;
 pub mod iptables;

@@ -76,6 +76,10 @@ pub trait Target: Send + Sync {
     ) -> Result<::fle_node::lazyfs::DropReport> {
         anyhow::bail!("{node}: this target does not put its data on lazyfs (power-loss)")
     }
+    /// Damages a stopped node's txnlog as `seed` says (`corrupt`); returns what was done.
+    fn corrupt(&self, node: &str, _seed: u64) -> Result<super::corrupt::Damage> {
+        anyhow::bail!("{node}: this target has no file-corruption fault")
+    }
     /// Whether the node's process runs (paused counts as running).
     fn is_running(&self, node: &str) -> bool {
         self.control().pid(node).is_some()

@@ -168,15 +168,19 @@ pub enum FaultKind {
     Clock,
     /// Kill + the loss of every write not yet fsynced (lazyfs); undone by `start`.
     PowerLoss,
+    /// Kill + damage to a data file (flipped bits, a zeroed block, a truncation); undone by
+    /// `start`.
+    Corrupt,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 5] = [
+    pub const ALL: [FaultKind; 6] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
         FaultKind::Clock,
         FaultKind::PowerLoss,
+        FaultKind::Corrupt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -186,6 +190,7 @@ impl FaultKind {
             FaultKind::Partition => "partition",
             FaultKind::Clock => "clock",
             FaultKind::PowerLoss => "power-loss",
+            FaultKind::Corrupt => "corrupt",
         }
     }
 
@@ -201,6 +206,7 @@ impl FaultKind {
             FaultKind::Partition => F::Partition,
             FaultKind::Clock => F::Clock,
             FaultKind::PowerLoss => F::PowerLoss,
+            FaultKind::Corrupt => F::Corrupt,
         }
     }
 }
@@ -251,8 +257,12 @@ impl FaultValue {
             }
             F::Clock => FaultStep::Starts(FaultKind::Clock),
             F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
+            F::Corrupt => FaultStep::Starts(FaultKind::Corrupt),
             F::Start if self.undoes.as_deref() == Some("power-loss") => {
                 FaultStep::Undoes(FaultKind::PowerLoss)
+            }
+            F::Start if self.undoes.as_deref() == Some("corrupt") => {
+                FaultStep::Undoes(FaultKind::Corrupt)
             }
             F::Start => FaultStep::Undoes(FaultKind::Kill),
             F::Resume => FaultStep::Undoes(FaultKind::Pause),

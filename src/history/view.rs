@@ -313,10 +313,12 @@ impl View {
         match v.step(f) {
             Some(FaultStep::Starts(kind)) => {
                 match kind {
-                    FaultKind::Kill | FaultKind::PowerLoss => nodes.iter().for_each(|&i| {
-                        self.nodes[i].down = true;
-                        self.nodes[i].read = None;
-                    }),
+                    FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
+                        nodes.iter().for_each(|&i| {
+                            self.nodes[i].down = true;
+                            self.nodes[i].read = None;
+                        })
+                    }
                     FaultKind::Pause => nodes.iter().for_each(|&i| self.nodes[i].down = true),
                     FaultKind::Partition => {
                         for (a, from) in &v.drops {
@@ -355,7 +357,10 @@ impl View {
             }
             Some(FaultStep::Undoes(kind)) => {
                 match kind {
-                    FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss => {
+                    FaultKind::Kill
+                    | FaultKind::Pause
+                    | FaultKind::PowerLoss
+                    | FaultKind::Corrupt => {
                         let all = nodes.is_empty();
                         for n in self.nodes.iter_mut().enumerate() {
                             if all || nodes.contains(&n.0) {

@@ -106,6 +106,7 @@ impl ScheduledNemesis {
         if kinds.contains(&FaultKind::Kill)
             || kinds.contains(&FaultKind::Pause)
             || kinds.contains(&FaultKind::PowerLoss)
+            || kinds.contains(&FaultKind::Corrupt)
         {
             for node in &nodes {
                 if !ctx.target.is_running(node) {

@@ -242,7 +242,7 @@ impl Schedule {
 /// The defaults `--nemesis KIND` uses.
 fn default_template(kind: FaultKind) -> FaultTemplate {
     let (target, shape, clock) = match kind {
-        FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss => {
+        FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt => {
             (TargetSpec::Random, None, None)
         }
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),

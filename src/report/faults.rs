@@ -97,6 +97,10 @@ impl FaultTracker {
         match (e.f, is_clock_reset(&e.value)) {
             (F::Kill, _) => self.start(FaultKind::Kill, nodes, start),
             (F::PowerLoss, _) => self.start(FaultKind::PowerLoss, nodes, start),
+            (F::Corrupt, _) => self.start(FaultKind::Corrupt, nodes, start),
+            (F::Start, _) if e.value.get("undoes").and_then(|u| u.as_str()) == Some("corrupt") => {
+                self.end(FaultKind::Corrupt, &nodes, e.time)
+            }
             (F::Start, _)
                 if e.value.get("undoes").and_then(|u| u.as_str()) == Some("power-loss") =>
             {

@@ -60,7 +60,7 @@ impl RecoveryTracker {
     pub fn fault_started(&mut self, kind: FaultKind, nodes: &[String], at_ns: u64) {
         if matches!(
             kind,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss
+            FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt
         ) {
             for n in nodes {
                 if let Some(v) = self.views.get_mut(n) {

@@ -268,6 +268,13 @@ impl Plan {
                  drop the power-loss faults",
             ));
         }
+        let corrupt = crate::nemesis::schedule::FaultKind::Corrupt;
+        if schedule.kinds().contains(&corrupt) && args.target == TargetKind::Zookeeper {
+            return Err(bad_input(
+                "corrupt faults with --target zookeeper: only fle-node's txnlog format is damaged \
+                 today (see docs/faults.md); drop the corrupt faults",
+            ));
+        }
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;
         }
