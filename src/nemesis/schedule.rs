@@ -186,7 +186,7 @@ impl Schedule {
         for word in list.split(',').map(str::trim) {
             let kind = FaultKind::parse(word).ok_or_else(|| {
                 bad_input(format!(
-                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock (or none), or --nemesis-file nemesis/NAME.toml"
+                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock, power-loss, corrupt (or none), or --nemesis-file nemesis/NAME.toml"
                 ))
             })?;
             schedule.faults.push(default_template(kind));
@@ -301,7 +301,7 @@ impl RawFault {
     fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
-                "kind = \"{}\" is unknown; use kill, pause, partition or clock",
+                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss or corrupt",
                 self.kind
             )
         })?;

@@ -45,7 +45,7 @@ pub struct TestArgs {
     /// Workload: a short name (election, writes: workloads/NAME.toml) or a path to a TOML file.
     #[arg(long, default_value = "election", value_name = "NAME|FILE")]
     pub workload: String,
-    /// Faults: `none`, or a comma list of kill,pause,partition,clock
+    /// Faults: `none`, or a comma list of kill,pause,partition,clock,power-loss,corrupt
     /// [default: all four; with --net loopback: kill,pause,clock].
     #[arg(long, value_name = "none|KIND,..")]
     pub nemesis: Option<String>,
