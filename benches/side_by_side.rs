@@ -145,6 +145,7 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
                 fake_monotonic: false,
                 bug: None,
                 finalize_wait_ms: None,
+                power_loss: false,
                 status_timeout: Duration::from_millis(500),
                 write_timeout: Duration::from_secs(5),
             },

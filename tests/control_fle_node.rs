@@ -62,6 +62,7 @@ async fn cluster(
                 fake_monotonic: false,
                 bug: None,
                 finalize_wait_ms: None,
+                power_loss: false,
                 status_timeout: Duration::from_millis(500),
                 write_timeout: Duration::from_secs(5),
             },

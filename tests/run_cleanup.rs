@@ -137,6 +137,71 @@ fn sigkill_leaves_resources_that_clean_removes() {
     assert!(said.contains("removed namespace"), "{said}");
 }
 
+/// Power-loss runs put every node's dataDir on a lazyfs mount: a SIGKILLed controller leaves
+/// the mounts (and their filesystem processes), and `clean` removes them.
+#[test]
+fn sigkill_leaves_lazyfs_mounts_that_clean_removes() {
+    if !root_or_skip("sigkill_leaves_lazyfs_mounts_that_clean_removes") {
+        return;
+    }
+    let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
+    own_registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    let mut child = spawn_test(
+        &[
+            "--nodes",
+            "3",
+            "--net",
+            "loopback",
+            "--time-limit",
+            "300",
+            "--nemesis-file",
+            "power-loss",
+        ],
+        &out,
+        &fle_node(),
+    );
+    let mut dir = None;
+    let mounted = wait_for(Duration::from_secs(60), || {
+        dir = run_dir(&out);
+        dir.as_ref().is_some_and(|d| {
+            leftovers(&resources(d))
+                .iter()
+                .filter(|l| l.starts_with("lazyfs mount"))
+                .count()
+                == 3
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let dir = dir.expect("no run folder");
+    let recorded = resources(&dir);
+    assert!(
+        mounted,
+        "3 lazyfs mounts never showed: {:?}\n{}",
+        leftovers(&recorded),
+        std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default()
+    );
+    let clean = fle_chaos().arg("clean").output().unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{said}");
+    assert_eq!(leftovers(&recorded), Vec::<String>::new(), "{said}");
+    assert_eq!(said.matches("removed lazyfs mount").count(), 3, "{said}");
+    // Unmounted, the filesystem processes end by themselves (zombies until reaped count as gone).
+    let alive = |pat: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            !cmd.is_empty() && String::from_utf8_lossy(&cmd).contains(pat)
+        })
+    };
+    let mnt = dir.join("nodes").display().to_string();
+    assert!(
+        wait_for(Duration::from_secs(10), || !alive(&mnt)),
+        "a process still uses {mnt}"
+    );
+}
+
 #[test]
 fn leave_running_keeps_the_cluster_until_clean() {
     own_registry();

@@ -26,6 +26,7 @@ pub mod config;
 pub mod election;
 pub mod host_clock;
 pub mod http;
+pub mod lazyfs;
 pub mod peers;
 pub mod server;
 pub mod txnlog;

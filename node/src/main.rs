@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use fle_node::bugs::{self, Bugs};
 use fle_node::host_clock;
+use fle_node::lazyfs;
 use fle_node::{config, server};
 
 #[derive(Parser)]
@@ -56,6 +57,40 @@ enum Command {
         #[arg(long, value_name = "STATE")]
         state: PathBuf,
     },
+    /// The power-loss filesystem under a node's dataDir (used by `fle-chaos` power-loss faults).
+    #[command(subcommand)]
+    Lazyfs(LazyfsCommand),
+}
+
+#[derive(Subcommand)]
+enum LazyfsCommand {
+    /// Mounts BACKING at MOUNT, keeping un-fsynced writes in memory; serves until unmounted.
+    Mount {
+        #[arg(long, value_name = "DIR")]
+        backing: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        mount: PathBuf,
+        /// The control socket (created once the mount is live).
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+        /// Go to the background once mounted (print the pid, exit 0); the filesystem logs to
+        /// FILE. How fle-chaos starts it, locally and over SSH alike.
+        #[arg(long, value_name = "FILE")]
+        daemon_log: Option<PathBuf>,
+    },
+    /// Power loss: forgets every write not yet fsynced; prints what was lost as one JSON line.
+    Drop {
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+        /// Also keep a seeded prefix of the last write (a torn write).
+        #[arg(long, value_name = "SEED")]
+        tear_seed: Option<u64>,
+    },
+    /// Ends the filesystem (unmounts it).
+    Unmount {
+        #[arg(long, value_name = "SOCKET")]
+        control: PathBuf,
+    },
 }
 
 fn main() {
@@ -79,6 +114,9 @@ fn main() {
             }
         }
         return;
+    }
+    if let Some(Command::Lazyfs(cmd)) = &cli.command {
+        std::process::exit(lazyfs_command(cmd));
     }
     if cli.list_bugs {
         print!("{}", bugs::list());
@@ -148,5 +186,35 @@ fn main() {
     if let Err(e) = runtime.block_on(server::run(cfg, opts)) {
         eprintln!("fle-node: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// Runs a `fle-node lazyfs` subcommand; returns the exit code.
+fn lazyfs_command(cmd: &LazyfsCommand) -> i32 {
+    let r = match cmd {
+        LazyfsCommand::Mount {
+            backing,
+            mount,
+            control,
+            daemon_log,
+        } => match daemon_log {
+            Some(log) => lazyfs::mount_daemon(backing, mount, control, log),
+            None => lazyfs::mount(backing, mount, control),
+        },
+        LazyfsCommand::Drop { control, tear_seed } => {
+            let req = match tear_seed {
+                Some(s) => format!("drop {s}"),
+                None => "drop".to_string(),
+            };
+            lazyfs::request(control, &req).map(|line| println!("{line}"))
+        }
+        LazyfsCommand::Unmount { control } => lazyfs::request(control, "unmount").map(|_| ()),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("fle-node lazyfs: {e:#}");
+            1
+        }
     }
 }

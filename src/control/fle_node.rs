@@ -5,7 +5,7 @@
 use super::clock::Clock;
 use super::target::clock_of;
 use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
-use super::{faketime, Control, DaemonSpec};
+use super::{faketime, lazyfs, Control, DaemonSpec};
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -30,6 +30,8 @@ pub struct FleNodeOptions {
     /// `--bug NAME` for fle-node (deliberate bugs the checkers must catch).
     pub bug: Option<String>,
     pub finalize_wait_ms: Option<u64>,
+    /// The dataDir on lazyfs (the schedule has power-loss faults).
+    pub power_loss: bool,
     /// Per status read; a paused node costs its observer this long per read, nobody else.
     pub status_timeout: Duration,
     /// Per write, client side (fle-node answers 504 on its own timeout before this).
@@ -177,8 +179,19 @@ impl Target for FleNode {
 
     fn setup(&self, node: &str) -> Result<()> {
         let sid = sid_of(node).with_context(|| format!("node name {node} has no sid"))?;
-        self.control
-            .write_file(node, "data/myid".as_ref(), format!("{sid}\n").as_bytes())?;
+        if self.opts.power_loss {
+            // myid straight into the backing folder: written through the mount it would not be
+            // fsynced, and the first power loss would take it.
+            self.control.write_file(
+                node,
+                &Path::new(lazyfs::BACKING).join("myid"),
+                format!("{sid}\n").as_bytes(),
+            )?;
+            lazyfs::mount(self.control.as_ref(), node, &self.opts.binary)?;
+        } else {
+            self.control
+                .write_file(node, "data/myid".as_ref(), format!("{sid}\n").as_bytes())?;
+        }
         self.control
             .write_file(node, "zoo.cfg".as_ref(), self.zoo_cfg(node)?.as_bytes())?;
         if self.opts.faketime {
@@ -214,6 +227,28 @@ impl Target for FleNode {
                 log: dir.join("node.log"),
             },
         )
+    }
+
+    fn power_loss(
+        &self,
+        node: &str,
+        tear_seed: Option<u64>,
+    ) -> Result<::fle_node::lazyfs::DropReport> {
+        if !self.opts.power_loss {
+            anyhow::bail!("{node}: its dataDir is not on lazyfs (no power-loss in the schedule)");
+        }
+        lazyfs::drop_unsynced(self.control.as_ref(), node, &self.opts.binary, tear_seed)
+    }
+
+    fn corrupt(&self, node: &str, seed: u64) -> Result<super::corrupt::Damage> {
+        let rel = Path::new("data/txnlog");
+        let mut bytes = self.control.read_file(node, rel)?;
+        if bytes.is_empty() {
+            anyhow::bail!("{node}: data/txnlog is empty, nothing to damage");
+        }
+        let d = super::corrupt::damage("data/txnlog", &mut bytes, seed);
+        self.control.write_file(node, rel, &bytes)?;
+        Ok(d)
     }
 
     fn control(&self) -> &dyn Control {

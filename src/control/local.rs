@@ -146,6 +146,18 @@ impl Control for LocalCluster {
         blocking(|| self.exec_now(node, program, args))
     }
 
+    fn exec_host(&self, node: &str, program: &str, args: &[&str]) -> Result<Output> {
+        self.index_of(node)?;
+        // Not `ip netns exec`: that runs in a mount namespace of its own, whose mounts the
+        // node's later starts would never see.
+        blocking(|| {
+            Command::new(program)
+                .args(args)
+                .output()
+                .with_context(|| format!("cannot run {program}"))
+        })
+    }
+
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf> {
         let path = self.node_dir(node)?.join(relative);
         blocking(|| {

@@ -40,11 +40,13 @@
 
 pub mod clean;
 pub mod clock;
+pub mod corrupt;
 pub mod faketime;
 pub mod fle_node;
+pub mod iptables;
+pub mod lazyfs;
 /// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).
 pub use ::fle_node::host_clock;
-pub mod iptables;
 pub mod local;
 pub mod netns;
 pub mod os_setup;
@@ -86,6 +88,11 @@ pub trait Control: Send + Sync {
     fn node_dir(&self, node: &str) -> Result<PathBuf>;
     /// Runs a command in the node's context (its namespace, its host) and waits for it.
     fn exec(&self, node: &str, program: &str, args: &[&str]) -> Result<Output>;
+    /// Runs a command on the node's machine in that machine's own namespaces (not the node's
+    /// network or mount namespace), so a mount it makes is seen by every later start of the node.
+    fn exec_host(&self, node: &str, program: &str, args: &[&str]) -> Result<Output> {
+        self.exec(node, program, args)
+    }
     /// Writes a file for the node (path relative to the node's folder); returns its full path.
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
     /// Reads a file of the node (path relative to the node's folder), wherever the node runs.

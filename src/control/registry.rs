@@ -47,6 +47,12 @@ pub enum Resource {
     },
     /// A file or directory outside the run folder.
     File { path: PathBuf },
+    /// A lazyfs mount (a node's dataDir, power-loss faults); unmounting ends its process.
+    LazyFs {
+        node: String,
+        mount: PathBuf,
+        control: PathBuf,
+    },
     /// A node's folder on a remote host (SSH clusters); what it holds is listed on the host.
     SshNode(super::ssh::RemoteNode),
     /// The folder of a run's OpenSSH master sockets: the masters (`ssh -M -S DIR/...`) go with it.

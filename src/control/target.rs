@@ -67,6 +67,19 @@ pub trait Target: Send + Sync {
     fn resume(&self, node: &str) -> Result<Option<u32>> {
         self.control().signal(node, Signal::SIGCONT)
     }
+    /// The power loss of a stopped node: its un-fsynced writes are forgotten (the last torn at
+    /// `tear_seed`). Only where its dataDir is on lazyfs (a schedule with `power-loss`).
+    fn power_loss(
+        &self,
+        node: &str,
+        _tear_seed: Option<u64>,
+    ) -> Result<::fle_node::lazyfs::DropReport> {
+        anyhow::bail!("{node}: this target does not put its data on lazyfs (power-loss)")
+    }
+    /// Damages a stopped node's txnlog as `seed` says (`corrupt`); returns what was done.
+    fn corrupt(&self, node: &str, _seed: u64) -> Result<super::corrupt::Damage> {
+        anyhow::bail!("{node}: this target has no file-corruption fault")
+    }
     /// Whether the node's process runs (paused counts as running).
     fn is_running(&self, node: &str) -> bool {
         self.control().pid(node).is_some()

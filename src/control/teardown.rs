@@ -57,6 +57,18 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     while killed.iter().any(|(p, s)| is_same_process(*p, *s)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
+    // After the processes (nothing of theirs is still writing), before the folders go.
+    for r in resources.iter().rev() {
+        if let Resource::LazyFs { mount, node, .. } = r {
+            match super::lazyfs::unmount_local(mount) {
+                Ok(true) => report
+                    .removed
+                    .push(format!("lazyfs mount {} (node {node})", mount.display())),
+                Ok(false) => {}
+                Err(e) => report.errors.push(format!("{e:#}")),
+            }
+        }
+    }
     // Rules before chains: a chain still referenced cannot be deleted.
     for r in resources.iter().rev() {
         if let Resource::Rule { netns, table, spec } = r {

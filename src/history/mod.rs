@@ -182,14 +182,21 @@ pub enum FaultKind {
     Pause,
     Partition,
     Clock,
+    /// Kill + the loss of every write not yet fsynced (lazyfs); undone by `start`.
+    PowerLoss,
+    /// Kill + damage to a data file (flipped bits, a zeroed block, a truncation); undone by
+    /// `start`.
+    Corrupt,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
+    pub const ALL: [FaultKind; 6] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
         FaultKind::Clock,
+        FaultKind::PowerLoss,
+        FaultKind::Corrupt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -198,6 +205,8 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Partition => "partition",
             FaultKind::Clock => "clock",
+            FaultKind::PowerLoss => "power-loss",
+            FaultKind::Corrupt => "corrupt",
         }
     }
 
@@ -212,6 +221,8 @@ impl FaultKind {
             FaultKind::Pause => F::Pause,
             FaultKind::Partition => F::Partition,
             FaultKind::Clock => F::Clock,
+            FaultKind::PowerLoss => F::PowerLoss,
+            FaultKind::Corrupt => F::Corrupt,
         }
     }
 }
@@ -242,6 +253,9 @@ pub struct FaultValue {
     /// Partition: `drops[a]` lists the nodes whose traffic `a` drops.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub drops: BTreeMap<String, Vec<String>>,
+    /// `start`: the kind of fault it ends when not a kill ("power-loss").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
     /// Why the action failed (`fail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -258,6 +272,14 @@ impl FaultValue {
                 FaultStep::Undoes(FaultKind::Clock)
             }
             F::Clock => FaultStep::Starts(FaultKind::Clock),
+            F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
+            F::Corrupt => FaultStep::Starts(FaultKind::Corrupt),
+            F::Start if self.undoes.as_deref() == Some("power-loss") => {
+                FaultStep::Undoes(FaultKind::PowerLoss)
+            }
+            F::Start if self.undoes.as_deref() == Some("corrupt") => {
+                FaultStep::Undoes(FaultKind::Corrupt)
+            }
             F::Start => FaultStep::Undoes(FaultKind::Kill),
             F::Resume => FaultStep::Undoes(FaultKind::Pause),
             F::Heal => FaultStep::Undoes(FaultKind::Partition),

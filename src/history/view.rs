@@ -342,10 +342,12 @@ impl View {
         match v.step(f) {
             Some(FaultStep::Starts(kind)) => {
                 match kind {
-                    FaultKind::Kill => nodes.iter().for_each(|&i| {
-                        self.nodes[i].down = true;
-                        self.nodes[i].read = None;
-                    }),
+                    FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
+                        nodes.iter().for_each(|&i| {
+                            self.nodes[i].down = true;
+                            self.nodes[i].read = None;
+                        })
+                    }
                     FaultKind::Pause => nodes.iter().for_each(|&i| self.nodes[i].down = true),
                     FaultKind::Partition => {
                         for (a, from) in &v.drops {
@@ -386,7 +388,10 @@ impl View {
             }
             Some(FaultStep::Undoes(kind)) => {
                 match kind {
-                    FaultKind::Kill | FaultKind::Pause => {
+                    FaultKind::Kill
+                    | FaultKind::Pause
+                    | FaultKind::PowerLoss
+                    | FaultKind::Corrupt => {
                         let all = nodes.is_empty();
                         for n in self.nodes.iter_mut().enumerate() {
                             if all || nodes.contains(&n.0) {
@@ -951,7 +956,7 @@ mod tests {
     fn clock_faults_pair_with_their_reset_and_unknown_events_pass() {
         let mut f = settled();
         f.nemesis(100, "clock", r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#)
-            .nemesis(150, "power-loss", r#"{"nodes":["n3"]}"#)
+            .nemesis(150, "packet", r#"{"nodes":["n3"]}"#)
             .line(r#"{"index":9,"time":160000000,"process":"x","type":"info","f":"future-thing","value":{"a":[1]}}"#.into())
             .nemesis(200, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
         let i = &f.view.intervals()[0];

@@ -42,6 +42,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "clock-strobe",
         include_str!("../../nemesis/clock-strobe.toml"),
     ),
+    ("power-loss", include_str!("../../nemesis/power-loss.toml")),
+    (
+        "corrupt-txnlog",
+        include_str!("../../nemesis/corrupt-txnlog.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

@@ -27,6 +27,14 @@ pub enum Active {
     Killed {
         nodes: Vec<String>,
     },
+    /// Killed and their un-fsynced writes forgotten; `start` brings them back.
+    PowerLost {
+        nodes: Vec<String>,
+    },
+    /// Killed and a data file damaged; `start` brings them back on the damaged file.
+    Corrupted {
+        nodes: Vec<String>,
+    },
     Paused {
         nodes: Vec<String>,
     },
@@ -65,6 +73,8 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         FaultKind::Pause => F::Pause,
         FaultKind::Partition => F::Partition,
         FaultKind::Clock => F::Clock,
+        FaultKind::PowerLoss => F::PowerLoss,
+        FaultKind::Corrupt => F::Corrupt,
     };
     let result =
         match t.kind {
@@ -100,6 +110,8 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                 )
             }
             FaultKind::Clock => skew(ctx, t.clock, fault, &resolved.nodes, &base),
+            FaultKind::PowerLoss => power_loss(ctx, fault, &resolved.nodes, &base),
+            FaultKind::Corrupt => corrupt(ctx, fault, &resolved.nodes, &base),
         };
     match result {
         Ok(active) => Some(active),
@@ -121,6 +133,18 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
                 ctx.target.start(n).map(Some)
             });
         }
+        Active::PowerLost { nodes } => {
+            let value = json!({ "nodes": nodes, "undoes": "power-loss" });
+            let _ = signal_all(ctx, nodes, F::Start, &value, |n| {
+                ctx.target.start(n).map(Some)
+            });
+        }
+        Active::Corrupted { nodes } => {
+            let value = json!({ "nodes": nodes, "undoes": "corrupt" });
+            let _ = signal_all(ctx, nodes, F::Start, &value, |n| {
+                ctx.target.start(n).map(Some)
+            });
+        }
         Active::Paused { nodes } => {
             let _ = signal_all(ctx, nodes, F::Resume, &json!({ "nodes": nodes }), |n| {
                 ctx.target.resume(n)
@@ -134,6 +158,100 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
         }
         Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
     }
+}
+
+/// Power loss: each node is SIGKILLed, then its filesystem forgets every write not yet fsynced
+/// (the last one torn at a seeded byte); the value says exactly what each node lost.
+fn power_loss(
+    ctx: &NemesisContext,
+    fault: &PlannedFault,
+    nodes: &[String],
+    base: &Value,
+) -> Result<Active> {
+    let f = F::PowerLoss;
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, f, single(nodes), base.clone());
+    let (mut pids, mut lost, mut errors) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (i, node) in nodes.iter().enumerate() {
+        let tear = fault.pick.wrapping_mul(31).wrapping_add(i as u64);
+        match ctx
+            .target
+            .kill(node)
+            .and_then(|pid| Ok((pid, ctx.target.power_loss(node, Some(tear))?)))
+        {
+            Ok((pid, report)) => {
+                pids.insert(node.clone(), json!(pid));
+                lost.insert(node.clone(), json!(report));
+            }
+            Err(e) => {
+                errors.insert(node.clone(), format!("{e:#}"));
+            }
+        }
+    }
+    let mut value = base.clone();
+    value["pids"] = json!(pids);
+    value["lost"] = json!(lost);
+    if !errors.is_empty() {
+        value["errors"] = json!(errors);
+    }
+    let done = !lost.is_empty();
+    let kind = if done {
+        EventType::Info
+    } else {
+        EventType::Fail
+    };
+    ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
+    if !done {
+        bail!("no node lost power");
+    }
+    Ok(Active::PowerLost {
+        nodes: lost.keys().cloned().collect(),
+    })
+}
+
+/// File corruption: each node is SIGKILLed, then its txnlog is damaged at a seeded place (bits
+/// flipped, a block zeroed, or cut short); the value says the file, what, where and how long.
+fn corrupt(
+    ctx: &NemesisContext,
+    fault: &PlannedFault,
+    nodes: &[String],
+    base: &Value,
+) -> Result<Active> {
+    let f = F::Corrupt;
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, f, single(nodes), base.clone());
+    let (mut pids, mut done, mut errors) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (i, node) in nodes.iter().enumerate() {
+        let seed = fault.pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64);
+        match ctx
+            .target
+            .kill(node)
+            .and_then(|pid| Ok((pid, ctx.target.corrupt(node, seed)?)))
+        {
+            Ok((pid, damage)) => {
+                pids.insert(node.clone(), json!(pid));
+                done.insert(node.clone(), json!(damage));
+            }
+            Err(e) => {
+                errors.insert(node.clone(), format!("{e:#}"));
+            }
+        }
+    }
+    let mut value = base.clone();
+    value["pids"] = json!(pids);
+    value["damage"] = json!(done);
+    if !errors.is_empty() {
+        value["errors"] = json!(errors);
+    }
+    let ok = !done.is_empty();
+    let kind = if ok { EventType::Info } else { EventType::Fail };
+    ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
+    if !ok {
+        bail!("no node's file was damaged");
+    }
+    Ok(Active::Corrupted {
+        nodes: done.keys().cloned().collect(),
+    })
 }
 
 /// Runs `op` on every node (kill, pause, start, resume) and records invoke + info with the pids.

@@ -98,7 +98,11 @@ impl ScheduledNemesis {
         let nodes = ctx.observations.nodes().to_vec();
         let kinds = self.schedule.kinds();
         use super::schedule::FaultKind;
-        if kinds.contains(&FaultKind::Kill) || kinds.contains(&FaultKind::Pause) {
+        if kinds.contains(&FaultKind::Kill)
+            || kinds.contains(&FaultKind::Pause)
+            || kinds.contains(&FaultKind::PowerLoss)
+            || kinds.contains(&FaultKind::Corrupt)
+        {
             for node in &nodes {
                 if !ctx.target.is_running(node) {
                     inject::undo(

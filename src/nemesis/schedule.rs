@@ -194,7 +194,7 @@ impl Schedule {
         for word in list.split(',').map(str::trim) {
             let kind = FaultKind::parse(word).ok_or_else(|| {
                 bad_input(format!(
-                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock (or none), or --nemesis-file nemesis/NAME.toml"
+                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock, power-loss, corrupt (or none), or --nemesis-file nemesis/NAME.toml"
                 ))
             })?;
             schedule.faults.push(default_template(kind));
@@ -254,7 +254,9 @@ impl Schedule {
 /// The defaults `--nemesis KIND` uses.
 fn default_template(kind: FaultKind) -> FaultTemplate {
     let (target, shape, clock) = match kind {
-        FaultKind::Kill | FaultKind::Pause => (TargetSpec::Random, None, None),
+        FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt => {
+            (TargetSpec::Random, None, None)
+        }
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
         FaultKind::Clock => (
             TargetSpec::Random,
@@ -312,7 +314,7 @@ impl RawFault {
     fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
-                "kind = \"{}\" is unknown; use kill, pause, partition or clock",
+                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss or corrupt",
                 self.kind
             )
         })?;

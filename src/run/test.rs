@@ -161,6 +161,11 @@ fn create_target(
                 fake_monotonic: plan.fake_monotonic,
                 bug: plan.args.bug.clone(),
                 finalize_wait_ms: plan.args.finalize_wait_ms,
+                power_loss: plan
+                    .nemesis_settings
+                    .kinds
+                    .iter()
+                    .any(|k| k == "power-loss"),
                 status_timeout,
                 write_timeout,
             },

@@ -126,6 +126,9 @@ pub fn leftovers(resources: &[Resource]) -> Vec<String> {
             Resource::Process {
                 pid, start_time, ..
             } if is_same_process(*pid, *start_time) => left.push(format!("process {pid}")),
+            Resource::LazyFs { mount, .. } if fle_chaos::control::lazyfs::is_mounted(mount) => {
+                left.push(format!("lazyfs mount {}", mount.display()))
+            }
             Resource::Subnet { claim, .. } if claim.exists() => {
                 left.push(format!("subnet claim {}", claim.display()))
             }

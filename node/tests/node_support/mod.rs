@@ -246,8 +246,8 @@ impl Cluster {
         Some((s["state"].as_str()?.to_string(), s["leader"].as_u64()))
     }
 
-    /// The quorum-backed leader (`history::view`'s definition) of the whole cluster, reading
-    /// only `among`.
+    /// The leader that a quorum of the whole cluster (reading only `among`) agrees on, with
+    /// the leader itself LEADING among them.
     pub fn quorum_leader(&self, among: &[u64]) -> Option<u64> {
         let statuses: Vec<fle_node::api::NodeStatus> = among
             .iter()

@@ -30,6 +30,8 @@ pub fn fault_color(kind: FaultKind) -> RGBColor {
         FaultKind::Pause => RGBColor(148, 103, 189),
         FaultKind::Partition => RGBColor(255, 127, 14),
         FaultKind::Clock => RGBColor(23, 190, 207),
+        FaultKind::PowerLoss => RGBColor(140, 86, 75),
+        FaultKind::Corrupt => RGBColor(227, 119, 194),
     }
 }
 
