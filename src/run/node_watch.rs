@@ -31,6 +31,9 @@ const TAIL_LINES: usize = 12;
 pub struct Watched {
     inner: Arc<dyn Target>,
     taken_down: Mutex<HashSet<String>>,
+    /// Kills and starts per node so far: a look at a process that overlapped one of them
+    /// (a remote look takes an SSH round trip) proves nothing about an unasked exit.
+    actions: Mutex<HashMap<String, u64>>,
 }
 
 impl Watched {
@@ -38,11 +41,20 @@ impl Watched {
         Watched {
             inner,
             taken_down: Mutex::new(HashSet::new()),
+            actions: Mutex::new(HashMap::new()),
         }
     }
 
     fn taken_down(&self, node: &str) -> bool {
         self.taken_down.lock().unwrap().contains(node)
+    }
+
+    fn actions(&self, node: &str) -> u64 {
+        self.actions.lock().unwrap().get(node).copied().unwrap_or(0)
+    }
+
+    fn acted_on(&self, node: &str) {
+        *self.actions.lock().unwrap().entry(node.to_string()).or_default() += 1;
     }
 }
 
@@ -57,14 +69,27 @@ impl Target for Watched {
         self.inner.setup(node)
     }
     fn start(&self, node: &str) -> Result<u32> {
-        let pid = self.inner.start(node)?;
+        self.acted_on(node);
+        let pid = self.inner.start(node);
         self.taken_down.lock().unwrap().remove(node);
-        Ok(pid)
+        self.acted_on(node);
+        pid
     }
     fn kill(&self, node: &str) -> Result<Option<u32>> {
         // Noted before the kill, so the watcher never sees it as an exit of its own.
         self.taken_down.lock().unwrap().insert(node.to_string());
+        self.acted_on(node);
         self.inner.kill(node)
+    }
+    fn power_loss(
+        &self,
+        node: &str,
+        tear_seed: Option<u64>,
+    ) -> Result<::fle_node::lazyfs::DropReport> {
+        self.inner.power_loss(node, tear_seed)
+    }
+    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::corrupt::Damage> {
+        self.inner.corrupt(node, seed)
     }
     fn pause(&self, node: &str) -> Result<Option<u32>> {
         self.inner.pause(node)
@@ -150,8 +175,15 @@ pub async fn watch_nodes(
     loop {
         started = started || recorder.view(|v| v.quorum_leader(0).is_some());
         for node in target.nodes() {
+            let before = target.actions(&node);
             let running = target.is_running(&node);
             let was = alive.insert(node.clone(), running).unwrap_or(false);
+            if target.actions(&node) != before {
+                // The look overlapped a kill or start (a remote look is an SSH round trip):
+                // it proves nothing, so it is taken again next time.
+                alive.insert(node.clone(), was);
+                continue;
+            }
             if running || !was || target.taken_down(&node) {
                 continue;
             }
