@@ -37,6 +37,21 @@ pub struct CountedVote {
     pub peer_epoch: u64,
 }
 
+/// One vote a server heard in its deciding round, whether it agreed with the decision or not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceivedVote {
+    /// Who sent the vote (the deciding server itself for its own proposals).
+    pub sid: u64,
+    /// Whom the vote proposes as leader.
+    pub leader: u64,
+    pub zxid: u64,
+    pub peer_epoch: u64,
+    /// The sender's election epoch (logicalclock) when it sent the vote.
+    pub round: u64,
+    /// The sender's state when it sent the vote.
+    pub state: ServerState,
+}
+
 /// The last election a server decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElectionSummary {
@@ -49,6 +64,16 @@ pub struct ElectionSummary {
     /// The votes counted for the decision (recvset, or outofelection when it joined a leader).
     pub votes: Vec<CountedVote>,
     pub took_ms: u64,
+    /// Every distinct vote heard while in the deciding round, agreeing or not, superseded ones
+    /// included, and this server's own successive proposals (sid = its own): what a checker
+    /// needs to prove the winner beats each of them. Absent in histories before it existed.
+    #[serde(default)]
+    pub received: Vec<ReceivedVote>,
+    /// True when the server joined an established leader on FOLLOWING/LEADING notices of a
+    /// quorum (ZooKeeper's outofelection) instead of deciding its round: such a winner need
+    /// not beat the votes heard (a restarted server with a longer log still follows it).
+    #[serde(default)]
+    pub joined: bool,
 }
 
 /// `GET /status` of a node.

@@ -1,13 +1,15 @@
 //! `fle-node`: one ZooKeeper-style server (Fast Leader Election). See `fle_chaos::node`.
 //!
-//! Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad command line or configuration,
-//! 1 could not start (data dir, ports) or failed while running.
+//! Exit codes: 0 stopped by SIGTERM/SIGINT (or `--list-bugs` printed), 2 bad command line or
+//! configuration (an unknown `--bug` included), 1 could not start (data dir, ports) or failed
+//! while running.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use fle_chaos::control::host_clock;
+use fle_chaos::node::bugs::{self, Bugs};
 use fle_chaos::node::{config, server};
 
 #[derive(Parser)]
@@ -23,11 +25,16 @@ struct Cli {
     command: Option<Command>,
     /// zoo.cfg-style file (tickTime, initLimit, syncLimit, dataDir, server.N, admin.*);
     /// dataDir must hold a `myid` file.
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(long, value_name = "FILE", required_unless_present = "list_bugs")]
     config: Option<PathBuf>,
-    /// TEST ONLY: run with a seeded bug so checkers can prove they catch it.
-    #[arg(long, value_enum, value_name = "BUG")]
-    bug: Option<Bug>,
+    /// TEST ONLY: run with seeded bugs (comma-separated names from --list-bugs) so checkers
+    /// and nemeses can prove they catch them.
+    #[arg(long, value_name = "BUG[,BUG...]")]
+    bug: Vec<String>,
+    /// Print the seeded bugs, one per line: NAME, JIRA, fault that exposes it, description
+    /// (tab-separated), and exit.
+    #[arg(long)]
+    list_bugs: bool,
     /// How long a quorum must agree with no better vote before deciding (finalizeWait).
     #[arg(long, default_value_t = 200, value_name = "MS")]
     finalize_wait_ms: u64,
@@ -49,12 +56,6 @@ enum Command {
         #[arg(long, value_name = "STATE")]
         state: PathBuf,
     },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Bug {
-    /// Count n/2 votes as a quorum instead of n/2+1: two leaders become possible.
-    QuorumMinority,
 }
 
 fn main() {
@@ -79,6 +80,18 @@ fn main() {
         }
         return;
     }
+    if cli.list_bugs {
+        print!("{}", bugs::list());
+        return;
+    }
+    // Checked before anything else: a typo must not start a server without the bug.
+    let bugs = match Bugs::parse(&cli.bug.join(",")) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("fle-node: {e}");
+            std::process::exit(2);
+        }
+    };
     let Some(config_path) = cli.config.as_ref() else {
         unreachable!("clap requires --config without a subcommand");
     };
@@ -107,17 +120,19 @@ fn main() {
     for key in &cfg.ignored_keys {
         tracing::warn!(key = %key, "zoo.cfg key not used by fle-node");
     }
-    let bug_quorum_minority = matches!(cli.bug, Some(Bug::QuorumMinority));
-    if bug_quorum_minority {
+    for info in bugs.iter() {
         tracing::warn!(
-            "!!! SEEDED BUG ENABLED: --bug quorum-minority counts n/2 votes as a quorum; \
-             this server is UNSAFE and exists only to test checkers !!!"
+            "!!! SEEDED BUG ENABLED: --bug {} ({}): {}; this server is UNSAFE and exists only \
+             to test checkers !!!",
+            info.name,
+            info.jira,
+            info.description
         );
     }
     let opts = server::Options {
         finalize_wait: Duration::from_millis(cli.finalize_wait_ms),
         max_notification_interval: Duration::from_millis(cli.max_notification_interval_ms),
-        bug_quorum_minority,
+        bugs,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -17,12 +17,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use crate::api::{CountedVote, ServerState};
+use crate::api::{CountedVote, ReceivedVote, ServerState};
+use crate::node::bugs::{Bug, Bugs};
 use crate::node::vote::Vote;
 use crate::node::wire::{Notification, NOTIFICATION_VERSION};
 
 /// ZooKeeper's first notification timeout (`finalizeWait` doubles as its start value).
 pub const INITIAL_NOTIFICATION_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Distinct votes kept per round for the decision's `received` list: a handful per voter in
+/// practice; the cap only bounds what a misbehaving peer can make us hold.
+const MAX_RECEIVED: usize = 256;
 
 #[derive(Debug, Clone)]
 pub struct ElectionConfig {
@@ -30,8 +35,8 @@ pub struct ElectionConfig {
     pub voters: BTreeSet<u64>,
     pub finalize_wait: Duration,
     pub max_notification_interval: Duration,
-    /// Seeded bug: count n/2 as a quorum instead of n/2+1. Only for proving checkers.
-    pub bug_quorum_minority: bool,
+    /// Seeded bugs (none by default); see `node::bugs`.
+    pub bugs: Bugs,
     /// The config bytes carried in notifications.
     pub config_bytes: Vec<u8>,
 }
@@ -39,7 +44,8 @@ pub struct ElectionConfig {
 impl ElectionConfig {
     pub fn quorum(&self) -> usize {
         let n = self.voters.len();
-        if self.bug_quorum_minority {
+        if self.bugs.has(Bug::QuorumMinority) {
+            // Seeded bug: n/2 servers count as a quorum (two disjoint "quorums" can exist).
             (n / 2).max(1)
         } else {
             n / 2 + 1
@@ -59,8 +65,12 @@ struct Ballot {
 impl Ballot {
     /// ZooKeeper's `Vote.equals`: out of election only the leader and its epoch must agree
     /// (ZOOKEEPER-1732), inside an election everything must.
-    fn agrees(&self, other: &Ballot) -> bool {
+    fn agrees(&self, other: &Ballot, bugs: Bugs) -> bool {
         if self.state == ServerState::Looking || other.state == ServerState::Looking {
+            self.vote == other.vote && self.election_epoch == other.election_epoch
+        } else if bugs.has(Bug::OutOfElectionWrongFields) {
+            // Seeded ZOOKEEPER-1732: out of election, compared as inside one (zxid and round
+            // too), so followers that joined in other rounds never add up to a quorum.
             self.vote == other.vote && self.election_epoch == other.election_epoch
         } else if (self.version > 0) ^ (other.version > 0) {
             self.vote.leader == other.vote.leader
@@ -84,6 +94,10 @@ pub struct Decision {
     pub vote: Vote,
     pub round: u64,
     pub votes: Vec<CountedVote>,
+    /// Every distinct vote heard in the deciding round (see `api::ElectionSummary`).
+    pub received: Vec<ReceivedVote>,
+    /// Joined an established leader (outofelection) rather than deciding the round.
+    pub joined: bool,
     pub took: Duration,
 }
 
@@ -115,6 +129,8 @@ pub struct Election {
     current: Ballot,
     /// The latest LOOKING notification per peer received while settled, with when it came.
     parked: BTreeMap<u64, (Instant, Notification)>,
+    /// Distinct votes heard in the current round, mine included, in arrival order.
+    received: Vec<ReceivedVote>,
     counters: ElectionCounters,
 }
 
@@ -141,6 +157,7 @@ impl Election {
             round_started: now,
             current: ballot,
             parked: BTreeMap::new(),
+            received: Vec::new(),
             counters: ElectionCounters::default(),
         }
     }
@@ -169,6 +186,7 @@ impl Election {
         self.initial = Vote::new(self.cfg.sid, last_zxid, peer_epoch);
         self.recvset.clear();
         self.outofelection.clear();
+        self.received.clear();
         self.finalize_deadline = None;
         self.not_timeout = INITIAL_NOTIFICATION_TIMEOUT;
         self.poll_deadline = now + self.not_timeout;
@@ -246,9 +264,12 @@ impl Election {
         }
         let incoming = Vote::new(n.leader, n.zxid, n.peer_epoch);
         if self.finalize_deadline.is_some() {
-            if incoming.beats(&self.proposal) {
+            if incoming.beats_under(&self.proposal, self.cfg.bugs) {
                 self.finalize_deadline = None;
             } else {
+                if n.state != ServerState::Looking || n.election_epoch == self.logicalclock {
+                    self.hear(from, incoming, n.election_epoch, n.state);
+                }
                 // finalizeWait restarts on every message that does not change our mind.
                 self.counters.dropped_while_finalizing += 1;
                 self.finalize_deadline = Some(now + self.cfg.finalize_wait);
@@ -277,7 +298,8 @@ impl Election {
         if b.election_epoch > self.logicalclock {
             self.logicalclock = b.election_epoch;
             self.recvset.clear();
-            let best = if b.vote.beats(&self.initial) {
+            self.received.clear();
+            let best = if b.vote.beats_under(&self.initial, self.cfg.bugs) {
                 b.vote
             } else {
                 self.initial
@@ -287,10 +309,11 @@ impl Election {
         } else if b.election_epoch < self.logicalclock {
             self.counters.stale_round += 1;
             return out;
-        } else if b.vote.beats(&self.proposal) {
+        } else if b.vote.beats_under(&self.proposal, self.cfg.bugs) {
             self.set_proposal(b.vote);
             out.extend(self.send_to_all());
         }
+        self.hear(from, b.vote, b.election_epoch, b.state);
         self.recvset.insert(from, b);
         let mine = self.proposal_ballot();
         if self.count_agreeing(&self.recvset, &mine, true) >= self.cfg.quorum() {
@@ -302,6 +325,14 @@ impl Election {
     /// A FOLLOWING/LEADING notification: count it, and join its leader once a quorum
     /// stands behind it and the leader itself says it leads (checkLeader).
     fn on_settled(&mut self, now: Instant, from: u64, b: Ballot) -> Vec<Output> {
+        self.hear(from, b.vote, b.election_epoch, b.state);
+        if self.cfg.bugs.has(Bug::FollowSingleLeading) && b.state == ServerState::Leading {
+            // Seeded ZOOKEEPER-975: one LEADING notice is taken for an established leader,
+            // with no quorum of FOLLOWING notices behind it.
+            self.outofelection.insert(from, b);
+            self.logicalclock = b.election_epoch;
+            return self.settle(now, b, Source::OutOfElection);
+        }
         if b.election_epoch == self.logicalclock {
             self.recvset.insert(from, b);
             if self.count_agreeing(&self.recvset, &b, true) >= self.cfg.quorum()
@@ -325,6 +356,9 @@ impl Election {
             votes
                 .get(&leader)
                 .is_some_and(|v| v.state == ServerState::Leading)
+        } else if self.cfg.bugs.has(Bug::FollowOlderRound) {
+            // Seeded ZOOKEEPER-1514: notices naming me from ANY round make me lead.
+            true
         } else {
             self.logicalclock == epoch
         }
@@ -340,9 +374,9 @@ impl Election {
     ) -> usize {
         let others = votes
             .iter()
-            .filter(|(sid, b)| self.cfg.voters.contains(sid) && b.agrees(target))
+            .filter(|(sid, b)| self.cfg.voters.contains(sid) && b.agrees(target, self.cfg.bugs))
             .count();
-        others + usize::from(with_mine && self.proposal_ballot().agrees(target))
+        others + usize::from(with_mine && self.proposal_ballot().agrees(target, self.cfg.bugs))
     }
 
     fn proposal_ballot(&self) -> Ballot {
@@ -356,6 +390,23 @@ impl Election {
 
     fn set_proposal(&mut self, v: Vote) {
         self.proposal = v;
+        // ZooKeeper hears its own vote through its queue: my proposals are heard votes too.
+        self.hear(self.cfg.sid, v, self.logicalclock, ServerState::Looking);
+    }
+
+    /// Notes a vote heard in the current round (each distinct one once, bounded).
+    fn hear(&mut self, sid: u64, vote: Vote, round: u64, state: ServerState) {
+        let r = ReceivedVote {
+            sid,
+            leader: vote.leader,
+            zxid: vote.zxid,
+            peer_epoch: vote.peer_epoch,
+            round,
+            state,
+        };
+        if self.received.len() < MAX_RECEIVED && !self.received.contains(&r) {
+            self.received.push(r);
+        }
     }
 
     fn decide(&mut self, now: Instant) -> Vec<Output> {
@@ -382,7 +433,7 @@ impl Election {
         };
         let mut votes: Vec<CountedVote> = set
             .iter()
-            .filter(|(_, v)| v.agrees(&b))
+            .filter(|(_, v)| v.agrees(&b, self.cfg.bugs))
             .map(|(sid, v)| CountedVote {
                 sid: *sid,
                 leader: v.vote.leader,
@@ -390,7 +441,7 @@ impl Election {
                 peer_epoch: v.vote.peer_epoch,
             })
             .collect();
-        if matches!(source, Source::Recvset) && self.proposal_ballot().agrees(&b) {
+        if matches!(source, Source::Recvset) && self.proposal_ballot().agrees(&b, self.cfg.bugs) {
             votes.push(CountedVote {
                 sid: self.cfg.sid,
                 leader: self.proposal.leader,
@@ -404,6 +455,8 @@ impl Election {
             vote: b.vote,
             round: b.election_epoch,
             votes,
+            received: self.received.clone(),
+            joined: matches!(source, Source::OutOfElection),
             took: now.saturating_duration_since(self.round_started),
         })]
     }
@@ -453,7 +506,7 @@ mod tests {
             voters: (1..=n).collect(),
             finalize_wait: FW,
             max_notification_interval: Duration::from_secs(60),
-            bug_quorum_minority: false,
+            bugs: Bugs::none(),
             config_bytes: Vec::new(),
         }
     }
@@ -764,7 +817,7 @@ mod tests {
     fn seeded_quorum_minority_bug_lets_a_lone_server_lead() {
         let t = Instant::now();
         let mut c = cfg(1, 3);
-        c.bug_quorum_minority = true;
+        c.bugs = Bugs::of(&[Bug::QuorumMinority]);
         let mut e = Election::new(c, t);
         e.start_looking(t, 5, 0);
         // Only my own vote backs me: a quorum of one under the bug.

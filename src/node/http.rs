@@ -16,10 +16,11 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::api::{ApiError, LogResponse, NodeStatus, ServerState};
+use crate::node::bugs::Bugs;
 use crate::node::election::ElectionCounters;
 use crate::node::peers::{WireCounters, WireCountersSnapshot};
 use crate::node::write_route::{Writes, FORWARDED_HEADER};
-use crate::node::zab::store::{lock, SharedStore};
+use crate::node::zab::store::{lock, OrderCounters, SharedStore};
 use crate::node::zab::SyncMode;
 
 /// What the handlers can see.
@@ -36,6 +37,8 @@ pub struct HttpState {
     pub writes: Writes,
     /// How this server was last synced as a follower (DIFF/TRUNC/SNAP), for diagnostics.
     pub sync_mode: Arc<Mutex<Option<SyncMode>>>,
+    /// Seeded bugs this server runs with (`--bug`), shown in `/status`.
+    pub bugs: Bugs,
 }
 
 /// `/status`: the shared contract, flattened, plus fields only diagnostics need.
@@ -47,6 +50,9 @@ struct StatusBody {
     wire: WireCountersSnapshot,
     election_drops: ElectionCounters,
     sync_mode: Option<SyncMode>,
+    /// Names of the seeded bugs in force (empty on a correct server).
+    seeded_bugs: Vec<&'static str>,
+    durability_order: OrderCounters,
 }
 
 /// ZooKeeper AdminServer's answer to `leader`.
@@ -83,6 +89,8 @@ async fn status(State(state): State<HttpState>) -> Json<serde_json::Value> {
         wire: state.wire.snapshot(),
         election_drops: *state.election.lock().unwrap_or_else(|e| e.into_inner()),
         sync_mode: *state.sync_mode.lock().unwrap_or_else(|e| e.into_inner()),
+        seeded_bugs: state.bugs.iter().map(|i| i.name).collect(),
+        durability_order: lock(&state.store).order_counters(),
     };
     Json(serde_json::to_value(body).unwrap_or_default())
 }

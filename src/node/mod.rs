@@ -1,6 +1,7 @@
 //! `fle-node`: one ZooKeeper-style server finding its leader with Fast Leader Election.
 //!
 //! - `config`: zoo.cfg + myid, in ZooKeeper's terms;
+//! - `bugs`: the catalogue of seeded bugs (`--bug`), each off by default;
 //! - `vote`: a vote and ZooKeeper's order on votes;
 //! - `wire`: bytes <-> notifications and hellos, in ZooKeeper's layouts;
 //! - `election`: lookForLeader as a deterministic state machine (no I/O);
@@ -11,6 +12,9 @@
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
 //! - `server`: the tokio shell tying them together.
 
+#[cfg(test)]
+mod bug_tests;
+pub mod bugs;
 pub mod config;
 pub mod election;
 pub mod http;

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 
+use crate::node::bugs::{Bug, Bugs};
 use crate::node::wire::{self, HelloStart, Notification};
 
 /// ZooKeeper's default connect timeout (cnxTimeout).
@@ -36,6 +37,8 @@ pub struct WireCounters {
     pub bad_frames: AtomicU64,
     pub bad_notifications: AtomicU64,
     pub connections_accepted: AtomicU64,
+    /// Only the seeded `deaf-on-truncated` bug sets it: no notification is delivered since.
+    pub receiver_dead: AtomicBool,
 }
 
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -44,6 +47,7 @@ pub struct WireCountersSnapshot {
     pub bad_frames: u64,
     pub bad_notifications: u64,
     pub connections_accepted: u64,
+    pub receiver_dead: bool,
 }
 
 impl WireCounters {
@@ -53,6 +57,7 @@ impl WireCounters {
             bad_frames: self.bad_frames.load(Ordering::Relaxed),
             bad_notifications: self.bad_notifications.load(Ordering::Relaxed),
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
+            receiver_dead: self.receiver_dead.load(Ordering::Relaxed),
         }
     }
 }
@@ -106,7 +111,19 @@ impl Peers {
         peers: BTreeMap<u64, String>,
         inbound: mpsc::Sender<(u64, Notification)>,
     ) -> Peers {
+        Peers::start_with(me, listener, peers, inbound, Bugs::none())
+    }
+
+    /// As `start`, with seeded bugs (`blocking-connect`, `deaf-on-truncated`).
+    pub fn start_with(
+        me: Identity,
+        listener: TcpListener,
+        peers: BTreeMap<u64, String>,
+        inbound: mpsc::Sender<(u64, Notification)>,
+        bugs: Bugs,
+    ) -> Peers {
         let counters = Arc::new(WireCounters::default());
+        let dial_lock = Arc::new(tokio::sync::Mutex::new(()));
         let mut links = BTreeMap::new();
         let mut tasks = Vec::new();
         for (sid, addr) in peers {
@@ -125,6 +142,8 @@ impl Peers {
                 dial_now: dial_now.clone(),
                 inbound: inbound.clone(),
                 counters: counters.clone(),
+                bugs,
+                dial_lock: dial_lock.clone(),
             };
             tasks.push(tokio::spawn(task.run()));
             links.insert(
@@ -290,19 +309,32 @@ struct LinkTask {
     dial_now: Arc<Notify>,
     inbound: mpsc::Sender<(u64, Notification)>,
     counters: Arc<WireCounters>,
+    bugs: Bugs,
+    /// Shared by every link; taken only under the seeded `blocking-connect` bug.
+    dial_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl LinkTask {
+    async fn dial(&self) -> io::Result<TcpStream> {
+        if self.bugs.has(Bug::BlockingConnect) {
+            // Seeded ZOOKEEPER-3756: one connect at a time for all peers (a synchronized
+            // connectOne), so a blackholed peer's connect timeout holds every other dial.
+            let _one_at_a_time = self.dial_lock.lock().await;
+            return dial(&self.me, &self.peer_addr).await;
+        }
+        dial(&self.me, &self.peer_addr).await
+    }
+
     async fn run(mut self) {
         let mut backoff = BACKOFF_MIN;
         let mut next: Option<TcpStream> = None;
         loop {
             let stream = match next.take() {
                 Some(s) => Some(s),
-                None if self.me.sid > self.peer => dial(&self.me, &self.peer_addr).await.ok(),
+                None if self.me.sid > self.peer => self.dial().await.ok(),
                 None => {
                     // The larger sid dials; poke it in case it is waiting out a back-off.
-                    if let Ok(s) = dial(&self.me, &self.peer_addr).await {
+                    if let Ok(s) = self.dial().await {
                         drop(s);
                     }
                     tokio::select! {
@@ -335,6 +367,7 @@ impl LinkTask {
         let peer = self.peer;
         let inbound = self.inbound.clone();
         let counters = self.counters.clone();
+        let bugs = self.bugs;
         let reader = async move {
             loop {
                 let len = match rd.read_i32().await {
@@ -354,10 +387,18 @@ impl LinkTask {
                     return;
                 }
                 match wire::decode_notification(&payload) {
+                    Ok(_) if counters.receiver_dead.load(Ordering::Relaxed) => {}
                     Ok(n) => {
                         if inbound.send((peer, n)).await.is_err() {
                             return;
                         }
+                    }
+                    Err(e @ wire::WireError::Truncated(_)) if bugs.has(Bug::DeafOnTruncated) => {
+                        // Seeded ZOOKEEPER-3769: the receiver dies on a partial message and the
+                        // server never hears an election message again.
+                        bump(&counters.bad_notifications);
+                        counters.receiver_dead.store(true, Ordering::Relaxed);
+                        tracing::error!(peer, error = %e, "election receiver died (seeded bug deaf-on-truncated)");
                     }
                     Err(e) => {
                         bump(&counters.bad_notifications);

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
+use crate::node::bugs::Bugs;
 use crate::node::config::Config;
 use crate::node::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
 use crate::node::http::{self, HttpState};
@@ -31,7 +32,8 @@ use crate::node::zab::{self, Store, ZabConfig, ZabProgress};
 pub struct Options {
     pub finalize_wait: Duration,
     pub max_notification_interval: Duration,
-    pub bug_quorum_minority: bool,
+    /// Seeded bugs (`--bug`); none by default.
+    pub bugs: Bugs,
 }
 
 /// A Zab role: `Ok(why it ended)`, or `Err` for a local failure (port, disk) that ends the node.
@@ -77,7 +79,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         election_addr: me.election(),
     };
     let (inbound_tx, mut inbound) = mpsc::channel(256);
-    let peers = Peers::start(
+    let peers = Peers::start_with(
         identity,
         election_listener,
         cfg.servers
@@ -85,6 +87,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             .map(|(sid, a)| (*sid, a.election()))
             .collect(),
         inbound_tx,
+        opts.bugs,
     );
 
     let ecfg = ElectionConfig {
@@ -92,7 +95,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         voters: cfg.servers.keys().copied().collect(),
         finalize_wait: opts.finalize_wait,
         max_notification_interval: opts.max_notification_interval,
-        bug_quorum_minority: opts.bug_quorum_minority,
+        bugs: opts.bugs,
         config_bytes: config_string(&cfg).into_bytes(),
     };
     let quorum = ecfg.quorum();
@@ -103,8 +106,10 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         cfg.init_limit as u32,
         cfg.sync_limit as u32,
     );
-    // The seeded bug shrinks Zab's quorum too, so a minority can commit as well as elect.
+    // The seeded quorum-minority bug shrinks Zab's quorum too, so a minority can commit as
+    // well as elect.
     zab_cfg.quorum = quorum;
+    zab_cfg.bugs = opts.bugs;
     let mut election = Election::new(ecfg, Instant::now().into_std());
 
     let (status_tx, status_rx) = watch::channel(initial);
@@ -127,6 +132,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     };
     let sync_mode = Arc::new(Mutex::new(None));
     let http_state = HttpState {
+        bugs: opts.bugs,
         sync_mode: sync_mode.clone(),
         store: store.clone(),
         writes: writes.clone(),
@@ -346,6 +352,8 @@ impl Shell {
             peer_epoch: d.vote.peer_epoch,
             votes: d.votes.clone(),
             took_ms,
+            received: d.received.clone(),
+            joined: d.joined,
         };
         self.status.send_modify(|s| {
             s.state = d.state;

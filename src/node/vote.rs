@@ -3,6 +3,8 @@
 //! The order is lexicographic on (peerEpoch, zxid, sid): a newer epoch wins first, then the
 //! longer log, then the larger server id. The seed's four PK rules are the (zxid, sid) part.
 
+use crate::node::bugs::{Bug, Bugs};
+
 /// A proposal for a leader: who, with what last zxid, in which epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Vote {
@@ -25,6 +27,18 @@ impl Vote {
         // Tuple order is exactly ZooKeeper's predicate; ZOOKEEPER-1419 came from hand-writing it.
         (self.peer_epoch, self.zxid, self.leader)
             > (current.peer_epoch, current.zxid, current.leader)
+    }
+
+    /// `beats`, unless the seeded `vote-order-not-total` bug is on.
+    pub fn beats_under(&self, current: &Vote, bugs: Bugs) -> bool {
+        if bugs.has(Bug::VoteOrderNotTotal) {
+            // ZOOKEEPER-1419: the sid clause forgot `newEpoch == curEpoch`, so a larger sid with
+            // the same zxid beats a vote of a NEWER epoch, and that vote beats it back.
+            return self.peer_epoch > current.peer_epoch
+                || (self.peer_epoch == current.peer_epoch && self.zxid > current.zxid)
+                || (self.zxid == current.zxid && self.leader > current.leader);
+        }
+        self.beats(current)
     }
 }
 
@@ -64,6 +78,22 @@ mod tests {
         let longer_log = Vote::new(5, 0xffff_ffff, 2);
         assert!(newer_epoch.beats(&longer_log));
         assert!(!longer_log.beats(&newer_epoch));
+    }
+
+    /// ZOOKEEPER-1419's predicate: equal zxid, different peerEpoch, and each vote beats the
+    /// other; the correct order picks the newer epoch only.
+    #[test]
+    fn seeded_vote_order_not_total_makes_two_votes_beat_each_other() {
+        let bug = Bugs::of(&[Bug::VoteOrderNotTotal]);
+        let newer_epoch = Vote::new(1, 7, 2);
+        let larger_sid = Vote::new(3, 7, 1);
+        assert!(newer_epoch.beats_under(&larger_sid, bug));
+        assert!(larger_sid.beats_under(&newer_epoch, bug), "the cycle");
+        assert!(newer_epoch.beats_under(&larger_sid, Bugs::none()));
+        assert!(!larger_sid.beats_under(&newer_epoch, Bugs::none()));
+        // Where epochs or zxids settle it, the bug agrees with the correct order.
+        assert!(!v(1, 0).beats_under(&v(2, 0), bug));
+        assert!(Vote::new(1, 9, 1).beats_under(&Vote::new(3, 7, 1), bug));
     }
 
     fn any_vote() -> impl Strategy<Value = Vote> {

@@ -360,6 +360,8 @@ impl Sim {
                 peer_epoch: self.epoch,
                 votes,
                 took_ms: 212,
+                received: Vec::new(),
+                joined: false,
             }),
         };
         self.emit(

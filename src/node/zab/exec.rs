@@ -27,21 +27,33 @@ pub(crate) async fn execute(
 ) -> anyhow::Result<Executed> {
     let mut ex = Executed::default();
     let mut sync_due = false;
+    // Txns appended and not yet fsynced: an ACK or an epoch write now breaks the order
+    // `actions.rs` promises (only a seeded bug does that); counted for `/status`.
+    let mut unsynced = false;
     let mut deferred: Vec<(u64, Msg)> = Vec::new();
     for o in outputs {
         match o {
             Output::Send(to, m) if sync_due => deferred.push((to, m)),
-            Output::Send(to, m) => send(to, m),
+            Output::Send(to, m) => {
+                if unsynced && matches!(m, Msg::Ack { .. }) {
+                    lock(store).order_counters_mut().acks_before_fsync += 1;
+                }
+                send(to, m)
+            }
             Output::Persist(op) => match op {
                 PersistOp::AcceptedEpoch(e) | PersistOp::CurrentEpoch(e) => {
                     if sync_due {
                         fsync(store).await?;
                         sync_due = false;
+                        unsynced = false;
                         for (to, m) in deferred.drain(..) {
                             send(to, m);
                         }
                     }
                     let accepted = matches!(op, PersistOp::AcceptedEpoch(_));
+                    if unsynced && !accepted {
+                        lock(store).order_counters_mut().epochs_before_fsync += 1;
+                    }
                     let s = store.clone();
                     tokio::task::spawn_blocking(move || {
                         let mut s = lock(&s);
@@ -53,10 +65,13 @@ pub(crate) async fn execute(
                     })
                     .await??;
                 }
-                PersistOp::Append(txns) => lock(store)
-                    .log_mut()
-                    .append(&txns)
-                    .context("appending to the txnlog")?,
+                PersistOp::Append(txns) => {
+                    unsynced |= !txns.is_empty();
+                    lock(store)
+                        .log_mut()
+                        .append(&txns)
+                        .context("appending to the txnlog")?
+                }
                 PersistOp::Commit(z) => lock(store)
                     .log_mut()
                     .commit(z)
@@ -145,5 +160,37 @@ mod tests {
         );
         assert_eq!(ex.self_acks, vec![7]);
         assert_eq!(lock(&store).current_epoch(), 2);
+        assert_eq!(lock(&store).order_counters(), Default::default());
+    }
+
+    /// The seeded ack-before-fsync / epoch-before-txns orders go out as given and are counted.
+    #[tokio::test]
+    async fn an_ack_or_epoch_before_the_fsync_is_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open_shared(d.path()).unwrap();
+        lock(&store).set_accepted_epoch(2).unwrap();
+        let append = |zxid| {
+            Output::Persist(PersistOp::Append(vec![Txn {
+                zxid,
+                value: json!("x"),
+            }]))
+        };
+        let outputs = vec![
+            append(7),
+            Output::Persist(PersistOp::CurrentEpoch(2)),
+            Output::Send(1, Msg::Ack { zxid: 7 }),
+            Output::Sync { self_ack: None },
+            append(8),
+            Output::Send(1, Msg::Ack { zxid: 8 }),
+            Output::Sync { self_ack: None },
+        ];
+        let mut sent = Vec::new();
+        execute(&store, outputs, &mut |_, m| sent.push(m))
+            .await
+            .unwrap();
+        assert_eq!(sent, vec![Msg::Ack { zxid: 7 }, Msg::Ack { zxid: 8 }]);
+        // ACK 7 left at once; ACK 8 came after a Sync, so it waited for the fsync as promised.
+        let c = lock(&store).order_counters();
+        assert_eq!((c.acks_before_fsync, c.epochs_before_fsync), (1, 1));
     }
 }

@@ -3,13 +3,14 @@
 //! error); the caller goes back to LOOKING.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
+use crate::node::bugs::Bug;
 use crate::node::zab::conn::{spawn_conn, ConnEvent};
 use crate::node::zab::exec::execute;
 use crate::node::zab::follower::{Follower, FollowerConfig};
@@ -47,6 +48,7 @@ pub async fn follow(
                 leader: leader_sid,
                 init_limit_beats: 2 * cfg.init_limit as u64,
                 sync_limit_beats: 2 * cfg.sync_limit as u64,
+                bugs: cfg.bugs,
             },
             s.accepted_epoch(),
             s.current_epoch(),
@@ -58,6 +60,8 @@ pub async fn follow(
     beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     beat.tick().await;
     let mut outputs = sm.start();
+    // Only the seeded wall-clock-timeouts bug reads it.
+    let mut heard_at_wall = SystemTime::now();
     let ended = loop {
         let mut end = None;
         let mut send = |_: u64, m| {
@@ -76,7 +80,10 @@ pub async fn follow(
                 let mut ev = ev;
                 while let Some(e) = ev {
                     match e {
-                        ConnEvent::Frame(_, m) => outputs.extend(sm.step(m)),
+                        ConnEvent::Frame(_, m) => {
+                            heard_at_wall = SystemTime::now();
+                            outputs.extend(sm.step(m))
+                        }
                         ConnEvent::Closed(_, why) => {
                             end = Some(format!("connection to leader {leader_sid} ended: {why}"));
                             break;
@@ -85,7 +92,20 @@ pub async fn follow(
                     ev = ev_rx.try_recv().ok();
                 }
             }
-            _ = beat.tick() => outputs.extend(sm.tick()),
+            _ = beat.tick() => {
+                outputs.extend(sm.tick());
+                if cfg.bugs.has(Bug::WallClockTimeouts) {
+                    // Seeded ZOOKEEPER-1366: the leader's silence timed on the wall clock, so a
+                    // clock step forward looks like a silent leader (and a step back hides one).
+                    let limit = cfg.tick * cfg.sync_limit;
+                    let silent = SystemTime::now().duration_since(heard_at_wall).unwrap_or_default();
+                    if silent > limit {
+                        end = Some(format!(
+                            "leader {leader_sid} silent for {silent:?} by the wall clock (limit {limit:?})"
+                        ));
+                    }
+                }
+            }
         }
         if let Some(why) = end {
             // Persist what arrived before the close (e.g. a COMMIT), then stop.

@@ -5,6 +5,7 @@
 //! (ZOOKEEPER-3911/4785). Any message out of place ends the role: better LOOKING than a wrong log.
 
 use crate::api::{epoch_of, ZabPhase};
+use crate::node::bugs::{Bug, Bugs};
 use crate::node::txnlog::Txn;
 use crate::node::zab::actions::{Output, PersistOp, SyncMode};
 use crate::node::zab::leader::short_name;
@@ -18,6 +19,8 @@ pub struct FollowerConfig {
     pub init_limit_beats: u64,
     /// Leader silence tolerated in broadcast, in beats.
     pub sync_limit_beats: u64,
+    /// Seeded bugs (none by default); see `node::bugs`.
+    pub bugs: Bugs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,11 +178,18 @@ impl Follower {
                 self.committed = self.committed.min(new_last);
                 self.last_zxid = new_last;
                 let epoch = epoch_of(zxid);
-                // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
-                out.push(Output::Sync { self_ack: None });
-                out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+                if self.cfg.bugs.has(Bug::EpochBeforeTxns) {
+                    // Seeded ZOOKEEPER-4785: the epoch and the ACK before the txns are durable.
+                    out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+                    out.push(self.send(Msg::Ack { zxid }));
+                    out.push(Output::Sync { self_ack: None });
+                } else {
+                    // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
+                    out.push(Output::Sync { self_ack: None });
+                    out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+                    out.push(self.send(Msg::Ack { zxid }));
+                }
                 self.current_epoch = epoch;
-                out.push(self.send(Msg::Ack { zxid }));
                 self.synced_by = Some(mode);
                 self.phase = Phase::AwaitUpToDate;
             }
@@ -199,8 +209,14 @@ impl Follower {
                     zxid,
                     value,
                 }])));
-                out.push(Output::Sync { self_ack: None });
-                out.push(self.send(Msg::Ack { zxid }));
+                if self.cfg.bugs.has(Bug::AckBeforeFsync) {
+                    // Seeded ZOOKEEPER-3911: the ACK leaves before the fsync it claims.
+                    out.push(self.send(Msg::Ack { zxid }));
+                    out.push(Output::Sync { self_ack: None });
+                } else {
+                    out.push(Output::Sync { self_ack: None });
+                    out.push(self.send(Msg::Ack { zxid }));
+                }
             }
             (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Commit { zxid }) => {
                 self.commit(zxid, &mut out);

@@ -92,6 +92,7 @@ async fn run(
                 init_limit_beats: 2 * cfg.init_limit as u64,
                 sync_limit_beats: 2 * cfg.sync_limit as u64,
                 snap_threshold: cfg.snap_threshold,
+                bugs: cfg.bugs,
             },
             s.accepted_epoch(),
             s.current_epoch(),

@@ -11,7 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{counter_of, epoch_of, make_zxid, ZabPhase};
+use crate::node::bugs::{Bug, Bugs};
 use crate::node::txnlog::Txn;
+use crate::node::zab::actions::SyncMode;
 use crate::node::zab::actions::{Output, PersistOp};
 use crate::node::zab::messages::{Msg, REPEATED_EPOCH};
 use crate::node::zab::plan::plan_sync;
@@ -33,6 +35,8 @@ pub struct LeaderConfig {
     pub sync_limit_beats: u64,
     /// Above this many txns to send, SNAP instead of DIFF.
     pub snap_threshold: usize,
+    /// Seeded bugs (none by default); see `node::bugs`.
+    pub bugs: Bugs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,15 +457,24 @@ impl Leader {
         let Some(p) = self.peers.get_mut(&sid) else {
             return;
         };
-        let plan = plan_sync(&self.history, p.last_zxid, self.cfg.snap_threshold);
+        let mut plan = plan_sync(&self.history, p.last_zxid, self.cfg.snap_threshold);
+        if self.cfg.bugs.has(Bug::DiffWithoutTrunc)
+            && plan.mode == SyncMode::Trunc
+            && plan.send_from < self.history.len()
+        {
+            // Seeded ZOOKEEPER-1154/1156: the follower's last txn lies between two of ours (a
+            // proposal of an old epoch no quorum took); DIFF from there keeps it in its log.
+            plan.mode = SyncMode::Diff;
+            plan.trunc_to = 0;
+        }
         out.push(Output::Send(
             sid,
             match plan.mode {
-                crate::node::zab::actions::SyncMode::Diff => Msg::Diff { last_zxid: last },
-                crate::node::zab::actions::SyncMode::Trunc => Msg::Trunc {
+                SyncMode::Diff => Msg::Diff { last_zxid: last },
+                SyncMode::Trunc => Msg::Trunc {
                     zxid: plan.trunc_to,
                 },
-                crate::node::zab::actions::SyncMode::Snap => Msg::Snap { last_zxid: last },
+                SyncMode::Snap => Msg::Snap { last_zxid: last },
             },
         ));
         for t in &self.history[plan.send_from..] {
@@ -513,11 +526,16 @@ impl Leader {
                     .map(|p| p.acked),
             )
             .collect();
-        if acks.len() < self.cfg.quorum || self.cfg.quorum == 0 {
+        let mut need = self.cfg.quorum;
+        if self.cfg.bugs.has(Bug::CommitQuorumMinority) {
+            // Seeded bug: commit with one ACK too few (the leader's own, alone, of three).
+            need = need.saturating_sub(1).max(1);
+        }
+        if acks.len() < need || need == 0 {
             return;
         }
         acks.sort_unstable_by(|a, b| b.cmp(a));
-        let upto = acks[self.cfg.quorum - 1].min(self.last_zxid());
+        let upto = acks[need - 1].min(self.last_zxid());
         if upto <= self.committed {
             return;
         }

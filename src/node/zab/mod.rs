@@ -53,6 +53,8 @@ pub struct ZabConfig {
     pub write_timeout: Duration,
     /// A follower missing more txns than this gets SNAP instead of DIFF.
     pub snap_threshold: usize,
+    /// Seeded bugs (none by default); see `node::bugs`.
+    pub bugs: crate::node::bugs::Bugs,
 }
 
 impl ZabConfig {
@@ -74,6 +76,7 @@ impl ZabConfig {
             quorum,
             write_timeout: tick * sync_limit * 2,
             snap_threshold: 10_000,
+            bugs: crate::node::bugs::Bugs::none(),
         }
     }
 

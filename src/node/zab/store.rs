@@ -30,6 +30,17 @@ pub struct Store {
     accepted_epoch: u64,
     current_epoch: u64,
     log: TxnLog,
+    order: OrderCounters,
+}
+
+/// Durability-order slips seen by the Zab executor since start: always 0 on a correct server;
+/// a seeded bug (`ack-before-fsync`, `epoch-before-txns`) shows here in `/status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OrderCounters {
+    /// ACKs sent while txns they cover were written but not yet fsynced.
+    pub acks_before_fsync: u64,
+    /// currentEpoch writes made while logged txns were not yet fsynced.
+    pub epochs_before_fsync: u64,
 }
 
 impl Store {
@@ -54,6 +65,7 @@ impl Store {
             accepted_epoch,
             current_epoch,
             log,
+            order: OrderCounters::default(),
         };
         Ok((store, repair))
     }
@@ -119,6 +131,14 @@ impl Store {
 
     pub fn log_mut(&mut self) -> &mut TxnLog {
         &mut self.log
+    }
+
+    pub fn order_counters(&self) -> OrderCounters {
+        self.order
+    }
+
+    pub fn order_counters_mut(&mut self) -> &mut OrderCounters {
+        &mut self.order
     }
 
     /// Durably records acceptedEpoch (before the server acts on it).

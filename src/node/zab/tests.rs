@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use crate::api::{make_zxid as z, ZabPhase};
+use crate::node::bugs::Bugs;
 use crate::node::txnlog::Txn;
 use crate::node::zab::actions::{Output, PersistOp, SyncMode};
 use crate::node::zab::follower::{Follower, FollowerConfig};
@@ -26,6 +27,7 @@ fn leader(quorum: usize, accepted: u64, current: u64, hist: &[u64], committed: u
             init_limit_beats: 10,
             sync_limit_beats: 4,
             snap_threshold: 100,
+            bugs: Bugs::none(),
         },
         accepted,
         current,
@@ -338,6 +340,7 @@ fn follower(accepted: u64, current: u64, last: u64) -> Follower {
             leader: 1,
             init_limit_beats: 10,
             sync_limit_beats: 4,
+            bugs: Bugs::none(),
         },
         accepted,
         current,

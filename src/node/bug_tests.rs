@@ -1,0 +1,406 @@
+//! Table tests of each seeded bug's mechanism inside the pure state machines (election, Zab
+//! leader and follower): the same messages with and without the bug, and what changes.
+//! The real-process side of each bug is in tests/node_bugs.rs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::api::{make_zxid as z, ReceivedVote, ServerState};
+use crate::node::bugs::{Bug, Bugs};
+use crate::node::election::{Election, ElectionConfig, Output};
+use crate::node::txnlog::Txn;
+use crate::node::wire::Notification;
+use crate::node::zab::actions::{Output as ZabOut, PersistOp};
+use crate::node::zab::follower::{Follower, FollowerConfig};
+use crate::node::zab::leader::{Leader, LeaderConfig};
+use crate::node::zab::messages::Msg;
+
+use ServerState::*;
+
+const FW: Duration = Duration::from_millis(200);
+
+fn election(sid: u64, n: u64, bugs: Bugs) -> Election {
+    Election::new(
+        ElectionConfig {
+            sid,
+            voters: (1..=n).collect(),
+            finalize_wait: FW,
+            max_notification_interval: Duration::from_secs(60),
+            bugs,
+            config_bytes: Vec::new(),
+        },
+        Instant::now(),
+    )
+}
+
+fn note(state: ServerState, leader: u64, zxid: u64, round: u64, epoch: u64) -> Notification {
+    Notification {
+        state,
+        leader,
+        zxid,
+        election_epoch: round,
+        peer_epoch: epoch,
+        version: 2,
+        config: Vec::new(),
+    }
+}
+
+fn decided(out: &[Output]) -> Option<&crate::node::election::Decision> {
+    out.iter().find_map(|o| match o {
+        Output::Decided(d) => Some(d),
+        _ => None,
+    })
+}
+
+fn both(bug: Bug) -> [(Bugs, bool); 2] {
+    [(Bugs::none(), false), (Bugs::of(&[bug]), true)]
+}
+
+/// ZOOKEEPER-1419 on a network of two live servers of three (FIFO, no loss): equal zxids,
+/// n1 of a newer epoch. Correct: n1 wins. Bug: each adopts the other's vote for ever.
+#[test]
+fn vote_order_not_total_makes_votes_cycle() {
+    for (bugs, buggy) in both(Bug::VoteOrderNotTotal) {
+        let t = Instant::now();
+        let mut nodes: BTreeMap<u64, Election> =
+            [1, 3].iter().map(|&s| (s, election(s, 3, bugs))).collect();
+        let mut queue = std::collections::VecDeque::new();
+        let mut decisions = BTreeMap::new();
+        let mut proposals_of_1 = Vec::new();
+        for (sid, epoch) in [(1, 2), (3, 1)] {
+            let out = nodes
+                .get_mut(&sid)
+                .unwrap()
+                .start_looking(t, z(1, 5), epoch);
+            queue.extend(out.into_iter().map(|o| (sid, o)));
+        }
+        let mut now = t;
+        for _ in 0..300 {
+            while let Some((from, o)) = queue.pop_front() {
+                match o {
+                    Output::Send { to, notification } if nodes.contains_key(&to) => {
+                        let out = nodes.get_mut(&to).unwrap().step(now, from, notification);
+                        if to == 1 {
+                            proposals_of_1.push(nodes[&1].proposal().leader);
+                        }
+                        queue.extend(out.into_iter().map(|o| (to, o)));
+                    }
+                    Output::Decided(d) => {
+                        decisions.insert(from, d);
+                    }
+                    _ => {}
+                }
+                if proposals_of_1.len() > 1000 {
+                    break;
+                }
+            }
+            now += Duration::from_millis(10);
+            for (sid, e) in nodes.iter_mut() {
+                queue.extend(e.tick(now).into_iter().map(|o| (*sid, o)));
+            }
+        }
+        if buggy {
+            assert!(decisions.is_empty(), "{decisions:?}");
+            let flips = proposals_of_1.windows(2).filter(|w| w[0] != w[1]).count();
+            assert!(flips > 10, "n1's proposal flips back and forth: {flips}");
+        } else {
+            assert_eq!(decisions[&1].state, Leading);
+            assert_eq!(decisions[&3].vote.leader, 1);
+        }
+    }
+}
+
+/// ZOOKEEPER-1514: FOLLOWING notices naming me, from a round older than mine.
+#[test]
+fn follow_older_round_leads_on_stale_notices() {
+    for (bugs, buggy) in both(Bug::FollowOlderRound) {
+        let t = Instant::now();
+        let mut e = election(1, 3, bugs);
+        e.start_looking(t, 0, 0);
+        e.start_looking(t, 0, 0); // round 2
+        e.step(t, 2, note(Following, 1, 0, 1, 0));
+        let out = e.step(t, 3, note(Following, 1, 0, 1, 0));
+        if buggy {
+            assert_eq!(e.state(), Leading);
+            assert!(decided(&out).is_some_and(|d| d.joined));
+        } else {
+            assert_eq!(e.state(), Looking, "{out:?}");
+        }
+    }
+}
+
+/// ZOOKEEPER-975: one LEADING notice, nobody following it.
+#[test]
+fn follow_single_leading_joins_without_a_quorum() {
+    for (bugs, buggy) in both(Bug::FollowSingleLeading) {
+        let t = Instant::now();
+        let mut e = election(1, 5, bugs);
+        e.start_looking(t, 0, 0);
+        e.step(t, 4, note(Leading, 4, 0, 9, 0));
+        let want = if buggy {
+            (Following, Some(4))
+        } else {
+            (Looking, None)
+        };
+        assert_eq!((e.state(), e.leader()), want);
+    }
+}
+
+/// ZOOKEEPER-1732: a leader and its follower report different rounds (the follower joined
+/// later); the correct server joins them on (leader, peerEpoch), the buggy one never does.
+#[test]
+fn out_of_election_wrong_fields_cannot_join() {
+    for (bugs, buggy) in both(Bug::OutOfElectionWrongFields) {
+        let t = Instant::now();
+        let mut e = election(1, 3, bugs);
+        e.start_looking(t, 0, 0);
+        e.step(t, 2, note(Leading, 2, z(1, 3), 5, 1));
+        e.step(t, 3, note(Following, 2, z(1, 3), 4, 1));
+        let want = if buggy {
+            (Looking, None)
+        } else {
+            (Following, Some(2))
+        };
+        assert_eq!((e.state(), e.leader()), want);
+    }
+}
+
+/// The decision lists every vote heard in the deciding round, losing and superseded ones and
+/// my own proposals included; votes of an earlier round are not in it.
+#[test]
+fn a_decision_reports_every_vote_heard_in_its_round() {
+    let t = Instant::now();
+    let mut e = election(2, 3, Bugs::none());
+    e.start_looking(t, z(1, 5), 1);
+    e.step(t, 1, note(Looking, 1, z(1, 4), 1, 1)); // round 1: forgotten at the round change
+    e.step(t, 1, note(Looking, 1, z(1, 4), 2, 1)); // round 2, worse than my initial vote
+    e.step(t, 3, note(Looking, 3, z(1, 6), 2, 1)); // better: adopted
+    e.step(t, 1, note(Looking, 3, z(1, 6), 2, 1)); // 1 comes round to 3 (while I finalize)
+    let out = e.tick(t + FW);
+    let d = decided(&out).expect("decided");
+    assert_eq!(
+        (d.state, d.vote.leader, d.round, d.joined),
+        (Following, 3, 2, false)
+    );
+    let heard: Vec<(u64, u64, u64)> = d
+        .received
+        .iter()
+        .map(|r: &ReceivedVote| (r.sid, r.leader, r.zxid))
+        .collect();
+    assert_eq!(
+        heard,
+        vec![
+            (2, 2, z(1, 5)),
+            (1, 1, z(1, 4)),
+            (2, 3, z(1, 6)),
+            (3, 3, z(1, 6)),
+            (1, 3, z(1, 6)),
+        ]
+    );
+    assert!(d
+        .received
+        .iter()
+        .all(|r| r.round == 2 && r.state == Looking));
+    // The counted votes stay those that agree with the decision (1's came while finalizing).
+    assert_eq!(
+        d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+}
+
+/// A join through outofelection is marked as such, with the notices heard.
+#[test]
+fn a_join_is_reported_as_joined() {
+    let t = Instant::now();
+    let mut e = election(3, 3, Bugs::none());
+    e.start_looking(t, z(1, 9), 1);
+    e.step(t, 1, note(Following, 2, z(1, 2), 4, 1));
+    let out = e.step(t, 2, note(Leading, 2, z(1, 2), 4, 1));
+    let d = decided(&out).expect("joined");
+    assert!(d.joined);
+    assert_eq!(d.received.len(), 3, "{:?}", d.received);
+}
+
+fn leader(bugs: Bugs, hist: &[u64]) -> Leader {
+    Leader::new(
+        LeaderConfig {
+            sid: 1,
+            quorum: 2,
+            init_limit_beats: 10,
+            sync_limit_beats: 4,
+            snap_threshold: 100,
+            bugs,
+        },
+        2,
+        2,
+        hist.iter()
+            .map(|&zxid| Txn {
+                zxid,
+                value: json!(zxid),
+            })
+            .collect(),
+        0,
+    )
+}
+
+/// Leader 1 of three (quorum 2), follower 2 synced, in broadcast of epoch 3.
+fn leader_in_broadcast(bugs: Bugs) -> Leader {
+    let mut l = leader(bugs, &[]);
+    l.start();
+    l.step(
+        2,
+        Msg::FollowerInfo {
+            sid: 2,
+            accepted_epoch: 2,
+            last_zxid: 0,
+        },
+    );
+    l.step(
+        2,
+        Msg::AckEpoch {
+            current_epoch: 2,
+            last_zxid: 0,
+        },
+    );
+    l.step(2, Msg::Ack { zxid: z(3, 0) });
+    assert_eq!(l.phase(), crate::api::ZabPhase::Broadcast);
+    l
+}
+
+/// Commit quorum off by one: the leader's own fsync alone commits a write.
+#[test]
+fn commit_quorum_minority_commits_on_the_leaders_own_ack() {
+    for (bugs, buggy) in both(Bug::CommitQuorumMinority) {
+        let mut l = leader_in_broadcast(bugs);
+        let (zxids, _) = l.propose(vec![json!("a")]).unwrap();
+        let out = l.self_durable(zxids[0]);
+        assert_eq!(out.contains(&ZabOut::Committed(zxids[0])), buggy, "{out:?}");
+        assert_eq!(l.committed() == zxids[0], buggy);
+    }
+}
+
+/// ZOOKEEPER-1154: the follower's last txn (1,3) is a proposal the new leader never had,
+/// between its (1,2) and (2,1): TRUNC to (1,2) then (2,1); the bug DIFFs and keeps (1,3).
+#[test]
+fn diff_without_trunc_keeps_a_diverged_txn() {
+    for (bugs, buggy) in both(Bug::DiffWithoutTrunc) {
+        let mut l = leader(bugs, &[z(1, 1), z(1, 2), z(2, 1)]);
+        l.start();
+        l.step(
+            2,
+            Msg::FollowerInfo {
+                sid: 2,
+                accepted_epoch: 1,
+                last_zxid: z(1, 3),
+            },
+        );
+        let out = l.step(
+            2,
+            Msg::AckEpoch {
+                current_epoch: 1,
+                last_zxid: z(1, 3),
+            },
+        );
+        let sync = out.iter().find_map(|o| match o {
+            ZabOut::Send(2, m @ (Msg::Diff { .. } | Msg::Trunc { .. } | Msg::Snap { .. })) => {
+                Some(m.clone())
+            }
+            _ => None,
+        });
+        let want = if buggy {
+            Msg::Diff { last_zxid: z(2, 1) }
+        } else {
+            Msg::Trunc { zxid: z(1, 2) }
+        };
+        assert_eq!(sync, Some(want));
+        // The follower applies what it was sent: the bug leaves (1,3) in its log.
+        let mut f = follower(Bugs::none(), 1, 1, z(1, 3));
+        f.start();
+        f.step(Msg::LeaderInfo { epoch: 3 });
+        let mut applied = Vec::new();
+        for o in out {
+            if let ZabOut::Send(2, m) = o {
+                applied.extend(f.step(m));
+            }
+        }
+        let truncated = applied.contains(&ZabOut::Persist(PersistOp::Truncate(z(1, 2))));
+        assert_eq!(truncated, !buggy, "{applied:?}");
+    }
+}
+
+fn follower(bugs: Bugs, accepted: u64, current: u64, last: u64) -> Follower {
+    Follower::new(
+        FollowerConfig {
+            sid: 2,
+            leader: 1,
+            init_limit_beats: 10,
+            sync_limit_beats: 4,
+            bugs,
+        },
+        accepted,
+        current,
+        last,
+        0,
+    )
+}
+
+/// A follower in broadcast of epoch 3 (synced by an empty DIFF).
+fn follower_in_broadcast(bugs: Bugs) -> Follower {
+    let mut f = follower(bugs, 2, 2, 0);
+    f.start();
+    f.step(Msg::LeaderInfo { epoch: 3 });
+    f.step(Msg::Diff { last_zxid: 0 });
+    f.step(Msg::NewLeader { zxid: z(3, 0) });
+    f.step(Msg::UpToDate { committed_zxid: 0 });
+    f
+}
+
+/// Where the ACK sits relative to the fsync in a follower's outputs.
+fn ack_before_sync(out: &[ZabOut]) -> bool {
+    let ack = out
+        .iter()
+        .position(|o| matches!(o, ZabOut::Send(_, Msg::Ack { .. })));
+    let sync = out.iter().position(|o| matches!(o, ZabOut::Sync { .. }));
+    ack.unwrap() < sync.unwrap()
+}
+
+/// ZOOKEEPER-3911: the proposal's ACK is placed before its fsync.
+#[test]
+fn ack_before_fsync_acks_a_proposal_before_its_fsync() {
+    for (bugs, buggy) in both(Bug::AckBeforeFsync) {
+        let mut f = follower_in_broadcast(bugs);
+        let out = f.step(Msg::Proposal {
+            zxid: z(3, 1),
+            value: json!("a"),
+        });
+        assert_eq!(ack_before_sync(&out), buggy, "{out:?}");
+    }
+}
+
+/// ZOOKEEPER-4785: at NEWLEADER, currentEpoch and the ACK come before the synced txns' fsync.
+#[test]
+fn epoch_before_txns_writes_the_epoch_before_the_txns_are_durable() {
+    for (bugs, buggy) in both(Bug::EpochBeforeTxns) {
+        let mut f = follower(bugs, 2, 2, z(2, 1));
+        f.start();
+        f.step(Msg::LeaderInfo { epoch: 3 });
+        f.step(Msg::Diff { last_zxid: z(2, 2) });
+        f.step(Msg::Txn {
+            zxid: z(2, 2),
+            value: json!("b"),
+        });
+        let out = f.step(Msg::NewLeader { zxid: z(3, 0) });
+        let epoch = out
+            .iter()
+            .position(|o| matches!(o, ZabOut::Persist(PersistOp::CurrentEpoch(3))))
+            .unwrap();
+        let sync = out
+            .iter()
+            .position(|o| matches!(o, ZabOut::Sync { .. }))
+            .unwrap();
+        assert_eq!(epoch < sync, buggy, "{out:?}");
+        assert_eq!(ack_before_sync(&out), buggy, "{out:?}");
+    }
+}
