@@ -126,8 +126,69 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
     }
+    let story = narrative(&v);
+    let mut f = Finding::judge(violations, gaps, ok);
+    f.explanation = format!("{} {story}", f.explanation).trim().to_string();
     let m = measurements(v, bound_ms);
-    Finding::judge(violations, gaps, ok).with_measurements(m)
+    f.with_measurements(m)
+}
+
+/// Leaderless windows and leader overlaps in words: valid, as in ZooKeeper, but a reader must
+/// see them (the first few of each, with totals).
+fn narrative(v: &Finished) -> String {
+    const SHOWN: usize = 3;
+    let mut out = Vec::new();
+    if v.windows.is_empty() {
+        out.push("There was no leaderless window.".to_string());
+    } else {
+        let total: u64 = v.windows.iter().map(|w| w.ms).sum();
+        let listed: Vec<String> = v
+            .windows
+            .iter()
+            .take(SHOWN)
+            .map(|w| {
+                let open = if w.open_at_end {
+                    ", still open at the end"
+                } else {
+                    ""
+                };
+                format!("{} ms from {}{open}", w.ms, secs(w.start_ns))
+            })
+            .collect();
+        out.push(format!(
+            "{} leaderless window(s) (no quorum-backed leader), {total} ms in all: {}{}.",
+            v.windows.len(),
+            listed.join(", "),
+            if v.windows.len() > SHOWN { ", ..." } else { "" }
+        ));
+    }
+    if !v.overlaps.is_empty() {
+        let listed: Vec<String> = v
+            .overlaps
+            .iter()
+            .take(SHOWN)
+            .map(|o| {
+                let who: Vec<String> = o
+                    .leaders
+                    .iter()
+                    .map(|c| format!("{} (epoch {})", c.node, c.epoch))
+                    .collect();
+                format!(
+                    "{} for {} ms from {}",
+                    who.join(" and "),
+                    o.ms,
+                    secs(o.start_ns)
+                )
+            })
+            .collect();
+        out.push(format!(
+            "{} leader overlap(s), where a stale leader still claimed to lead beside another (valid in ZooKeeper until the stale one notices it lost its quorum): {}{}.",
+            v.overlaps.len(),
+            listed.join("; "),
+            if v.overlaps.len() > SHOWN { "; ..." } else { "" }
+        ));
+    }
+    out.join(" ")
 }
 
 impl From<RecoveryMeasurements> for super::Measurements {
