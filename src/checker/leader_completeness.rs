@@ -128,8 +128,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         let won = d
             .elections
             .iter()
-            .filter(|el| el.node == first.node && el.pos <= first.pos)
-            .next_back()
+            .rfind(|el| el.node == first.node && el.pos <= first.pos)
             .filter(|el| Some(el.summary.leader) == sid);
         if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
             violations.push((
