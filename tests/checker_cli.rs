@@ -163,3 +163,27 @@ fn bad_input_exits_254_naming_it() {
     ]);
     assert_eq!(out.status.code(), Some(254));
 }
+
+#[path = "history_support/mod.rs"]
+mod history_support;
+
+#[test]
+fn damaged_histories_exit_254_naming_file_line_and_column() {
+    for case in history_support::damaged_runs() {
+        let (code, err) = history_support::run(&["check"], &case);
+        assert_eq!(code, Some(case.expect_check), "{}: {err}", case.name);
+        if case.expect_check == 254 {
+            assert!(
+                err.contains("history.jsonl: line ") && err.contains(", column "),
+                "{}: {err}",
+                case.name
+            );
+            assert_eq!(
+                err.trim().lines().count(),
+                1,
+                "{}: one line: {err}",
+                case.name
+            );
+        }
+    }
+}

@@ -194,8 +194,8 @@ fn correct_clusters_sampled_late_are_never_invalid() {
                     c.explanation
                 );
             }
-            if c.name == "epoch-monotonic" {
-                leaderships += c.measurements["new_leaderships"].as_u64().unwrap();
+            if let fle_chaos::checker::Measurements::EpochMonotonic(m) = &c.measurements {
+                leaderships += m.new_leaderships;
             }
         }
     }

@@ -66,24 +66,22 @@ fn reads<'a>(
     })
 }
 
-/// The first time in [from, to) when a quorum (2 of 3) follows or is one leader other than
-/// `not`, and that leader's sid.
+/// The first time in [from, to) when a quorum-backed leader (`history::view`'s definition,
+/// reads taken from `from` on) other than `not` exists, and that leader's sid.
 fn new_quorum_leader(h: &[Event], not: &str, from: u64, to: u64) -> Option<(u64, u64)> {
-    let mut latest: std::collections::BTreeMap<String, NodeStatus> = Default::default();
-    for e in h.iter().filter(|e| e.time >= from && e.time < to) {
-        let Some(s) = status(e) else { continue };
-        latest.insert(e.node.clone().unwrap(), s);
-        for l in latest.values().filter(|s| s.state == ServerState::Leading) {
-            if fle_chaos::history::node_name(l.sid) == not {
-                continue;
-            }
-            let backers = latest
-                .values()
-                .filter(|s| {
-                    s.sid == l.sid || (s.state == ServerState::Following && s.leader == Some(l.sid))
-                })
-                .count();
-            if backers >= 2 {
+    let nodes: Vec<String> = (1..=3).map(fle_chaos::history::node_name).collect();
+    let mut view = fle_chaos::history::view::View::new(&nodes);
+    for (pos, e) in h.iter().enumerate().take_while(|(_, e)| e.time < to) {
+        let text = serde_json::to_string(e).unwrap();
+        view.feed(
+            pos as u32,
+            &fle_chaos::history::line::decode(&text).unwrap(),
+        );
+        if e.time < from {
+            continue;
+        }
+        if let Some(l) = view.quorum_leader(from) {
+            if fle_chaos::history::node_name(l.sid) != not {
                 return Some((e.time, l.sid));
             }
         }

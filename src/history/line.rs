@@ -194,11 +194,20 @@ fn election_phase() -> ZabPhase {
     ZabPhase::Election
 }
 
+/// serde_json's message without its " at line 1 column N" (the caller names the place).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// serde_json's decoding of a line: the reference the fast path agrees with.
 pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
     let at_line = |e: serde_json::Error| LineError {
         column: e.column().max(1),
-        message: format!("not a history event: {e}"),
+        message: format!("not a history event: {}", without_position(&e)),
     };
     let l: RawLine = serde_json::from_str(text).map_err(at_line)?;
     let raw = l.value.map(|v| v.get()).unwrap_or("null");
@@ -209,7 +218,7 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
         .unwrap_or(0);
     let in_value = |what: &str, e: serde_json::Error| LineError {
         column: value_col + e.column().max(1),
-        message: format!("{what}: {e}"),
+        message: format!("{what}: {}", without_position(&e)),
     };
     let plain = |what: &str| LineError {
         column: value_col.max(1),

@@ -448,39 +448,10 @@ impl View {
         }
     }
 
-    /// THE quorum-backed leader now, counting only reads taken at or after `since_ns`: a node
-    /// LEADING an epoch it has established, plus nodes FOLLOWING it in broadcast in that
-    /// epoch, at least a quorum with itself, none down, none cut off from it by an active
-    /// partition (in either direction).
+    /// THE quorum-backed leader now, counting only reads taken at or after `since_ns`
+    /// (see [`quorum_leader_among`]).
     pub fn quorum_leader(&self, since_ns: u64) -> Option<QuorumLeader> {
-        let counts = |n: &NodeNow| -> Option<NodeRead> {
-            let r = n.read?;
-            (!n.down && r.time >= since_ns).then_some(r)
-        };
-        self.nodes.iter().enumerate().find_map(|(li, l)| {
-            let lr = counts(l)?;
-            let epoch = lr.leads()?;
-            let sid = l.sid?;
-            let mut backers = 1;
-            let mut last = lr.pos;
-            for (fi, f) in self.nodes.iter().enumerate() {
-                if fi == li {
-                    continue;
-                }
-                let Some(fr) = counts(f) else { continue };
-                let cut = f.drops.contains(&li) || l.drops.contains(&fi);
-                if !cut && fr.follows() == Some((sid, epoch)) {
-                    backers += 1;
-                    last = last.max(fr.pos);
-                }
-            }
-            (backers >= self.quorum).then_some(QuorumLeader {
-                sid,
-                epoch,
-                node: li,
-                pos: last,
-            })
-        })
+        quorum_leader_among(&self.nodes, self.quorum, since_ns)
     }
 
     /// Every node whose latest read claims to lead an established epoch.
@@ -563,6 +534,75 @@ impl View {
             final_heal: self.final_heal,
         }
     }
+}
+
+/// THE definition of a quorum-backed leader, over nodes as known at one moment: a node
+/// LEADING an epoch it has established (Zab sync or broadcast), plus nodes FOLLOWING it in
+/// broadcast in that epoch, at least `quorum` with itself, none down (killed or paused), none
+/// cut off from it by an active partition (in either direction), every read counted taken at
+/// or after `since_ns`. Every stage calls this (through [`View::quorum_leader`], or directly
+/// for a snapshot of statuses, see [`quorum_leader_of`]).
+pub fn quorum_leader_among(
+    nodes: &[NodeNow],
+    quorum: usize,
+    since_ns: u64,
+) -> Option<QuorumLeader> {
+    let counts = |n: &NodeNow| -> Option<NodeRead> {
+        let r = n.read?;
+        (!n.down && r.time >= since_ns).then_some(r)
+    };
+    nodes.iter().enumerate().find_map(|(li, l)| {
+        let lr = counts(l)?;
+        let epoch = lr.leads()?;
+        let sid = l.sid?;
+        let mut backers = 1;
+        let mut last = lr.pos;
+        for (fi, f) in nodes.iter().enumerate() {
+            if fi == li {
+                continue;
+            }
+            let Some(fr) = counts(f) else { continue };
+            let cut = f.drops.contains(&li) || l.drops.contains(&fi);
+            if !cut && fr.follows() == Some((sid, epoch)) {
+                backers += 1;
+                last = last.max(fr.pos);
+            }
+        }
+        (backers >= quorum).then_some(QuorumLeader {
+            sid,
+            epoch,
+            node: li,
+            pos: last,
+        })
+    })
+}
+
+/// [`quorum_leader_among`] for a snapshot of status reads (all taken now, none down, no
+/// partition known) of a cluster of `cluster_size`: the leader's sid and epoch. For live
+/// polls outside a run (benches, node tests).
+pub fn quorum_leader_of<'a>(
+    statuses: impl IntoIterator<Item = &'a crate::api::NodeStatus>,
+    cluster_size: usize,
+) -> Option<(u64, u64)> {
+    let nodes: Vec<NodeNow> = statuses
+        .into_iter()
+        .map(|s| NodeNow {
+            name: super::node_name(s.sid),
+            sid: Some(s.sid),
+            read: Some(NodeRead {
+                time: 0,
+                pos: 0,
+                state: s.state,
+                phase: s.zab_phase,
+                leader: s.leader,
+                peer_epoch: s.peer_epoch,
+                accepted_epoch: s.accepted_epoch,
+            }),
+            down: false,
+            drops: Vec::new(),
+        })
+        .collect();
+    quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
 }
 
 /// What a whole history showed.

@@ -216,22 +216,14 @@ impl Cluster {
         Some((s["state"].as_str()?.to_string(), s["leader"].as_u64()))
     }
 
-    /// The leader that a quorum of the whole cluster (reading only `among`) agrees on, with
-    /// the leader itself LEADING among them.
+    /// The quorum-backed leader (`history::view`'s definition) of the whole cluster, reading
+    /// only `among`.
     pub fn quorum_leader(&self, among: &[u64]) -> Option<u64> {
-        let roles: Vec<(u64, String, Option<u64>)> = among
+        let statuses: Vec<fle_chaos::api::NodeStatus> = among
             .iter()
-            .filter_map(|&s| self.role(s).map(|(st, l)| (s, st, l)))
+            .filter_map(|&s| serde_json::from_value(self.status(s)?).ok())
             .collect();
-        let leader = roles
-            .iter()
-            .find(|(s, st, l)| st == "LEADING" && *l == Some(*s))?
-            .0;
-        let backing = roles
-            .iter()
-            .filter(|(_, st, l)| (st == "LEADING" || st == "FOLLOWING") && *l == Some(leader))
-            .count();
-        (backing > self.nodes.len() / 2).then_some(leader)
+        fle_chaos::history::view::quorum_leader_of(&statuses, self.nodes.len()).map(|l| l.0)
     }
 
     /// Polls `cond` until it holds or `limit` passes; on timeout panics with every node's
