@@ -65,7 +65,7 @@ pub fn summary(results: &Results) -> String {
         let first = c.explanation.split(". ").next().unwrap_or("");
         let first = first.trim_end_matches('.');
         out.push_str(&format!(
-            "{:<16} {:<7} {first}.\n",
+            "{:<19} {:<7} {first}.\n",
             c.name,
             verdict(c.valid)
         ));
