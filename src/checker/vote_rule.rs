@@ -14,7 +14,9 @@
 //! its deciding round, agreeing or not, so a vote that should have won but lost is evidence
 //! too: the decided leader must beat or equal every LOOKING vote of the same round (FLE adopts
 //! each better one). A server that joined an established leader (`joined`, ZooKeeper's
-//! outofelection) need not beat the votes it heard, and is not judged on them.
+//! outofelection), or that heard FOLLOWING/LEADING notices for the winner in its round (it may
+//! have followed a leader a quorum elected without it), need not beat the votes it heard, and
+//! is not judged on them.
 //!
 //! What it cannot see: targets that do not expose the votes (ZooKeeper: not applicable);
 //! histories from before `received` existed (only the counted votes are judged); and votes a
@@ -55,17 +57,25 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             continue;
         }
         // The whole round: every LOOKING vote of the deciding round heard by a server that
-        // decided it (rather than joining a leader).
+        // decided it on LOOKING votes. One that joined a leader, or heard FOLLOWING/LEADING
+        // notices for the winner in its round (FLE then follows a leader a quorum already
+        // established, which a restarted server with a longer log need not beat), is not judged.
         heard += s.received.len();
+        let on_notices = s.joined
+            || s.received.iter().any(|v| {
+                v.leader == s.leader
+                    && v.round == s.round
+                    && matches!(v.state, ServerState::Following | ServerState::Leading)
+            });
         if let Some(v) = s
             .received
             .iter()
-            .filter(|v| !s.joined && v.round == s.round && v.state == ServerState::Looking)
+            .filter(|v| !on_notices && v.round == s.round && v.state == ServerState::Looking)
             .find(|v| (v.peer_epoch, v.zxid, v.leader) > decided)
         {
             violations.push((
                 format!(
-                    "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it heard n{}'s vote for n{} (peerEpoch {}, zxid {:#x}) in that round, which beats it.",
+                    "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} on LOOKING votes although it heard n{}'s vote for n{} (peerEpoch {}, zxid {:#x}) in that round, which beats it.",
                     s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
                 ),
                 at(format!("{name}'s election of round {}", s.round)),
