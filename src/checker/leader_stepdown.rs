@@ -191,7 +191,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             ),
         ];
         if !u.too_long(&b) {
-            named.push(format!("{what}: a stale leader within its timeout"));
+            named.push(format!("{what}, within its timeout"));
         } else if u.clock_fault {
             gaps.push((
                 format!("{what}, beyond the bound of {} ms, but under a clock fault (its ticks run on a moved clock), so it is not judged.", u.bound_ms),
@@ -220,7 +220,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         const SHOWN: usize = 5;
         let more = named.len().saturating_sub(SHOWN);
         let mut text = format!(
-            "Every leader without a quorum stepped down in time (bounds: syncLimit·tickTime {} ms, initLimit·tickTime {} ms, plus {slack_ms} ms). {} stretch(es) of a stale leader, valid as in ZooKeeper: {}.",
+            "Every leader without a quorum stepped down in time (bounds: syncLimit·tickTime {} ms, initLimit·tickTime {} ms, plus {slack_ms} ms). {} stretch(es) of a leader without a quorum (a stale leader not yet aware, or a new one whose followers were still syncing), valid as in ZooKeeper: {}.",
             b.sync_ns / 1_000_000,
             b.init_ns / 1_000_000,
             named.len(),
