@@ -37,6 +37,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     // epoch -> nodes seen leading it; (node, epoch) -> leaders (sid) it followed.
     let mut led: BTreeMap<u64, Vec<(NodeIx, u32)>> = BTreeMap::new();
     let mut followed: HashSet<(NodeIx, u64, u64)> = HashSet::new();
+    let mut last_follow: Vec<Option<(u64, u64)>> = vec![None; d.nodes.len()];
     let mut invokes: HashMap<&str, u64> = HashMap::new();
     let mut acks: Vec<&WriteOp> = Vec::new();
     let mut writes = 0usize;
@@ -51,8 +52,13 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                         seen.push((s.node, s.pos));
                     }
                 }
+                // Insert on change only: hashing every read would cost more than the rest.
                 if let Some((l, e)) = s.follows() {
-                    followed.insert((s.node, l, e));
+                    let prev = &mut last_follow[s.node as usize];
+                    if *prev != Some((l, e)) {
+                        *prev = Some((l, e));
+                        followed.insert((s.node, l, e));
+                    }
                 }
                 let rs = &mut reads[s.node as usize];
                 // Only changes matter for proofs: keep a read when an epoch moved.

@@ -89,7 +89,82 @@ pub fn default_slack_ms(info: &TestInfo, opts: &CheckOptions) -> u64 {
     info.tick_ms + opts.read_slack_ns() / 1_000_000 + 500
 }
 
+/// Follows the stretches while `recovery::view_with` feeds the view (one pass for both).
+pub struct Tracker {
+    open: Vec<Option<Unbacked>>,
+    done: Vec<Unbacked>,
+}
+
+impl Tracker {
+    pub fn new() -> Self {
+        Tracker {
+            open: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    /// After `r` was fed to `view` (`ix`: the view index of its node).
+    pub fn after(&mut self, view: &View, r: &Rec, ix: Option<usize>) {
+        let Some(ix) = ix else { return };
+        if self.open.len() <= ix {
+            self.open.resize(ix + 1, None);
+        }
+        let Rec::Status(s) = r else {
+            // A failed read: the view forgot the node; its stretch (if any) ends.
+            self.done.extend(self.open[ix].take());
+            return;
+        };
+        let claim = s.leads();
+        let backed = claim.is_some_and(|e| {
+            view.quorum_leader(0)
+                .is_some_and(|q| q.node == ix && q.epoch == e)
+        });
+        match claim {
+            Some(e) if !backed => {
+                let t = view.now();
+                let name = &view.nodes()[ix].name;
+                let clock = view
+                    .active_faults()
+                    .any(|f| f.kind == FaultKind::Clock && f.nodes.contains(name));
+                let st = self.open[ix].get_or_insert_with(|| Unbacked {
+                    node: name.clone(),
+                    epoch: e,
+                    start_ns: t,
+                    end_ns: t,
+                    ms: 0,
+                    bound_ms: 0,
+                    clock_fault: false,
+                    first_pos: s.pos,
+                    last_pos: s.pos,
+                    broadcast_since: None,
+                });
+                st.end_ns = t;
+                st.last_pos = s.pos;
+                st.clock_fault |= clock;
+                if s.phase == ZabPhase::Broadcast && st.broadcast_since.is_none() {
+                    st.broadcast_since = Some(t);
+                }
+            }
+            _ => self.done.extend(self.open[ix].take()),
+        }
+    }
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Judges a digest on its own (one view pass); `check_digest` shares recovery's pass instead.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+    let mut t = Tracker::new();
+    super::recovery::view_with(d, info, |v, r, ix| t.after(v, r, ix));
+    judge(t, d, info, opts)
+}
+
+/// The verdict on the stretches a tracker followed.
+pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack_ms = opts
         .stepdown_slack_ms
         .unwrap_or_else(|| default_slack_ms(info, opts));
@@ -98,66 +173,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         sync_ns: info.sync_limit as u64 * info.tick_ms * 1_000_000,
         slack_ns: slack_ms * 1_000_000,
     };
-    let mut view = View::new(&info.nodes);
-    let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
-    let mut open: Vec<Option<Unbacked>> = vec![None; view.nodes().len()];
-    let mut done: Vec<Unbacked> = Vec::new();
-    for r in d.records() {
-        match r {
-            Rec::Status(s) => {
-                let ix = map[s.node as usize];
-                view.status(ix, s.read());
-                let claim = s.leads();
-                let backed = claim.is_some_and(|e| {
-                    view.quorum_leader(0)
-                        .is_some_and(|q| q.node == ix && q.epoch == e)
-                });
-                match claim {
-                    Some(e) if !backed => {
-                        let t = view.now();
-                        let name = &view.nodes()[ix].name;
-                        let clock = view
-                            .active_faults()
-                            .any(|f| f.kind == FaultKind::Clock && f.nodes.contains(name));
-                        let st = open[ix].get_or_insert_with(|| Unbacked {
-                            node: name.clone(),
-                            epoch: e,
-                            start_ns: t,
-                            end_ns: t,
-                            ms: 0,
-                            bound_ms: 0,
-                            clock_fault: false,
-                            first_pos: s.pos,
-                            last_pos: s.pos,
-                            broadcast_since: None,
-                        });
-                        st.end_ns = t;
-                        st.last_pos = s.pos;
-                        st.clock_fault |= clock;
-                        if s.phase == ZabPhase::Broadcast && st.broadcast_since.is_none() {
-                            st.broadcast_since = Some(t);
-                        }
-                    }
-                    _ => done.extend(open[ix].take()),
-                }
-            }
-            Rec::Unreachable { pos, time, node } => {
-                let ix = map[*node as usize];
-                view.unreachable(ix, *time, *pos);
-                done.extend(open[ix].take());
-            }
-            Rec::Nemesis(op) => view.fault(
-                op.pos,
-                op.index,
-                op.time,
-                op.kind,
-                op.f,
-                &op.value,
-                op.node.map(|n| map[n as usize]),
-            ),
-            Rec::Write(_) | Rec::FinalLog(_) => {}
-        }
-    }
+    let Tracker { open, mut done } = t;
     done.extend(open.into_iter().flatten());
     done.sort_by_key(|u| u.start_ns);
 

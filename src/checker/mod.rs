@@ -264,12 +264,15 @@ pub fn check_digest(
                 log_order::check(d, info),
             )
         });
+        // recovery and leader-stepdown ask one view, fed once.
+        let mut tracker = leader_stepdown::Tracker::new();
+        let view = recovery::view_with(d, info, |v, r, ix| tracker.after(v, r, ix));
         let rest = (
             election_safety::check(d, info, opts),
             vote_rule::check(d, info),
             epoch_monotonic::check(d, info, opts),
-            recovery::check(d, info, opts),
-            leader_stepdown::check(d, info, opts),
+            recovery::judge(view, info, opts),
+            leader_stepdown::judge(tracker, d, info, opts),
         );
         let writes = writes
             .join()

@@ -52,14 +52,29 @@ pub fn default_bound_ms(info: &TestInfo) -> u64 {
 
 /// Feeds a digest to a view, in history order.
 pub fn view_of(d: &Digest, info: &TestInfo) -> Finished {
+    view_with(d, info, |_, _, _| {})
+}
+
+/// `view_of`, calling `after(view, record, view index of the record's node)` after each record
+/// is fed: other checkers (leader-stepdown) ask the same view in the same pass.
+pub fn view_with(
+    d: &Digest,
+    info: &TestInfo,
+    mut after: impl FnMut(&View, &Rec, Option<usize>),
+) -> Finished {
     // The digest's nodes are test.json's first: a quorum is a majority of those.
     let mut view = View::new(&info.nodes);
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
     for r in d.records() {
+        let mut ix = None;
         match r {
-            Rec::Status(s) => view.status(map[s.node as usize], s.read()),
+            Rec::Status(s) => {
+                ix = Some(map[s.node as usize]);
+                view.status(map[s.node as usize], s.read())
+            }
             Rec::Unreachable { pos, time, node } => {
+                ix = Some(map[*node as usize]);
                 view.unreachable(map[*node as usize], *time, *pos)
             }
             Rec::Nemesis(op) => view.fault(
@@ -75,15 +90,20 @@ pub fn view_of(d: &Digest, info: &TestInfo) -> Finished {
             // A final log is read after the run: it says nothing about leadership then.
             Rec::FinalLog(_) => {}
         }
+        after(&view, r, ix);
     }
     view.finish()
 }
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+    judge(view_of(d, info), info, opts)
+}
+
+/// The verdict on a finished view.
+pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let bound_ms = opts
         .recovery_bound_ms
         .unwrap_or_else(|| default_bound_ms(info));
-    let v = view_of(d, info);
 
     let bound_ns = bound_ms * 1_000_000;
     let mut violations: Vec<Item> = Vec::new();
