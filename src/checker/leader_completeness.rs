@@ -49,7 +49,9 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     let mut acks: Vec<Ack> = Vec::new();
     let mut writes = 0usize;
-    let mut logs: Vec<Option<(u32, HashSet<&str>)>> = vec![None; d.nodes.len()];
+    // Each node's final log: (position, entries); a set of its values is built only for a node
+    // that led (hashing every log would cost more than the rest of this checker).
+    let mut logs: Vec<Option<(u32, &Vec<(u64, String)>)>> = vec![None; d.nodes.len()];
     // (previous read, first read leading), per leadership seen.
     let mut starts: Vec<(Status, Status)> = Vec::new();
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
@@ -78,8 +80,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
             Rec::FinalLog(l) => {
                 if let Ok(es) = &l.entries {
-                    logs[l.node as usize] =
-                        Some((l.pos, es.iter().map(|e| e.1.as_str()).collect()));
+                    logs[l.node as usize] = Some((l.pos, es));
                 }
             }
             _ => {}
@@ -93,6 +94,14 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         return Finding::judge(vec![], vec![gap], String::new());
     }
     acks.sort_by_key(|a| a.time);
+    // Running maximum of zxids in acknowledgement order: the top of every prefix at once.
+    let mut top_at: Vec<usize> = Vec::with_capacity(acks.len());
+    for (i, a) in acks.iter().enumerate() {
+        let best = top_at.last().copied().filter(|&b| acks[b].zxid >= a.zxid);
+        top_at.push(best.unwrap_or(i));
+    }
+    // Per node (computed when it first leads): the acknowledgements its final log lacks.
+    let mut lacking: Vec<Option<Vec<usize>>> = vec![None; d.nodes.len()];
 
     let mut violations: Vec<Item> = Vec::new();
     let mut with_prior = 0usize;
@@ -100,9 +109,20 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         let e = first.leads().unwrap_or(0);
         let name = d.name(first.node);
         let bound = prev.time.saturating_sub(slack);
-        let before = &acks[..acks.partition_point(|a| a.time < bound)];
-        let prior: Vec<&Ack> = before.iter().filter(|a| a.zxid >> 32 < e).collect();
-        let Some(top) = prior.iter().max_by_key(|a| a.zxid) else {
+        let n = acks.partition_point(|a| a.time < bound);
+        if n == 0 {
+            continue;
+        }
+        // The highest earlier zxid of an older epoch: the running maximum, unless that is of
+        // epoch e or later (itself a violation elsewhere), then a scan.
+        let top = match &acks[top_at[n - 1]] {
+            a if a.zxid >> 32 < e => Some(a),
+            _ => acks[..n]
+                .iter()
+                .filter(|a| a.zxid >> 32 < e)
+                .max_by_key(|a| a.zxid),
+        };
+        let Some(top) = top else {
             continue;
         };
         with_prior += 1;
@@ -140,8 +160,19 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             ));
             continue;
         }
-        if let Some((pos, values)) = &logs[first.node as usize] {
-            if let Some(missing) = prior.iter().find(|a| !values.contains(a.value)) {
+        if let Some((pos, entries)) = &logs[first.node as usize] {
+            let missing = lacking[first.node as usize].get_or_insert_with(|| {
+                let values: HashSet<&str> = entries.iter().map(|e| e.1.as_str()).collect();
+                (0..acks.len())
+                    .filter(|&i| !values.contains(acks[i].value))
+                    .collect()
+            });
+            let missing = missing
+                .iter()
+                .take_while(|&&i| i < n)
+                .map(|&i| &acks[i])
+                .find(|a| a.zxid >> 32 < e);
+            if let Some(missing) = missing {
                 violations.push((
                     format!(
                         "{name} led epoch {e}, which began after {} was acknowledged (zxid {:#x}), yet {name}'s final log lacks it: a committed write its leadership should have kept.",
