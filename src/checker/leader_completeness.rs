@@ -51,7 +51,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut writes = 0usize;
     // Each node's final log: (position, entries); a set of its values is built only for a node
     // that led (hashing every log would cost more than the rest of this checker).
-    let mut logs: Vec<Option<(u32, &Vec<(u64, String)>)>> = vec![None; d.nodes.len()];
+    let mut logs: Vec<Option<(u32, &[(u64, String)])>> = vec![None; d.nodes.len()];
     // (previous read, first read leading), per leadership seen.
     let mut starts: Vec<(Status, Status)> = Vec::new();
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
@@ -80,7 +80,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
             Rec::FinalLog(l) => {
                 if let Ok(es) = &l.entries {
-                    logs[l.node as usize] = Some((l.pos, es));
+                    logs[l.node as usize] = Some((l.pos, es.as_slice()));
                 }
             }
             _ => {}
