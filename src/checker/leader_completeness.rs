@@ -37,6 +37,9 @@ struct Ack<'a> {
     pos: u32,
 }
 
+/// A node's final log: its history position and its (zxid, value) entries.
+type FinalEntries<'a> = (u32, &'a [(u64, String)]);
+
 /// What leader-completeness measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletenessMeasurements {
@@ -51,7 +54,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut writes = 0usize;
     // Each node's final log: (position, entries); a set of its values is built only for a node
     // that led (hashing every log would cost more than the rest of this checker).
-    let mut logs: Vec<Option<(u32, &[(u64, String)])>> = vec![None; d.nodes.len()];
+    let mut logs: Vec<Option<FinalEntries>> = vec![None; d.nodes.len()];
     // (previous read, first read leading), per leadership seen.
     let mut starts: Vec<(Status, Status)> = Vec::new();
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
