@@ -114,6 +114,18 @@ fn every_fixture_gets_its_expected_verdicts() {
                 }
             }
         }
+        // results.json reads back into the same typed measurements (none falls to `Other`).
+        for (a, b) in from_file.checkers.iter().zip(&written.checkers) {
+            let json = |m: &fle_chaos::checker::Measurements| serde_json::to_value(m).unwrap();
+            if json(&a.measurements) != json(&b.measurements)
+                || matches!(b.measurements, fle_chaos::checker::Measurements::Other(_))
+            {
+                failures.push(format!(
+                    "{case}: {} measurements do not read back typed: {:?}",
+                    a.name, b.measurements
+                ));
+            }
+        }
         if from_file.valid != combined {
             failures.push(format!(
                 "{case}: combined {:?}, want {combined:?}",

@@ -244,3 +244,103 @@ fn capped<T>(mut v: Vec<T>) -> Vec<T> {
     v.truncate(1000);
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Event;
+
+    const MS: u64 = 1_000_000;
+
+    fn info() -> TestInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": "t", "target": "fle", "nodes": ["n1", "n2", "n3"], "workload": "election",
+            "nemesis": ["partition"], "seed": 1, "time_limit_s": 10.0, "tick_ms": 100,
+            "init_limit": 5, "sync_limit": 2, "started_at": "2026-11-30T00:00:00Z",
+            "replay_command": "x", "version": "0"
+        }))
+        .unwrap()
+    }
+
+    fn ev(
+        i: usize,
+        ms: u64,
+        process: &str,
+        f: &str,
+        node: Option<&str>,
+        value: serde_json::Value,
+    ) -> Event {
+        serde_json::from_value(serde_json::json!({
+            "index": i, "time": ms * MS, "process": process,
+            "type": if process == "nemesis" { "info" } else { "ok" },
+            "f": f, "node": node, "value": value
+        }))
+        .unwrap()
+    }
+
+    fn read(i: usize, ms: u64, sid: u64, state: &str, leader: Option<u64>, epoch: u64) -> Event {
+        let n = format!("n{sid}");
+        let phase = if state == "LOOKING" {
+            "election"
+        } else {
+            "broadcast"
+        };
+        ev(
+            i,
+            ms,
+            &n,
+            "status",
+            Some(&n),
+            serde_json::json!({
+                "state": state, "leader": leader, "peer_epoch": epoch, "zab_phase": phase
+            }),
+        )
+    }
+
+    /// The bug this replaced: after an isolate-leader partition, the cut-off leader and its
+    /// followers (which had not noticed yet) were counted as a quorum-backed leader at once.
+    #[test]
+    fn isolate_leader_recovery_is_the_new_leaders_election() {
+        let drops = serde_json::json!({"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]});
+        let events = vec![
+            read(0, 10, 1, "LEADING", Some(1), 1),
+            read(1, 11, 2, "FOLLOWING", Some(1), 1),
+            read(2, 12, 3, "FOLLOWING", Some(1), 1),
+            ev(
+                3,
+                100,
+                "nemesis",
+                "partition",
+                None,
+                serde_json::json!({"nodes": ["n1"], "shape": "isolate-leader", "drops": drops}),
+            ),
+            read(4, 103, 1, "LEADING", Some(1), 1),
+            read(5, 104, 2, "FOLLOWING", Some(1), 1),
+            read(6, 106, 3, "FOLLOWING", Some(1), 1),
+            read(7, 900, 2, "LOOKING", None, 1),
+            read(8, 1400, 3, "LEADING", Some(3), 2),
+            read(9, 1450, 2, "FOLLOWING", Some(3), 2),
+            ev(
+                10,
+                2000,
+                "nemesis",
+                "heal",
+                None,
+                serde_json::json!({"nodes": ["n1", "n2", "n3"], "final": true}),
+            ),
+            read(11, 2050, 3, "LEADING", Some(3), 2),
+            read(12, 2100, 1, "FOLLOWING", Some(3), 2),
+        ];
+        let d = super::super::model::digest_events(&events, &info().nodes).unwrap();
+        let f = check(&d, &info(), &CheckOptions::default());
+        assert_eq!(f.valid, crate::checker::Validity::True, "{}", f.explanation);
+        let m = f.measurements.recovery().unwrap();
+        let r = &m.faults[0];
+        assert_eq!(
+            (r.kind, r.ms_to_quorum_leader, r.leader.as_deref()),
+            (crate::history::FaultKind::Partition, Some(1350), Some("n3"))
+        );
+        assert_eq!(m.final_heal_to_quorum_leader_ms, Some(100));
+        assert_eq!(m.fault_intervals[0].end_ns, Some(2000 * MS));
+    }
+}

@@ -331,6 +331,7 @@ fn status_as_written<'a, 'p>(
     c.tag(b"}}")?;
     c.ws();
     (c.i == line.len()).then(|| Line {
+        text,
         index,
         time,
         process: Cow::Borrowed(text_of(text, process)),
@@ -457,6 +458,7 @@ pub fn line<'a, 'p>(
         ),
     };
     Some(Line {
+        text,
         index,
         time,
         process: s(process),

@@ -16,6 +16,8 @@ use std::borrow::Cow;
 /// One decoded line, borrowing from the line's text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line<'a> {
+    /// The whole line as written (without its newline): what evidence and the report quote.
+    pub text: &'a str,
     pub index: u64,
     pub time: u64,
     pub process: Cow<'a, str>,
@@ -297,6 +299,7 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
         _ => Body::Other(raw),
     };
     Ok(Line {
+        text,
         index: l.index,
         time: l.time,
         process: l.process,

@@ -28,6 +28,22 @@
 //!   windows, leader overlaps, per-fault recovery times.
 //! - [`test_info`]: `test.json` ([`test_info::TestInfo`], typed [`test_info::Settings`],
 //!   `history_format`).
+//!
+//! A reader in a few lines (what the report does):
+//! ```no_run
+//! use fle_chaos::history::{line::Body, read, view::View};
+//! # fn f(path: &std::path::Path, nodes: &[String]) -> anyhow::Result<()> {
+//! let mut view = View::new(nodes);
+//! read::for_each(path, |at, line, _election| {
+//!     view.feed(at.pos, line); // the derived facts, incrementally
+//!     if let Body::Status(s) = &line.body {
+//!         // s.state, s.leader, s.peer_epoch, s.last_zxid, s.wall_clock_ms ...
+//!         let _ = (at.offset, line.text, s.leads());
+//!     }
+//! })?; // a damaged history: Err(read::BadLine) inside, map it to exit 254
+//! let done = view.finish(); // recoveries, intervals, windows, overlaps, final heal
+//! # let _ = done; Ok(()) }
+//! ```
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -406,14 +406,19 @@ impl View {
             (false, None) => self.window_start = Some(time),
             _ => {}
         }
-        let claims = self.claims();
-        match (&mut self.overlap, claims.len() >= 2) {
+        // Counted without allocating: this runs for every event of a history.
+        let claiming = self
+            .nodes
+            .iter()
+            .filter(|n| n.read.is_some_and(|r| r.leads().is_some()))
+            .count();
+        match (&mut self.overlap, claiming >= 2) {
             (None, true) => {
                 self.overlap = Some(Overlap {
                     start_ns: time,
                     end_ns: time,
                     ms: 0,
-                    leaders: claims,
+                    leaders: self.claims(),
                     open_at_end: false,
                 })
             }

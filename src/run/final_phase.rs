@@ -49,12 +49,17 @@ pub async fn wait_for_recovery(
     let start = recorder.now();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        // Only reads taken after the heal count: an older read may show the pre-heal leader.
-        if let Some(l) = recorder.view(|v| v.quorum_leader(start)) {
+        // Only reads taken after the final heal count (an older read may show the pre-heal
+        // leader): the recovery checker's rule, on the same view of the same lines.
+        let (leader, since) = recorder.view(|v| {
+            let since = v.final_heal().map_or(start, |h| h.time);
+            (v.quorum_leader(since), since)
+        });
+        if let Some(l) = leader {
             return Some((
                 l.sid,
                 l.epoch,
-                Duration::from_nanos(recorder.now().saturating_sub(start)),
+                Duration::from_nanos(recorder.now().saturating_sub(since)),
             ));
         }
         if tokio::time::Instant::now() >= deadline {
