@@ -66,13 +66,15 @@ pub struct ElectionSummary {
     pub took_ms: u64,
     /// Every distinct vote heard while in the deciding round, agreeing or not, superseded ones
     /// included, and this server's own successive proposals (sid = its own): what a checker
-    /// needs to prove the winner beats each of them. Absent in histories before it existed.
-    #[serde(default)]
+    /// needs to prove the winner beats each of them. Absent in histories before it existed
+    /// (and left out when empty, so such summaries re-serialize byte for byte).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub received: Vec<ReceivedVote>,
     /// True when the server joined an established leader on FOLLOWING/LEADING notices of a
     /// quorum (ZooKeeper's outofelection) instead of deciding its round: such a winner need
     /// not beat the votes heard (a restarted server with a longer log still follows it).
-    #[serde(default)]
+    /// Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub joined: bool,
 }
 

@@ -404,3 +404,29 @@ fn epoch_before_txns_writes_the_epoch_before_the_txns_are_durable() {
         assert_eq!(ack_before_sync(&out), buggy, "{out:?}");
     }
 }
+
+/// Histories written before `received`/`joined` existed still parse, and a summary without
+/// them re-serializes as it was.
+#[test]
+fn election_summaries_without_the_new_fields_still_parse() {
+    let old = r#"{"leader":2,"peer_epoch":2,"round":4,"took_ms":231,"votes":[{"leader":2,"peer_epoch":2,"sid":1,"zxid":5}],"zxid":5}"#;
+    let s: crate::api::ElectionSummary = serde_json::from_str(old).unwrap();
+    assert!(s.received.is_empty() && !s.joined);
+    let again = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        again,
+        serde_json::from_str::<serde_json::Value>(old).unwrap()
+    );
+}
+
+/// leader-never-steps-down: its only follower goes silent past syncLimit; the correct leader
+/// gives up, the buggy one keeps leading.
+#[test]
+fn leader_never_steps_down_keeps_leading_without_a_quorum() {
+    for (bugs, buggy) in both(Bug::LeaderNeverStepsDown) {
+        let mut l = leader_in_broadcast(bugs);
+        let stepped_down =
+            (0..20).any(|_| l.tick().iter().any(|o| matches!(o, ZabOut::StepDown(_))));
+        assert_eq!(stepped_down, !buggy);
+    }
+}

@@ -23,6 +23,7 @@ pub enum Bug {
     AckBeforeFsync,
     EpochBeforeTxns,
     CommitQuorumMinority,
+    LeaderNeverStepsDown,
 }
 
 /// What `--list-bugs` prints about a bug.
@@ -123,6 +124,13 @@ pub const CATALOGUE: &[BugInfo] = &[
         jira: "-",
         fault: "a leader in a minority with followers; pause or kill followers",
         description: "the Zab leader commits with one ACK too few (itself alone in a 3-server ensemble)",
+    },
+    BugInfo {
+        bug: Bug::LeaderNeverStepsDown,
+        name: "leader-never-steps-down",
+        jira: "-",
+        fault: "isolate the leader (partition it into a minority, kill or pause its followers)",
+        description: "a Zab leader without a quorum of followers keeps LEADING instead of giving up after syncLimit",
     },
 ];
 

@@ -100,8 +100,9 @@ pub struct TestArgs {
     /// Start nodes under libfaketime even without clock faults.
     #[arg(long)]
     pub faketime: bool,
-    /// Pass `--bug NAME` to fle-node (a deliberate bug the checkers must catch).
-    #[arg(long, value_name = "NAME")]
+    /// Pass `--bug NAME[,NAME...]` to fle-node: seeded bugs the checkers must catch (names:
+    /// `fle-node --list-bugs`; docs/bugs.md).
+    #[arg(long, value_name = "NAME[,NAME...]")]
     pub bug: Option<String>,
     /// Pass `--finalize-wait-ms N` to fle-node.
     #[arg(long, value_name = "MS")]

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod blackhole;
+
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_fle-node");
 
 #[derive(Debug, Clone)]
@@ -31,6 +33,8 @@ pub struct Cluster {
     pub nodes: BTreeMap<u64, NodeSpec>,
     procs: BTreeMap<u64, Child>,
     pub extra_args: Vec<String>,
+    /// Environment for the processes started from now on (e.g. libfaketime's).
+    pub extra_env: Vec<(String, String)>,
 }
 
 /// Ports that are free now (all held until every one is chosen). They are drawn below the
@@ -82,6 +86,7 @@ impl Cluster {
             nodes,
             procs: BTreeMap::new(),
             extra_args: Vec::new(),
+            extra_env: Vec::new(),
         };
         c.write_configs();
         c
@@ -165,6 +170,7 @@ impl Cluster {
             .arg("--config")
             .arg(&spec.config)
             .args(&self.extra_args)
+            .envs(self.extra_env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

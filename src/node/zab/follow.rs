@@ -81,6 +81,10 @@ pub async fn follow(
                 while let Some(e) = ev {
                     match e {
                         ConnEvent::Frame(_, m) => {
+                            if let Some(why) = wall_clock_silence(&cfg, leader_sid, heard_at_wall) {
+                                end = Some(why);
+                                break;
+                            }
                             heard_at_wall = SystemTime::now();
                             outputs.extend(sm.step(m))
                         }
@@ -94,17 +98,7 @@ pub async fn follow(
             }
             _ = beat.tick() => {
                 outputs.extend(sm.tick());
-                if cfg.bugs.has(Bug::WallClockTimeouts) {
-                    // Seeded ZOOKEEPER-1366: the leader's silence timed on the wall clock, so a
-                    // clock step forward looks like a silent leader (and a step back hides one).
-                    let limit = cfg.tick * cfg.sync_limit;
-                    let silent = SystemTime::now().duration_since(heard_at_wall).unwrap_or_default();
-                    if silent > limit {
-                        end = Some(format!(
-                            "leader {leader_sid} silent for {silent:?} by the wall clock (limit {limit:?})"
-                        ));
-                    }
-                }
+                end = wall_clock_silence(&cfg, leader_sid, heard_at_wall);
             }
         }
         if let Some(why) = end {
@@ -117,6 +111,22 @@ pub async fn follow(
     publish(&progress, &store, ZabPhase::Election, sm.synced_by());
     tracing::info!("stopped following {leader_sid}: {ended}");
     Ok(ended)
+}
+
+/// Only under the seeded `wall-clock-timeouts` bug: the leader's silence since `heard_at`,
+/// timed on the wall clock (ZOOKEEPER-1366), so a clock step forward looks like a silent
+/// leader (and a step back hides one). Checked on every beat and every message.
+fn wall_clock_silence(cfg: &ZabConfig, leader: u64, heard_at: SystemTime) -> Option<String> {
+    if !cfg.bugs.has(Bug::WallClockTimeouts) {
+        return None;
+    }
+    let limit = cfg.tick * cfg.sync_limit;
+    let silent = SystemTime::now()
+        .duration_since(heard_at)
+        .unwrap_or_default();
+    (silent > limit).then(|| {
+        format!("leader {leader} silent for {silent:?} by the wall clock (limit {limit:?})")
+    })
 }
 
 /// Dials `to` from `from`'s IP, retrying until `within` (the leader may not listen yet).

@@ -308,7 +308,9 @@ impl Leader {
         } else {
             // Silent followers were cut off above: every remaining synced one is alive.
             let alive = 1 + self.peers.values().filter(|p| p.stage == Stage::Up).count();
-            if alive < self.cfg.quorum {
+            // Seeded leader-never-steps-down: the lost quorum goes unnoticed.
+            let blind = self.cfg.bugs.has(Bug::LeaderNeverStepsDown);
+            if alive < self.cfg.quorum && !blind {
                 self.step_down(
                     format!(
                         "only {alive} of the quorum {} heard within syncLimit ({} beats)",
