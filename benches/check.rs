@@ -101,7 +101,7 @@ impl Cluster {
             })
             .collect();
         self.election_json = format!(
-            "{{\"joined\":false,\"leader\":{},\"peer_epoch\":{},\"received\":[{}],\"round\":{},\"took_ms\":231,\"votes\":[{}],\"zxid\":{z}}}",
+            "{{\"leader\":{},\"peer_epoch\":{},\"received\":[{}],\"round\":{},\"took_ms\":231,\"votes\":[{}],\"zxid\":{z}}}",
             self.leader,
             self.epoch - 1,
             received.join(","),
