@@ -3,7 +3,7 @@
 //!
 //! The history is a valid 5-node run with a realistic mix, each line laid out as the controller
 //! writes it (a status value's keys sorted, as `serde_json::Value` prints them): status reads
-//! at 50 Hz per node (each with a `last_election` of 5 votes, as fle-node reports), a write
+//! at 50 Hz per node (each with a `last_election` of 5 votes counted and 5 heard, as fle-node reports), a write
 //! every 5th polling round, a leader kill and restart every 80 s of run time, then the final
 //! heal and final logs.
 //! For comparison it also times the general path (`Event` with a `serde_json::Value` per
@@ -89,10 +89,22 @@ impl Cluster {
                 )
             })
             .collect();
+        // Every vote heard in the deciding round (fle-node's `received`), as LOOKING votes.
+        let received: Vec<String> = (1..=NODES)
+            .map(|s| {
+                format!(
+                    "{{\"leader\":{},\"peer_epoch\":{},\"round\":{},\"sid\":{s},\"state\":\"LOOKING\",\"zxid\":{z}}}",
+                    self.leader,
+                    self.epoch - 1,
+                    self.round
+                )
+            })
+            .collect();
         self.election_json = format!(
-            "{{\"leader\":{},\"peer_epoch\":{},\"round\":{},\"took_ms\":231,\"votes\":[{}],\"zxid\":{z}}}",
+            "{{\"leader\":{},\"peer_epoch\":{},\"received\":[{}],\"round\":{},\"took_ms\":231,\"votes\":[{}],\"zxid\":{z}}}",
             self.leader,
             self.epoch - 1,
+            received.join(","),
             self.round,
             votes.join(",")
         );

@@ -3,7 +3,7 @@
 //! results.json) and through events in memory (`check_history`); each checker's verdict must
 //! be the one in expected.txt, on both paths, and every false verdict must quote its evidence.
 
-use fle_chaos::checker::{check_history, check_run, CheckOptions, Results, Validity};
+use fle_chaos::checker::{check_history, check_run, CheckOptions, Results, Validity, NAMES};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::test_info::TestInfo;
 use std::path::{Path, PathBuf};
@@ -79,7 +79,11 @@ fn every_fixture_gets_its_expected_verdicts() {
         let in_memory = check_history(&events, &info, &opts);
 
         let (verdicts, measures) = read_expected(dir);
-        assert_eq!(verdicts.len(), 5, "{case}: expected.txt names 5 checkers");
+        assert_eq!(
+            verdicts.len(),
+            NAMES.len(),
+            "{case}: expected.txt names every checker"
+        );
         let mut combined = Validity::True;
         for (checker, want) in &verdicts {
             // A checker the run cannot feed (durability of an observe-only workload) stays out.
@@ -154,13 +158,7 @@ fn every_fixture_gets_its_expected_verdicts() {
         }
     }
     // Every checker must be seen both valid and invalid across the fixtures.
-    for c in [
-        "election-safety",
-        "durability",
-        "vote-rule",
-        "epoch-monotonic",
-        "recovery",
-    ] {
+    for c in NAMES {
         for v in [Validity::True, Validity::False, Validity::Unknown] {
             if !seen.contains(&(c.to_string(), v)) {
                 failures.push(format!("no fixture where {c} is {v:?}"));

@@ -1,4 +1,4 @@
-//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N]`: re-runs the checkers on a stored run,
+//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N] [--stepdown-slack-ms N]`: re-runs the checkers on a stored run,
 //! rewrites its results.json, prints one line per checker and returns the verdict's exit code
 //! (like Jepsen's analyze).
 
@@ -15,10 +15,16 @@ pub struct CheckArgs {
     /// (default: (syncLimit + initLimit) * tickTime + 2000, from test.json).
     #[arg(long, value_name = "N")]
     pub recovery_bound_ms: Option<u64>,
-    /// How much older than its recorded time a status read's snapshot may be, in ms: at least
-    /// the observer's per-read timeout. Orderings closer than this are not trusted.
-    #[arg(long, value_name = "N", default_value_t = CheckOptions::default().read_slack_ms)]
-    pub read_slack_ms: u64,
+    /// How much older than its recorded time a status read's snapshot may be, in ms; orderings
+    /// closer than this are not trusted (default: the run's observer read timeout,
+    /// test.json settings.status_timeout_ms, else 50). A value given is used as given.
+    #[arg(long, value_name = "N")]
+    pub read_slack_ms: Option<u64>,
+    /// How much longer than syncLimit*tickTime a leader without a quorum may still be seen
+    /// LEADING before leader-stepdown calls it invalid, in ms (default: tickTime + read slack
+    /// + 500).
+    #[arg(long, value_name = "N")]
+    pub stepdown_slack_ms: Option<u64>,
 }
 
 pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
@@ -32,6 +38,7 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
     let opts = CheckOptions {
         recovery_bound_ms: args.recovery_bound_ms,
         read_slack_ms: args.read_slack_ms,
+        stepdown_slack_ms: args.stepdown_slack_ms,
     };
     let dir2 = dir.clone();
     // Parsing millions of lines is CPU work: keep it off the async runtime's threads.
@@ -57,7 +64,7 @@ pub fn summary(results: &Results) -> String {
     for c in &results.checkers {
         let first = c.explanation.split(". ").next().unwrap_or("");
         let first = first.trim_end_matches('.');
-        out.push_str(&format!("{:<16} {:<7} {first}.\n", c.name, c.valid.word()));
+        out.push_str(&format!("{:<19} {:<7} {first}.\n", c.name, c.valid.word()));
     }
     out.push_str(&format!("verdict: {}\n", results.valid.word()));
     out

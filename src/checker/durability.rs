@@ -4,8 +4,16 @@
 //! absent, and no value appears that no client ever wrote. Lost, duplicated and phantom writes
 //! are listed.
 //!
-//! A node whose final log is a strict prefix of the longest may simply not have caught up, and a
-//! node whose log could not be read says nothing: both make the verdict unknown, never true.
+//! An acknowledged write is lost when it is absent from the final leader's log (the node whose
+//! last read shows it leading the highest epoch: a leader's log never lacks a write committed
+//! before or during its term) or from a majority of the final logs (a committed write is on a
+//! quorum, and a quorum never forgets it). Otherwise a node whose final log is a strict prefix
+//! of the longest is a lagging minority that may simply not have caught up, and a node whose
+//! log could not be read says nothing: both make the verdict unknown, never true.
+//!
+//! What it cannot see: writes whose outcome is unknown (`info`) are neither required nor
+//! forbidden; a lagging minority is not told apart from one that lost writes for good. It
+//! needs the writes workload.
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, FinalLog, Rec, WriteOp};
@@ -28,8 +36,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut fates: HashMap<&str, Fate> = HashMap::new();
     let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
     let mut writes = 0usize;
+    // The last read of each node: the final leader is the one leading the highest epoch.
+    let mut last_lead: Vec<Option<u64>> = vec![None; d.nodes.len()];
     for r in d.records() {
         match r {
+            Rec::Status(s) => last_lead[s.node as usize] = s.leads(),
             Rec::Write(w) => {
                 writes += 1;
                 let Some(v) = w.value.as_deref() else {
@@ -83,6 +94,12 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         return Finding::judge(violations, gaps, String::new());
     };
     let lname = d.name(longest_log.node);
+    let final_leader = (0..last_lead.len())
+        .filter_map(|i| Some((last_lead[i]?, i as u16)))
+        .max()
+        .and_then(|(_, n)| logs.get(&n).copied())
+        .and_then(|l| Some((l, l.entries.as_ref().ok()?)));
+    let quorum = info.quorum();
 
     // One total order: every log a prefix of the longest.
     for (l, entries) in &readable {
@@ -165,7 +182,16 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     for (v, ok) in acks {
         acked += 1;
         let mut proof = vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
-        match (in_longest.get(v).copied(), ok.zxid) {
+        let at = in_longest.get(v).copied();
+        // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
+        // index i when it is no longer than i.
+        let lacking: Vec<&FinalLog> = readable
+            .iter()
+            .filter(|(_, e)| at.is_none_or(|(i, _)| e.len() <= i))
+            .map(|(l, _)| *l)
+            .collect();
+        let leader_lacks = final_leader.filter(|(l, _)| lacking.iter().any(|x| x.pos == l.pos));
+        match (at, ok.zxid) {
             (None, _) => {
                 listed.0.insert(v);
                 proof.push(EvRef::new(
@@ -174,6 +200,21 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                 ));
                 violations.push((
                     format!("Lost write: {v} was acknowledged but is in no final log."),
+                    proof,
+                ));
+            }
+            (Some((i, _)), _) if leader_lacks.is_some() || lacking.len() >= quorum => {
+                listed.0.insert(v);
+                let whose = match leader_lacks {
+                    Some((l, _)) => format!("the final leader {}'s log", d.name(l.node)),
+                    None => format!("{} of the final logs, a majority", lacking.len()),
+                };
+                for l in lacking.iter().take(2) {
+                    proof.push(EvRef::new(l.pos, format!("{} final log", d.name(l.node))));
+                }
+                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
+                violations.push((
+                    format!("Lost write: {v} was acknowledged but is missing from {whose} (it is entry {i} of {lname}'s): a committed write is never missing from the leader or a quorum."),
                     proof,
                 ));
             }

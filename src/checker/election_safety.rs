@@ -89,7 +89,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         }
     }
     if !unconfirmed.is_empty() {
-        let slack = opts.read_slack_ms * 1_000_000;
+        let slack = opts.read_slack_ns();
         let leader_nodes: Vec<Option<NodeIx>> =
             unconfirmed.iter().map(|u| d.node_of_sid(u.0)).collect();
         for s in d.statuses() {

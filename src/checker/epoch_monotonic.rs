@@ -20,14 +20,28 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let n = d.nodes.len();
     let mut last: Vec<Option<Status>> = vec![None; n];
     let mut reported = vec![false; n];
+    let mut reported_order = vec![false; n];
     // Steps of the running maximum of every epoch seen: (time, max, pos of the read).
     let mut max_steps: Vec<(u64, u64, u32)> = Vec::new();
     let mut violations: Vec<Item> = Vec::new();
     let mut new_leaders = 0u64;
-    let slack = opts.read_slack_ms * 1_000_000;
+    let slack = opts.read_slack_ns();
 
     for s in d.statuses() {
         let name = d.name(s.node);
+        if s.accepted_epoch < s.peer_epoch && !reported_order[s.node as usize] {
+            reported_order[s.node as usize] = true;
+            violations.push((
+                format!(
+                    "{name} reported acceptedEpoch {} below its currentEpoch {}: an epoch is accepted before it becomes current.",
+                    s.accepted_epoch, s.peer_epoch
+                ),
+                vec![EvRef::new(
+                    s.pos,
+                    format!("{name} acceptedEpoch {} < currentEpoch {}", s.accepted_epoch, s.peer_epoch),
+                )],
+            ));
+        }
         if let Some(prev) = last[s.node as usize] {
             let back = |what: &str, before: u64, now: u64| -> Item {
                 (
@@ -97,7 +111,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         })
         .collect();
     let ok = format!(
-        "No node's currentEpoch or acceptedEpoch ever went back, and each of the {new_leaders} leaderships seen began in an epoch above every epoch established before it."
+        "No node's currentEpoch or acceptedEpoch ever went back, no read showed acceptedEpoch below currentEpoch, and each of the {new_leaders} leaderships seen began in an epoch above every epoch established before it."
     );
     Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::EpochMonotonic(
         EpochMonotonicMeasurements {

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod ack_zxids;
 pub mod cli;
 pub mod crash;
 pub mod durability;
@@ -12,10 +13,28 @@ pub mod election_safety;
 pub mod epoch_monotonic;
 pub mod faults;
 pub mod finding;
+pub mod leader_completeness;
+pub mod leader_stepdown;
 pub mod load;
+pub mod log_order;
 pub mod model;
 pub mod recovery;
 pub mod vote_rule;
+
+/// Every checker, in the order results list them.
+pub const NAMES: [&str; 11] = [
+    election_safety::NAME,
+    durability::NAME,
+    vote_rule::NAME,
+    epoch_monotonic::NAME,
+    recovery::NAME,
+    crash::NAME,
+    faults::NAME,
+    leader_completeness::NAME,
+    ack_zxids::NAME,
+    log_order::NAME,
+    leader_stepdown::NAME,
+];
 
 /// Jepsen's `valid?`: true, false or unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -134,6 +153,9 @@ pub enum Measurements {
     EpochMonotonic(epoch_monotonic::EpochMonotonicMeasurements),
     VoteRule(vote_rule::VoteRuleMeasurements),
     Durability(durability::DurabilityMeasurements),
+    Stepdown(leader_stepdown::StepdownMeasurements),
+    Completeness(leader_completeness::CompletenessMeasurements),
+    AckZxids(ack_zxids::AckZxidsMeasurements),
     #[default]
     None,
     Other(serde_json::Value),
@@ -172,38 +194,55 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Settings of a check.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
     /// How long after the final heal a quorum may take to agree on a leader; None: derived from
     /// the cluster's timing (`recovery::default_bound_ms`).
     pub recovery_bound_ms: Option<u64>,
-    /// How old a status read's snapshot may be at its recorded (receive) time: at least the
-    /// observer's per-read timeout, since a late answer carries an old state. Orderings between
-    /// reads of different nodes are only trusted beyond this margin. (Reads of one node are
-    /// taken in order: an observer sends its next read only after the previous answer.)
-    pub read_slack_ms: u64,
+    /// How old a status read's snapshot may be at its recorded (receive) time; orderings
+    /// between reads of different nodes are only trusted beyond this margin. (Reads of one node
+    /// are taken in order: an observer sends its next read only after the previous answer.)
+    /// None: the observer's per-read timeout (test.json `settings.status_timeout_ms`: a late
+    /// answer carries an old state), or `DEFAULT_READ_SLACK_MS` when the run does not say.
+    /// A value given is used as given, below the timeout too.
+    pub read_slack_ms: Option<u64>,
+    /// leader-stepdown: how much longer than its Zab timeout (syncLimit·tickTime in broadcast)
+    /// a leader without a quorum may still be seen LEADING; None: `tickTime` (ZooKeeper's leader
+    /// checks its quorum every half tick) plus the read slack (its last LEADING read may be that
+    /// old), plus 500 ms for the observers' polling.
+    pub stepdown_slack_ms: Option<u64>,
 }
 
+/// The read slack when neither the flag nor the run's settings give one.
+pub const DEFAULT_READ_SLACK_MS: u64 = 50;
+
 impl CheckOptions {
-    /// These options for a run: a read may be as old as the observer's read timeout
-    /// (test.json `settings.status_timeout_ms`), so orderings are trusted only beyond it.
+    /// These options resolved for a run: the read slack is the flag's, else the observer's
+    /// read timeout from test.json, else `DEFAULT_READ_SLACK_MS`.
     pub fn for_run(&self, info: &TestInfo) -> CheckOptions {
-        let timeout = info.settings.status_timeout_ms.unwrap_or(0);
+        let slack = self
+            .read_slack_ms
+            .or(info.settings.status_timeout_ms)
+            .unwrap_or(DEFAULT_READ_SLACK_MS);
         CheckOptions {
-            read_slack_ms: self.read_slack_ms.max(timeout),
+            read_slack_ms: Some(slack),
             ..self.clone()
         }
     }
-}
 
-impl Default for CheckOptions {
-    fn default() -> Self {
-        CheckOptions {
-            recovery_bound_ms: None,
-            read_slack_ms: 50,
-        }
+    /// The read slack in ns (resolved by `for_run`).
+    pub fn read_slack_ns(&self) -> u64 {
+        self.read_slack_ms.unwrap_or(DEFAULT_READ_SLACK_MS) * 1_000_000
     }
 }
+
+/// Checkers that judge client writes (and final logs): nothing to judge without them.
+const NEED_WRITES: [&str; 4] = [
+    durability::NAME,
+    leader_completeness::NAME,
+    ack_zxids::NAME,
+    log_order::NAME,
+];
 
 /// Why a checker cannot judge this kind of run at all, if it cannot: real ZooKeeper does not
 /// expose the votes it counted; an observe-only workload makes no writes to keep.
@@ -211,7 +250,7 @@ fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
     let kind = info.workload_kind();
     if checker == vote_rule::NAME && info.target == "zookeeper" {
         Some("ZooKeeper does not expose the votes it counted".into())
-    } else if checker == durability::NAME && kind == "election" {
+    } else if NEED_WRITES.contains(&checker) && kind == "election" {
         Some(format!(
             "the workload ({}) only observes and writes nothing",
             info.workload
@@ -229,22 +268,35 @@ pub fn check_digest(
     mut quote: impl FnMut(u32) -> serde_json::Value,
 ) -> Results {
     // The checkers only read the digest: durability (the costliest, hashing every written
-    // value) runs on a second core beside the rest.
-    let (durable, (safe, votes, epochs, recovered, crashed, injected)) = std::thread::scope(|s| {
-        let durable = s.spawn(|| durability::check(d, info));
+    // value) and the write checkers run on a second core beside the rest.
+    let (writes, rest) = std::thread::scope(|s| {
+        let writes = s.spawn(|| {
+            (
+                durability::check(d, info),
+                leader_completeness::check(d, info, opts),
+                ack_zxids::check(d, info, opts),
+                log_order::check(d, info),
+            )
+        });
+        // recovery and leader-stepdown ask one view, fed once.
+        let mut tracker = leader_stepdown::Tracker::new();
+        let view = recovery::view_with(d, info, |v, r, ix| tracker.after(v, r, ix));
         let rest = (
             election_safety::check(d, info, opts),
             vote_rule::check(d, info),
             epoch_monotonic::check(d, info, opts),
-            recovery::check(d, info, opts),
+            recovery::judge(view, info, opts),
+            leader_stepdown::judge(tracker, d, info, opts),
             crash::check(d, info),
             faults::check(d, info),
         );
-        let durable = durable
+        let writes = writes
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (durable, rest)
+        (writes, rest)
     });
+    let (durable, complete, acks, logs) = writes;
+    let (safe, votes, epochs, recovered, stepdown, crashed, injected) = rest;
     let findings = [
         (election_safety::NAME, safe),
         (durability::NAME, durable),
@@ -253,6 +305,10 @@ pub fn check_digest(
         (recovery::NAME, recovered),
         (crash::NAME, crashed),
         (faults::NAME, injected),
+        (leader_completeness::NAME, complete),
+        (ack_zxids::NAME, acks),
+        (log_order::NAME, logs),
+        (leader_stepdown::NAME, stepdown),
     ];
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
@@ -302,16 +358,7 @@ pub fn check_history(events: &[Event], info: &TestInfo, opts: &CheckOptions) -> 
 }
 
 fn unreadable(why: String) -> Results {
-    let names = [
-        election_safety::NAME,
-        durability::NAME,
-        vote_rule::NAME,
-        epoch_monotonic::NAME,
-        recovery::NAME,
-        crash::NAME,
-        faults::NAME,
-    ];
-    let checkers = names
+    let checkers = NAMES
         .iter()
         .map(|n| CheckResult {
             applicable: true,

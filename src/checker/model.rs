@@ -31,6 +31,9 @@ pub struct Status {
     pub leader: Option<u64>,
     pub peer_epoch: u64,
     pub accepted_epoch: u64,
+    /// The last zxid in the node's log (leader-completeness compares a new leader's log with
+    /// the writes acknowledged before its epoch).
+    pub last_zxid: u64,
 }
 
 impl Status {
@@ -69,6 +72,8 @@ pub struct WriteOp {
     pub time: u64,
     pub process: String,
     pub kind: EventType,
+    /// The node the client sent the write to (the one that acknowledged it, for an `ok`).
+    pub node: Option<NodeIx>,
     /// The written value, canonical JSON text (the key writes and log entries are matched on).
     pub value: Option<String>,
     pub zxid: Option<u64>,
@@ -144,7 +149,10 @@ impl Rec {
                 *pos += by;
                 *node = map[*node as usize];
             }
-            Rec::Write(w) => w.pos += by,
+            Rec::Write(w) => {
+                w.pos += by;
+                w.node = w.node.map(|x| map[x as usize]);
+            }
             Rec::FinalLog(l) => {
                 l.pos += by;
                 l.node = map[l.node as usize];
@@ -219,6 +227,7 @@ pub struct StatusCore {
     pub leader: Option<u64>,
     pub peer_epoch: u64,
     pub accepted_epoch: u64,
+    pub last_zxid: u64,
 }
 
 /// Builds a `Digest` one event at a time (from `Event`s or from the fast JSONL parser).
@@ -299,6 +308,7 @@ impl DigestBuilder {
             leader: core.leader,
             peer_epoch: core.peer_epoch,
             accepted_epoch: core.accepted_epoch,
+            last_zxid: core.last_zxid,
         }));
     }
 
@@ -358,6 +368,7 @@ impl DigestBuilder {
                     leader: s.leader,
                     peer_epoch: s.peer_epoch,
                     accepted_epoch: s.accepted_epoch,
+                    last_zxid: s.last_zxid,
                 };
                 self.status(pos, l.index, l.time, node, core);
                 match election {
@@ -367,11 +378,12 @@ impl DigestBuilder {
                 }
             }
             (Body::Unreachable, node) => self.unreachable(pos, l.time, node),
-            (Body::Write(w), _) => self.write(WriteOp {
+            (Body::Write(w), node) => self.write(WriteOp {
                 pos,
                 time: l.time,
                 process: l.process.to_string(),
                 kind: l.kind,
+                node,
                 value: w.value.as_deref().map(str::to_string),
                 zxid: w.zxid,
             }),

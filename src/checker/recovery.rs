@@ -56,14 +56,29 @@ pub fn default_bound_ms(info: &TestInfo) -> u64 {
 
 /// Feeds a digest to a view, in history order.
 pub fn view_of(d: &Digest, info: &TestInfo) -> Finished {
+    view_with(d, info, |_, _, _| {})
+}
+
+/// `view_of`, calling `after(view, record, view index of the record's node)` after each record
+/// is fed: other checkers (leader-stepdown) ask the same view in the same pass.
+pub fn view_with(
+    d: &Digest,
+    info: &TestInfo,
+    mut after: impl FnMut(&View, &Rec, Option<usize>),
+) -> Finished {
     // The digest's nodes are test.json's first: a quorum is a majority of those.
     let mut view = View::new(&info.nodes);
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
     for r in d.records() {
+        let mut ix = None;
         match r {
-            Rec::Status(s) => view.status(map[s.node as usize], s.read()),
+            Rec::Status(s) => {
+                ix = Some(map[s.node as usize]);
+                view.status(map[s.node as usize], s.read())
+            }
             Rec::Unreachable { pos, time, node } => {
+                ix = Some(map[*node as usize]);
                 view.unreachable(map[*node as usize], *time, *pos)
             }
             Rec::Nemesis(op) => view.fault(
@@ -79,15 +94,20 @@ pub fn view_of(d: &Digest, info: &TestInfo) -> Finished {
             // A final log is read after the run: it says nothing about leadership then.
             Rec::FinalLog(_) => {}
         }
+        after(&view, r, ix);
     }
     view.finish()
 }
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+    judge(view_of(d, info), info, opts)
+}
+
+/// The verdict on a finished view.
+pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let bound_ms = opts
         .recovery_bound_ms
         .unwrap_or_else(|| default_bound_ms(info));
-    let v = view_of(d, info);
 
     let bound_ns = bound_ms * 1_000_000;
     let mut violations: Vec<Item> = Vec::new();
@@ -154,8 +174,69 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
     }
+    let story = narrative(&v);
+    let mut f = Finding::judge(violations, gaps, ok);
+    f.explanation = format!("{} {story}", f.explanation).trim().to_string();
     let m = measurements(v, bound_ms);
-    Finding::judge(violations, gaps, ok).with_measurements(m)
+    f.with_measurements(m)
+}
+
+/// Leaderless windows and leader overlaps in words: valid, as in ZooKeeper, but a reader must
+/// see them (the first few of each, with totals).
+fn narrative(v: &Finished) -> String {
+    const SHOWN: usize = 3;
+    let mut out = Vec::new();
+    if v.windows.is_empty() {
+        out.push("There was no leaderless window.".to_string());
+    } else {
+        let total: u64 = v.windows.iter().map(|w| w.ms).sum();
+        let listed: Vec<String> = v
+            .windows
+            .iter()
+            .take(SHOWN)
+            .map(|w| {
+                let open = if w.open_at_end {
+                    ", still open at the end"
+                } else {
+                    ""
+                };
+                format!("{} ms from {}{open}", w.ms, secs(w.start_ns))
+            })
+            .collect();
+        out.push(format!(
+            "{} leaderless window(s) (no quorum-backed leader), {total} ms in all: {}{}.",
+            v.windows.len(),
+            listed.join(", "),
+            if v.windows.len() > SHOWN { ", ..." } else { "" }
+        ));
+    }
+    if !v.overlaps.is_empty() {
+        let listed: Vec<String> = v
+            .overlaps
+            .iter()
+            .take(SHOWN)
+            .map(|o| {
+                let who: Vec<String> = o
+                    .leaders
+                    .iter()
+                    .map(|c| format!("{} (epoch {})", c.node, c.epoch))
+                    .collect();
+                format!(
+                    "{} for {} ms from {}",
+                    who.join(" and "),
+                    o.ms,
+                    secs(o.start_ns)
+                )
+            })
+            .collect();
+        out.push(format!(
+            "{} leader overlap(s), where a stale leader still claimed to lead beside another (valid in ZooKeeper until the stale one notices it lost its quorum): {}{}.",
+            v.overlaps.len(),
+            listed.join("; "),
+            if v.overlaps.len() > SHOWN { "; ..." } else { "" }
+        ));
+    }
+    out.join(" ")
 }
 
 impl From<RecoveryMeasurements> for super::Measurements {

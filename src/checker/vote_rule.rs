@@ -6,9 +6,26 @@
 //! decided proposal that some counted vote beats was decided without looking at it. The
 //! decided leader's own rank is (decided peer_epoch, decided zxid, leader sid): what it was
 //! elected with. Each distinct summary a node reports is judged once.
+//!
+//! Only configured voters count (test.json's nodes), each once: a quorum made up with a vote
+//! from a server outside the configuration, or with one server's vote twice, is invalid.
+//!
+//! The whole round: fle-node's `last_election.received` lists every vote the server heard in
+//! its deciding round, agreeing or not, so a vote that should have won but lost is evidence
+//! too: the decided leader must beat or equal every LOOKING vote of the same round (FLE adopts
+//! each better one). A server that joined an established leader (`joined`, ZooKeeper's
+//! outofelection), or that heard FOLLOWING/LEADING notices for the winner in its round (it may
+//! have followed a leader a quorum elected without it), need not beat the votes it heard, and
+//! is not judged on them.
+//!
+//! What it cannot see: targets that do not expose the votes (ZooKeeper: not applicable);
+//! histories from before `received` existed (only the counted votes are judged); and votes a
+//! server never received (lost notifications are the network's, not the rule's).
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::Digest;
+use crate::api::ServerState;
+use crate::history::sid_of;
 use crate::history::test_info::TestInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -17,7 +34,9 @@ pub const NAME: &str = "vote-rule";
 
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let quorum = info.quorum();
+    let voters: BTreeSet<u64> = info.nodes.iter().filter_map(|n| sid_of(n)).collect();
     let mut violations: Vec<Item> = Vec::new();
+    let mut heard = 0usize;
     for el in &d.elections {
         let s = &el.summary;
         let name = d.name(el.node);
@@ -37,16 +56,65 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             ));
             continue;
         }
-        let backers: BTreeSet<u64> = s
+        // The whole round: every LOOKING vote of the deciding round heard by a server that
+        // decided it on LOOKING votes. One that joined a leader, or heard FOLLOWING/LEADING
+        // notices for the winner in its round (FLE then follows a leader a quorum already
+        // established, which a restarted server with a longer log need not beat), is not judged.
+        heard += s.received.len();
+        let on_notices = s.joined
+            || s.received.iter().any(|v| {
+                v.leader == s.leader
+                    && v.round == s.round
+                    && matches!(v.state, ServerState::Following | ServerState::Leading)
+            });
+        if let Some(v) = s
+            .received
+            .iter()
+            .filter(|v| !on_notices && v.round == s.round && v.state == ServerState::Looking)
+            .find(|v| (v.peer_epoch, v.zxid, v.leader) > decided)
+        {
+            violations.push((
+                format!(
+                    "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} on LOOKING votes although it heard n{}'s vote for n{} (peerEpoch {}, zxid {:#x}) in that round, which beats it.",
+                    s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
+                ),
+                at(format!("{name}'s election of round {}", s.round)),
+            ));
+            continue;
+        }
+        let for_leader: Vec<u64> = s
             .votes
             .iter()
             .filter(|v| v.leader == s.leader)
             .map(|v| v.sid)
             .collect();
+        let backers: BTreeSet<u64> = for_leader
+            .iter()
+            .copied()
+            .filter(|sid| voters.contains(sid))
+            .collect();
         if backers.len() < quorum {
+            let outsiders: BTreeSet<u64> = for_leader
+                .iter()
+                .copied()
+                .filter(|sid| !voters.contains(sid))
+                .collect();
+            let from_voters = for_leader.iter().filter(|v| voters.contains(v)).count();
+            let twice = from_voters - backers.len();
+            let mut why = String::new();
+            if !outsiders.is_empty() {
+                why.push_str(&format!(
+                    " (votes of servers that are not voters {outsiders:?} do not count)"
+                ));
+            }
+            if twice > 0 {
+                why.push_str(&format!(
+                    " ({twice} repeated vote(s) of one server count once)"
+                ));
+            }
             violations.push((
                 format!(
-                    "{name} decided n{} in round {} with the votes of {} server(s) {:?}, short of a quorum of {quorum}.",
+                    "{name} decided n{} in round {} with the votes of {} configured voter(s) {:?}, short of a quorum of {quorum}{why}.",
                     s.leader, s.round, backers.len(), backers
                 ),
                 at(format!("{name}'s election of round {}", s.round)),
@@ -63,7 +131,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         gaps.push((why.to_string(), vec![]));
     }
     let ok = format!(
-        "Each of the {} elections reported was decided for a leader that beats or equals every vote counted, backed by a quorum ({quorum}) of votes.",
+        "Each of the {} elections reported was decided for a leader that beats or equals every vote counted and every vote heard in its round ({heard} heard), backed by a quorum ({quorum}) of distinct configured voters.",
         d.elections.len()
     );
     let took: Vec<u64> = d.elections.iter().map(|e| e.summary.took_ms).collect();

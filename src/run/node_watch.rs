@@ -54,7 +54,12 @@ impl Watched {
     }
 
     fn acted_on(&self, node: &str) {
-        *self.actions.lock().unwrap().entry(node.to_string()).or_default() += 1;
+        *self
+            .actions
+            .lock()
+            .unwrap()
+            .entry(node.to_string())
+            .or_default() += 1;
     }
 }
 

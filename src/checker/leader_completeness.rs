@@ -1,0 +1,199 @@
+//! leader-completeness (writes workload): every write acknowledged before a leader's epoch
+//! began is in that leader's history. This is Zab's leader-completeness property, the heart of
+//! the ZOOKEEPER-1419/1154/3911 class of bugs: FLE must elect a server whose log holds every
+//! committed transaction, because a ZooKeeper leader never fetches missing ones from followers.
+//!
+//! For each leadership seen (a node's first read LEADING an established epoch e after a read of
+//! it that did not), the writes that certainly committed before it began are those acknowledged
+//! (with a zxid of an epoch below e) earlier than that previous read minus the read slack:
+//! the previous read's snapshot shows the node not yet leading e, and an acknowledgement follows
+//! its commit. Three things must hold for them:
+//! - the leader's last zxid, at its first read leading e, is at least the highest of them (a
+//!   leader's log only grows);
+//! - the election the leader reported deciding for itself (its `last_election` at that read)
+//!   was won with a zxid at least that high (the zxid it voted with is its last logged one);
+//! - its final log holds each of them (a committed write is never truncated).
+//!
+//! What it cannot see: a leadership that begins and ends between two reads of its leader, and a
+//! leadership whose leader was LEADING already at its very first read (nothing bounds when it
+//! began). Writes acknowledged within the read slack of a leadership's start are not judged
+//! against it. It needs client writes (the writes workload) and, for the last point, final logs.
+
+use super::finding::{EvRef, Finding, Item};
+use super::model::{Digest, Rec, Status};
+use super::CheckOptions;
+use crate::history::test_info::TestInfo;
+use crate::history::EventType;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+pub const NAME: &str = "leader-completeness";
+
+/// An acknowledged write: (ok time, zxid, value, position of the ok).
+struct Ack<'a> {
+    time: u64,
+    zxid: u64,
+    value: &'a str,
+    pos: u32,
+}
+
+/// A node's final log: its history position and its (zxid, value) entries.
+type FinalEntries<'a> = (u32, &'a [(u64, String)]);
+
+/// What leader-completeness measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletenessMeasurements {
+    /// Leaderships whose start could be bounded, and those with earlier acknowledged writes.
+    pub leaderships_judged: usize,
+    pub leaderships_with_prior_writes: usize,
+}
+
+pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+    let slack = opts.read_slack_ns();
+    let mut acks: Vec<Ack> = Vec::new();
+    let mut writes = 0usize;
+    // Each node's final log: (position, entries); a set of its values is built only for a node
+    // that led (hashing every log would cost more than the rest of this checker).
+    let mut logs: Vec<Option<FinalEntries>> = vec![None; d.nodes.len()];
+    // (previous read, first read leading), per leadership seen.
+    let mut starts: Vec<(Status, Status)> = Vec::new();
+    let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
+    for r in d.records() {
+        match r {
+            Rec::Write(w) => {
+                writes += 1;
+                if let (EventType::Ok, Some(z), Some(v)) = (w.kind, w.zxid, w.value.as_deref()) {
+                    acks.push(Ack {
+                        time: w.time,
+                        zxid: z,
+                        value: v,
+                        pos: w.pos,
+                    });
+                }
+            }
+            Rec::Status(s) => {
+                if let Some(e) = s.leads() {
+                    if let Some(p) = last[s.node as usize] {
+                        if p.leads() != Some(e) {
+                            starts.push((p, *s));
+                        }
+                    }
+                }
+                last[s.node as usize] = Some(*s);
+            }
+            Rec::FinalLog(l) => {
+                if let Ok(es) = &l.entries {
+                    logs[l.node as usize] = Some((l.pos, es.as_slice()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if writes == 0 {
+        let gap = (
+            format!("The history has no client writes (workload \"{}\"), so leader-completeness cannot be judged.", info.workload),
+            vec![],
+        );
+        return Finding::judge(vec![], vec![gap], String::new());
+    }
+    acks.sort_by_key(|a| a.time);
+    // Running maximum of zxids in acknowledgement order: the top of every prefix at once.
+    let mut top_at: Vec<usize> = Vec::with_capacity(acks.len());
+    for (i, a) in acks.iter().enumerate() {
+        let best = top_at.last().copied().filter(|&b| acks[b].zxid >= a.zxid);
+        top_at.push(best.unwrap_or(i));
+    }
+    // Per node (computed when it first leads): the acknowledgements its final log lacks.
+    let mut lacking: Vec<Option<Vec<usize>>> = vec![None; d.nodes.len()];
+
+    let mut violations: Vec<Item> = Vec::new();
+    let mut with_prior = 0usize;
+    for (prev, first) in &starts {
+        let e = first.leads().unwrap_or(0);
+        let name = d.name(first.node);
+        let bound = prev.time.saturating_sub(slack);
+        let n = acks.partition_point(|a| a.time < bound);
+        if n == 0 {
+            continue;
+        }
+        // The highest earlier zxid of an older epoch: the running maximum, unless that is of
+        // epoch e or later (itself a violation elsewhere), then a scan.
+        let top = match &acks[top_at[n - 1]] {
+            a if a.zxid >> 32 < e => Some(a),
+            _ => acks[..n]
+                .iter()
+                .filter(|a| a.zxid >> 32 < e)
+                .max_by_key(|a| a.zxid),
+        };
+        let Some(top) = top else {
+            continue;
+        };
+        with_prior += 1;
+        let not_yet = EvRef::new(prev.pos, format!("{name} not yet leading epoch {e}"));
+        let acked = |a: &Ack| {
+            EvRef::new(
+                a.pos,
+                format!("write of {} acknowledged at zxid {:#x}", a.value, a.zxid),
+            )
+        };
+        if first.last_zxid < top.zxid {
+            violations.push((
+                format!(
+                    "{name} began leading epoch {e} with last zxid {:#x}, below zxid {:#x} of {}, acknowledged before its epoch began: the new leader lacks a committed write.",
+                    first.last_zxid, top.zxid, top.value
+                ),
+                vec![acked(top), not_yet.clone(), EvRef::new(first.pos, format!("{name} LEADING epoch {e}, last zxid {:#x}", first.last_zxid))],
+            ));
+            continue;
+        }
+        // The election it reported deciding for itself before that first read.
+        let sid = d.sid(first.node);
+        let won = d
+            .elections
+            .iter()
+            .rfind(|el| el.node == first.node && el.pos <= first.pos)
+            .filter(|el| Some(el.summary.leader) == sid);
+        if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
+            violations.push((
+                format!(
+                    "{name} was elected for epoch {e} (round {}) with zxid {:#x}, below zxid {:#x} of {}, acknowledged before its epoch began: FLE elected a leader missing a committed write.",
+                    el.summary.round, el.summary.zxid, top.zxid, top.value
+                ),
+                vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
+            ));
+            continue;
+        }
+        if let Some((pos, entries)) = &logs[first.node as usize] {
+            let missing = lacking[first.node as usize].get_or_insert_with(|| {
+                let values: HashSet<&str> = entries.iter().map(|e| e.1.as_str()).collect();
+                (0..acks.len())
+                    .filter(|&i| !values.contains(acks[i].value))
+                    .collect()
+            });
+            let missing = missing
+                .iter()
+                .take_while(|&&i| i < n)
+                .map(|&i| &acks[i])
+                .find(|a| a.zxid >> 32 < e);
+            if let Some(missing) = missing {
+                violations.push((
+                    format!(
+                        "{name} led epoch {e}, which began after {} was acknowledged (zxid {:#x}), yet {name}'s final log lacks it: a committed write its leadership should have kept.",
+                        missing.value, missing.zxid
+                    ),
+                    vec![acked(missing), not_yet, EvRef::new(first.pos, format!("{name} LEADING epoch {e}")), EvRef::new(*pos, format!("{name} final log"))],
+                ));
+            }
+        }
+    }
+    let ok = format!(
+        "Each of the {} leaderships whose start was seen held every write acknowledged before it ({} had such writes): in its first read as leader, in the election it won, and in its final log.",
+        starts.len(),
+        with_prior
+    );
+    let m = CompletenessMeasurements {
+        leaderships_judged: starts.len(),
+        leaderships_with_prior_writes: with_prior,
+    };
+    Finding::judge(violations, vec![], ok).with_measurements(super::Measurements::Completeness(m))
+}
