@@ -208,6 +208,9 @@ fn position(stderr: &str) -> Option<String> {
 fn check_and_report_give_the_same_exit_code_on_every_corrupt_or_torn_history() {
     use rand::{Rng, SeedableRng};
     let root = tempfile::tempdir().unwrap();
+    // Only the run folders and the reports root holding them may be written: nothing above.
+    let above = root.path().parent().unwrap().join("index.html");
+    let existed = above.exists();
     let agree = |name: &str, dir: &std::path::Path, reject: Option<bool>| -> bool {
         let (report, report_err) = run_cmd("report", dir);
         let (check, check_err) = run_cmd("check", dir);
@@ -256,6 +259,10 @@ fn check_and_report_give_the_same_exit_code_on_every_corrupt_or_torn_history() {
         std::fs::write(dir.join("history.jsonl"), bytes).unwrap();
         agree(&format!("random change {k} at byte {at}"), &dir, None);
     }
-    // These folders are not laid out as reports/<test>/<time>/: no index was written above them.
-    assert!(!root.path().join("index.html").exists());
+    // The index goes to a run folder's reports root at most (here: inside `root`), never above.
+    assert_eq!(
+        above.exists(),
+        existed,
+        "an index was written above the test folder"
+    );
 }

@@ -39,6 +39,9 @@ use crate::wire::{self, HelloStart, Notification};
 /// One dial attempt. Shorter than ZooKeeper's cnxTimeout (5 s): a SYN dropped by a partition is
 /// retransmitted only after 1 s anyway, and a fresh attempt notices a heal sooner.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// ZooKeeper's default election connect timeout (cnxTimeout), used by the seeded
+/// `blocking-connect` bug so that it stalls as ZooKeeper did.
+const ZOOKEEPER_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long an accepted connection may take to say hello unless the config says otherwise.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -370,7 +373,12 @@ async fn local_bind_addr(host: &str, target: &SocketAddr) -> Option<SocketAddr> 
 
 /// Dials `addr` from our own configured address and says hello.
 pub async fn dial(me: &Identity, addr: &str) -> io::Result<TcpStream> {
-    let mut stream = dial_raw(me, addr).await?;
+    dial_within(me, addr, CONNECT_TIMEOUT).await
+}
+
+/// `dial`, giving up on the connect after `timeout`.
+async fn dial_within(me: &Identity, addr: &str, timeout: Duration) -> io::Result<TcpStream> {
+    let mut stream = dial_raw_within(me, addr, timeout).await?;
     stream
         .write_all(&wire::encode_hello(me.sid, &me.election_addr))
         .await?;
@@ -380,6 +388,10 @@ pub async fn dial(me: &Identity, addr: &str) -> io::Result<TcpStream> {
 /// Dials `addr` from our own configured address (ZooKeeper binds outgoing sockets too, so
 /// per-address firewall rules see the server's address).
 pub async fn dial_raw(me: &Identity, addr: &str) -> io::Result<TcpStream> {
+    dial_raw_within(me, addr, CONNECT_TIMEOUT).await
+}
+
+async fn dial_raw_within(me: &Identity, addr: &str, timeout: Duration) -> io::Result<TcpStream> {
     let target = tokio::net::lookup_host(addr).await?.next().ok_or_else(|| {
         io::Error::new(io::ErrorKind::NotFound, format!("{addr} does not resolve"))
     })?;
@@ -391,7 +403,7 @@ pub async fn dial_raw(me: &Identity, addr: &str) -> io::Result<TcpStream> {
     if let Some(local) = local_bind_addr(&me.host, &target).await {
         socket.bind(local)?;
     }
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, socket.connect(target))
+    let stream = tokio::time::timeout(timeout, socket.connect(target))
         .await
         .map_err(|_| {
             io::Error::new(
@@ -423,8 +435,9 @@ impl LinkTask {
         if self.bugs.has(Bug::BlockingConnect) {
             // Seeded ZOOKEEPER-3756: one connect at a time for all peers (a synchronized
             // connectOne), so a blackholed peer's connect timeout holds every other dial.
+            // With ZooKeeper's own connect timeout (cnxTimeout, 5 s), not fle-node's short one.
             let _one_at_a_time = self.dial_lock.lock().await;
-            return dial(&self.me, &self.peer_addr).await;
+            return dial_within(&self.me, &self.peer_addr, ZOOKEEPER_CONNECT_TIMEOUT).await;
         }
         dial(&self.me, &self.peer_addr).await
     }

@@ -139,6 +139,11 @@ impl<'a> Cursor<'a> {
             }
         }
         let n = self.u64()?;
+        if neg && n == 0 {
+            // serde_json reads `-0` as the float -0.0, which an integer field refuses: serde
+            // decides.
+            return None;
+        }
         if neg {
             0i64.checked_sub_unsigned(n)
         } else {

@@ -468,13 +468,13 @@ impl Control for SshCluster {
             remote::alive_script(pid, start),
             None,
         ) {
-            Ok(out) if out.status.success() => Some(pid),
-            Ok(_) => {
+            Ok(out) if out.status.success() && out.stdout.starts_with(b"gone") => {
                 self.daemons.lock().unwrap().remove(node);
                 None
             }
-            // The host did not answer: not known to be gone, so still ours to signal later.
-            Err(_) => Some(pid),
+            // Alive, or the host did not answer plainly (no connection, a failing sudo or
+            // shell): not known to be gone, so still ours to signal later.
+            _ => Some(pid),
         }
     }
 

@@ -85,8 +85,10 @@ echo \"$pid $(flc_start $pid)\"",
 }
 
 /// Exits 0 when process `pid` with start time `start` is alive.
+/// Prints "alive" or "gone" for the recorded process: only the word "gone" proves it ended
+/// (a failing sudo or shell on a loaded host exits non-zero too, and proves nothing).
 pub fn alive_script(pid: u32, start: u64) -> String {
-    format!("{PRELUDE}\nflc_alive {pid} {start}")
+    format!("{PRELUDE}\nif flc_alive {pid} {start}; then echo alive; else echo gone; fi")
 }
 
 /// Prints "stopped" when the recorded process is ours and in state T (SIGSTOP).
