@@ -208,8 +208,15 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         r = run_body(&plan, seed, &run_dir, recorder.clone(), registry, &guard, abort) => {
             r.map(|_| Ending::Done)
         }
-        why = aborted.wait_for(|a| a.is_some()) => {
-            Ok(Ending::Aborted(why.ok().and_then(|w| w.clone()).unwrap_or_default()))
+        // Only a reason aborts: the watch ends (its sender dropped) before teardown, too.
+        why = async {
+            let why = aborted.wait_for(|a| a.is_some()).await.map(|w| w.clone());
+            match why {
+                Ok(why) => why,
+                Err(_) => std::future::pending().await,
+            }
+        } => {
+            Ok(Ending::Aborted(why.unwrap_or_default()))
         }
         sig = interrupts.wait() => Ok(Ending::Interrupted(sig)),
         why = recorder.failed() => Ok(Ending::HistoryFailed(why)),
@@ -334,7 +341,7 @@ async fn run_body(
         let pid = target.start(node)?;
         tracing::info!("started {node}: pid {pid}");
     }
-    // Dropped (and so stopped) with this future, after the final reads.
+    // Stopped and awaited after the final reads (below), before teardown.
     let mut watcher = JoinSet::new();
     watcher.spawn(node_watch::watch_nodes(watched, recorder.clone(), abort));
 
@@ -415,6 +422,10 @@ async fn run_body(
     }
     progress.set_message("final reads");
     final_phase::final_reads(target.clone(), recorder.clone()).await;
+    // Stopped and awaited before teardown: a look in flight (an SSH round trip, which an
+    // abort cannot interrupt) would otherwise see teardown's kills as nodes dying unasked.
+    watcher.abort_all();
+    while watcher.join_next().await.is_some() {}
     progress.finish_and_clear();
     Ok(())
 }
