@@ -177,7 +177,13 @@ fn quorum_minority_leads_alone() {
 /// message is always its own vote. The correct n1 keeps its newer-epoch vote; the buggy n1
 /// adopts n3's older one (its round's `received` shows it), then the two votes beat each
 /// other: they cycle, or one of them is elected by timing.
+///
+/// Ignored in the default suite: whether n1 hears n3's own vote before n3 adopts n1's depends
+/// on timing since links re-send the vote on every new connection (seen once in four suite
+/// runs). The mechanism is pinned down deterministically by the election table tests
+/// (`bug_tests.rs`); run this with `--ignored` to see it on real processes.
 #[test]
+#[ignore = "timing-dependent on real processes; the table tests in bug_tests.rs pin the mechanism"]
 fn vote_order_not_total_cycles_or_elects_the_wrong_server() {
     for bug in [None, Some("vote-order-not-total")] {
         let mut c = cluster(3, bug);
