@@ -5,7 +5,7 @@
 
 mod run_support;
 
-use fle_chaos::history::{store::read_history, F};
+use fle_chaos::history::{store::read_history, Event, F};
 use run_support::*;
 use std::time::Duration;
 
@@ -13,9 +13,15 @@ use std::time::Duration;
 /// thing under test.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs `fle-chaos test` with `schedule`; returns (exit code, run dir).
-fn run(schedule: &str, out: &std::path::Path) -> (Option<i32>, std::path::PathBuf) {
+/// Runs `fle-chaos test` with `schedule` in a folder of its own, requiring a valid verdict;
+/// returns the folder (removed when dropped), the run dir and its history.
+fn run(schedule: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<Event>) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::Builder::new()
+        .prefix("flc-faults-disk")
+        .tempdir()
+        .unwrap();
+    let out = &tmp.path().join("reports");
     let mut child = spawn_test(
         &[
             "--nodes",
@@ -36,7 +42,8 @@ fn run(schedule: &str, out: &std::path::Path) -> (Option<i32>, std::path::PathBu
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
     let dir = run_dir(out).unwrap_or_else(|| panic!("no run folder: {stderr}"));
     assert_eq!(code, Some(0), "the correct node must stay valid: {stderr}");
-    (code, dir)
+    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    (tmp, dir, history)
 }
 
 #[test]
@@ -44,13 +51,7 @@ fn power_loss_runs_valid_records_what_was_lost_and_unmounts() {
     if !root_or_skip("power_loss_runs_valid_records_what_was_lost_and_unmounts") {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("flc-faults-disk")
-        .tempdir()
-        .unwrap();
-    let out = tmp.path().join("reports");
-    let (_, dir) = run("power-loss", &out);
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    let (_tmp, dir, history) = run("power-loss");
     let losses = nemesis_done(&history, F::PowerLoss);
     assert!(!losses.is_empty(), "no power loss happened");
     for e in &losses {
@@ -78,13 +79,7 @@ fn corrupted_txnlogs_are_cut_and_logged_never_served() {
     if !root_or_skip("corrupted_txnlogs_are_cut_and_logged_never_served") {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("flc-faults-disk")
-        .tempdir()
-        .unwrap();
-    let out = tmp.path().join("reports");
-    let (_, dir) = run("corrupt-txnlog", &out);
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    let (_tmp, dir, history) = run("corrupt-txnlog");
     let damages = nemesis_done(&history, F::Corrupt);
     assert!(!damages.is_empty(), "no corruption happened");
     let mut cuts_needed = 0;

@@ -428,10 +428,16 @@ impl PrivateNet {
 
     /// Drops everything from `a` to `b` (one way).
     pub fn cut(&mut self, a: u64, b: u64) {
+        self.rule("add", a, b);
+        self.cuts.push((a, b));
+    }
+
+    /// Adds or deletes the rule that routes `a`'s traffic to `b` into `b`'s dead table.
+    fn rule(&self, verb: &str, a: u64, b: u64) {
         let table = (1000 + b).to_string();
         ip(&[
             "rule",
-            "add",
+            verb,
             "pref",
             "10",
             "from",
@@ -442,7 +448,6 @@ impl PrivateNet {
             &table,
         ])
         .unwrap();
-        self.cuts.push((a, b));
     }
 
     /// Cuts `sid` off from every other server, both ways.
@@ -457,20 +462,7 @@ impl PrivateNet {
     /// Removes every cut.
     pub fn heal(&mut self) {
         for (a, b) in std::mem::take(&mut self.cuts) {
-            let table = (1000 + b).to_string();
-            ip(&[
-                "rule",
-                "del",
-                "pref",
-                "10",
-                "from",
-                &self.hosts[&a],
-                "to",
-                &self.hosts[&b],
-                "lookup",
-                &table,
-            ])
-            .unwrap();
+            self.rule("del", a, b);
         }
     }
 }
