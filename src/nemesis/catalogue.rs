@@ -47,6 +47,24 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "corrupt-txnlog",
         include_str!("../../nemesis/corrupt-txnlog.toml"),
     ),
+    // Aimed and composed (issue 16).
+    (
+        "leader-minority",
+        include_str!("../../nemesis/leader-minority.toml"),
+    ),
+    (
+        "restart-in-election",
+        include_str!("../../nemesis/restart-in-election.toml"),
+    ),
+    (
+        "kill-leader-after-ack",
+        include_str!("../../nemesis/kill-leader-after-ack.toml"),
+    ),
+    (
+        "power-loss-after-ack",
+        include_str!("../../nemesis/power-loss-after-ack.toml"),
+    ),
+    ("composed", include_str!("../../nemesis/composed.toml")),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

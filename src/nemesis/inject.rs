@@ -68,6 +68,10 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     if let Some(note) = &resolved.note {
         base["note"] = json!(note);
     }
+    // What aimed it (trigger, trigger_index) and its composed group, from the runner.
+    for (k, v) in &fault.annotations {
+        base[k.as_str()] = v.clone();
+    }
     let f = match t.kind {
         FaultKind::Kill => F::Kill,
         FaultKind::Pause => F::Pause,
@@ -88,7 +92,10 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                 }),
             FaultKind::Partition => {
                 let shape = t.shape.unwrap_or(PartitionShape::RandomHalves);
-                let targets = if shape == PartitionShape::IsolateLeader {
+                let targets = if matches!(
+                    shape,
+                    PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
+                ) {
                     resolve(
                         &super::schedule::TargetSpec::Leader,
                         &nodes,

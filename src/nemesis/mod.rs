@@ -5,6 +5,8 @@
 //! - `plan`: the seeded generator (same seed, same faults);
 //! - `partition`: partition shapes as grudges (who drops whom);
 //! - `targets`: resolving leader/random/minority/... to nodes when a fault starts;
+//! - `timing`: fixed or seeded random gaps and durations;
+//! - `trigger`: faults fired by what the observers see (`when = "election"`);
 //! - `seam`: the `Nemesis` trait and the `NemesisContext` a run hands it (`NoNemesis`,
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
@@ -16,6 +18,8 @@ pub mod runner;
 pub mod schedule;
 pub mod seam;
 pub mod targets;
+pub mod timing;
+pub mod trigger;
 
 pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 
@@ -48,7 +52,9 @@ pub fn schedule_from_flags(
                  iptables cannot cut one off; drop the partition faults or run as root with --net netns",
             ));
         }
-        schedule.faults.retain(|f| f.kind != FaultKind::Partition);
+        schedule.faults.retain(|f| {
+            f.kind != FaultKind::Partition && f.with.iter().all(|p| p.kind != FaultKind::Partition)
+        });
     }
     Ok(schedule)
 }

@@ -64,6 +64,26 @@ pub fn grudge(shape: PartitionShape, nodes: &[String], targets: &[String], pick:
         }
         // Explicit groups come with the fault: see `groups_grudge`.
         PartitionShape::Groups => {}
+        PartitionShape::LeaderMinority => {
+            // The leader plus seeded followers fill the largest minority; the rest are the
+            // majority. Commit-quorum bugs need the leader to still hear *some* followers.
+            let followers = shuffled(
+                &nodes
+                    .iter()
+                    .filter(|n| **n != first_target)
+                    .cloned()
+                    .collect::<Vec<_>>(),
+                pick,
+            );
+            let minority = (nodes.len() - 1) / 2;
+            let mut side = vec![first_target];
+            side.extend(followers.iter().take(minority.saturating_sub(1)).cloned());
+            let rest: Vec<String> = followers
+                .into_iter()
+                .filter(|n| !side.contains(n))
+                .collect();
+            cut(&mut g, &side, &rest);
+        }
         PartitionShape::OneWay => {
             for other in nodes.iter().filter(|n| **n != first_target) {
                 g.entry(other.clone())
@@ -258,6 +278,27 @@ mod tests {
                 vec!["n5".into()]
             ]
         );
+    }
+
+    #[test]
+    fn leader_minority_keeps_followers_with_the_leader() {
+        for (n, with_leader) in [(3, 1), (5, 2), (7, 3)] {
+            let all = nodes(n);
+            let g = grudge(PartitionShape::LeaderMinority, &all, &["n2".into()], 4);
+            let c = components(&all, &g);
+            assert_eq!(c.len(), 2, "n={n}: {c:?}");
+            let leader_side = c.iter().find(|s| s.contains(&"n2".to_string())).unwrap();
+            assert_eq!(leader_side.len(), with_leader, "n={n}: {c:?}");
+        }
+        let sides: BTreeSet<_> = (0..20)
+            .map(|p| {
+                components(
+                    &nodes(5),
+                    &grudge(PartitionShape::LeaderMinority, &nodes(5), &["n1".into()], p),
+                )
+            })
+            .collect();
+        assert!(sides.len() > 1, "the followers kept are seeded");
     }
 
     #[test]

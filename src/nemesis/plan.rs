@@ -19,6 +19,23 @@ pub struct PlannedFault {
     pub pick: u64,
     /// The clock delta after the seeded sign is applied (clock bumps only).
     pub clock_delta_ms: Option<i64>,
+    /// The quiet drawn before it (what the runner keeps after the previous fault ends, when a
+    /// trigger delayed that one).
+    pub gap: Duration,
+    /// Composed parts, each with `start` counted from this fault's start.
+    pub parts: Vec<PlannedFault>,
+    /// Keys added to its recorded value: `trigger`, `trigger_index`, `composed`.
+    pub annotations: serde_json::Map<String, serde_json::Value>,
+}
+
+impl PlannedFault {
+    /// From its start until its last part is undone.
+    pub fn span(&self) -> Duration {
+        self.parts
+            .iter()
+            .map(|p| p.start + p.duration)
+            .fold(self.duration, Duration::max)
+    }
 }
 
 /// The endless sequence of faults a schedule and a seed give, in order.
@@ -35,7 +52,7 @@ impl<'a> Planner<'a> {
             schedule,
             rng: ChaCha8Rng::seed_from_u64(seed),
             total_weight: schedule.faults.iter().map(|f| u64::from(f.weight)).sum(),
-            next_start: schedule.interval,
+            next_start: Duration::ZERO,
         }
     }
 }
@@ -57,7 +74,41 @@ impl Iterator for Planner<'_> {
                 false
             }
         })?;
-        let duration = template.duration.unwrap_or(self.schedule.duration);
+        // Fixed timing draws nothing here, so a fixed schedule's plan for a seed is unchanged.
+        let timing = self.schedule.timing;
+        let gap = timing.draw(self.schedule.interval, &mut self.rng);
+        let duration = timing.draw(
+            template.duration.unwrap_or(self.schedule.duration),
+            &mut self.rng,
+        );
+        let mut fault = self.draw(template, Duration::ZERO, duration);
+        let group = template.group_name();
+        for part in &template.with {
+            let d = part.duration.unwrap_or(self.schedule.duration);
+            let mut p = self.draw(part, part.after, d);
+            if let Some(g) = &group {
+                p.annotations.insert("composed".into(), g.clone().into());
+            }
+            fault.parts.push(p);
+        }
+        if let Some(g) = group {
+            fault.annotations.insert("composed".into(), g.into());
+        }
+        fault.start = self.next_start + gap;
+        fault.gap = gap;
+        self.next_start = fault.start + fault.span();
+        Some(fault)
+    }
+}
+
+impl Planner<'_> {
+    /// The seeded picks of one fault (or composed part) starting at `start`.
+    fn draw(
+        &mut self,
+        template: &FaultTemplate,
+        start: Duration,
+        duration: Duration,
+    ) -> PlannedFault {
         let pick = self.rng.gen::<u64>();
         let clock_delta_ms = match template.clock {
             Some(ClockMode::Bump {
@@ -70,15 +121,16 @@ impl Iterator for Planner<'_> {
             }),
             _ => None,
         };
-        let start = self.next_start;
-        self.next_start += duration + self.schedule.interval;
-        Some(PlannedFault {
+        PlannedFault {
             start,
             duration,
             template: template.clone(),
             pick,
             clock_delta_ms,
-        })
+            gap: Duration::ZERO,
+            parts: Vec::new(),
+            annotations: serde_json::Map::new(),
+        }
     }
 }
 
@@ -97,11 +149,27 @@ pub fn time_limit_for(need: Duration) -> Duration {
     }
 }
 
-/// The faults planned to start and end before `until`.
+/// The faults planned to start and end before `until`. With random timing, the first fault
+/// that does not fit is tried once more at its shortest gap and duration, so that a window
+/// preflight accepted (interval + duration fit) never plans nothing on an unlucky draw.
 pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
-    Planner::new(schedule, seed)
-        .take_while(|f| f.start + f.duration <= until)
-        .collect()
+    let mut out: Vec<PlannedFault> = Vec::new();
+    for mut f in Planner::new(schedule, seed) {
+        if f.start + f.span() <= until {
+            out.push(f);
+            continue;
+        }
+        let timing = schedule.timing;
+        let free = out.last().map_or(Duration::ZERO, |p| p.start + p.span());
+        f.gap = timing.shortest(schedule.interval);
+        f.start = free + f.gap;
+        f.duration = timing.shortest(f.template.duration.unwrap_or(schedule.duration));
+        if timing != super::timing::Timing::Fixed && f.start + f.span() <= until {
+            out.push(f);
+        }
+        break;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -153,6 +221,39 @@ mod tests {
             .filter(|f| f.template.kind == FaultKind::Kill)
             .count();
         assert!(kills * 10 > p.len() * 8, "{kills} kills of {}", p.len());
+    }
+
+    #[test]
+    fn random_timing_varies_gaps_and_durations_and_replays() {
+        let mut s = mixed();
+        s.timing = crate::nemesis::timing::Timing::Exponential;
+        let a = plan(&s, 3, Duration::from_secs(300));
+        assert_eq!(a, plan(&s, 3, Duration::from_secs(300)));
+        let gaps: std::collections::BTreeSet<_> = a.iter().map(|f| f.gap).collect();
+        let durations: std::collections::BTreeSet<_> = a.iter().map(|f| f.duration).collect();
+        assert!(
+            gaps.len() > a.len() / 2 && durations.len() > a.len() / 2,
+            "{a:?}"
+        );
+        for pair in a.windows(2) {
+            assert_eq!(pair[1].start, pair[0].start + pair[0].span() + pair[1].gap);
+        }
+    }
+
+    #[test]
+    fn composed_parts_are_planned_inside_their_fault() {
+        let s = Schedule::from_toml(
+            "t",
+            "interval = \"2s\"\nduration = \"4s\"\n[[fault]]\nkind = \"partition\"\nshape = \"halves\"\n[[fault.with]]\nkind = \"kill\"\ntarget = \"leader\"\nafter = \"3s\"\nduration = \"2s\"\n",
+        )
+        .unwrap();
+        let p = plan(&s, 1, Duration::from_secs(30));
+        assert_eq!(p[0].parts.len(), 1);
+        assert_eq!(p[0].span(), Duration::from_secs(5));
+        assert_eq!(p[1].start, p[0].start + Duration::from_secs(5 + 2));
+        assert_eq!(p[0].annotations["composed"], "partition+kill");
+        assert_eq!(p[0].parts[0].annotations["composed"], "partition+kill");
+        assert_eq!(s.kinds(), vec![FaultKind::Partition, FaultKind::Kill]);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The scheduled nemesis: walks the seeded plan, applying each fault at its time and undoing it
 //! after its duration, until the run's time is up; then the final heal undoes everything and
-//! verifies it.
+//! verifies it. A triggered fault (`when`) first waits for its observation (`trigger`); a
+//! composed one applies and undoes its parts on their own clocks within its span.
 
 use super::inject::{self, Active};
 use super::plan::{fault_window, plan, PlannedFault};
-use super::schedule::Schedule;
+use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
 use super::seam::{Nemesis, NemesisContext};
+use super::trigger::{Fired, Trigger, Watch};
 use crate::control::clock::ClockSetting;
 use crate::control::iptables::CHAIN;
 use crate::control::target::BoxFuture;
@@ -19,38 +21,134 @@ use tokio::time::Instant;
 /// A nemesis driven by a `Schedule` and the run's seed.
 pub struct ScheduledNemesis {
     pub schedule: Schedule,
-    /// The fault in force, so that the final heal undoes it even if `run` was cut short.
-    active: Mutex<Option<Active>>,
+    /// The faults in force (several for a composed one), so that the final heal undoes them
+    /// even if `run` was cut short.
+    active: Mutex<Vec<Active>>,
 }
+
+/// How often a triggered fault looks at the observers' latest reads (they read at >= 50 Hz).
+const TRIGGER_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl ScheduledNemesis {
     pub fn new(schedule: Schedule) -> Self {
         ScheduledNemesis {
             schedule,
-            active: Mutex::new(None),
+            active: Mutex::new(Vec::new()),
         }
     }
 
     async fn run_plan(&self, ctx: &NemesisContext) -> Result<()> {
         let mut stop = ctx.stop.clone();
         let start = Instant::now();
-        for fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
-            if sleep_or_stop(&mut stop, start + fault.start).await {
+        let window_end = start + fault_window(ctx.time_limit);
+        // When the last fault was undone: a trigger's wait delays the faults after it, which
+        // keep their drawn gap.
+        let mut free_at = start;
+        for mut fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
+            let at = (start + fault.start).max(free_at + fault.gap);
+            if at + fault.span() > window_end {
                 break;
             }
-            let Some(active) = inject::apply(ctx, &fault) else {
-                continue;
+            if let Some(trigger) = fault.template.when {
+                // A triggered fault watches from the end of the one before (the re-election
+                // that a heal or restart sets off is what it aims at) until `wait` after its
+                // planned time.
+                let wait = fault.template.wait.unwrap_or(DEFAULT_WAIT);
+                let until = (at + wait).min(window_end - fault.span());
+                match wait_for(ctx, &mut stop, trigger, until).await {
+                    Waited::Stopped => break,
+                    Waited::Fired(fired) => aim(&mut fault, trigger, Some(fired)),
+                    Waited::TimedOut => aim(&mut fault, trigger, None),
+                }
+            } else if sleep_or_stop(&mut stop, at).await {
+                break;
+            }
+            let stopped = if fault.parts.is_empty() {
+                self.single(ctx, &mut stop, &fault).await
+            } else {
+                self.composed(ctx, &mut stop, &fault).await
             };
-            *self.active.lock().unwrap() = Some(active.clone());
-            let stopped = self.hold(ctx, &mut stop, &fault, &active).await;
-            inject::undo(ctx, &active);
-            *self.active.lock().unwrap() = None;
+            free_at = Instant::now();
             if stopped {
                 break;
             }
         }
         let _ = stop.wait_for(|s| *s).await;
         Ok(())
+    }
+
+    /// One fault: apply, hold, undo. True if stopped.
+    async fn single(
+        &self,
+        ctx: &NemesisContext,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        fault: &PlannedFault,
+    ) -> bool {
+        let Some(active) = inject::apply(ctx, fault) else {
+            return false;
+        };
+        self.active.lock().unwrap().push(active.clone());
+        let stopped = self.hold(ctx, stop, fault, &active).await;
+        inject::undo(ctx, &active);
+        self.active.lock().unwrap().clear();
+        stopped
+    }
+
+    /// A composed fault: the main one and each part applied at their starts and undone after
+    /// their durations, in time order (a strobed clock in a composition stays at its delta).
+    async fn composed(
+        &self,
+        ctx: &NemesisContext,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        fault: &PlannedFault,
+    ) -> bool {
+        let t0 = Instant::now();
+        let mut main = fault.clone();
+        main.parts.clear();
+        let all: Vec<PlannedFault> = std::iter::once(main)
+            .chain(fault.parts.iter().cloned())
+            .collect();
+        // (when, apply?, which)
+        let mut steps: Vec<(Instant, bool, usize)> = Vec::new();
+        for (i, f) in all.iter().enumerate() {
+            steps.push((t0 + f.start, true, i));
+            steps.push((t0 + f.start + f.duration, false, i));
+        }
+        steps.sort_by_key(|(t, apply, i)| (*t, *apply, *i));
+        let mut actives: Vec<Option<Active>> = vec![None; all.len()];
+        let mut stopped = false;
+        for (when, apply, i) in steps {
+            if !stopped && sleep_or_stop(stop, when).await {
+                stopped = true;
+            }
+            if apply {
+                if stopped {
+                    continue;
+                }
+                let mut f = all[i].clone();
+                if i > 0 && f.template.target == TargetSpec::Trigger {
+                    // A part aimed at the main fault's trigger node.
+                    if let Some(node) = fault
+                        .annotations
+                        .get("trigger_node")
+                        .and_then(|n| n.as_str())
+                    {
+                        f.template.target = TargetSpec::Nodes(vec![node.to_string()]);
+                    }
+                }
+                actives[i] = inject::apply(ctx, &f);
+                if let Some(a) = &actives[i] {
+                    self.active.lock().unwrap().push(a.clone());
+                }
+            } else if let Some(a) = actives[i].take() {
+                inject::undo(ctx, &a);
+                self.active
+                    .lock()
+                    .unwrap()
+                    .retain(|x| format!("{x:?}") != format!("{a:?}"));
+            }
+        }
+        stopped
     }
 
     /// Keeps the fault in force for its duration (flipping strobed clocks); true if stopped.
@@ -92,8 +190,9 @@ impl ScheduledNemesis {
 
     /// Undoes every fault, whatever the record says, then checks that nothing is left.
     fn heal_everything(&self, ctx: &NemesisContext) -> Result<()> {
-        if let Some(active) = self.active.lock().unwrap().take() {
-            inject::undo(ctx, &active);
+        let active: Vec<Active> = std::mem::take(&mut *self.active.lock().unwrap());
+        for a in active.iter().rev() {
+            inject::undo(ctx, a);
         }
         let nodes = ctx.observations.nodes().to_vec();
         let kinds = self.schedule.kinds();
@@ -193,6 +292,55 @@ impl Nemesis for ScheduledNemesis {
 
     fn final_heal<'a>(&'a self, ctx: &'a NemesisContext) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move { self.heal_everything(ctx) })
+    }
+}
+
+/// How a trigger's wait ended.
+enum Waited {
+    Fired(Fired),
+    TimedOut,
+    Stopped,
+}
+
+/// Waits until the observers' reads show `trigger`, `until` passes, or the run stops.
+async fn wait_for(
+    ctx: &NemesisContext,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    trigger: Trigger,
+    until: Instant,
+) -> Waited {
+    let mut watch = Watch::new(trigger, &ctx.observations);
+    loop {
+        if let Some(fired) = watch.poll(&ctx.observations) {
+            return Waited::Fired(fired);
+        }
+        let next = Instant::now() + TRIGGER_POLL;
+        if next > until {
+            return Waited::TimedOut;
+        }
+        if sleep_or_stop(stop, next).await {
+            return Waited::Stopped;
+        }
+    }
+}
+
+/// Marks `fault` with what fired it (recorded in its value) and points `target = "trigger"`
+/// (its own and its parts') at the node the read named. A trigger not seen in time fires the
+/// fault anyway, marked `trigger_missed`, so the run still tests something.
+fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
+    let a = &mut fault.annotations;
+    a.insert("trigger".into(), trigger.name().into());
+    match fired {
+        Some(f) => {
+            a.insert("trigger_index".into(), f.index.into());
+            a.insert("trigger_node".into(), f.node.clone().into());
+            if fault.template.target == TargetSpec::Trigger {
+                fault.template.target = TargetSpec::Nodes(vec![f.node]);
+            }
+        }
+        None => {
+            a.insert("trigger_missed".into(), true.into());
+        }
     }
 }
 

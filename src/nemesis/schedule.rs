@@ -1,6 +1,8 @@
 //! What the nemesis should do: the schedule, from a TOML file in `nemesis/` or from CLI flags.
 //! Both resolve to the same `Schedule`, which `plan` turns into a seeded sequence of faults.
 
+use super::timing::Timing;
+use super::trigger::Trigger;
 use crate::exit::bad_input;
 use anyhow::Result;
 use serde::Deserialize;
@@ -20,6 +22,9 @@ pub enum TargetSpec {
     Majority,
     All,
     Nodes(Vec<String>),
+    /// The node a triggered fault's observation names (`when`): the node that went LOOKING,
+    /// the follower that ACKed, the new leader.
+    Trigger,
 }
 
 impl TargetSpec {
@@ -30,6 +35,7 @@ impl TargetSpec {
             "minority" => TargetSpec::Minority,
             "majority" => TargetSpec::Majority,
             "all" => TargetSpec::All,
+            "trigger" => TargetSpec::Trigger,
             _ => {
                 let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
                 if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
@@ -49,6 +55,7 @@ impl TargetSpec {
             TargetSpec::Majority => "majority".into(),
             TargetSpec::All => "all".into(),
             TargetSpec::Nodes(n) => n.join(","),
+            TargetSpec::Trigger => "trigger".into(),
         }
     }
 }
@@ -73,10 +80,14 @@ pub enum PartitionShape {
     /// Explicit groups (`groups = [["n1","n2"],["n3","n4"]]`): each node hears only its own
     /// group; a node in no group is cut off alone.
     Groups,
+    /// The current leader in a minority *with* followers (it still reaches some: with 5 nodes,
+    /// the leader and one follower against three), the rest a majority. Where a minority has
+    /// room for the leader alone (3 nodes), it is isolated.
+    LeaderMinority,
 }
 
 impl PartitionShape {
-    pub const ALL: [PartitionShape; 8] = [
+    pub const ALL: [PartitionShape; 9] = [
         PartitionShape::IsolateLeader,
         PartitionShape::IsolateOne,
         PartitionShape::Halves,
@@ -85,6 +96,7 @@ impl PartitionShape {
         PartitionShape::Bridge,
         PartitionShape::OneWay,
         PartitionShape::Groups,
+        PartitionShape::LeaderMinority,
     ];
 
     pub fn name(self) -> &'static str {
@@ -97,6 +109,7 @@ impl PartitionShape {
             PartitionShape::Bridge => "bridge",
             PartitionShape::OneWay => "one-way",
             PartitionShape::Groups => "groups",
+            PartitionShape::LeaderMinority => "leader-minority",
         }
     }
 
@@ -134,6 +147,41 @@ pub struct FaultTemplate {
     /// The line of its `[[fault]]` table in the schedule file (None: from `--nemesis`), so
     /// preflight errors can point at it.
     pub line: Option<usize>,
+    /// Aimed: wait (at most `wait`) for this observation before firing (`when = "election"`).
+    pub when: Option<Trigger>,
+    pub wait: Option<Duration>,
+    /// Composed: faults started with this one (`[[fault.with]]`), each `after` its start.
+    pub with: Vec<FaultTemplate>,
+    /// For a composed part: how long after the main fault's start it begins.
+    pub after: Duration,
+    /// The composed group's name in the history (`compose = "..."`; default "kill+partition").
+    pub compose: Option<String>,
+}
+
+/// How long a triggered fault waits for its observation unless it says (`wait`).
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(20);
+
+impl FaultTemplate {
+    /// How long it lasts with its composed parts, given its own duration.
+    pub fn span(&self, own: Duration, default: Duration) -> Duration {
+        self.with
+            .iter()
+            .map(|p| p.after + p.duration.unwrap_or(default))
+            .fold(own, Duration::max)
+    }
+
+    /// The name of its composed group, if it has parts.
+    pub fn group_name(&self) -> Option<String> {
+        if self.with.is_empty() {
+            return None;
+        }
+        Some(self.compose.clone().unwrap_or_else(|| {
+            std::iter::once(self.kind.name())
+                .chain(self.with.iter().map(|p| p.kind.name()))
+                .collect::<Vec<_>>()
+                .join("+")
+        }))
+    }
 }
 
 /// A whole schedule: which faults, how often, how long.
@@ -151,6 +199,8 @@ pub struct Schedule {
     pub faults: Vec<FaultTemplate>,
     /// Fake the monotonic clock too (a VM whose clocks misbehave), not only the wall clock.
     pub fake_monotonic: bool,
+    /// How gaps and durations are drawn around `interval` and `duration` (`timing = ...`).
+    pub timing: Timing,
 }
 
 impl Schedule {
@@ -163,13 +213,18 @@ impl Schedule {
             duration: Duration::from_secs(5),
             faults: Vec::new(),
             fake_monotonic: false,
+            timing: Timing::Fixed,
         }
     }
 
     /// The fault kinds this schedule can inject (for OS setup and test.json).
     pub fn kinds(&self) -> Vec<FaultKind> {
         let mut kinds: Vec<FaultKind> = Vec::new();
-        for f in &self.faults {
+        for f in self
+            .faults
+            .iter()
+            .flat_map(|f| std::iter::once(f).chain(&f.with))
+        {
             if !kinds.contains(&f.kind) {
                 kinds.push(f.kind);
             }
@@ -228,6 +283,15 @@ impl Schedule {
             .map_err(|e| format!("line {}: interval: {e}", line_of("interval")))?;
         let duration = parse_duration(&raw.duration.unwrap_or_else(|| "5s".into()))
             .map_err(|e| format!("line {}: duration: {e}", line_of("duration")))?;
+        let timing = match raw.timing.as_deref() {
+            None => Timing::Fixed,
+            Some(t) => Timing::parse(t).ok_or_else(|| {
+                format!(
+                    "line {}: timing = \"{t}\" is unknown; use fixed, exponential or jittered",
+                    line_of("timing")
+                )
+            })?,
+        };
         let mut faults = Vec::new();
         for (i, f) in raw.faults.into_iter().enumerate() {
             let line = fault_line(text, i);
@@ -247,6 +311,7 @@ impl Schedule {
             duration,
             faults,
             fake_monotonic: raw.fake_monotonic,
+            timing,
         })
     }
 }
@@ -276,6 +341,11 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         duration: None,
         weight: 1,
         line: None,
+        when: None,
+        wait: None,
+        with: Vec::new(),
+        after: Duration::ZERO,
+        compose: None,
     }
 }
 
@@ -286,6 +356,8 @@ struct RawSchedule {
     duration: Option<String>,
     #[serde(default)]
     fake_monotonic: bool,
+    /// "fixed" (default) | "exponential" | "jittered".
+    timing: Option<String>,
     #[serde(default, rename = "fault")]
     faults: Vec<RawFault>,
 }
@@ -308,6 +380,17 @@ struct RawFault {
     factor: Option<f64>,
     duration: Option<String>,
     weight: Option<u32>,
+    /// Aimed: "election" | "leader-in-sync" | "after-write-ack" | "new-leader".
+    when: Option<String>,
+    /// How long a triggered fault waits for its observation.
+    wait: Option<String>,
+    /// Composed: `[[fault.with]]` tables, faults started with this one.
+    #[serde(default)]
+    with: Vec<RawFault>,
+    /// In a `[[fault.with]]`: how long after the main fault's start it begins.
+    after: Option<String>,
+    /// The composed group's name.
+    compose: Option<String>,
 }
 
 impl RawFault {
@@ -377,6 +460,62 @@ impl RawFault {
                 );
             }
             t.weight = w;
+        }
+        if let Some(w) = &self.when {
+            t.when = Some(Trigger::parse(w).ok_or_else(|| {
+                format!("when = \"{w}\" is unknown; use election, leader-in-sync, after-write-ack or new-leader")
+            })?);
+        }
+        if let Some(w) = &self.wait {
+            if t.when.is_none() {
+                return Err("wait is only for a triggered fault (when = ...)".into());
+            }
+            t.wait = Some(parse_duration(w).map_err(|e| format!("wait: {e}"))?);
+        }
+        if t.target == TargetSpec::Trigger && t.when.is_none() {
+            return Err("target = \"trigger\" needs when = \"election\" (or another trigger): it is the node the observation names".into());
+        }
+        if self.after.is_some() {
+            return Err("after is only for a composed part ([[fault.with]])".into());
+        }
+        if self.compose.is_some() && self.with.is_empty() {
+            return Err("compose names a group of faults: add [[fault.with]] tables".into());
+        }
+        t.compose = self.compose;
+        for part in self.with {
+            if !part.with.is_empty() || part.compose.is_some() || part.weight.is_some() {
+                return Err(
+                    "a [[fault.with]] part takes no with, compose or weight of its own".into(),
+                );
+            }
+            if part.when.is_some() {
+                return Err(
+                    "a [[fault.with]] part fires at its `after`; put `when` on the main fault"
+                        .into(),
+                );
+            }
+            let after = match &part.after {
+                Some(a) => parse_duration(a).map_err(|e| format!("with: after: {e}"))?,
+                None => Duration::ZERO,
+            };
+            let mut raw = part;
+            raw.after = None;
+            // A part may hit the node the main fault's trigger names.
+            let at_trigger = raw.target.as_deref() == Some("trigger");
+            if at_trigger {
+                if t.when.is_none() {
+                    return Err(
+                        "with: target = \"trigger\" needs when = ... on the main fault".into(),
+                    );
+                }
+                raw.target = None;
+            }
+            let mut p = raw.into_template().map_err(|e| format!("with: {e}"))?;
+            if at_trigger {
+                p.target = TargetSpec::Trigger;
+            }
+            p.after = after;
+            t.with.push(p);
         }
         Ok(t)
     }
@@ -617,5 +756,69 @@ mod group_tests {
         assert!(Schedule::from_toml("t", stray)
             .unwrap_err()
             .contains("only for shape"));
+    }
+}
+
+#[cfg(test)]
+mod aim_tests {
+    use super::*;
+
+    #[test]
+    fn timing_triggers_and_parts_parse() {
+        let text = "timing = \"exponential\"\n[[fault]]\nkind = \"kill\"\ntarget = \"trigger\"\nwhen = \"after-write-ack\"\nwait = \"3s\"\n[[fault]]\nkind = \"partition\"\nshape = \"leader-minority\"\ncompose = \"cut+kill\"\n[[fault.with]]\nkind = \"kill\"\ntarget = \"random\"\nafter = \"1s\"\nduration = \"2s\"\n";
+        let s = Schedule::from_toml("t", text).unwrap();
+        assert_eq!(s.timing, Timing::Exponential);
+        assert_eq!(s.faults[0].when, Some(Trigger::AfterWriteAck));
+        assert_eq!(s.faults[0].target, TargetSpec::Trigger);
+        assert_eq!(s.faults[0].wait, Some(Duration::from_secs(3)));
+        let cut = &s.faults[1];
+        assert_eq!(cut.shape, Some(PartitionShape::LeaderMinority));
+        assert_eq!(cut.with[0].after, Duration::from_secs(1));
+        assert_eq!(cut.group_name().as_deref(), Some("cut+kill"));
+        assert_eq!(
+            cut.span(Duration::from_secs(2), Duration::from_secs(5)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(s.faults[1].line, Some(7));
+    }
+
+    #[test]
+    fn aiming_mistakes_name_the_fix() {
+        let bad = |text: &str, want: &str| {
+            let err = Schedule::from_toml("t", text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        };
+        bad(
+            "timing = \"poisson\"\n[[fault]]\nkind = \"kill\"\n",
+            "fixed, exponential or jittered",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nwhen = \"sunrise\"\n",
+            "leader-in-sync",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\ntarget = \"trigger\"\n",
+            "needs when",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nwait = \"2s\"\n",
+            "only for a triggered fault",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nafter = \"2s\"\n",
+            "only for a composed part",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\ncompose = \"x\"\n",
+            "add [[fault.with]]",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\nwhen = \"election\"\n",
+            "put `when` on the main fault",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"trigger\"\n",
+            "needs when",
+        );
     }
 }

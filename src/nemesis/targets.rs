@@ -38,6 +38,11 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
             },
         },
         TargetSpec::Random => plain(vec![nodes[(pick % n as u64) as usize].clone()]),
+        // The runner puts the observed node in place of `trigger`; left here, it fired no read.
+        TargetSpec::Trigger => Resolved {
+            nodes: vec![nodes[(pick % n as u64) as usize].clone()],
+            note: Some("no trigger observed: hit a random node instead".into()),
+        },
         TargetSpec::Minority => plain(shuffled().into_iter().take((n - 1) / 2).collect()),
         TargetSpec::Majority => plain(shuffled().into_iter().take(n / 2 + 1).collect()),
         TargetSpec::All => plain(nodes.to_vec()),

@@ -40,7 +40,9 @@ pub fn check_schedule(schedule: &Schedule, time_limit: Duration, nodes: &[String
         check_nodes(schedule, fault, nodes)?;
         let duration = fault.duration.unwrap_or(schedule.duration);
         // A fault starts after `interval` of quiet at the earliest and must be undone in time.
-        let need = schedule.interval + duration;
+        // (Composed parts count until the last is undone; random timing draws around these
+        // values and the plan falls back to the shortest draw when one does not fit.)
+        let need = schedule.interval + fault.span(duration, schedule.duration);
         if need > window {
             let fix = match fault.line {
                 Some(_) => "shorten its duration or the schedule's interval",

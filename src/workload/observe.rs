@@ -22,6 +22,8 @@ pub struct NodeView {
     pub status: Option<NodeStatus>,
     /// When the read completed (ns since run start); 0 = never read.
     pub time: u64,
+    /// The read's history index (what a triggered fault records as `trigger_index`).
+    pub index: u64,
     pub error: Option<String>,
 }
 
@@ -45,6 +47,12 @@ impl Observations {
 
     fn set(&self, node: &str, view: NodeView) {
         self.views.write().unwrap().insert(node.to_string(), view);
+    }
+
+    /// Sets a node's latest read by hand (tests of what reads the nemesis reacts to).
+    #[cfg(test)]
+    pub fn set_view(&self, node: &str, view: NodeView) {
+        self.set(node, view)
     }
 
     pub fn latest(&self, node: &str) -> NodeView {
@@ -108,6 +116,7 @@ pub async fn observe(
                     NodeView {
                         status: Some(status),
                         time: 0,
+                        index: 0,
                         error: None,
                     },
                 )
@@ -124,6 +133,7 @@ pub async fn observe(
                     NodeView {
                         status: observations.latest(&node).status,
                         time: 0,
+                        index: 0,
                         error: Some(msg),
                     },
                 )
@@ -134,6 +144,7 @@ pub async fn observe(
             &node,
             NodeView {
                 time: event.time,
+                index: event.index,
                 ..view
             },
         );
@@ -171,6 +182,7 @@ mod tests {
                 NodeView {
                     status: st.clone(),
                     time: *time,
+                    index: *time,
                     error: None,
                 },
             );

@@ -1,0 +1,359 @@
+//! Detection power: every seeded bug of `fle-node --list-bugs` (and the correct node, for the
+//! false-alarm rate) x N seeds, under the default schedule (`mixed`) and under the schedule named
+//! for the bug, each run a real `fle-chaos test --workload writes` child process. Prints one
+//! line per run, then per bug and schedule: runs, detected (invalid), unknown, the median time
+//! from the run's start to the first violating event (the earliest evidence of an invalid
+//! checker), and which checkers saw it.
+//!
+//! `cargo bench --bench detect` (root: namespaces). Environment:
+//! - FLC_TIME_LIMIT [60]: seconds of workload and faults per run;
+//! - FLC_SEEDS [2]: seeds per bug and schedule (SEED, SEED+1, ...), FLC_SEED [1];
+//! - FLC_BUGS [all, and `correct`]: a comma list of bug names (`correct` = no bug);
+//! - FLC_SCHEDULES [default,named]: `default` (mixed), `named` (the bug's own, see `NAMED`),
+//!   or schedule names to run every bug under;
+//! - FLC_PARALLEL [2]: runs at once (each run picks its own subnet and names);
+//! - FLC_NODES [5]; FLC_OUT [a temporary folder, removed at the end; set it to keep the runs].
+//!
+//! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
+//! not change what it measures.
+
+use fle_chaos::checker::{Results, Validity};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The schedule named for each bug: the built-in schedules (`nemesis/NAME.toml`) whose faults
+/// the bug's FAULT column (`fle-node --list-bugs`) says should expose it, best first; the first
+/// one this build has is used (the aimed ones are newer than the plain ones).
+const NAMED: &[(&str, &[&str])] = &[
+    ("quorum-minority", &["partition-halves"]),
+    ("vote-order-not-total", &["kill-leader"]),
+    (
+        "follow-older-round",
+        &["restart-in-election", "kill-leader"],
+    ),
+    ("follow-single-leading", &["isolate-leader"]),
+    ("out-of-election-wrong-fields", &["kill-leader"]),
+    ("blocking-connect", &["partition-halves"]),
+    ("deaf-on-truncated", &["kill-leader"]),
+    ("wall-clock-timeouts", &["clock-strobe"]),
+    (
+        "diff-without-trunc",
+        &["kill-leader-after-ack", "kill-leader"],
+    ),
+    ("ack-before-fsync", &["power-loss-after-ack", "power-loss"]),
+    ("epoch-before-txns", &["power-loss-after-ack", "power-loss"]),
+    (
+        "commit-quorum-minority",
+        &["leader-minority", "partition-halves"],
+    ),
+    ("leader-never-steps-down", &["isolate-leader"]),
+];
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One run to make.
+#[derive(Clone)]
+struct Job {
+    bug: String,
+    /// "mixed" or the named schedule.
+    schedule: String,
+    seed: u64,
+}
+
+/// What one run gave.
+struct Outcome {
+    job: Job,
+    code: i32,
+    /// Seconds from the run's start to the first violating event.
+    first_violation_s: Option<f64>,
+    /// The checkers that said invalid.
+    checkers: Vec<String>,
+    /// The checkers that said unknown.
+    unknown: Vec<String>,
+    wall_s: f64,
+    dir: Option<PathBuf>,
+}
+
+/// The built-in schedule exists in this build (a named schedule may be newer than the binary).
+fn built_in(name: &str) -> bool {
+    fle_chaos::nemesis::catalogue::BUILT_IN
+        .iter()
+        .any(|(n, _)| *n == name)
+}
+
+fn bugs_listed(node: &Path) -> Vec<String> {
+    let out = Command::new(node)
+        .arg("--list-bugs")
+        .output()
+        .expect("fle-node --list-bugs runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The schedule named for `bug` (mixed for the correct node or an unlisted bug).
+fn named_for(bug: &str) -> String {
+    NAMED
+        .iter()
+        .filter(|(b, _)| *b == bug)
+        .flat_map(|(_, s)| s.iter())
+        .find(|s| built_in(s))
+        .map_or_else(|| "mixed".into(), |s| s.to_string())
+}
+
+/// Starts `job` as a child `fle-chaos test`, its output in `dir`.
+fn spawn(bin: &Path, node: &Path, job: &Job, dir: &Path, time_limit: u32, nodes: u32) -> Child {
+    std::fs::create_dir_all(dir).unwrap();
+    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
+    let mut cmd = Command::new(bin);
+    cmd.args(["test", "--workload", "writes", "--name", "detect"])
+        .args(["--nodes", &nodes.to_string()])
+        .args(["--time-limit", &time_limit.to_string()])
+        .args(["--seed", &job.seed.to_string()])
+        .args(["--nemesis-file", &job.schedule])
+        .arg("--node-binary")
+        .arg(node)
+        .arg("--out")
+        .arg(dir);
+    if job.bug != "correct" {
+        cmd.args(["--bug", &job.bug]);
+    }
+    cmd.stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("fle-chaos starts")
+}
+
+/// Reads a finished run's verdicts through the typed results.
+fn outcome(job: Job, code: i32, dir: &Path, wall_s: f64) -> Outcome {
+    let run = dir.join("latest").canonicalize().ok();
+    let results: Option<Results> = run
+        .as_ref()
+        .and_then(|r| std::fs::read_to_string(r.join("results.json")).ok())
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let mut checkers = Vec::new();
+    let mut unknown = Vec::new();
+    let mut first: Option<u64> = None;
+    for c in results.iter().flat_map(|r| &r.checkers) {
+        if !c.applicable {
+            continue;
+        }
+        match c.valid {
+            Validity::False => {
+                checkers.push(c.name.clone());
+                if let Some(t) = c.evidence.iter().filter_map(|e| e.time_ns).min() {
+                    first = Some(first.map_or(t, |f| f.min(t)));
+                }
+            }
+            Validity::Unknown => unknown.push(c.name.clone()),
+            Validity::True => {}
+        }
+    }
+    Outcome {
+        job,
+        code,
+        first_violation_s: first.map(|t| t as f64 / 1e9),
+        checkers,
+        unknown,
+        wall_s,
+        dir: run,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn verdict_word(code: i32) -> &'static str {
+    match code {
+        0 => "valid",
+        1 => "invalid",
+        2 => "unknown",
+        _ => "not judged",
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if !fle_chaos::control::is_root() {
+        eprintln!("SKIPPED detect bench: needs root (network namespaces)");
+        return;
+    }
+    let time_limit: u32 = env_or("FLC_TIME_LIMIT", 60);
+    let seeds: u64 = env_or("FLC_SEEDS", 2);
+    let seed: u64 = env_or("FLC_SEED", 1);
+    let parallel: usize = env_or::<usize>("FLC_PARALLEL", 2).max(1);
+    let nodes: u32 = env_or("FLC_NODES", 5);
+    let tmp = tempfile::Builder::new()
+        .prefix("flc-bench-detect-")
+        .tempdir()
+        .unwrap();
+    let out: PathBuf = std::env::var("FLC_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| tmp.path().to_path_buf());
+    // Copies, so that a rebuild while the bench runs does not swap the binaries under it.
+    let bin = tmp.path().join("fle-chaos");
+    let node = tmp.path().join("fle-node");
+    std::fs::copy(env!("CARGO_BIN_EXE_fle-chaos"), &bin).expect("copy fle-chaos");
+    std::fs::copy(fle_chaos::control::fle_node::built_binary(), &node).expect("copy fle-node");
+    let listed = bugs_listed(&node);
+    let bugs: Vec<String> = match std::env::var("FLC_BUGS") {
+        Ok(list) => list.split(',').map(|b| b.trim().to_string()).collect(),
+        Err(_) => std::iter::once("correct".to_string())
+            .chain(listed.iter().cloned())
+            .collect(),
+    };
+    for b in &bugs {
+        if b != "correct" && !listed.contains(b) {
+            eprintln!("FLC_BUGS: '{b}' is not a bug of fle-node --list-bugs: {listed:?}");
+            std::process::exit(254);
+        }
+    }
+    let schedules: Vec<String> = std::env::var("FLC_SCHEDULES")
+        .unwrap_or_else(|_| "default,named".into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    let mut jobs = Vec::new();
+    for bug in &bugs {
+        let mut mine: Vec<String> = Vec::new();
+        for s in &schedules {
+            let name = match s.as_str() {
+                "default" => "mixed".to_string(),
+                "named" => named_for(bug),
+                other => other.to_string(),
+            };
+            if !mine.contains(&name) {
+                mine.push(name);
+            }
+        }
+        for schedule in mine {
+            for i in 0..seeds {
+                jobs.push(Job {
+                    bug: bug.clone(),
+                    schedule: schedule.clone(),
+                    seed: seed + i,
+                });
+            }
+        }
+    }
+    println!(
+        "detect bench, {} UTC: {} runs of `fle-chaos test --workload writes --nodes {nodes} \
+         --time-limit {time_limit} --nemesis-file S --seed K [--bug B]`, {parallel} at once, \
+         seeds {seed}..{}",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+        jobs.len(),
+        seed + seeds.saturating_sub(1)
+    );
+    let deadline = Duration::from_secs(u64::from(time_limit) + 300);
+    let mut queue = jobs.into_iter().enumerate();
+    let mut running: Vec<(usize, Job, PathBuf, Child, Instant)> = Vec::new();
+    let mut outcomes = Vec::new();
+    loop {
+        while running.len() < parallel {
+            let Some((i, job)) = queue.next() else { break };
+            let dir = out.join(format!("{i:03}-{}-{}-{}", job.bug, job.schedule, job.seed));
+            let child = spawn(&bin, &node, &job, &dir, time_limit, nodes);
+            running.push((i, job, dir, child, Instant::now()));
+        }
+        if running.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let mut k = 0;
+        while k < running.len() {
+            let (_, _, _, child, started) = &mut running[k];
+            let status = child.try_wait().expect("wait for a run");
+            if status.is_none() && started.elapsed() > deadline {
+                // Interrupted like Ctrl-C, so the run tears down what it made.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                let _ = child.wait();
+            } else if status.is_none() {
+                k += 1;
+                continue;
+            }
+            let (i, job, dir, mut child, started) = running.remove(k);
+            let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(-1);
+            let o = outcome(job, code, &dir, started.elapsed().as_secs_f64());
+            println!(
+                "run {:>3} {:<30} {:<20} seed {}: {:<10} first violation {:>6}  invalid: {}  unknown: {}  ({:.0} s) {}",
+                i + 1,
+                o.job.bug,
+                o.job.schedule,
+                o.job.seed,
+                verdict_word(o.code),
+                o.first_violation_s
+                    .map_or("-".into(), |s| format!("{s:.1} s")),
+                if o.checkers.is_empty() { "-".into() } else { o.checkers.join(",") },
+                if o.unknown.is_empty() { "-".into() } else { o.unknown.join(",") },
+                o.wall_s,
+                o.dir.as_ref().map_or("no run folder".into(), |d| d.display().to_string()),
+            );
+            outcomes.push(o);
+        }
+    }
+    // The table: per bug and schedule, in the order they were asked for.
+    let mut table: BTreeMap<(usize, String), Vec<&Outcome>> = BTreeMap::new();
+    for o in &outcomes {
+        let order = bugs
+            .iter()
+            .position(|b| *b == o.job.bug)
+            .unwrap_or(usize::MAX);
+        table
+            .entry((order, o.job.schedule.clone()))
+            .or_default()
+            .push(o);
+    }
+    println!();
+    println!("| bug | schedule | detected | unknown | other | median first violation | checkers |");
+    println!("|---|---|---|---|---|---|---|");
+    for ((order, schedule), runs) in &table {
+        let bug = bugs.get(*order).map_or("?", String::as_str);
+        let detected = runs.iter().filter(|o| o.code == 1).count();
+        let unknown = runs.iter().filter(|o| o.code == 2).count();
+        let other = runs.iter().filter(|o| !(0..=2).contains(&o.code)).count();
+        let firsts: Vec<f64> = runs
+            .iter()
+            .filter(|o| o.code == 1)
+            .filter_map(|o| o.first_violation_s)
+            .collect();
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for o in runs {
+            for c in &o.checkers {
+                *seen.entry(c.as_str()).or_default() += 1;
+            }
+        }
+        let checkers: Vec<String> = seen.iter().map(|(c, n)| format!("{c} ({n})")).collect();
+        println!(
+            "| {bug} | {schedule} | {detected}/{} | {unknown} | {other} | {} | {} |",
+            runs.len(),
+            median(firsts).map_or("-".into(), |m| format!("{m:.1} s")),
+            if checkers.is_empty() {
+                "-".into()
+            } else {
+                checkers.join(", ")
+            },
+        );
+    }
+}

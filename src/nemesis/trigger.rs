@@ -1,0 +1,246 @@
+//! Faults triggered by what the observers see (`when = "election"` ...): instead of firing at its
+//! planned time, a triggered fault waits (at most its `wait`) for the first status read after that
+//! time that shows the moment it aims at, and fires then, at the node that read names. The read's
+//! history index is recorded with the fault (`trigger`, `trigger_index`), so the report can show
+//! what the nemesis reacted to.
+//!
+//! Observers read every node at >= 50 Hz, so a trigger fires within a read period (plus the
+//! fault's own latency) of the cluster entering the state; states shorter than a read period
+//! (a sync of a few ms) are caught only when a read happens to land in them.
+
+use crate::api::{NodeStatus, ServerState, ZabPhase};
+use crate::workload::observe::Observations;
+use std::collections::HashMap;
+
+/// The moments a fault can aim at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// A node is LOOKING (an election is under way): fires at that node.
+    Election,
+    /// A leader is in discovery or sync with its followers (or a follower reads as syncing):
+    /// fires at the leader.
+    LeaderInSync,
+    /// A follower's last logged zxid rose since its previous read: it logged a proposal and
+    /// ACKed it: fires at that follower.
+    AfterWriteAck,
+    /// A node leads that did not lead (in that epoch) when the wait began: fires at it.
+    NewLeader,
+}
+
+impl Trigger {
+    pub const ALL: [Trigger; 4] = [
+        Trigger::Election,
+        Trigger::LeaderInSync,
+        Trigger::AfterWriteAck,
+        Trigger::NewLeader,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Election => "election",
+            Trigger::LeaderInSync => "leader-in-sync",
+            Trigger::AfterWriteAck => "after-write-ack",
+            Trigger::NewLeader => "new-leader",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Trigger> {
+        Trigger::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+/// What fired a trigger: the node to hit and the read that showed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    pub node: String,
+    /// The history index of the status read.
+    pub index: u64,
+}
+
+/// Watches the observers' reads for one trigger, from the moment it is made.
+pub struct Watch {
+    trigger: Trigger,
+    /// The last read index handled per node (reads at or before the start are the baseline).
+    seen: HashMap<String, u64>,
+    /// Last logged zxid per node at its previous read (after-write-ack).
+    zxid: HashMap<String, u64>,
+    /// (node, epoch) of every node leading when the watch began (new-leader).
+    leaders: Vec<(String, u64)>,
+}
+
+impl Watch {
+    pub fn new(trigger: Trigger, obs: &Observations) -> Watch {
+        let mut w = Watch {
+            trigger,
+            seen: HashMap::new(),
+            zxid: HashMap::new(),
+            leaders: Vec::new(),
+        };
+        for node in obs.nodes() {
+            let v = obs.latest(node);
+            w.seen.insert(node.clone(), v.index);
+            if let Some(s) = v.status.filter(|_| v.error.is_none() && v.time > 0) {
+                w.zxid.insert(node.clone(), s.last_zxid);
+                if s.state == ServerState::Leading {
+                    w.leaders.push((node.clone(), s.peer_epoch));
+                }
+            }
+        }
+        w
+    }
+
+    /// Looks at the reads made since the last call; the first that shows the trigger fires it.
+    pub fn poll(&mut self, obs: &Observations) -> Option<Fired> {
+        for node in obs.nodes() {
+            let v = obs.latest(node);
+            if v.time == 0 || self.seen.get(node).is_some_and(|i| *i >= v.index) {
+                continue;
+            }
+            self.seen.insert(node.clone(), v.index);
+            let Some(s) = v.status.filter(|_| v.error.is_none()) else {
+                continue;
+            };
+            if let Some(hit) = self.shows(node, &s) {
+                return Some(Fired {
+                    node: hit,
+                    index: v.index,
+                });
+            }
+        }
+        None
+    }
+
+    /// The node to hit if `node`'s fresh read `s` shows the trigger.
+    fn shows(&mut self, node: &str, s: &NodeStatus) -> Option<String> {
+        let syncing = matches!(s.zab_phase, ZabPhase::Discovery | ZabPhase::Sync);
+        match self.trigger {
+            Trigger::Election => (s.state == ServerState::Looking).then(|| node.to_string()),
+            Trigger::LeaderInSync => match s.state {
+                ServerState::Leading if syncing => Some(node.to_string()),
+                ServerState::Following if syncing => s.leader.map(crate::history::node_name),
+                _ => None,
+            },
+            Trigger::AfterWriteAck => {
+                let before = self.zxid.insert(node.to_string(), s.last_zxid);
+                (s.state == ServerState::Following && before.is_some_and(|z| s.last_zxid > z))
+                    .then(|| node.to_string())
+            }
+            Trigger::NewLeader => (s.state == ServerState::Leading
+                && !self
+                    .leaders
+                    .iter()
+                    .any(|(n, e)| n == node && *e == s.peer_epoch))
+            .then(|| node.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::observe::NodeView;
+
+    fn status(sid: u64, state: ServerState, phase: ZabPhase, epoch: u64, zxid: u64) -> NodeStatus {
+        NodeStatus {
+            sid,
+            state,
+            leader: (state != ServerState::Looking).then_some(1),
+            peer_epoch: epoch,
+            accepted_epoch: epoch,
+            election_epoch: 1,
+            last_zxid: zxid,
+            last_zxid_hex: String::new(),
+            last_committed_zxid: 0,
+            zab_phase: phase,
+            wall_clock_ms: 0,
+            uptime_ms: 0,
+            last_election: None,
+        }
+    }
+
+    fn read(o: &Observations, node: &str, index: u64, s: NodeStatus) {
+        o.set_view(
+            node,
+            NodeView {
+                status: Some(s),
+                time: index * 10,
+                index,
+                error: None,
+            },
+        );
+    }
+
+    fn steady(o: &Observations, base: u64) {
+        use ServerState::*;
+        read(o, "n1", base, status(1, Leading, ZabPhase::Broadcast, 2, 5));
+        read(
+            o,
+            "n2",
+            base + 1,
+            status(2, Following, ZabPhase::Broadcast, 2, 5),
+        );
+        read(
+            o,
+            "n3",
+            base + 2,
+            status(3, Following, ZabPhase::Broadcast, 2, 5),
+        );
+    }
+
+    fn cluster() -> Observations {
+        let o = Observations::new(vec!["n1".into(), "n2".into(), "n3".into()]);
+        steady(&o, 1);
+        o
+    }
+
+    #[test]
+    fn a_steady_cluster_fires_nothing() {
+        let o = cluster();
+        for t in Trigger::ALL {
+            let mut w = Watch::new(t, &o);
+            steady(&o, 10);
+            assert_eq!(w.poll(&o), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn each_trigger_fires_at_its_node_with_the_read_index() {
+        use ServerState::*;
+        let o = cluster();
+        let mut w = Watch::new(Trigger::Election, &o);
+        read(&o, "n3", 20, status(3, Looking, ZabPhase::Election, 2, 5));
+        assert_eq!(
+            w.poll(&o),
+            Some(Fired {
+                node: "n3".into(),
+                index: 20
+            })
+        );
+        let o = cluster();
+        let mut w = Watch::new(Trigger::LeaderInSync, &o);
+        read(&o, "n2", 21, status(2, Following, ZabPhase::Sync, 3, 5));
+        assert_eq!(w.poll(&o).map(|f| f.node), Some("n1".into()));
+        let o = cluster();
+        let mut w = Watch::new(Trigger::AfterWriteAck, &o);
+        // The leader's own zxid rising is not a follower's ACK.
+        read(&o, "n1", 22, status(1, Leading, ZabPhase::Broadcast, 2, 6));
+        assert_eq!(w.poll(&o), None);
+        read(
+            &o,
+            "n2",
+            23,
+            status(2, Following, ZabPhase::Broadcast, 2, 6),
+        );
+        assert_eq!(
+            w.poll(&o).map(|f| (f.node, f.index)),
+            Some(("n2".into(), 23))
+        );
+        let o = cluster();
+        let mut w = Watch::new(Trigger::NewLeader, &o);
+        // The same leader read again is not new; a re-elected one (new epoch) is.
+        read(&o, "n1", 24, status(1, Leading, ZabPhase::Broadcast, 2, 5));
+        assert_eq!(w.poll(&o), None);
+        read(&o, "n2", 25, status(2, Leading, ZabPhase::Discovery, 3, 5));
+        assert_eq!(w.poll(&o).map(|f| f.node), Some("n2".into()));
+    }
+}
