@@ -101,7 +101,18 @@ fn note(state: ServerState, leader: u64, zxid: u64, round: u64, epoch: u64) -> N
 
 /// n1 running alone in a 3-server ensemble, with fake peers 2 and 3 connected.
 fn lone_node(bug: Option<&str>) -> (Cluster, FakePeer, FakePeer) {
+    lone_node_at_epoch(bug, 0)
+}
+
+/// `lone_node` with n1's acceptedEpoch and currentEpoch at `epoch` (files written before it
+/// starts, as a server that led or followed in that epoch has them).
+fn lone_node_at_epoch(bug: Option<&str>, epoch: u64) -> (Cluster, FakePeer, FakePeer) {
     let mut c = cluster(3, bug);
+    if epoch > 0 {
+        let d = &c.nodes[&1].data_dir;
+        std::fs::write(d.join("acceptedEpoch"), format!("{epoch}\n")).unwrap();
+        std::fs::write(d.join("currentEpoch"), format!("{epoch}\n")).unwrap();
+    }
     c.start(1);
     c.wait_for(LIMIT, "n1 to answer", |c| c.status(1));
     let port = c.nodes[&1].election_port;
@@ -173,63 +184,53 @@ fn quorum_minority_leads_alone() {
     });
 }
 
-/// ZOOKEEPER-1419: n1 (peerEpoch 2) and n3 (peerEpoch 1), equal zxids, n2 down. n3's first
-/// message is always its own vote. The correct n1 keeps its newer-epoch vote; the buggy n1
-/// adopts n3's older one (its round's `received` shows it), then the two votes beat each
-/// other: they cycle, or one of them is elected by timing.
-///
-/// Ignored in the default suite: whether n1 hears n3's own vote before n3 adopts n1's depends
-/// on timing since links re-send the vote on every new connection (seen once in four suite
-/// runs). The mechanism is pinned down deterministically by the election table tests
-/// (`bug_tests.rs`); run this with `--ignored` to see it on real processes.
+/// ZOOKEEPER-1419, forced: the real n1 (peerEpoch 2, zxid 0) alone with fake peers, so no
+/// link re-sends a vote and the order of what n1 hears is the test's. n3 votes for itself with
+/// the same zxid and the older peerEpoch 1. The buggy n1 adopts that older vote (its sid clause
+/// skips the epoch check), which with n3's own makes a quorum: it elects n3, the server of the
+/// older epoch. The correct n1 keeps its own vote against it and, when n3 next votes for n2
+/// (zxid 5 of epoch 2, the better vote), adopts that one: on the wire it never votes for n3.
 #[test]
-#[ignore = "timing-dependent on real processes; the table tests in bug_tests.rs pin the mechanism"]
-fn vote_order_not_total_cycles_or_elects_the_wrong_server() {
+fn vote_order_not_total_elects_the_older_epoch() {
+    let older = note(ServerState::Looking, 3, 0, 1, 1);
     for bug in [None, Some("vote-order-not-total")] {
-        let mut c = cluster(3, bug);
-        for (sid, epoch) in [(1, 2), (3, 1)] {
-            let d = &c.nodes[&sid].data_dir;
-            std::fs::write(d.join("acceptedEpoch"), format!("{epoch}\n")).unwrap();
-            std::fs::write(d.join("currentEpoch"), format!("{epoch}\n")).unwrap();
-        }
-        c.start(1);
-        c.start(3);
-        if bug.is_none() {
-            c.wait_for(LIMIT, "n1 to be elected", |c| {
-                (c.quorum_leader(&[1, 3]) == Some(1)).then_some(())
+        let (c, mut p2, mut p3) = lone_node_at_epoch(bug, 2);
+        p3.send(&older);
+        if bug.is_some() {
+            assert_announced(&c, 1, "vote-order-not-total");
+            let e = c.wait_for(LIMIT, "n1 to elect n3", |c| {
+                let e = last_election(c);
+                (!e.is_null()).then_some(e)
             });
-            let e = last_election(&c);
-            assert!(
-                e["received"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .all(|v| v["sid"] != 1 || v["leader"] == 1),
-                "{e}"
-            );
+            assert_eq!(e["leader"], 3, "{e}\n{}", c.describe());
+            let adopted_older = e["received"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["sid"] == 1 && v["leader"] == 3 && v["peer_epoch"] == 1);
+            assert!(adopted_older, "{e}");
             continue;
         }
-        assert_announced(&c, 1, "vote-order-not-total");
-        c.wait_for(LIMIT, "both to answer", |c| c.status(3));
-        // Decided within 3 s, or still cycling then.
-        let end = Instant::now() + Duration::from_secs(3);
-        let decided = loop {
-            let e = last_election(&c);
-            if !e.is_null() || Instant::now() >= end {
-                break e;
+        // Sent on the same connection after `older`, so n1 has judged `older` by the time it
+        // answers this one.
+        p3.send(&note(ServerState::Looking, 2, z(2, 5), 1, 2));
+        let voted_for_3 = std::cell::Cell::new(false);
+        let adopted_2 = p2.wait_for(LIMIT, |n| {
+            if n.leader == 3 {
+                voted_for_3.set(true);
             }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        if decided.is_null() {
-            assert_eq!(c.role(1).unwrap().0, "LOOKING", "{}", c.describe());
-            continue;
-        }
-        let adopted_older = decided["received"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|v| v["sid"] == 1 && v["leader"] == 3 && v["peer_epoch"] == 1);
-        assert!(adopted_older, "{decided}\n{}", c.describe());
+            n.leader == 2
+        });
+        assert!(adopted_2, "{}", c.describe());
+        assert!(
+            !voted_for_3.get(),
+            "the correct n1 voted for n3 (older epoch)"
+        );
+        let e = c.wait_for(LIMIT, "n1 to elect n2", |c| {
+            let e = last_election(c);
+            (!e.is_null()).then_some(e)
+        });
+        assert_eq!(e["leader"], 2, "{e}");
     }
 }
 
