@@ -105,6 +105,8 @@ impl ScheduledNemesis {
         let t0 = Instant::now();
         let mut main = fault.clone();
         main.parts.clear();
+        // Parts count from the main fault's start; the main's own `start` is its plan time.
+        main.start = std::time::Duration::ZERO;
         let all: Vec<PlannedFault> = std::iter::once(main)
             .chain(fault.parts.iter().cloned())
             .collect();
