@@ -257,6 +257,20 @@ mod tests {
     }
 
     #[test]
+    fn mixed_plans_a_fault_for_every_seed_at_the_shortest_time_limit() {
+        // Preflight accepts mixed from --time-limit 10; random draws must not leave such a
+        // run without faults, nor plan one past the window.
+        let mixed = crate::nemesis::catalogue::load("mixed").unwrap();
+        let window = fault_window(Duration::from_secs(10));
+        for seed in 0..300 {
+            let p = plan(&mixed, seed, window);
+            assert!(!p.is_empty(), "seed {seed} plans nothing in {window:?}");
+            let last = p.last().unwrap();
+            assert!(last.start + last.span() <= window, "seed {seed}: {last:?}");
+        }
+    }
+
+    #[test]
     fn no_faults_no_plan() {
         assert!(plan(&Schedule::none(), 1, Duration::from_secs(60)).is_empty());
     }
