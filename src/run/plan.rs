@@ -369,7 +369,11 @@ impl Plan {
     /// that a run that injected none of them is not judged valid).
     pub fn faults_planned(&self, seed: u64) -> usize {
         use crate::nemesis::plan::{fault_window, plan};
-        plan(&self.schedule, seed, fault_window(self.time_limit)).len()
+        // A composed fault's parts are injected (and recorded) one by one.
+        plan(&self.schedule, seed, fault_window(self.time_limit))
+            .iter()
+            .map(|f| 1 + f.parts.len())
+            .sum()
     }
 
     /// A command line that replays run number `i` of this plan.

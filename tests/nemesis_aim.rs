@@ -1,0 +1,135 @@
+//! The aiming nemesis on a real 3-node cluster, through `fle-chaos test`: a fault triggered by an
+//! election fires at a node the observers saw LOOKING, and records the read that fired it; a
+//! composed fault applies its part `after` its main fault's start, inside it, marked with the
+//! group's name.
+
+mod run_support;
+
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::{Event, EventType, F};
+use run_support::{
+    leftovers, nemesis_done, resources, root_or_skip, run_dir, spawn_test, wait_exit,
+};
+use std::time::Duration;
+
+const SEC: u64 = 1_000_000_000;
+
+/// Each fault cuts one node off (the one an election read names), and pauses another a second
+/// in. The heal of one fault sets off the election the next one waits for (the cut-off node
+/// went LOOKING).
+const SCHEDULE: &str = r#"
+interval = "2s"
+duration = "3s"
+
+[[fault]]
+kind = "partition"
+shape = "isolate-one"
+target = "trigger"
+when = "election"
+wait = "3s"
+compose = "cut+pause"
+
+[[fault.with]]
+kind = "pause"
+target = "random"
+after = "1s"
+duration = "1s"
+"#;
+
+#[test]
+fn triggered_and_composed_faults_fire_where_and_when_they_aim() {
+    if !root_or_skip("triggered_and_composed_faults_fire_where_and_when_they_aim") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("aim.toml");
+    std::fs::write(&file, SCHEDULE).unwrap();
+    let out = dir.path().join("reports");
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        "20",
+        "--seed",
+        "2",
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &run_support::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(150));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert!(matches!(code, Some(0..=2)), "exit {code:?}: {stderr}");
+    let run = run_dir(&out).expect("the run folder");
+    assert!(leftovers(&resources(&run)).is_empty());
+    let h = read_history(&run.join("history.jsonl")).unwrap();
+    // What the nemesis did, for the failure messages.
+    let story: Vec<String> = h
+        .iter()
+        .filter(|e| e.process == fle_chaos::history::NEMESIS && e.kind != EventType::Invoke)
+        .map(|e| format!("{:.2}s {:?} {}", e.time as f64 / 1e9, e.f, e.value))
+        .collect();
+    let story = story.join("\n");
+
+    let cuts = nemesis_done(&h, F::Partition);
+    let fired: Vec<&&Event> = cuts
+        .iter()
+        .filter(|e| e.value["trigger"] == "election" && e.value.get("trigger_index").is_some())
+        .collect();
+    assert!(
+        !fired.is_empty(),
+        "no partition fired on an election:\n{story}"
+    );
+    for cut in &fired {
+        // The read that fired it: a status read of the named node, showing it LOOKING, before
+        // the fault; the fault cut off that node.
+        let index = cut.value["trigger_index"].as_u64().unwrap();
+        let read = h
+            .iter()
+            .find(|e| e.index == index)
+            .expect("the trigger's read");
+        let node = cut.value["trigger_node"].as_str().unwrap();
+        assert_eq!(read.f, F::Status);
+        assert_eq!(read.kind, EventType::Ok);
+        assert_eq!(read.node.as_deref(), Some(node));
+        assert_eq!(read.value["state"], "LOOKING", "{read:?}");
+        assert!(read.index < cut.index && read.time <= cut.time);
+        // isolate-one cut off exactly that node.
+        let alone = serde_json::json!([node]);
+        assert!(
+            cut.value["components"].as_array().unwrap().contains(&alone),
+            "{cut:?}"
+        );
+        assert_eq!(cut.value["composed"], "cut+pause");
+    }
+    // Every composed part: a pause marked with the group, about 1 s after its partition was
+    // asked for (its invoke: applying the rules may take a while on a loaded machine) and
+    // before that partition's heal.
+    let heals = nemesis_done(&h, F::Heal);
+    let pauses = nemesis_done(&h, F::Pause);
+    assert!(!pauses.is_empty(), "no composed pause:\n{story}");
+    let asked: Vec<&Event> = h
+        .iter()
+        .filter(|e| e.f == F::Partition && e.kind == EventType::Invoke)
+        .collect();
+    for pause in &pauses {
+        assert_eq!(pause.value["composed"], "cut+pause", "{pause:?}");
+        let cut = asked
+            .iter()
+            .rev()
+            .find(|c| c.time < pause.time)
+            .expect("a partition before the pause");
+        let heal = heals
+            .iter()
+            .find(|e| e.time > cut.time)
+            .expect("the partition's heal");
+        let gap = pause.time - cut.time;
+        assert!(
+            (SEC * 8 / 10..SEC * 3).contains(&gap),
+            "pause {gap} ns after its partition:\n{story}"
+        );
+        assert!(
+            pause.time < heal.time,
+            "the pause came after the heal:\n{story}"
+        );
+    }
+}
