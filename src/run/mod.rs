@@ -128,7 +128,6 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     Ok(worst)
 }
 
-
 /// How a run's body ended.
 enum Ending {
     /// The final reads are done: check and report.

@@ -79,7 +79,10 @@ pub async fn run_child(
             stop(&mut child, pid, NixSignal::SIGTERM).await?
         }
     };
-    let code = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+    let code = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
         (Some(c), _) => c,
         (None, Some(s)) => 128 + s,
         (None, None) => exit::CRASHED,

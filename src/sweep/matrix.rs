@@ -159,8 +159,7 @@ impl Matrix {
                 None => msg,
             }
         })?;
-        let time_limit =
-            parse_duration(&raw.time_limit).map_err(|e| format!("time_limit: {e}"))?;
+        let time_limit = parse_duration(&raw.time_limit).map_err(|e| format!("time_limit: {e}"))?;
         if time_limit.is_zero() {
             return Err("time_limit: must be positive, like \"60s\"".into());
         }
@@ -199,7 +198,9 @@ impl Matrix {
             }
         }
         if let Some(n) = raw.nodes.iter().find(|n| !(1..=31).contains(*n)) {
-            return Err(format!("nodes: {n} is out of range; between 1 and 31 nodes"));
+            return Err(format!(
+                "nodes: {n} is out of range; between 1 and 31 nodes"
+            ));
         }
         let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
         if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
@@ -208,7 +209,10 @@ impl Matrix {
             );
         }
         for b in &raw.bugs {
-            if b.is_empty() || !b.chars().all(|c| c.is_ascii_alphanumeric() || "-,_".contains(c))
+            if b.is_empty()
+                || !b
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-,_".contains(c))
             {
                 return Err(format!(
                     "bugs: \"{b}\" is not a bug name (see fle-node --list-bugs) or \"none\""
@@ -375,7 +379,10 @@ mod tests {
             ]
         );
         let args = m.cells[2].test_args(&m).join(" ");
-        assert!(args.contains("--nemesis none") && args.contains("--time-limit 10"), "{args}");
+        assert!(
+            args.contains("--nemesis none") && args.contains("--time-limit 10"),
+            "{args}"
+        );
         let args = m.cells[0].test_args(&m).join(" ");
         assert!(args.contains("--nemesis-file kill-leader"), "{args}");
     }
@@ -414,7 +421,10 @@ mod tests {
         assert!("0/2".parse::<Shard>().is_err());
         assert!("3/2".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
-        assert_eq!("2/3".parse::<Shard>().unwrap(), Shard { index: 2, count: 3 });
+        assert_eq!(
+            "2/3".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 3 }
+        );
     }
 
     #[test]

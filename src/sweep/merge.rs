@@ -124,9 +124,18 @@ pub fn merge(dirs: &[PathBuf], out: &Path, into: Option<&Path>) -> Result<i32> {
             first.started_at.format("%Y%m%dT%H%M%SZ")
         )),
     };
-    std::fs::create_dir_all(&into)
-        .with_context(|| format!("cannot create {}", into.display()))?;
-    let merged = combine(dirs, &into)?;
+    let existed = into.exists();
+    std::fs::create_dir_all(&into).with_context(|| format!("cannot create {}", into.display()))?;
+    let merged = match combine(dirs, &into) {
+        Ok(m) => m,
+        Err(e) => {
+            // Bad input leaves nothing behind: the folder made for it goes again.
+            if !existed {
+                let _ = std::fs::remove_dir(&into);
+            }
+            return Err(e);
+        }
+    };
     merged.write(&into)?;
     let (page, junit) = summary::write(&into, &merged)?;
     let missing = summary::missing(&merged);
@@ -135,7 +144,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path, into: Option<&Path>) -> Result<i32> {
         "fle-chaos merge: {} run(s) from {} folder(s), {} failed, {} not started, {} missing{}",
         merged.runs.len(),
         dirs.len(),
-        merged.runs.iter().filter(|r| r.outcome != exit::VALID).count(),
+        merged
+            .runs
+            .iter()
+            .filter(|r| r.outcome != exit::VALID)
+            .count(),
         merged.skipped.len(),
         missing.len(),
         if missing.is_empty() {
@@ -158,7 +171,10 @@ mod tests {
     #[test]
     fn relative_paths_climb_and_descend() {
         assert_eq!(
-            relative(Path::new("/r/sweeps/n/m"), Path::new("/r/sweeps/n/s1/runs/x")),
+            relative(
+                Path::new("/r/sweeps/n/m"),
+                Path::new("/r/sweeps/n/s1/runs/x")
+            ),
             PathBuf::from("../s1/runs/x")
         );
         assert_eq!(

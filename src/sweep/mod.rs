@@ -117,8 +117,12 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
         let mut argv = vec!["test".to_string()];
         argv.extend(cell.test_args(m));
         argv.extend(extra.iter().cloned());
-        let parsed = <Test as clap::Parser>::try_parse_from(&argv)
-            .map_err(|e| bad_input(format!("run {}: {}", cell.id, e.kind())))?;
+        let parsed = <Test as clap::Parser>::try_parse_from(&argv).map_err(|e| {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            bad_input(format!("run {}: {first}; fix the matrix file", cell.id))
+        })?;
         let plan = Plan::from_args(parsed.args)
             .map_err(|e| bad_input(format!("run {}: {e:#}", cell.id)))?;
         needs.netns |= plan.mode == crate::control::local::NetMode::Netns;
@@ -190,9 +194,14 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         cells.len(),
         m.origin,
         args.parallel,
-        args.shard.map(|s| format!(", shard {s}")).unwrap_or_default(),
+        args.shard
+            .map(|s| format!(", shard {s}"))
+            .unwrap_or_default(),
         budget
-            .map(|b| format!(", budget {}", crate::report::text::duration(b.as_secs_f64())))
+            .map(|b| format!(
+                ", budget {}",
+                crate::report::text::duration(b.as_secs_f64())
+            ))
             .unwrap_or_default(),
         dir.display()
     );

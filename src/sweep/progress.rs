@@ -19,7 +19,8 @@ pub struct Progress {
 impl Progress {
     pub fn new(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let pb = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let pb =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             pb.set_style(
                 ProgressStyle::with_template("{spinner} sweep [{bar:30}] {pos}/{len} {msg}")
                     .unwrap_or(ProgressStyle::default_bar()),

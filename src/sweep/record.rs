@@ -190,7 +190,14 @@ mod tests {
     #[test]
     fn a_seeded_bug_run_passes_when_caught_and_fails_when_missed() {
         let plain = Cell::new("fle", "election", "mixed", 3, 1, None);
-        let bug = Cell::new("fle", "election", "mixed", 3, 1, Some("quorum-minority".into()));
+        let bug = Cell::new(
+            "fle",
+            "election",
+            "mixed",
+            3,
+            1,
+            Some("quorum-minority".into()),
+        );
         assert_eq!(outcome(&plain, exit::INVALID), exit::INVALID);
         assert_eq!(outcome(&plain, exit::VALID), exit::VALID);
         assert_eq!(outcome(&bug, exit::INVALID), exit::VALID);

@@ -93,8 +93,7 @@ impl Runner {
         let mut estimate = Estimate::new(self.matrix.time_limit);
         let mut progress = Progress::new(cells.len());
         let mut queue: std::collections::VecDeque<Cell> = cells.into();
-        let mut running: JoinSet<(Cell, chrono::DateTime<chrono::Utc>, ChildRun)> =
-            JoinSet::new();
+        let mut running: JoinSet<(Cell, chrono::DateTime<chrono::Utc>, ChildRun)> = JoinSet::new();
         let mut runs = Vec::new();
         let mut out_of_budget = false;
         let mut interrupted = None;
@@ -177,8 +176,9 @@ impl Runner {
         &self,
         cell: Cell,
         interrupts: Interrupts,
-    ) -> impl std::future::Future<Output = (Cell, chrono::DateTime<chrono::Utc>, ChildRun)> + Send + 'static
-    {
+    ) -> impl std::future::Future<Output = (Cell, chrono::DateTime<chrono::Utc>, ChildRun)>
+           + Send
+           + 'static {
         let mut args = cell.test_args(&self.matrix);
         args.extend(self.pass_through.iter().cloned());
         let exe = self.exe.clone();

@@ -55,10 +55,7 @@ fn link(r: &RunRecord) -> String {
             "<a href=\"{}/report.html\">report</a>",
             escape(&d.to_string_lossy())
         ),
-        None => format!(
-            "<a href=\"{}\">log</a>",
-            escape(&r.log.to_string_lossy())
-        ),
+        None => format!("<a href=\"{}\">log</a>", escape(&r.log.to_string_lossy())),
     }
 }
 

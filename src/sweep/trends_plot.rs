@@ -141,9 +141,15 @@ impl Trends<'_> {
             .fold(1.0f64, f64::max)
             * 1.15;
         let first = self.first;
+        // Nights a day or more apart read as dates; sweeps within a few days also by hour.
+        let format = if x1 - x0 < 3.0 {
+            "%m-%d %H:%M"
+        } else {
+            "%m-%d"
+        };
         let date = move |x: &f64| match first {
             Some(f) => (f + chrono::Duration::seconds((x * 86_400.0) as i64))
-                .format("%m-%d")
+                .format(format)
                 .to_string(),
             None => String::new(),
         };
@@ -195,7 +201,9 @@ impl Drawing for Trends<'_> {
             .collect();
         let title = match self.kind {
             Kind::Verdicts => "Verdicts per night, per schedule and target",
-            Kind::Recovery => "Recovery p50/p99 per night (to a quorum-backed leader; every node rejoined)",
+            Kind::Recovery => {
+                "Recovery p50/p99 per night (to a quorum-backed leader; every node rejoined)"
+            }
         };
         let body = style::header(root, title, &keys)?;
         if self.series.is_empty() {
