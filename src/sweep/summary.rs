@@ -41,6 +41,15 @@ pub fn missing(r: &SweepRecord) -> Vec<&str> {
         .collect()
 }
 
+/// Why the runs of `skipped` did not start.
+fn not_started_because(r: &SweepRecord) -> &'static str {
+    if r.interrupted.is_some() {
+        "not started: the sweep was interrupted"
+    } else {
+        "not started: the budget ran out"
+    }
+}
+
 fn class(r: &RunRecord) -> &'static str {
     match r.outcome {
         exit::VALID => "valid",
@@ -89,12 +98,12 @@ pub fn summary_html(r: &SweepRecord) -> String {
         start = r.started_at.format("%Y-%m-%d %H:%M:%S"),
         took = duration((r.finished_at - r.started_at).num_milliseconds().max(0) as f64 / 1e3),
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<p>Matrix <code>{}</code>, {} at once{}. Recovery is the time from a fault's start to \
          the first quorum-backed leader (p50/p99 over the run's faults), rejoin until every node \
          that was up had rejoined that leader. A seeded-bug run passes when it is caught \
-         (invalid) and fails when it is missed (valid).{}</p>\n",
+         (invalid) and fails when it is missed (valid).{}</p>",
         escape(&r.origin),
         r.parallel,
         match r.budget_s {
@@ -152,8 +161,9 @@ pub fn summary_html(r: &SweepRecord) -> String {
     if !r.skipped.is_empty() {
         let _ = write!(
             h,
-            "<h2>Not started ({}): the budget ran out</h2>\n<p>{}</p>\n",
+            "<h2>Not started ({}): {}</h2>\n<p>{}</p>\n",
             r.skipped.len(),
+            not_started_because(r),
             r.skipped
                 .iter()
                 .map(|c| format!("<code>{}</code>", escape(&c.id)))
@@ -255,7 +265,7 @@ pub fn junit_xml(r: &SweepRecord) -> String {
     for (id, why) in r
         .skipped
         .iter()
-        .map(|c| (c.id.as_str(), "not started: the budget ran out"))
+        .map(|c| (c.id.as_str(), not_started_because(r)))
         .chain(
             missing
                 .iter()

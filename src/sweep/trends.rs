@@ -120,7 +120,7 @@ pub fn update(out: &Path, record: &SweepRecord, warn: &mut dyn FnMut(String)) ->
     let sweep = new.first().map(|r| r.sweep.clone());
     rows.retain(|r| Some(&r.sweep) != sweep.as_ref());
     rows.extend(new);
-    rows.sort_by(|a, b| (a.started_at, a.series()).cmp(&(b.started_at, b.series())));
+    rows.sort_by_key(|r| (r.started_at, r.series()));
     let mut text = String::new();
     for r in &rows {
         text.push_str(&serde_json::to_string(r)?);
