@@ -44,9 +44,9 @@ pub fn missing(r: &SweepRecord) -> Vec<&str> {
 /// Why the runs of `skipped` did not start.
 fn not_started_because(r: &SweepRecord) -> &'static str {
     if r.interrupted.is_some() {
-        "not started: the sweep was interrupted"
+        "the sweep was interrupted"
     } else {
-        "not started: the budget ran out"
+        "the budget ran out"
     }
 }
 
@@ -265,11 +265,16 @@ pub fn junit_xml(r: &SweepRecord) -> String {
     for (id, why) in r
         .skipped
         .iter()
-        .map(|c| (c.id.as_str(), not_started_because(r)))
+        .map(|c| {
+            (
+                c.id.as_str(),
+                format!("not started: {}", not_started_because(r)),
+            )
+        })
         .chain(
             missing
                 .iter()
-                .map(|id| (*id, "missing: its shard was not merged")),
+                .map(|id| (*id, "missing: its shard was not merged".to_string())),
         )
     {
         let _ = writeln!(
