@@ -40,3 +40,45 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         CRASHED
     }
 }
+
+/// The worse of two exit codes, for commands that run several tests (`--test-count`, `sweep`,
+/// `merge`): 255 (the tool failed) > 254 (bad input) > 1 (invalid) > 2 (unknown) > 0 (valid).
+/// An interruption (129/130/143) outranks them all: the command was stopped, whatever the runs
+/// said. Any other code is treated as the tool failing. On a tie the first is kept.
+pub fn worse(a: i32, b: i32) -> i32 {
+    let rank = |c: i32| match c {
+        VALID => 0,
+        UNKNOWN => 1,
+        INVALID => 2,
+        BAD_ARGS => 3,
+        c if is_interrupted(c) => 5,
+        _ => 4,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worse_orders_codes_as_the_contract_says() {
+        // From least to most bad; each beats every code before it, from either side.
+        let order = [VALID, UNKNOWN, INVALID, BAD_ARGS, CRASHED, SIGINT];
+        for (i, &a) in order.iter().enumerate() {
+            for &b in &order[..i] {
+                assert_eq!(worse(a, b), a, "{a} vs {b}");
+                assert_eq!(worse(b, a), a, "{b} vs {a}");
+            }
+        }
+        assert_eq!(worse(VALID, VALID), VALID);
+        // An unexpected code counts as the tool failing; the first of a tie is kept.
+        assert_eq!(worse(INVALID, 3), 3);
+        assert_eq!(worse(CRASHED, 3), CRASHED);
+        assert_eq!(worse(SIGTERM, SIGINT), SIGTERM);
+    }
+}

@@ -11,7 +11,8 @@
 //! - `history`: the event model and its JSON-lines store;
 //! - `checker`: one checker per property, combined into a verdict;
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
-//! - `run`: one test run end to end.
+//! - `run`: one test run end to end;
+//! - `sweep`: many runs from a matrix (nightly jobs), shards, merge and trends.
 //!
 //! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
 
@@ -24,4 +25,5 @@ pub mod history;
 pub mod nemesis;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod workload;

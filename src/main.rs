@@ -2,7 +2,7 @@
 //! this file only parses the command line and turns results into Jepsen's exit codes.
 
 use clap::{Parser, Subcommand};
-use fle_chaos::{checker, control, exit, report, run};
+use fle_chaos::{checker, control, exit, report, run, sweep};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,10 @@ enum Command {
     Report(report::cli::ReportArgs),
     /// Serve the reports folder over HTTP for browsing.
     Serve(report::cli::ServeArgs),
+    /// Run a matrix of tests (nightly): several at once, within a budget, one summary.
+    Sweep(sweep::SweepArgs),
+    /// Combine the folders of a sharded sweep into one summary, JUnit file and trends.
+    Merge(sweep::MergeArgs),
 }
 
 /// A command-line error as one line naming the flag and the value (clap's own message is
@@ -92,6 +96,8 @@ fn main() {
             Command::Check(args) => checker::cli::check(args).await,
             Command::Report(args) => report::cli::report(args).await,
             Command::Serve(args) => report::cli::serve(args).await,
+            Command::Sweep(args) => sweep::sweep(args).await,
+            Command::Merge(args) => sweep::merge(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

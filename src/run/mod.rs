@@ -123,23 +123,9 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         if exit::is_interrupted(code) {
             return Ok(code);
         }
-        worst = worse(worst, code);
+        worst = exit::worse(worst, code);
     }
     Ok(worst)
-}
-
-fn worse(a: i32, b: i32) -> i32 {
-    let rank = |c: i32| match c {
-        exit::VALID => 0,
-        exit::UNKNOWN => 1,
-        exit::INVALID => 2,
-        _ => 3,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
 }
 
 /// How a run's body ended.

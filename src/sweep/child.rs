@@ -1,0 +1,153 @@
+//! Running one test from another stage: `fle-chaos test ARGS --out OUT --name NAME` as a child
+//! process (so a run that crashes or hangs cannot take the sweep with it, and each run tears
+//! down its own cluster exactly as a lone run does), its verdict from the exit code and its
+//! details from `OUT/NAME/<timestamp>/results.json` through the typed `checker::Results`.
+//!
+//! Concurrent children are safe: each claims its own subnet and names (`control::netns`
+//! claims a free 10.a.b.0/24 with a lock file; names carry the run's id). A signal for the
+//! sweep is passed on to every child, which tears down and exits as an interrupted run; a
+//! child that outlives its deadline is stopped the same way (SIGTERM, then SIGKILL).
+
+use crate::checker::Results;
+use crate::exit;
+use crate::run::interrupt::{Interrupts, Signal};
+use anyhow::{Context, Result};
+use nix::sys::signal::{kill, Signal as NixSignal};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// How long a signalled child may take to tear down before it is killed.
+const TEARDOWN_GRACE: Duration = Duration::from_secs(60);
+
+/// What a child run left.
+#[derive(Debug)]
+pub struct ChildRun {
+    pub code: i32,
+    /// Its run folder, when it made one.
+    pub run_dir: Option<PathBuf>,
+    /// results.json, when the checkers ran.
+    pub results: Option<Results>,
+    pub duration: Duration,
+    /// Why there is no verdict (timed out, ...), when the sweep knows more than the code.
+    pub note: Option<String>,
+    /// The sweep's signal, when one stopped this run.
+    pub interrupted: Option<Signal>,
+}
+
+/// One child run: `exe test ARGS --out OUT --name NAME`, stderr into `log`, stopped when it
+/// outlives `deadline` or when `interrupts` fires.
+pub async fn run_child(
+    exe: &Path,
+    args: &[String],
+    out: &Path,
+    name: &str,
+    log: &Path,
+    deadline: Duration,
+    interrupts: &Interrupts,
+) -> Result<ChildRun> {
+    let start = Instant::now();
+    let log_file =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child = tokio::process::Command::new(exe)
+        .arg("test")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--name")
+        .arg(name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .spawn()
+        .with_context(|| format!("cannot start {} test", exe.display()))?;
+    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    let mut note = None;
+    let mut interrupted = None;
+    let status = tokio::select! {
+        s = child.wait() => s?,
+        sig = interrupts.wait() => {
+            interrupted = Some(sig);
+            stop(&mut child, pid, to_nix(sig)).await?
+        }
+        _ = tokio::time::sleep(deadline) => {
+            note = Some(format!(
+                "did not finish within {:.0} s; stopped with SIGTERM",
+                deadline.as_secs_f64()
+            ));
+            stop(&mut child, pid, NixSignal::SIGTERM).await?
+        }
+    };
+    let code = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => exit::CRASHED,
+    };
+    // A run stopped for its deadline has no verdict: the tool failed to finish it.
+    let code = if note.is_some() && interrupted.is_none() {
+        exit::CRASHED
+    } else {
+        code
+    };
+    let run_dir = newest_run(&out.join(name));
+    let results = run_dir.as_deref().and_then(read_results);
+    Ok(ChildRun {
+        code,
+        run_dir,
+        results,
+        duration: start.elapsed(),
+        note,
+        interrupted,
+    })
+}
+
+fn to_nix(sig: Signal) -> NixSignal {
+    match sig {
+        Signal::Int => NixSignal::SIGINT,
+        Signal::Term => NixSignal::SIGTERM,
+        Signal::Hup => NixSignal::SIGHUP,
+    }
+}
+
+/// Sends `sig` to the child (by its pid, which is ours: it has not been reaped), waits for it
+/// to tear down, and kills it when it takes longer than `TEARDOWN_GRACE`.
+async fn stop(
+    child: &mut tokio::process::Child,
+    pid: Option<Pid>,
+    sig: NixSignal,
+) -> Result<std::process::ExitStatus> {
+    if let Some(pid) = pid {
+        let _ = kill(pid, sig);
+    }
+    match tokio::time::timeout(TEARDOWN_GRACE, child.wait()).await {
+        Ok(s) => Ok(s?),
+        Err(_) => {
+            let _ = child.start_kill();
+            Ok(child.wait().await?)
+        }
+    }
+}
+
+/// The newest run folder (holding test.json) under `OUT/NAME`.
+pub fn newest_run(test_dir: &Path) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(test_dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| p.join("test.json").is_file())
+        .collect();
+    // Folder names are UTC timestamps: the last in order is the newest.
+    runs.sort();
+    runs.pop()
+}
+
+/// A run's results.json, typed; None when the checkers did not run (or it is unreadable).
+pub fn read_results(run_dir: &Path) -> Option<Results> {
+    let text = std::fs::read_to_string(run_dir.join("results.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}

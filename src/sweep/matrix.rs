@@ -1,0 +1,435 @@
+//! The sweep's matrix file (`workloads/sweeps/*.toml`) and its expansion into runs.
+//!
+//! A matrix names lists (targets, workloads, nemesis schedules, node counts, seeds, seeded
+//! bugs); every combination is one run (`Cell`). The expansion order is fixed, with the seed
+//! outermost, so a budget that cuts the sweep short still covers every combination once
+//! before it repeats one with the next seed; a shard (`--shard I/N`) is every N-th cell of that
+//! order, so N machines given the same file run disjoint slices whose union is the matrix.
+//! Everything is validated here, before any run starts (bad input: one line, exit 254).
+
+use crate::exit::bad_input;
+use crate::nemesis::schedule::parse_duration;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The default matrix, `workloads/sweeps/nightly.toml`, built in so `fle-chaos sweep` works
+/// from any directory (a file of that path in the current directory wins).
+pub const DEFAULT_FILE: &str = "workloads/sweeps/nightly.toml";
+const NIGHTLY: &str = include_str!("../../workloads/sweeps/nightly.toml");
+
+/// A schedule entry meaning "no faults" (`--nemesis none`).
+pub const NO_FAULTS: &str = "none";
+/// A bug entry meaning "no seeded bug".
+pub const NO_BUG: &str = "none";
+
+/// The TOML file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    /// Each run's `--time-limit` ("60s", "2m").
+    time_limit: String,
+    #[serde(default = "default_targets")]
+    targets: Vec<String>,
+    #[serde(default = "default_workloads")]
+    workloads: Vec<String>,
+    /// Nemesis schedules: built-in names (`nemesis/NAME.toml`), paths, or "none".
+    schedules: Vec<String>,
+    nodes: Vec<usize>,
+    seeds: Vec<u64>,
+    /// Seeded fle-node bugs (`fle-node --list-bugs`), or "none" for the real thing.
+    #[serde(default = "default_bugs")]
+    bugs: Vec<String>,
+    /// Each run's `--recovery-timeout`.
+    #[serde(default)]
+    recovery_timeout: Option<String>,
+    /// `netns` (default) or `loopback`.
+    #[serde(default)]
+    net: Option<String>,
+}
+
+fn default_targets() -> Vec<String> {
+    vec!["fle".into()]
+}
+fn default_workloads() -> Vec<String> {
+    vec!["election".into()]
+}
+fn default_bugs() -> Vec<String> {
+    vec![NO_BUG.into()]
+}
+
+/// A validated matrix.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// The file's stem ("nightly"): names the sweep folder.
+    pub name: String,
+    /// Where it was read from ("(built-in) workloads/sweeps/nightly.toml" for the default).
+    pub origin: String,
+    pub time_limit: Duration,
+    pub recovery_timeout: Option<Duration>,
+    pub net: Option<String>,
+    pub cells: Vec<Cell>,
+}
+
+/// One run of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Unique within the matrix, usable as a test name: `fle-election-mixed-n3-s1`.
+    pub id: String,
+    pub target: String,
+    pub workload: String,
+    pub schedule: String,
+    pub nodes: usize,
+    pub seed: u64,
+    /// None: no seeded bug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bug: Option<String>,
+}
+
+/// `--shard I/N`: the I-th of N slices (1-based, as CI matrix jobs count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("'{s}' is not a shard like 1/4 (I/N with 1 <= I <= N)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Cell number `i` (0-based, in expansion order) belongs to this shard: round-robin, so
+    /// every shard gets a similar mix of schedules and seeds.
+    pub fn holds(&self, i: usize) -> bool {
+        i % self.count == self.index - 1
+    }
+}
+
+impl Matrix {
+    /// Reads the matrix at `path`; the default path falls back to the built-in copy.
+    pub fn load(path: &Path) -> Result<Matrix> {
+        let (text, origin) = match std::fs::read_to_string(path) {
+            Ok(t) => (t, path.display().to_string()),
+            Err(_) if path == Path::new(DEFAULT_FILE) => {
+                (NIGHTLY.to_string(), format!("(built-in) {DEFAULT_FILE}"))
+            }
+            Err(e) => {
+                return Err(bad_input(format!(
+                    "sweep file {}: cannot read it ({e}); give a matrix TOML file such as {DEFAULT_FILE}",
+                    path.display()
+                )))
+            }
+        };
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "sweep".into());
+        Matrix::parse(&name, &origin, &text)
+            .map_err(|e| bad_input(format!("sweep file {origin}: {e}")))
+    }
+
+    /// Parses and validates a matrix; the error is one line naming the key and the fix.
+    pub fn parse(name: &str, origin: &str, text: &str) -> Result<Matrix, String> {
+        let raw: RawMatrix = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim().to_string();
+            match line {
+                Some(l) => format!("line {l}: {msg}"),
+                None => msg,
+            }
+        })?;
+        let time_limit = parse_duration(&raw.time_limit).map_err(|e| format!("time_limit: {e}"))?;
+        if time_limit.is_zero() {
+            return Err("time_limit: must be positive, like \"60s\"".into());
+        }
+        let recovery_timeout = match &raw.recovery_timeout {
+            Some(t) => Some(parse_duration(t).map_err(|e| format!("recovery_timeout: {e}"))?),
+            None => None,
+        };
+        for (key, list) in [
+            ("targets", raw.targets.len()),
+            ("workloads", raw.workloads.len()),
+            ("schedules", raw.schedules.len()),
+            ("nodes", raw.nodes.len()),
+            ("seeds", raw.seeds.len()),
+            ("bugs", raw.bugs.len()),
+        ] {
+            if list == 0 {
+                return Err(format!("{key} is empty; list at least one"));
+            }
+        }
+        for t in &raw.targets {
+            if t != "fle" && t != "zookeeper" {
+                return Err(format!("targets: \"{t}\" is unknown; use fle or zookeeper"));
+            }
+        }
+        if let Some(n) = &raw.net {
+            if n != "netns" && n != "loopback" {
+                return Err(format!("net = \"{n}\" is unknown; use netns or loopback"));
+            }
+        }
+        for w in &raw.workloads {
+            crate::workload::load(w).map_err(|e| format!("workloads: {e:#}"))?;
+        }
+        for s in &raw.schedules {
+            if s != NO_FAULTS {
+                crate::nemesis::catalogue::load(s).map_err(|e| format!("schedules: {e:#}"))?;
+            }
+        }
+        if let Some(n) = raw.nodes.iter().find(|n| !(1..=31).contains(*n)) {
+            return Err(format!(
+                "nodes: {n} is out of range; between 1 and 31 nodes"
+            ));
+        }
+        let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
+        if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
+            return Err(
+                "bugs are seeded into fle-node only; drop them or the zookeeper target".into(),
+            );
+        }
+        for b in &raw.bugs {
+            if b.is_empty()
+                || !b
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-,_".contains(c))
+            {
+                return Err(format!(
+                    "bugs: \"{b}\" is not a bug name (see fle-node --list-bugs) or \"none\""
+                ));
+            }
+        }
+        let mut cells = Vec::new();
+        for &seed in &raw.seeds {
+            for target in &raw.targets {
+                for workload in &raw.workloads {
+                    for schedule in &raw.schedules {
+                        for &nodes in &raw.nodes {
+                            for bug in &raw.bugs {
+                                let bug = (bug != NO_BUG).then(|| bug.clone());
+                                cells.push(Cell::new(target, workload, schedule, nodes, seed, bug));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "two runs would both be named {}: a list repeats an entry (or two paths share a file name)",
+                w[0]
+            ));
+        }
+        Ok(Matrix {
+            name: name.to_string(),
+            origin: origin.to_string(),
+            time_limit,
+            recovery_timeout,
+            net: raw.net,
+            cells,
+        })
+    }
+
+    /// The cells of `shard` (all without one), in expansion order.
+    pub fn slice(&self, shard: Option<Shard>) -> Vec<Cell> {
+        self.cells
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| shard.is_none_or(|s| s.holds(*i)))
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+}
+
+/// A name part made of test-name characters (`[A-Za-z0-9._-]`): a schedule path's file stem.
+pub fn slug(s: &str) -> String {
+    let stem = Path::new(s)
+        .file_stem()
+        .map(|x| x.to_string_lossy().into_owned())
+        .unwrap_or_else(|| s.to_string());
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl Cell {
+    pub fn new(
+        target: &str,
+        workload: &str,
+        schedule: &str,
+        nodes: usize,
+        seed: u64,
+        bug: Option<String>,
+    ) -> Cell {
+        let mut id = format!(
+            "{target}-{}-{}-n{nodes}-s{seed}",
+            slug(workload),
+            slug(schedule)
+        );
+        if let Some(b) = &bug {
+            id.push_str(&format!("-bug-{}", slug(&b.replace(',', "+"))));
+        }
+        Cell {
+            id,
+            target: target.into(),
+            workload: workload.into(),
+            schedule: schedule.into(),
+            nodes,
+            seed,
+            bug,
+        }
+    }
+
+    /// The `fle-chaos test` arguments of this run (without `--out`, `--name` and the sweep's
+    /// own pass-through flags).
+    pub fn test_args(&self, m: &Matrix) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "--target".into(),
+            self.target.clone(),
+            "--workload".into(),
+            self.workload.clone(),
+            "--nodes".into(),
+            self.nodes.to_string(),
+            "--seed".into(),
+            self.seed.to_string(),
+            "--time-limit".into(),
+            format!("{}", m.time_limit.as_secs_f64()),
+        ];
+        if self.schedule == NO_FAULTS {
+            a.extend(["--nemesis".into(), NO_FAULTS.into()]);
+        } else {
+            a.extend(["--nemesis-file".into(), self.schedule.clone()]);
+        }
+        if let Some(b) = &self.bug {
+            a.extend(["--bug".into(), b.clone()]);
+        }
+        if let Some(t) = m.recovery_timeout {
+            a.extend(["--recovery-timeout".into(), format!("{}", t.as_secs_f64())]);
+        }
+        if let Some(n) = &m.net {
+            a.extend(["--net".into(), n.clone()]);
+        }
+        a
+    }
+}
+
+/// The folder a matrix file's stem and a time name: `OUT/sweeps/<stem>/<stamp>[-shard-I-of-N]`.
+pub fn sweep_folder(out: &Path, m: &Matrix, stamp: &str, shard: Option<Shard>) -> PathBuf {
+    let leaf = match shard {
+        Some(s) => format!("{stamp}-shard-{}-of-{}", s.index, s.count),
+        None => stamp.to_string(),
+    };
+    out.join("sweeps").join(slug(&m.name)).join(leaf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = r#"
+        time_limit = "10s"
+        schedules = ["kill-leader", "none"]
+        nodes = [3, 5]
+        seeds = [1, 2]
+    "#;
+
+    #[test]
+    fn expands_every_combination_seed_outermost_with_unique_ids() {
+        let m = Matrix::parse("small", "t", SMALL).unwrap();
+        let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "fle-election-kill-leader-n3-s1",
+                "fle-election-kill-leader-n5-s1",
+                "fle-election-none-n3-s1",
+                "fle-election-none-n5-s1",
+                "fle-election-kill-leader-n3-s2",
+                "fle-election-kill-leader-n5-s2",
+                "fle-election-none-n3-s2",
+                "fle-election-none-n5-s2",
+            ]
+        );
+        let args = m.cells[2].test_args(&m).join(" ");
+        assert!(
+            args.contains("--nemesis none") && args.contains("--time-limit 10"),
+            "{args}"
+        );
+        let args = m.cells[0].test_args(&m).join(" ");
+        assert!(args.contains("--nemesis-file kill-leader"), "{args}");
+    }
+
+    #[test]
+    fn shards_are_disjoint_and_cover_the_matrix() {
+        let m = Matrix::parse("small", "t", SMALL).unwrap();
+        for n in 1..=5 {
+            let mut seen: Vec<String> = Vec::new();
+            for i in 1..=n {
+                let part = m.slice(Some(Shard { index: i, count: n }));
+                assert!(part.len() >= m.cells.len() / n, "shard {i}/{n} is short");
+                seen.extend(part.into_iter().map(|c| c.id));
+            }
+            seen.sort();
+            let mut all: Vec<String> = m.cells.iter().map(|c| c.id.clone()).collect();
+            all.sort();
+            assert_eq!(seen, all, "{n} shards");
+        }
+    }
+
+    #[test]
+    fn bad_matrices_name_the_key() {
+        for (text, needle) in [
+            ("time_limit = \"10s\"\nschedules = []\nnodes = [3]\nseeds = [1]", "schedules is empty"),
+            ("time_limit = \"x\"\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]", "time_limit"),
+            ("time_limit = \"1s\"\nschedules = [\"nope\"]\nnodes = [3]\nseeds = [1]", "schedules"),
+            ("time_limit = \"1s\"\nschedules = [\"none\"]\nnodes = [0]\nseeds = [1]", "nodes: 0"),
+            ("time_limit = \"1s\"\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\ncolour = 1", "line 5"),
+            ("time_limit = \"1s\"\nschedules = [\"none\", \"none\"]\nnodes = [3]\nseeds = [1]", "named"),
+            ("time_limit = \"1s\"\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\ntargets = [\"zookeeper\"]\nbugs = [\"quorum-minority\"]", "bugs"),
+        ] {
+            let e = Matrix::parse("t", "t", text).unwrap_err();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+        assert!("0/2".parse::<Shard>().is_err());
+        assert!("3/2".parse::<Shard>().is_err());
+        assert!("x".parse::<Shard>().is_err());
+        assert_eq!(
+            "2/3".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 3 }
+        );
+    }
+
+    #[test]
+    fn the_shipped_nightly_matrix_parses() {
+        let m = Matrix::parse("nightly", "built-in", NIGHTLY).unwrap();
+        assert!(m.cells.len() >= 10, "{} cells", m.cells.len());
+    }
+}

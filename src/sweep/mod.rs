@@ -1,0 +1,284 @@
+//! Sweeps: the nightly mode. `fle-chaos sweep [FILE]` runs a matrix (targets × workloads ×
+//! nemesis schedules × node counts × seeds × seeded bugs) as child `fle-chaos test` runs,
+//! several at once, within a wall-clock budget, and writes one sweep folder; `fle-chaos merge`
+//! combines the folders of a sweep sharded over several machines; both add the night to the
+//! trends.
+//!
+//! - `matrix`: the TOML file, its expansion into runs and `--shard I/N` slices;
+//! - `child`: one run as a child process, its results read through `checker::Results`;
+//! - `runner`: parallel runs within the budget; `progress`: the live display;
+//! - `record`: `sweep.json`, the typed record every page is written from;
+//! - `summary`: summary.html and junit.xml; `merge`: shard folders into one;
+//! - `trends` and `trends_plot`: `OUT/trends.jsonl`, `OUT/trends.html` and its PNGs.
+//!
+//! A sweep folder is `OUT/sweeps/<matrix>/<UTC time>[-shard-I-of-N]/` holding sweep.json,
+//! summary.html, junit.xml, `runs/<run id>/<time>/` (each run's own folder and report) and
+//! `logs/<run id>.log` (each child's stderr). The exit code is the worst run's
+//! (`exit::worse`), or the signal's when one stopped the sweep.
+
+pub mod child;
+pub mod matrix;
+pub mod merge;
+pub mod progress;
+pub mod record;
+pub mod runner;
+pub mod summary;
+pub mod trends;
+pub mod trends_plot;
+
+use crate::control::os_setup::{self, Needs};
+use crate::exit::{self, bad_input};
+use crate::run::interrupt::Interrupts;
+use crate::run::plan::{Net, Plan, TargetKind, TestArgs};
+use anyhow::{Context, Result};
+use clap::Args;
+use matrix::{Cell, Matrix, Shard};
+use record::SweepRecord;
+use std::path::{Path, PathBuf};
+
+/// `fle-chaos sweep` options.
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// The matrix file (docs/nightly.md; the default is built in).
+    #[arg(default_value = matrix::DEFAULT_FILE, value_name = "FILE")]
+    pub file: PathBuf,
+    /// Wall-clock budget ("45m", "2h", "90s"): no run starts that would not end within it;
+    /// the runs left are listed as not started [default: no limit].
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Clusters at once, each on its own subnet (1 to 16).
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub parallel: u16,
+    /// Run only the I-th of N deterministic slices of the matrix (CI matrix jobs, Indexed Jobs);
+    /// `fle-chaos merge` combines the slices' folders.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Where sweeps and trends go: OUT/sweeps/<matrix>/<time>/, OUT/trends.html.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print the runs (of the shard) with their `fle-chaos test` arguments, run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// The fle-node executable every run uses [default: fle-node next to fle-chaos].
+    #[arg(long, value_name = "FILE")]
+    pub node_binary: Option<PathBuf>,
+    /// How nodes are networked [default: the matrix's `net`, else netns].
+    #[arg(long, value_enum)]
+    pub net: Option<Net>,
+}
+
+/// `fle-chaos merge` options.
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The shard folders (OUT/sweeps/<matrix>/<time>-shard-I-of-N).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the trends are (OUT/trends.html) and, without --into, the merged folder goes.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// The merged folder [default: OUT/sweeps/<matrix>/<first start>-merged].
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+}
+
+/// `fle-chaos merge`.
+pub async fn merge(args: MergeArgs) -> Result<i32> {
+    tokio::task::spawn_blocking(move || merge::merge(&args.dirs, &args.out, args.into.as_deref()))
+        .await?
+}
+
+/// The `fle-chaos test` flags the sweep adds to every run.
+fn pass_through(args: &SweepArgs) -> Vec<String> {
+    let mut p = Vec::new();
+    if let Some(b) = &args.node_binary {
+        p.extend(["--node-binary".to_string(), b.display().to_string()]);
+    }
+    if let Some(n) = args.net {
+        let n = match n {
+            Net::Netns => "netns",
+            Net::Loopback => "loopback",
+        };
+        p.extend(["--net".to_string(), n.to_string()]);
+    }
+    p
+}
+
+/// Validates every run as `fle-chaos test` would (before anything starts: a bad cell is one
+/// line naming it), and sets up the OS once for all of them (children never race apt-get).
+fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
+    #[derive(clap::Parser)]
+    struct Test {
+        #[command(flatten)]
+        args: TestArgs,
+    }
+    let mut needs = Needs::default();
+    let mut zookeeper = false;
+    for cell in cells {
+        let mut argv = vec!["test".to_string()];
+        argv.extend(cell.test_args(m));
+        argv.extend(extra.iter().cloned());
+        let parsed = <Test as clap::Parser>::try_parse_from(&argv).map_err(|e| {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            bad_input(format!("run {}: {first}; fix the matrix file", cell.id))
+        })?;
+        let plan = Plan::from_args(parsed.args)
+            .map_err(|e| bad_input(format!("run {}: {e:#}", cell.id)))?;
+        needs.netns |= plan.mode == crate::control::local::NetMode::Netns;
+        needs.iptables |= plan.nemesis_settings.kinds.iter().any(|k| k == "partition");
+        needs.faketime |= plan.faketime;
+        zookeeper |= plan.args.target == TargetKind::Zookeeper;
+    }
+    os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos sweep: {msg}"))?;
+    if zookeeper {
+        let java = crate::control::zookeeper::launch::JvmOptions::default().java;
+        crate::control::zookeeper::os_setup::ensure(&java, &mut |m| {
+            eprintln!("fle-chaos sweep: {m}")
+        })?;
+    }
+    Ok(())
+}
+
+/// `fle-chaos sweep`.
+pub async fn sweep(args: SweepArgs) -> Result<i32> {
+    let m = Matrix::load(&args.file)?;
+    let cells = m.slice(args.shard);
+    if args.list {
+        for c in &cells {
+            println!("{}\tfle-chaos test {}", c.id, c.test_args(&m).join(" "));
+        }
+        return Ok(exit::VALID);
+    }
+    if cells.is_empty() {
+        return Err(bad_input(format!(
+            "--shard {}: the matrix has only {} run(s), so this shard is empty; use fewer shards",
+            args.shard.map(|s| s.to_string()).unwrap_or_default(),
+            m.cells.len()
+        )));
+    }
+    let budget = match &args.budget {
+        Some(b) => {
+            let d = crate::nemesis::schedule::parse_duration(b)
+                .map_err(|e| bad_input(format!("--budget {b}: {e}")))?;
+            let one = runner::Estimate::new(m.time_limit).run();
+            if d < one {
+                return Err(bad_input(format!(
+                    "--budget {b}: not even one run fits (a run takes about {:.0} s: its {:.0} s \
+                     time limit plus about {:.0} s to start, recover and check); give a larger budget",
+                    one.as_secs_f64(),
+                    m.time_limit.as_secs_f64(),
+                    runner::FIRST_OVERHEAD.as_secs_f64()
+                )));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    let extra = pass_through(&args);
+    {
+        let (cells, m, extra) = (cells.clone(), m.clone(), extra.clone());
+        tokio::task::spawn_blocking(move || preflight(&cells, &m, &extra)).await??;
+    }
+    let interrupts = Interrupts::install()?;
+    let started_at = chrono::Utc::now();
+    let stamp = started_at.format("%Y%m%dT%H%M%SZ").to_string();
+    let dir = matrix::sweep_folder(&args.out, &m, &stamp, args.shard);
+    for sub in ["runs", "logs"] {
+        std::fs::create_dir_all(dir.join(sub))
+            .with_context(|| format!("cannot create {} (choose another --out)", dir.display()))?;
+    }
+    let dir = dir.canonicalize()?;
+    eprintln!(
+        "fle-chaos sweep: {} run(s) of {} ({} at once{}{}) into {}",
+        cells.len(),
+        m.origin,
+        args.parallel,
+        args.shard
+            .map(|s| format!(", shard {s}"))
+            .unwrap_or_default(),
+        budget
+            .map(|b| format!(
+                ", budget {}",
+                crate::report::text::duration(b.as_secs_f64())
+            ))
+            .unwrap_or_default(),
+        dir.display()
+    );
+    let runner = runner::Runner {
+        exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
+        dir: dir.clone(),
+        parallel: args.parallel as usize,
+        budget,
+        pass_through: extra,
+        matrix: m.clone(),
+    };
+    let mut ran = runner.run(cells, &interrupts).await;
+    let order: std::collections::HashMap<&str, usize> = m
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    ran.runs
+        .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
+    // --shrink (issue 19 item 5) plugs in here: for each run with `outcome == exit::INVALID`,
+    // in order, while `budget` minus the time spent leaves room, call the shrinker on
+    // `dir.join(run.run_dir)` and set `run.minimal` to the minimal schedule it wrote (relative
+    // to `dir`); the summary links it and the record keeps it for `merge`.
+    let mut record = SweepRecord {
+        format: record::FORMAT,
+        matrix: m.name.clone(),
+        origin: m.origin.clone(),
+        matrix_ids: m.cells.iter().map(|c| c.id.clone()).collect(),
+        shard: args.shard,
+        merged_from: Vec::new(),
+        started_at,
+        finished_at: chrono::Utc::now(),
+        budget_s: budget.map(|b| b.as_secs_f64()),
+        parallel: args.parallel as usize,
+        runs: ran.runs,
+        skipped: ran.skipped,
+        interrupted: ran.interrupted.map(|s| s.name().to_string()),
+        exit_code: exit::VALID,
+    };
+    record.exit_code = match ran.interrupted {
+        Some(sig) => sig.exit_code(),
+        None => record.worst(),
+    };
+    finish(&dir, &args.out, &record)?;
+    Ok(record.exit_code)
+}
+
+/// Writes the record and pages, adds a whole, uninterrupted sweep to the trends (a shard's
+/// night is added by `merge`), and says where everything is.
+fn finish(dir: &Path, out: &Path, record: &SweepRecord) -> Result<()> {
+    record.write(dir)?;
+    let (page, junit) = summary::write(dir, record)?;
+    let failed = record
+        .runs
+        .iter()
+        .filter(|r| r.outcome != exit::VALID)
+        .count();
+    eprintln!(
+        "fle-chaos sweep: {} run(s), {failed} failed, {} not started{}",
+        record.runs.len(),
+        record.skipped.len(),
+        match &record.interrupted {
+            Some(s) => format!(", interrupted by {s} (runs in flight were torn down)"),
+            None => String::new(),
+        }
+    );
+    if !record.skipped.is_empty() {
+        let ids: Vec<&str> = record.skipped.iter().map(|c| c.id.as_str()).collect();
+        eprintln!("fle-chaos sweep: not started: {}", ids.join(", "));
+    }
+    eprintln!("fle-chaos sweep: summary {}", page.display());
+    eprintln!("fle-chaos sweep: junit {}", junit.display());
+    if record.shard.is_none() && record.interrupted.is_none() {
+        let trends = trends::update(out, record, &mut |w| eprintln!("fle-chaos sweep: {w}"))?;
+        eprintln!("fle-chaos sweep: trends {}", trends.display());
+    }
+    eprintln!("fle-chaos sweep: exit {}", record.exit_code);
+    Ok(())
+}

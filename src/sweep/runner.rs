@@ -1,0 +1,283 @@
+//! Runs the cells of a sweep: up to `parallel` child runs at once, none started once the next
+//! would not fit the wall-clock budget, a signal passed on to every run in flight.
+//!
+//! The budget is judged per run: a run is expected to take its time limit plus the overhead
+//! measured on the runs finished so far (cluster start, final heal and recovery, checkers,
+//! report), `FIRST_OVERHEAD` before any has finished.
+
+use super::child::{run_child, ChildRun};
+use super::matrix::{Cell, Matrix};
+use super::progress::Progress;
+use super::record::{outcome, RunRecord};
+use crate::exit;
+use crate::run::interrupt::{Interrupts, Signal};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+/// The overhead of a run beyond its time limit, before one has been measured.
+pub const FIRST_OVERHEAD: Duration = Duration::from_secs(20);
+/// A child is stopped when it takes this much longer than its time limit plus recovery
+/// timeout (a hung run must not eat the whole night).
+const DEADLINE_MARGIN: Duration = Duration::from_secs(300);
+
+/// How a sweep runs its cells.
+pub struct Runner {
+    /// The fle-chaos executable the children run.
+    pub exe: PathBuf,
+    /// The sweep folder: runs go to `runs/`, each child's stderr to `logs/ID.log`.
+    pub dir: PathBuf,
+    pub parallel: usize,
+    pub budget: Option<Duration>,
+    /// `fle-chaos test` flags given to every run (`--node-binary`, `--net`).
+    pub pass_through: Vec<String>,
+    pub matrix: Matrix,
+}
+
+/// What running the cells gave.
+pub struct Ran {
+    pub runs: Vec<RunRecord>,
+    /// Not started: the budget ran out (or a signal came).
+    pub skipped: Vec<Cell>,
+    pub interrupted: Option<Signal>,
+}
+
+/// Expected duration of a run, from the runs measured so far.
+pub struct Estimate {
+    time_limit: Duration,
+    overheads: Vec<Duration>,
+}
+
+impl Estimate {
+    pub fn new(time_limit: Duration) -> Estimate {
+        Estimate {
+            time_limit,
+            overheads: Vec::new(),
+        }
+    }
+
+    pub fn measured(&mut self, took: Duration) {
+        self.overheads.push(took.saturating_sub(self.time_limit));
+    }
+
+    /// The time limit plus the mean measured overhead (`FIRST_OVERHEAD` before any).
+    pub fn run(&self) -> Duration {
+        let overhead = if self.overheads.is_empty() {
+            FIRST_OVERHEAD
+        } else {
+            self.overheads.iter().sum::<Duration>() / self.overheads.len() as u32
+        };
+        self.time_limit + overhead
+    }
+
+    /// Wall time for `queued` more runs with `parallel` at once, `running` already in flight.
+    pub fn left(&self, queued: usize, running: usize, parallel: usize) -> Duration {
+        let waves = (queued + running).div_ceil(parallel.max(1));
+        self.run() * waves as u32
+    }
+
+    /// Whether a run started `elapsed` into a sweep of `budget` ends within it.
+    pub fn fits(&self, elapsed: Duration, budget: Option<Duration>) -> bool {
+        budget.is_none_or(|b| elapsed + self.run() <= b)
+    }
+}
+
+impl Runner {
+    pub fn runs_dir(&self) -> PathBuf {
+        self.dir.join("runs")
+    }
+
+    /// Runs `cells` in order; returns every finished run, in the order they finished.
+    pub async fn run(&self, cells: Vec<Cell>, interrupts: &Interrupts) -> Ran {
+        let start = Instant::now();
+        let mut estimate = Estimate::new(self.matrix.time_limit);
+        let mut progress = Progress::new(cells.len());
+        let mut queue: std::collections::VecDeque<Cell> = cells.into();
+        let mut running: JoinSet<(Cell, chrono::DateTime<chrono::Utc>, ChildRun)> = JoinSet::new();
+        let mut runs = Vec::new();
+        let mut out_of_budget = false;
+        let mut interrupted = None;
+        loop {
+            while running.len() < self.parallel && !out_of_budget && interrupted.is_none() {
+                let Some(cell) = queue.front() else { break };
+                if let Some(sig) = interrupts.received() {
+                    interrupted = Some(sig);
+                    break;
+                }
+                if !estimate.fits(start.elapsed(), self.budget) {
+                    out_of_budget = true;
+                    progress.say(&format!(
+                        "budget: {} left, a run takes about {}: {} runs not started",
+                        crate::report::text::duration(
+                            self.budget
+                                .unwrap_or_default()
+                                .saturating_sub(start.elapsed())
+                                .as_secs_f64()
+                        ),
+                        crate::report::text::duration(estimate.run().as_secs_f64()),
+                        queue.len()
+                    ));
+                    break;
+                }
+                let cell = cell.clone();
+                queue.pop_front();
+                running.spawn(self.start(cell.clone(), interrupts.clone()));
+                progress.started(
+                    &cell.id,
+                    running.len(),
+                    Some(self.left(&estimate, &queue, running.len(), start)),
+                );
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            // A panic in the task (not in the child): the sweep's own failure, said per run.
+            let Ok((cell, started_at, child)) = joined else {
+                progress.say("a run's task panicked; its result is lost");
+                continue;
+            };
+            if let Some(sig) = child.interrupted {
+                interrupted = interrupted.or(Some(sig));
+            } else {
+                estimate.measured(child.duration);
+            }
+            let record = self.record(cell, started_at, child);
+            progress.finished(
+                &record,
+                running.len(),
+                Some(self.left(&estimate, &queue, running.len(), start)),
+            );
+            runs.push(record);
+        }
+        progress.finish();
+        Ran {
+            runs,
+            skipped: queue.into(),
+            interrupted,
+        }
+    }
+
+    fn left(
+        &self,
+        e: &Estimate,
+        queue: &std::collections::VecDeque<Cell>,
+        running: usize,
+        start: Instant,
+    ) -> Duration {
+        let left = e.left(queue.len(), running, self.parallel);
+        match self.budget {
+            Some(b) => left.min(b.saturating_sub(start.elapsed())),
+            None => left,
+        }
+    }
+
+    /// The future of one child run.
+    fn start(
+        &self,
+        cell: Cell,
+        interrupts: Interrupts,
+    ) -> impl std::future::Future<Output = (Cell, chrono::DateTime<chrono::Utc>, ChildRun)>
+           + Send
+           + 'static {
+        let mut args = cell.test_args(&self.matrix);
+        args.extend(self.pass_through.iter().cloned());
+        let exe = self.exe.clone();
+        let out = self.runs_dir();
+        let log = self.dir.join("logs").join(format!("{}.log", cell.id));
+        let recovery = self
+            .matrix
+            .recovery_timeout
+            .unwrap_or(Duration::from_secs(30));
+        let deadline = self.matrix.time_limit + recovery + DEADLINE_MARGIN;
+        async move {
+            let started_at = chrono::Utc::now();
+            let child =
+                match run_child(&exe, &args, &out, &cell.id, &log, deadline, &interrupts).await {
+                    Ok(c) => c,
+                    Err(e) => ChildRun {
+                        code: exit::CRASHED,
+                        run_dir: None,
+                        results: None,
+                        duration: Duration::ZERO,
+                        note: Some(format!("{e:#}")),
+                        interrupted: None,
+                    },
+                };
+            (cell, started_at, child)
+        }
+    }
+
+    /// The record of a finished child run (paths relative to the sweep folder).
+    fn record(
+        &self,
+        cell: Cell,
+        started_at: chrono::DateTime<chrono::Utc>,
+        child: ChildRun,
+    ) -> RunRecord {
+        let rel = |p: &Path| {
+            p.strip_prefix(&self.dir)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|_| p.to_path_buf())
+        };
+        let mut r = RunRecord {
+            outcome: outcome(&cell, child.code),
+            code: child.code,
+            verdict: child.results.as_ref().map(|r| r.valid),
+            run_dir: child.run_dir.as_deref().map(rel),
+            log: PathBuf::from("logs").join(format!("{}.log", cell.id)),
+            started_at,
+            duration_s: child.duration.as_secs_f64(),
+            recovery_ms: Vec::new(),
+            rejoin_ms: Vec::new(),
+            unrecovered: 0,
+            failed_checkers: Vec::new(),
+            note: child.note,
+            minimal: None,
+            cell,
+        };
+        if let Some(results) = &child.results {
+            r.failed_checkers = results
+                .checkers
+                .iter()
+                .filter(|c| c.valid == crate::checker::Validity::False)
+                .map(|c| c.name.clone())
+                .collect();
+            if let Some(m) = results.checkers.iter().find_map(|c| c.recovery()) {
+                for f in &m.faults {
+                    match f.ms_to_quorum_leader {
+                        Some(ms) => r.recovery_ms.push(ms),
+                        None => r.unrecovered += 1,
+                    }
+                    r.rejoin_ms.extend(f.ms_to_all_rejoined);
+                }
+            }
+        } else if r.note.is_none() && !exit::is_interrupted(r.code) {
+            r.note = Some(format!(
+                "no results.json (exit {}): see {}",
+                r.code,
+                r.log.display()
+            ));
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_learns_the_overhead_and_judges_the_budget() {
+        let mut e = Estimate::new(Duration::from_secs(10));
+        assert_eq!(e.run(), Duration::from_secs(30));
+        e.measured(Duration::from_secs(14));
+        e.measured(Duration::from_secs(18));
+        assert_eq!(e.run(), Duration::from_secs(16));
+        let budget = Some(Duration::from_secs(60));
+        assert!(e.fits(Duration::from_secs(44), budget));
+        assert!(!e.fits(Duration::from_secs(45), budget));
+        assert!(e.fits(Duration::from_secs(1_000_000), None));
+        // 5 more runs, 1 running, 2 at once: 3 waves.
+        assert_eq!(e.left(5, 1, 2), Duration::from_secs(48));
+    }
+}

@@ -1,0 +1,288 @@
+//! The sweep folder's `summary.html` (every run: verdict, schedule, seed, recovery p50/p99,
+//! link to its report; then what was skipped or missing) and `junit.xml` (one testcase per
+//! run, so CI lists each run as a test). Both are written from the typed `SweepRecord` only.
+
+use super::record::{ms_text, outcome_word, percentile, RunRecord, SweepRecord};
+use crate::exit;
+use crate::report::html::CSS;
+use crate::report::text::{duration, escape};
+use anyhow::{Context, Result};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+pub const SUMMARY: &str = "summary.html";
+pub const JUNIT: &str = "junit.xml";
+
+/// Writes summary.html and junit.xml into `dir` (the folder holding the record).
+pub fn write(dir: &Path, r: &SweepRecord) -> Result<(PathBuf, PathBuf)> {
+    let summary = dir.join(SUMMARY);
+    std::fs::write(&summary, summary_html(r))
+        .with_context(|| format!("cannot write {}", summary.display()))?;
+    let junit = dir.join(JUNIT);
+    std::fs::write(&junit, junit_xml(r))
+        .with_context(|| format!("cannot write {}", junit.display()))?;
+    Ok((summary, junit))
+}
+
+/// Runs the matrix listed that no record holds: a shard that was never merged in.
+pub fn missing(r: &SweepRecord) -> Vec<&str> {
+    let held: std::collections::HashSet<&str> = r
+        .runs
+        .iter()
+        .map(|x| x.cell.id.as_str())
+        .chain(r.skipped.iter().map(|c| c.id.as_str()))
+        .collect();
+    let in_shard = |i: usize| r.shard.is_none_or(|s| s.holds(i));
+    r.matrix_ids
+        .iter()
+        .enumerate()
+        .filter(|(i, id)| in_shard(*i) && !held.contains(id.as_str()))
+        .map(|(_, id)| id.as_str())
+        .collect()
+}
+
+/// Why the runs of `skipped` did not start.
+fn not_started_because(r: &SweepRecord) -> &'static str {
+    if r.interrupted.is_some() {
+        "the sweep was interrupted"
+    } else {
+        "the budget ran out"
+    }
+}
+
+fn class(r: &RunRecord) -> &'static str {
+    match r.outcome {
+        exit::VALID => "valid",
+        exit::INVALID => "invalid",
+        _ => "unknown",
+    }
+}
+
+fn link(r: &RunRecord) -> String {
+    match &r.run_dir {
+        Some(d) => format!(
+            "<a href=\"{}/report.html\">report</a>",
+            escape(&d.to_string_lossy())
+        ),
+        None => format!("<a href=\"{}\">log</a>", escape(&r.log.to_string_lossy())),
+    }
+}
+
+pub fn summary_html(r: &SweepRecord) -> String {
+    let count = |f: &dyn Fn(&RunRecord) -> bool| r.runs.iter().filter(|x| f(x)).count();
+    let failed = count(&|x| x.outcome != exit::VALID);
+    let banner = match r.exit_code {
+        exit::VALID => "valid",
+        exit::INVALID => "invalid",
+        _ => "unknown",
+    };
+    let missing = missing(r);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>\
+         <style>{CSS}</style></head><body>\n<div class=\"banner {banner}\"><h1>sweep {name}: exit {code}</h1>\
+         <div class=\"sub\">{runs} run(s), {failed} failed, {skipped} skipped, {miss} missing{shard}; \
+         started {start} UTC, took {took}</div></div>\n<main>\n",
+        name = escape(&r.matrix),
+        code = r.exit_code,
+        runs = r.runs.len(),
+        skipped = r.skipped.len(),
+        miss = missing.len(),
+        shard = match r.shard {
+            Some(s) => format!(" (shard {s})"),
+            None if !r.merged_from.is_empty() =>
+                format!(" (merged from {} shard folders)", r.merged_from.len()),
+            None => String::new(),
+        },
+        start = r.started_at.format("%Y-%m-%d %H:%M:%S"),
+        took = duration((r.finished_at - r.started_at).num_milliseconds().max(0) as f64 / 1e3),
+    );
+    let _ = writeln!(
+        h,
+        "<p>Matrix <code>{}</code>, {} at once{}. Recovery is the time from a fault's start to \
+         the first quorum-backed leader (p50/p99 over the run's faults), rejoin until every node \
+         that was up had rejoined that leader. A seeded-bug run passes when it is caught \
+         (invalid) and fails when it is missed (valid).{}</p>",
+        escape(&r.origin),
+        r.parallel,
+        match r.budget_s {
+            Some(b) => format!(", budget {}", duration(b)),
+            None => String::new(),
+        },
+        match &r.interrupted {
+            Some(s) => format!(" <b>Interrupted by {}.</b>", escape(s)),
+            None => String::new(),
+        }
+    );
+    h.push_str(
+        "<table id=\"runs\"><tr><th>run</th><th>result</th><th>target</th><th>workload</th>\
+         <th>schedule</th><th>nodes</th><th>seed</th><th>bug</th><th>recovery p50 / p99</th>\
+         <th>rejoin p50 / p99</th><th>took</th><th>report</th><th>note</th></tr>\n",
+    );
+    for x in &r.runs {
+        let mut note = x.note.clone().map(|n| escape(&n)).unwrap_or_default();
+        if !x.failed_checkers.is_empty() {
+            let _ = write!(note, "failed: {}", escape(&x.failed_checkers.join(", ")));
+        }
+        if x.unrecovered > 0 {
+            let _ = write!(note, " {} fault(s) never recovered from", x.unrecovered);
+        }
+        if let Some(m) = &x.minimal {
+            let _ = write!(
+                note,
+                " <a href=\"{}\">minimal schedule</a>",
+                escape(&m.to_string_lossy())
+            );
+        }
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&x.cell.id),
+            class(x),
+            outcome_word(x),
+            escape(&x.cell.target),
+            escape(&x.cell.workload),
+            escape(&x.cell.schedule),
+            x.cell.nodes,
+            x.cell.seed,
+            escape(x.cell.bug.as_deref().unwrap_or("-")),
+            ms_text(percentile(&x.recovery_ms, 50.0)),
+            ms_text(percentile(&x.recovery_ms, 99.0)),
+            ms_text(percentile(&x.rejoin_ms, 50.0)),
+            ms_text(percentile(&x.rejoin_ms, 99.0)),
+            duration(x.duration_s),
+            link(x),
+            note.trim()
+        );
+    }
+    h.push_str("</table>\n");
+    if !r.skipped.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Not started ({}): {}</h2>\n<p>{}</p>\n",
+            r.skipped.len(),
+            not_started_because(r),
+            r.skipped
+                .iter()
+                .map(|c| format!("<code>{}</code>", escape(&c.id)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    if !missing.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Missing ({}): in the matrix, in no merged shard</h2>\n<p>{}</p>\n",
+            missing.len(),
+            missing
+                .iter()
+                .map(|id| format!("<code>{}</code>", escape(id)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    h.push_str("</main></body></html>\n");
+    h
+}
+
+pub fn junit_xml(r: &SweepRecord) -> String {
+    let failures = r.runs.iter().filter(|x| x.outcome == exit::INVALID).count();
+    let errors = r
+        .runs
+        .iter()
+        .filter(|x| !matches!(x.outcome, exit::VALID | exit::INVALID))
+        .count();
+    let missing = missing(r);
+    let skipped = r.skipped.len() + missing.len();
+    let tests = r.runs.len() + skipped;
+    let time: f64 = r.runs.iter().map(|x| x.duration_s).sum();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"fle-chaos sweep\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"sweep {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" \
+         skipped=\"{skipped}\" timestamp=\"{}\" time=\"{time:.3}\">",
+        escape(&r.matrix),
+        r.started_at.format("%Y-%m-%dT%H:%M:%S"),
+    );
+    for run in &r.runs {
+        let _ = write!(
+            x,
+            "    <testcase name=\"{}\" classname=\"fle-chaos.sweep.{}.{}\" time=\"{:.3}\">",
+            escape(&run.cell.id),
+            escape(&run.cell.target),
+            escape(&super::matrix::slug(&run.cell.schedule)),
+            run.duration_s
+        );
+        let where_ = match &run.run_dir {
+            Some(d) => format!("run folder {}", d.display()),
+            None => format!("log {}", run.log.display()),
+        };
+        let body = |what: &str| {
+            escape(&format!(
+                "{what}; {where_}{}",
+                run.note
+                    .as_deref()
+                    .map(|n| format!("; {n}"))
+                    .unwrap_or_default()
+            ))
+        };
+        match run.outcome {
+            exit::VALID => x.push_str("</testcase>\n"),
+            exit::INVALID => {
+                let what = if run.cell.bug.is_some() {
+                    format!(
+                        "missed: the seeded bug {} was not caught (verdict valid)",
+                        run.cell.bug.as_deref().unwrap_or_default()
+                    )
+                } else {
+                    format!("invalid: {}", run.failed_checkers.join(", "))
+                };
+                let _ = write!(
+                    x,
+                    "\n      <failure message=\"{}\" type=\"invalid\">{}</failure>\n    </testcase>\n",
+                    escape(&what),
+                    body(&what)
+                );
+            }
+            code => {
+                let what = format!("{} (exit {code})", outcome_word(run));
+                let _ = write!(
+                    x,
+                    "\n      <error message=\"{}\" type=\"{}\">{}</error>\n    </testcase>\n",
+                    escape(&what),
+                    escape(outcome_word(run)),
+                    body(&what)
+                );
+            }
+        }
+    }
+    for (id, why) in r
+        .skipped
+        .iter()
+        .map(|c| {
+            (
+                c.id.as_str(),
+                format!("not started: {}", not_started_because(r)),
+            )
+        })
+        .chain(
+            missing
+                .iter()
+                .map(|id| (*id, "missing: its shard was not merged".to_string())),
+        )
+    {
+        let _ = writeln!(
+            x,
+            "    <testcase name=\"{}\" classname=\"fle-chaos.sweep\" time=\"0\"><skipped message=\"{why}\"/></testcase>",
+            escape(id)
+        );
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}

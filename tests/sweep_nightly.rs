@@ -1,0 +1,611 @@
+//! `fle-chaos sweep` and `merge` end to end (issue 19, items 1-3): a small sweep of real
+//! clusters (2 schedules x 2 seeds, 3 nodes, 10 s each, --parallel 2) checked through its
+//! summary, its JUnit file (parsed), its exit code and the trends; shards plus merge against the
+//! whole matrix; a signal passed on to the runs in flight; bad input; and the nightly job files
+//! (YAML parsed, systemd units verified, their command lines accepted by fle-chaos).
+
+mod report_support;
+mod run_support;
+
+use fle_chaos::sweep::record::SweepRecord;
+use fle_chaos::sweep::trends::{read_rows, TrendRow};
+use report_support::{distinct_colors, parse_xml, read_png};
+use run_support::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const KILL: &str =
+    "interval = \"2s\"\nduration = \"2s\"\n[[fault]]\nkind = \"kill\"\ntarget = \"leader\"\n";
+const PAUSE: &str =
+    "interval = \"2s\"\nduration = \"2s\"\n[[fault]]\nkind = \"pause\"\ntarget = \"random\"\n";
+
+/// A matrix file in `dir` with the two schedules above (written next to it).
+fn small_matrix(dir: &Path, time_limit: &str, seeds: &str) -> PathBuf {
+    std::fs::write(dir.join("kill.toml"), KILL).unwrap();
+    std::fs::write(dir.join("pause.toml"), PAUSE).unwrap();
+    let m = dir.join("small.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "time_limit = \"{time_limit}\"\nschedules = [\"{}\", \"{}\"]\nnodes = [3]\nseeds = {seeds}\n",
+            dir.join("kill.toml").display(),
+            dir.join("pause.toml").display()
+        ),
+    )
+    .unwrap();
+    m
+}
+
+/// `fle-chaos ARGS`, stderr into `log`; waits up to `timeout`; returns the exit code.
+fn run(args: &[&str], log: &Path, timeout: Duration) -> i32 {
+    let mut child = fle_chaos()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let code = wait_exit(&mut child, timeout);
+    code.unwrap_or_else(|| {
+        panic!(
+            "fle-chaos {args:?} did not finish in {timeout:?}: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        )
+    })
+}
+
+/// The run ids `sweep --list` prints.
+fn list(matrix: &Path, shard: Option<&str>) -> Vec<String> {
+    let mut cmd = fle_chaos();
+    cmd.arg("sweep").arg(matrix).arg("--list");
+    if let Some(s) = shard {
+        cmd.args(["--shard", s]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect()
+}
+
+/// The single sweep folder under `out/sweeps/<matrix>/`.
+fn sweep_dirs(out: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for m in std::fs::read_dir(out.join("sweeps")).into_iter().flatten() {
+        for d in std::fs::read_dir(m.unwrap().path()).unwrap() {
+            dirs.push(d.unwrap().path());
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+fn no_leftovers(record: &SweepRecord, dir: &Path) {
+    for r in &record.runs {
+        if let Some(d) = &r.run_dir {
+            assert_eq!(leftovers(&resources(&dir.join(d))), Vec::<String>::new());
+        }
+    }
+}
+
+#[test]
+fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
+    if !root_or_skip("a_small_sweep_writes_its_summary_junit_exit_code_and_trends") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = small_matrix(tmp.path(), "10s", "[1, 2]");
+    let out = tmp.path().join("reports");
+    std::fs::create_dir_all(&out).unwrap();
+    // An earlier night, and a line that is no row: the night must stay, the line is left out.
+    let earlier = TrendRow {
+        sweep: "small@2026-11-29T02:00:00Z".into(),
+        started_at: "2026-11-29T02:00:00Z".parse().unwrap(),
+        matrix: "small".into(),
+        schedule: tmp.path().join("kill.toml").display().to_string(),
+        target: "fle".into(),
+        runs: 2,
+        valid: 1,
+        invalid: 1,
+        unknown: 0,
+        no_verdict: 0,
+        recovery_p50_ms: Some(900),
+        recovery_p99_ms: Some(4000),
+        rejoin_p50_ms: Some(1000),
+        rejoin_p99_ms: Some(4500),
+    };
+    std::fs::write(
+        out.join("trends.jsonl"),
+        format!("{}\n{{\"torn\n", serde_json::to_string(&earlier).unwrap()),
+    )
+    .unwrap();
+    let log = tmp.path().join("sweep.stderr");
+    let node = fle_node();
+    let code = run(
+        &[
+            "sweep",
+            matrix.to_str().unwrap(),
+            "--parallel",
+            "2",
+            "--budget",
+            "10m",
+            "--out",
+            out.to_str().unwrap(),
+            "--node-binary",
+            &node,
+        ],
+        &log,
+        Duration::from_secs(300),
+    );
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let dirs = sweep_dirs(&out);
+    assert_eq!(dirs.len(), 1, "{dirs:?}\n{stderr}");
+    let dir = &dirs[0];
+    let record = SweepRecord::read(dir).unwrap();
+    no_leftovers(&record, dir);
+
+    // Every run of the matrix ran, in matrix order, each with a verdict and its own report.
+    let ids: Vec<&str> = record.runs.iter().map(|r| r.cell.id.as_str()).collect();
+    assert_eq!(ids, list(&matrix, None), "{stderr}");
+    assert!(record.skipped.is_empty(), "{stderr}");
+    let mut worst = 0;
+    for r in &record.runs {
+        assert!(
+            r.verdict.is_some(),
+            "{}: no verdict: {r:?}\n{stderr}",
+            r.cell.id
+        );
+        let d = dir.join(r.run_dir.as_ref().unwrap());
+        assert!(d.join("report.html").is_file(), "{}", d.display());
+        // Faults were injected and measured: the recovery checker's typed measurements.
+        assert!(
+            !r.recovery_ms.is_empty(),
+            "{}: no recovery measured",
+            r.cell.id
+        );
+        worst = fle_chaos::exit::worse(worst, r.code);
+    }
+    // Two at once: some pair of runs overlapped in time.
+    let overlap = record.runs.iter().any(|a| {
+        record.runs.iter().any(|b| {
+            a.cell.id != b.cell.id
+                && a.started_at <= b.started_at
+                && (b.started_at - a.started_at).num_milliseconds() < (a.duration_s * 1e3) as i64
+        })
+    });
+    assert!(overlap, "no two runs overlapped with --parallel 2");
+    assert_eq!(code, worst, "exit code vs the runs' codes\n{stderr}");
+    assert_eq!(record.exit_code, code);
+    assert!(stderr.contains("4/4 done"), "{stderr}");
+
+    // The summary lists every run with its result, schedule, seed, recovery and report link.
+    let summary = std::fs::read_to_string(dir.join("summary.html")).unwrap();
+    for r in &record.runs {
+        let row = summary
+            .lines()
+            .find(|l| l.contains(&format!("<td>{}</td>", r.cell.id)))
+            .unwrap_or_else(|| panic!("{} not in the summary", r.cell.id));
+        let link = format!("{}/report.html", r.run_dir.as_ref().unwrap().display());
+        assert!(row.contains(&link), "{row}");
+        assert!(row.contains(&format!("<td>{}</td>", r.cell.seed)), "{row}");
+        assert!(row.contains(&r.cell.schedule), "{row}");
+        let p50 = fle_chaos::sweep::record::percentile(&r.recovery_ms, 50.0);
+        assert!(
+            row.contains(&fle_chaos::sweep::record::ms_text(p50)),
+            "{row}"
+        );
+    }
+
+    // The JUnit file parses, with one testcase per run and failures for invalid ones.
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let doc = parse_xml(&xml).unwrap_or_else(|e| panic!("junit.xml: {e}\n{xml}"));
+    let cases = doc.all("testcase");
+    assert_eq!(cases.len(), 4, "{xml}");
+    for r in &record.runs {
+        let case = cases
+            .iter()
+            .find(|c| c.attr("name") == Some(r.cell.id.as_str()))
+            .unwrap_or_else(|| panic!("{} has no testcase", r.cell.id));
+        let failed = !case.all("failure").is_empty() || !case.all("error").is_empty();
+        assert_eq!(failed, r.outcome != 0, "{}: {xml}", r.cell.id);
+    }
+    let suite = &doc.all("testsuite")[0];
+    assert_eq!(suite.attr("tests"), Some("4"));
+
+    // Trends: the earlier night kept, this night added per schedule, the torn line said.
+    let rows = read_rows(&out.join("trends.jsonl"), &mut |_| {}).unwrap();
+    assert!(rows.contains(&earlier), "{rows:?}");
+    let tonight: Vec<&TrendRow> = rows.iter().filter(|r| r.sweep != earlier.sweep).collect();
+    assert_eq!(tonight.len(), 2, "{rows:?}");
+    for t in &tonight {
+        assert_eq!(t.runs, 2);
+        assert_eq!(t.valid + t.invalid + t.unknown + t.no_verdict, 2);
+        assert!(t.recovery_p50_ms.is_some() && t.recovery_p99_ms >= t.recovery_p50_ms);
+    }
+    assert!(stderr.contains("not a trend row"), "{stderr}");
+    let page = std::fs::read_to_string(out.join("trends.html")).unwrap();
+    assert!(page.contains("2 sweep(s), 2 series"), "{page}");
+    for png in ["trends-verdicts.png", "trends-recovery.png"] {
+        let (w, h, px) = read_png(&out.join(png));
+        assert!(w >= 1000 && h >= 300, "{png}: {w}x{h}");
+        assert!(distinct_colors(&px) > 20, "{png} looks blank");
+        assert!(page.contains(png));
+    }
+}
+
+#[test]
+fn shards_and_merge_give_the_runs_of_the_whole_sweep() {
+    // The slices of the small sweep's matrix are disjoint and make the whole (no run needed).
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = small_matrix(tmp.path(), "10s", "[1, 2]");
+    let whole = list(&matrix, None);
+    let (a, b) = (list(&matrix, Some("1/2")), list(&matrix, Some("2/2")));
+    assert_eq!(whole.len(), 4);
+    assert!(a.iter().all(|id| !b.contains(id)), "{a:?} {b:?}");
+    let mut union: Vec<String> = a.iter().chain(&b).cloned().collect();
+    union.sort();
+    let mut sorted = whole.clone();
+    sorted.sort();
+    assert_eq!(union, sorted);
+
+    if !root_or_skip("shards_and_merge_give_the_runs_of_the_whole_sweep") {
+        return;
+    }
+    // Run the two shards at once (a shorter time limit: what is tested is the bookkeeping).
+    let quick = tmp.path().join("quick");
+    std::fs::create_dir_all(&quick).unwrap();
+    let matrix = small_matrix(&quick, "5s", "[1]");
+    let node = fle_node();
+    let shard_out = |i: usize| tmp.path().join(format!("shard{i}"));
+    let mut children: Vec<_> = (1..=2)
+        .map(|i| {
+            fle_chaos()
+                .arg("sweep")
+                .arg(&matrix)
+                .args([
+                    "--shard",
+                    &format!("{i}/2"),
+                    "--node-binary",
+                    &node,
+                    "--out",
+                ])
+                .arg(shard_out(i))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(tmp.path().join(format!("shard{i}.stderr"))).unwrap())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, c) in children.iter_mut().enumerate() {
+        let code = wait_exit(c, Duration::from_secs(240));
+        let stderr =
+            std::fs::read_to_string(tmp.path().join(format!("shard{}.stderr", i + 1))).unwrap();
+        assert!(
+            matches!(code, Some(0..=2)),
+            "shard {}: {code:?}\n{stderr}",
+            i + 1
+        );
+        // A shard alone adds nothing to the trends.
+        assert!(!shard_out(i + 1).join("trends.jsonl").exists());
+    }
+    let shard_dirs: Vec<PathBuf> = (1..=2).flat_map(|i| sweep_dirs(&shard_out(i))).collect();
+    assert_eq!(shard_dirs.len(), 2, "{shard_dirs:?}");
+    for d in &shard_dirs {
+        assert!(d.to_string_lossy().contains("-shard-"), "{}", d.display());
+        no_leftovers(&SweepRecord::read(d).unwrap(), d);
+    }
+    let out = tmp.path().join("reports");
+    let into = out.join("merged");
+    let log = tmp.path().join("merge.stderr");
+    let mut args = vec!["merge".to_string()];
+    args.extend(shard_dirs.iter().map(|d| d.display().to_string()));
+    args.extend([
+        "--out".into(),
+        out.display().to_string(),
+        "--into".into(),
+        into.display().to_string(),
+    ]);
+    let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
+    let code = run(&args_ref, &log, Duration::from_secs(60));
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let merged = SweepRecord::read(&into).unwrap();
+    let ids: Vec<String> = merged.runs.iter().map(|r| r.cell.id.clone()).collect();
+    assert_eq!(ids, list(&matrix, None), "{stderr}");
+    assert_eq!(code, merged.exit_code, "{stderr}");
+    let worst = merged
+        .runs
+        .iter()
+        .map(|r| r.outcome)
+        .fold(0, fle_chaos::exit::worse);
+    assert_eq!(code, worst, "{stderr}");
+    // The merged pages link to the runs inside the shard folders.
+    for r in &merged.runs {
+        let report = into.join(r.run_dir.as_ref().unwrap()).join("report.html");
+        assert!(report.is_file(), "{}", report.display());
+    }
+    let xml = std::fs::read_to_string(into.join("junit.xml")).unwrap();
+    let doc = parse_xml(&xml).unwrap_or_else(|e| panic!("junit.xml: {e}"));
+    assert_eq!(doc.all("testcase").len(), 2, "{xml}");
+    let rows = read_rows(&out.join("trends.jsonl"), &mut |_| {}).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Merging again replaces the night's rows instead of adding them twice.
+    assert_eq!(run(&args_ref, &log, Duration::from_secs(60)), code);
+    assert_eq!(
+        read_rows(&out.join("trends.jsonl"), &mut |_| {})
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // One shard alone: the other's runs are missing, so the merge cannot say valid.
+    let alone = tmp.path().join("alone");
+    let code = run(
+        &[
+            "merge",
+            shard_dirs[0].to_str().unwrap(),
+            "--out",
+            tmp.path().join("alone-reports").to_str().unwrap(),
+            "--into",
+            alone.to_str().unwrap(),
+        ],
+        &log,
+        Duration::from_secs(60),
+    );
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        code != 0 && stderr.contains("1 missing"),
+        "exit {code}: {stderr}"
+    );
+    let junit = parse_xml(&std::fs::read_to_string(alone.join("junit.xml")).unwrap()).unwrap();
+    assert_eq!(junit.all("skipped").len(), 1);
+    // The same shard twice is bad input.
+    let code = run(
+        &[
+            "merge",
+            shard_dirs[0].to_str().unwrap(),
+            shard_dirs[0].to_str().unwrap(),
+            "--out",
+            tmp.path().join("twice-reports").to_str().unwrap(),
+            "--into",
+            tmp.path().join("twice").to_str().unwrap(),
+        ],
+        &log,
+        Duration::from_secs(60),
+    );
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, 254, "{stderr}");
+    assert!(stderr.contains("is in both"), "{stderr}");
+    assert!(
+        !tmp.path().join("twice").exists(),
+        "a failed merge left its folder"
+    );
+}
+
+#[test]
+fn a_signal_stops_the_sweep_after_its_runs_tore_down() {
+    if !root_or_skip("a_signal_stops_the_sweep_after_its_runs_tore_down") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = small_matrix(tmp.path(), "60s", "[1]");
+    let out = tmp.path().join("reports");
+    let node = fle_node();
+    let log = tmp.path().join("sweep.stderr");
+    let mut child = fle_chaos()
+        .arg("sweep")
+        .arg(&matrix)
+        .args(["--parallel", "2", "--node-binary", &node, "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Both runs have started their nodes.
+    let started = wait_for(Duration::from_secs(90), || {
+        let dirs = sweep_dirs(&out);
+        let Some(d) = dirs.first() else { return false };
+        let runs = d.join("runs");
+        ["kill", "pause"].iter().all(|s| {
+            fle_chaos::sweep::child::newest_run(&runs.join(format!("fle-election-{s}-n3-s1")))
+                .is_some_and(|r| started_processes(&r) >= 3)
+        })
+    });
+    assert!(
+        started,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, Some(143), "{stderr}");
+    let dir = &sweep_dirs(&out)[0];
+    let record = SweepRecord::read(dir).unwrap();
+    assert_eq!(record.interrupted.as_deref(), Some("SIGTERM"));
+    assert_eq!(record.runs.len(), 2, "{stderr}");
+    for r in &record.runs {
+        assert_eq!(r.code, 143, "{}: {stderr}", r.cell.id);
+    }
+    no_leftovers(&record, dir);
+    // An interrupted night is not a trend.
+    assert!(!out.join("trends.jsonl").exists());
+}
+
+#[test]
+fn bad_input_is_one_line_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = small_matrix(tmp.path(), "10s", "[1]");
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "time_limit = \"10s\"\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\ncolor = 1\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("reports");
+    for (args, needle) in [
+        (vec![bad.to_str().unwrap()], "line 5"),
+        (
+            vec![matrix.to_str().unwrap(), "--budget", "20s"],
+            "not even one run fits",
+        ),
+        (
+            vec![matrix.to_str().unwrap(), "--budget", "soon"],
+            "--budget soon",
+        ),
+        (vec![matrix.to_str().unwrap(), "--shard", "2/1"], "shard"),
+        (
+            vec![matrix.to_str().unwrap(), "--parallel", "0"],
+            "--parallel",
+        ),
+        (
+            vec![tmp.path().join("none.toml").to_str().unwrap()],
+            "cannot read",
+        ),
+    ] {
+        let o = fle_chaos()
+            .arg("sweep")
+            .args(&args)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(254), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?} created {}", out.display());
+    }
+    let o = fle_chaos()
+        .args(["merge", tmp.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(254), "{stderr}");
+    assert!(stderr.contains("sweep.json"), "{stderr}");
+}
+
+/// The strings of a YAML file (python3's yaml module), or None when it is not installed.
+fn yaml_strings(path: &Path) -> Option<Vec<String>> {
+    let script = "import json,sys,yaml\n\
+                  def walk(x):\n\
+                  \x20   if isinstance(x, dict): return [s for k, v in x.items() for s in walk(k) + walk(v)]\n\
+                  \x20   if isinstance(x, list): return [s for v in x for s in walk(v)]\n\
+                  \x20   return [x] if isinstance(x, str) else []\n\
+                  print(json.dumps(walk(yaml.safe_load(open(sys.argv[1])))))\n";
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if stderr.contains("No module named 'yaml'") {
+        return None;
+    }
+    assert!(o.status.success(), "{}: {stderr}", path.display());
+    Some(serde_json::from_slice(&o.stdout).unwrap())
+}
+
+/// A `fle-chaos sweep|merge ...` command line of a job file, with CI variables filled in.
+fn accepted(line: &str, job: &str) {
+    let line = line
+        .replace("${{ matrix.shard }}", "1")
+        .replace("$CI_NODE_INDEX", "1")
+        .replace("$CI_NODE_TOTAL", "4")
+        .replace('"', "");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| w.ends_with("fle-chaos"))
+        .unwrap_or_else(|| panic!("{job}: no fle-chaos in {line}"));
+    let args = &words[at + 1..];
+    let o = fle_chaos()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .args(if args[0] == "sweep" {
+            &["--list"][..]
+        } else {
+            &[][..]
+        })
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if args[0] == "sweep" {
+        assert!(o.status.success(), "{job}: {line}: {stderr}");
+        assert!(!o.stdout.is_empty(), "{job}: {line} lists no runs");
+    } else {
+        // The folders do not exist here: the flags must parse, the folders be what fails.
+        assert_eq!(o.status.code(), Some(254), "{job}: {line}: {stderr}");
+        assert!(
+            !stderr.contains("see fle-chaos help"),
+            "{job}: {line}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_nightly_job_files_parse_and_their_commands_are_accepted() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nightly");
+    let mut checked = 0;
+    for file in ["github-actions.yml", "gitlab-ci.yml"] {
+        let Some(strings) = yaml_strings(&dir.join(file)) else {
+            eprintln!("SKIPPED YAML of {file}: python3 has no yaml module");
+            continue;
+        };
+        let commands: Vec<&String> = strings
+            .iter()
+            .filter(|s| s.contains("fle-chaos sweep") || s.contains("fle-chaos merge"))
+            .collect();
+        assert_eq!(commands.len(), 2, "{file}: {commands:?}");
+        for c in commands {
+            accepted(c, file);
+            checked += 1;
+        }
+    }
+    let service = std::fs::read_to_string(dir.join("fle-chaos-nightly.service")).unwrap();
+    let exec = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    accepted(exec, "fle-chaos-nightly.service");
+    checked += 1;
+    // systemd-analyze checks that ExecStart exists: point it at the binary under test.
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let unit = tmp.path().join("fle-chaos-nightly.service");
+        std::fs::write(
+            &unit,
+            service.replace(
+                "/opt/fle-chaos/target/release/fle-chaos",
+                env!("CARGO_BIN_EXE_fle-chaos"),
+            ),
+        )
+        .unwrap();
+        let timer = tmp.path().join("fle-chaos-nightly.timer");
+        std::fs::copy(dir.join("fle-chaos-nightly.timer"), &timer).unwrap();
+        let o = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&unit)
+            .arg(&timer)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
+    } else {
+        eprintln!("SKIPPED systemd-analyze verify: not installed");
+    }
+    assert!(checked >= 1);
+}
