@@ -4,6 +4,11 @@
 //! errors. Chromium is installed when missing and the test runs as root; otherwise the test
 //! says it is skipped and why.
 //!
+//! A second test opens the report of an invalid run (writes acknowledged by a cut-off leader,
+//! judged by the real checkers) as `fle-chaos serve` serves it: at 1280x900 it must fit, tell
+//! what went wrong in words, mark the violations on the interactive timeline, show a span's
+//! hover text, and link into the served history view.
+//!
 //! `FLC_REPORT_SCREENSHOT=/path/shot.png` keeps a copy of the screenshot to look at.
 
 mod report_support;
@@ -87,6 +92,23 @@ fn run_chromium(
     window: (u32, u32),
     extra: &[String],
 ) -> (String, String) {
+    run_chromium_url(
+        chromium,
+        profile,
+        &format!("file://{}", page.display()),
+        window,
+        extra,
+    )
+}
+
+/// `run_chromium` on any URL.
+fn run_chromium_url(
+    chromium: &Path,
+    profile: &Path,
+    url: &str,
+    window: (u32, u32),
+    extra: &[String],
+) -> (String, String) {
     std::fs::create_dir_all(profile).unwrap();
     let out = profile.join("out.txt");
     let err = profile.join("err.txt");
@@ -107,7 +129,7 @@ fn run_chromium(
             &format!("--user-data-dir={}", profile.join("profile").display()),
         ])
         .args(extra)
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -241,8 +263,20 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
         "at {} px the page is {width} px wide: something does not fold",
         NARROW.0
     );
+    // With every folded section opened (the evidence rows' raw JSON, measurements) it still
+    // fits; without the folding rule it does not.
+    let html = std::fs::read_to_string(&page)
+        .unwrap()
+        .replace("<details>", "<details open>");
+    let opened = scratch.path().join("opened.html");
+    std::fs::write(&opened, &html).unwrap();
+    let width = width_at_1280(&opened, "opened");
+    assert!(
+        width <= NARROW.0,
+        "at {} px the page with its details open is {width} px wide",
+        NARROW.0
+    );
     let unfolded = scratch.path().join("unfolded.html");
-    let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains(report::html::FOLD_CSS));
     std::fs::write(&unfolded, html.replace(report::html::FOLD_CSS, "")).unwrap();
     let wide = width_at_1280(&unfolded, "unfolded");
@@ -285,4 +319,198 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
         "no FOLLOWING lanes on screen"
     );
     assert!(distinct_colors(&pixels) > 200, "the screenshot looks blank");
+}
+
+/// Kills the `fle-chaos serve` we started, by its pid.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `fle-chaos serve --port 0 --dir root`; returns it and its address.
+fn serve(root: &Path) -> (Server, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fle-chaos serve");
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("serve printed its address");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    (server, addr)
+}
+
+/// The value of attribute `name` on the body, as the page (or the probe) set it on load.
+fn body_attr(dom: &str, name: &str) -> Option<String> {
+    let body = dom.split("<body").nth(1)?.split('>').next()?;
+    let v = body
+        .split(&format!("{name}=\""))
+        .nth(1)?
+        .split('"')
+        .next()?;
+    Some(v.replace("&amp;", "&").replace("&quot;", "\""))
+}
+
+/// Appended to a copy of the page: hovers the first span of the interactive timeline (the
+/// page's own handler fills the hover line), and records what a reader would see.
+const PROBE: &str = "<script>window.addEventListener('load',function(){\
+var b=document.body,s=document.querySelector('#tl-svg rect.span');\
+if(s)s.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));\
+b.setAttribute('data-tip',document.getElementById('tl-tip').textContent);\
+b.setAttribute('data-markers',document.querySelectorAll('#tl-svg line.violation').length);\
+var a=document.querySelector('a.ev');b.setAttribute('data-link',a?a.href:'');\
+var p=document.querySelector('p.account');b.setAttribute('data-account',p?p.textContent:'');\
+b.setAttribute('data-width',document.documentElement.scrollWidth);});</script>";
+
+#[test]
+fn chromium_shows_what_went_wrong_in_an_invalid_run_served_by_serve() {
+    let Some(chromium) = chromium() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let fx = write_run(
+        root.path(),
+        &FixtureSpec {
+            lose_writes: true,
+            real_checkers: true,
+            ..FixtureSpec::small("lost")
+        },
+    )
+    .unwrap();
+    assert!(
+        fx.checkers
+            .iter()
+            .any(|(n, v)| n == "durability" && *v == fle_chaos::checker::Validity::False),
+        "the fixture's lost writes were not caught: {:?}",
+        fx.checkers
+    );
+    report::render_run(&fx.run_dir).unwrap();
+    let html = std::fs::read_to_string(fx.run_dir.join("report.html")).unwrap();
+    std::fs::write(
+        fx.run_dir.join("probe.html"),
+        html.replace("</body>", &format!("{PROBE}</body>")),
+    )
+    .unwrap();
+    let rel = fx
+        .run_dir
+        .strip_prefix(root.path())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let (_server, addr) = serve(root.path());
+    let scratch = tempfile::tempdir().unwrap();
+    let (dom, err) = run_chromium_url(
+        &chromium,
+        &scratch.path().join("probe"),
+        &format!("http://{addr}/{rel}/probe.html"),
+        NARROW,
+        &["--dump-dom".into()],
+    );
+    assert_eq!(
+        console_lines(&err),
+        Vec::<&str>::new(),
+        "console output while loading the invalid run's report"
+    );
+    let width: u32 = body_attr(&dom, "data-width")
+        .and_then(|w| w.parse().ok())
+        .expect("the probe recorded the page width");
+    assert!(
+        width <= NARROW.0,
+        "at {} px the page is {width} px wide",
+        NARROW.0
+    );
+    // And from 1024 px on.
+    let (dom1024, _) = run_chromium(
+        &chromium,
+        &scratch.path().join("w1024"),
+        &fx.run_dir.join("probe.html"),
+        (1024, 900),
+        &["--dump-dom".into()],
+    );
+    let width: u32 = body_attr(&dom1024, "data-width")
+        .and_then(|w| w.parse().ok())
+        .expect("the probe recorded the page width");
+    assert!(width <= 1024, "at 1024 px the page is {width} px wide");
+
+    // The account: what, who, when, under which fault.
+    let account = body_attr(&dom, "data-account").expect("probe ran");
+    for words in [
+        "durability",
+        "Lost write",
+        "acknowledged by n",
+        "without a quorum behind it",
+        "partition",
+        "cut off from",
+    ] {
+        assert!(
+            account.contains(words),
+            "account lacks {words:?}: {account}"
+        );
+    }
+
+    // Violation markers on the timeline, hover text on a span.
+    let markers: usize = body_attr(&dom, "data-markers").unwrap().parse().unwrap();
+    assert!(markers > 0, "no violation markers in the timeline SVG");
+    let tip = body_attr(&dom, "data-tip").unwrap();
+    assert!(
+        tip.starts_with('n') && tip.contains("epoch") && tip.contains("read from"),
+        "hovering a span did not show its state: {tip:?}"
+    );
+
+    // The first evidence link opens the served history view at that event.
+    let link = body_attr(&dom, "data-link").unwrap();
+    let path = link
+        .strip_prefix(&format!("http://{addr}"))
+        .unwrap_or_else(|| panic!("evidence link not into the served run: {link}"));
+    let index: u64 = path
+        .split("around=")
+        .nth(1)
+        .and_then(|i| i.parse().ok())
+        .unwrap_or_else(|| panic!("evidence link names no index: {link}"));
+    let (status, ctype, body) = report_support::http_get(&addr, path);
+    assert_eq!((status, ctype.as_str()), (200, "text/html; charset=utf-8"));
+    let view = String::from_utf8(body).unwrap();
+    let row = view
+        .split(&format!("<tr class=\"hl\" id=\"ev-{index}\">"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("history view does not show index {index}"))
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(
+        row.contains(&format!("&quot;index&quot;:{index},")),
+        "the highlighted row is not event {index}: {row}"
+    );
+    // The same view in the browser, without console errors.
+    let (dom, err) = run_chromium_url(
+        &chromium,
+        &scratch.path().join("view"),
+        &format!("http://{addr}{path}"),
+        NARROW,
+        &["--dump-dom".into()],
+    );
+    assert_eq!(console_lines(&err), Vec::<&str>::new());
+    assert!(dom.contains(&format!("id=\"ev-{index}\"")));
 }

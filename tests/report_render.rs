@@ -420,3 +420,88 @@ fn a_torn_last_line_is_skipped_and_a_damaged_line_is_named() {
         "{err:#}"
     );
 }
+
+#[test]
+fn an_invalid_run_explains_itself_in_words_rows_markers_and_a_zoomed_plot() {
+    let root = tempfile::tempdir().unwrap();
+    let fx = render(
+        root.path(),
+        &FixtureSpec {
+            lose_writes: true,
+            real_checkers: true,
+            ..FixtureSpec::small("explained")
+        },
+    );
+    let html = std::fs::read_to_string(fx.run_dir.join("report.html")).unwrap();
+    let account = html
+        .split("<p class=\"account\" id=\"account-durability\"")
+        .nth(1)
+        .expect("an account paragraph for durability")
+        .split("</p>")
+        .next()
+        .unwrap();
+    // What, who, when, under which fault, who led next.
+    for words in [
+        "Lost write",
+        "acknowledged by n",
+        "between ",
+        "without a quorum behind it",
+        "there was no quorum-backed leader",
+        "in force: partition of n",
+        "cut off from",
+        "with a quorum from",
+    ] {
+        assert!(
+            account.contains(words),
+            "account lacks {words:?}: {account}"
+        );
+    }
+    // Evidence rows link to the history line of each event.
+    let rows = html
+        .split("id=\"evidence-durability\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert!(rows.contains("<a class=\"ev\" data-index=\""));
+    assert!(rows.contains("href=\"history.jsonl?around="));
+    assert!(rows.contains("write ok"));
+    // Stale leaders, leaderless windows and overlaps as tables.
+    for id in ["stale-leaders", "leaderless-windows", "leader-overlaps"] {
+        // A table, or "None." when the run had none (this one has no overlaps).
+        assert!(html.contains(&format!("id=\"{id}\"")), "no {id} section");
+    }
+    // A zoomed plot of the first violation, and markers in every time plot.
+    assert!(fx.run_dir.join("zoom-durability.png").is_file());
+    assert!(html.contains("id=\"plot-zoom-durability\""));
+    for name in [
+        "timeline",
+        "recovery",
+        "operations",
+        "epochs",
+        "clock",
+        "zoom-durability",
+    ] {
+        let svg = std::fs::read_to_string(fx.run_dir.join(format!("{name}.svg"))).unwrap();
+        assert!(
+            svg.contains("✕ durability"),
+            "{name}.svg has no violation marker"
+        );
+    }
+    assert!(html.matches("class=\"violation\"").count() > 0);
+
+    // A valid run's page has none of it, and is still one file with no network.
+    let fx = render(root.path(), &FixtureSpec::small("fine"));
+    let html = std::fs::read_to_string(fx.run_dir.join("report.html")).unwrap();
+    assert!(!html.contains("What went wrong"));
+    assert!(!html.contains("class=\"violation\""));
+    assert!(std::fs::read_dir(&fx.run_dir).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("zoom-")));
+    for external in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(external), "page references {external}");
+    }
+}

@@ -1,7 +1,10 @@
-//! `report.html`: one self-contained page per run (inline CSS, plots as `data:` URIs, no
-//! network): verdict banner, settings and seed with the replay command, each checker's
-//! verdict, explanation and evidence, the plots, the recovery and fault-schedule tables, and
-//! the head of the history with links to the whole JSONL and to every node's logs.
+//! `report.html`: one self-contained page per run (inline CSS, SVG and JS, plots as `data:`
+//! URIs, no network): verdict banner, an account paragraph per invalid checker (`account`)
+//! with its first violation zoomed, settings and seed with the replay command, each checker's
+//! verdict and explanation, its evidence as rows linked to the history (`evidence`), stale
+//! leaders, leaderless windows and overlaps as tables (`tables`), the interactive timeline
+//! (`interactive`), the plots, the recovery and fault-schedule tables, and the head of the
+//! history with links to the whole JSONL and to every node's logs.
 
 use super::plot::Plot;
 use super::recovery::{self, RecoverySource};
@@ -20,12 +23,11 @@ pub struct Page<'a> {
     pub results: Option<&'a Results>,
     pub data: &'a RunData,
     pub plots: &'a [Plot],
+    /// Each invalid checker's first violation, zoomed.
+    pub zooms: &'a [Plot],
     pub recoveries: &'a [FaultRecovery],
     pub recovery_source: RecoverySource,
 }
-
-const EVIDENCE_ITEMS: usize = 6;
-const EVIDENCE_ITEM_CHARS: usize = 1_500;
 
 pub fn verdict_word(v: Option<Validity>) -> &'static str {
     match v {
@@ -61,6 +63,9 @@ figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:13px;color:#555;margin-top:4px}
 .note{color:#8a6d3b}
+.account{background:#fff;border:1px solid #ddd;border-left:6px solid #c62828;padding:10px 14px;line-height:1.45}
+table.evidence td:first-child{white-space:nowrap}
+h3{margin-bottom:4px}
 ";
 
 /// Folds long JSON (evidence, nemesis values) inside table cells, so that no cell pushes the
@@ -74,15 +79,20 @@ pub fn report_html(p: &Page) -> String {
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{} — {}</title><style>{CSS}{FOLD_CSS}</style></head>\n<body>\n",
+         <title>{} — {}</title><style>{CSS}{FOLD_CSS}{}</style></head>\n<body>\n",
         escape(&p.info.name),
-        verdict_word(verdict)
+        verdict_word(verdict),
+        super::interactive::CSS
     );
     banner(&mut h, p, verdict);
     h += "<main>\n";
+    accounts(&mut h, p);
     settings(&mut h, p.info);
     checkers(&mut h, p.results);
-    plots(&mut h, p.plots);
+    evidence_rows(&mut h, p);
+    h += &super::tables::leadership(p.results);
+    h += &super::interactive::section(p.data, &p.data.violations);
+    plots(&mut h, "plots", "Plots", p.plots);
     recoveries(&mut h, p);
     schedule(&mut h, p.data);
     history(&mut h, p);
@@ -200,31 +210,16 @@ fn checkers(h: &mut String, results: Option<&Results>) {
     h.push_str("</table>\n");
 }
 
+/// The evidence cell: a link to the checker's rows, and measurements folded (those shown as
+/// tables elsewhere too, the full JSON stays here).
 fn evidence(c: &CheckResult) -> String {
     let mut out = String::new();
     if !c.evidence.is_empty() {
-        let items: Vec<String> = c
-            .evidence
-            .iter()
-            .take(EVIDENCE_ITEMS)
-            .map(|e| shorten(&e.to_string(), EVIDENCE_ITEM_CHARS))
-            .collect();
-        let more = c.evidence.len().saturating_sub(EVIDENCE_ITEMS);
         let _ = write!(
             out,
-            "<details{}><summary>{} item(s)</summary><pre>{}{}</pre></details>",
-            if c.valid == Validity::True {
-                ""
-            } else {
-                " open"
-            },
-            c.evidence.len(),
-            escape(&items.join("\n")),
-            if more > 0 {
-                format!("\n… {more} more in results.json")
-            } else {
-                String::new()
-            }
+            "<a href=\"#evidence-{}\">{} item(s)</a>",
+            escape(&c.name),
+            c.evidence.len()
         );
     }
     if !c.measurements.is_none() {
@@ -241,8 +236,54 @@ fn evidence(c: &CheckResult) -> String {
     out
 }
 
-fn plots(h: &mut String, plots: &[Plot]) {
-    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
+/// One paragraph per invalid checker, then its first violation zoomed.
+fn accounts(h: &mut String, p: &Page) {
+    let Some(results) = p.results else { return };
+    let paragraphs: String = results
+        .checkers
+        .iter()
+        .map(|c| super::account::paragraph(c, &p.data.moments, &p.data.leader_changes))
+        .collect();
+    if paragraphs.is_empty() {
+        return;
+    }
+    h.push_str("<h2 id=\"what-went-wrong\">What went wrong</h2>\n");
+    h.push_str(&paragraphs);
+    plots(h, "zooms", "First violations, zoomed", p.zooms);
+}
+
+/// Each checker's evidence as rows (open for the ones that did not pass).
+fn evidence_rows(h: &mut String, p: &Page) {
+    let Some(results) = p.results else { return };
+    if results.checkers.iter().all(|c| c.evidence.is_empty()) {
+        return;
+    }
+    h.push_str(
+        "<h2 id=\"evidence\">Evidence</h2>\n<p>Each event links to its line of \
+         history.jsonl (under <code>fle-chaos serve</code>: the history view at that event).</p>\n",
+    );
+    for c in results.checkers.iter().filter(|c| !c.evidence.is_empty()) {
+        let _ = writeln!(
+            h,
+            "<details{}><summary><b>{}</b> ({}): {} item(s)</summary>{}</details>",
+            if c.valid == Validity::True {
+                ""
+            } else {
+                " open"
+            },
+            escape(&c.name),
+            verdict_word(Some(c.valid)),
+            c.evidence.len(),
+            super::evidence::table(c, &p.data.moments)
+        );
+    }
+}
+
+fn plots(h: &mut String, id: &str, heading: &str, plots: &[Plot]) {
+    if plots.is_empty() {
+        return;
+    }
+    let _ = writeln!(h, "<h2 id=\"{id}\">{heading}</h2>");
     for p in plots {
         let file = |path: &Path| {
             path.file_name()
@@ -255,11 +296,11 @@ fn plots(h: &mut String, plots: &[Plot]) {
              src=\"data:image/png;base64,{}\"><figcaption>{} · <a href=\"{}\">PNG</a> · \
              <a href=\"{}\">SVG</a>",
             p.name,
-            escape(p.title),
+            escape(&p.title),
             p.width,
             p.height,
             base64(&p.png_bytes),
-            escape(p.title),
+            escape(&p.title),
             escape(&file(&p.png)),
             escape(&file(&p.svg))
         );

@@ -17,18 +17,25 @@
 //! Dependencies point one way: the report reads `history` and `checker`, nothing of `run`,
 //! `nemesis`, `control` or `workload`.
 
+pub mod account;
 pub mod cli;
+pub mod evidence;
+pub mod history_view;
 pub mod html;
 pub mod index;
+pub mod interactive;
 pub mod junit;
 pub mod lane;
+pub mod moment;
 pub mod plot;
 pub mod recovery;
 pub mod scan;
 pub mod schedule;
 pub mod series;
 pub mod serve;
+pub mod tables;
 pub mod text;
+pub mod violations;
 
 use crate::checker::Results;
 use crate::exit::bad_input;
@@ -65,10 +72,19 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
         ))
     })?;
     let results = read_results(run_dir)?;
-    let data = scan::scan(
+    let violations = violations::of(results.as_ref());
+    // The view is asked what held at every quoted evidence event.
+    let wanted = results
+        .iter()
+        .flat_map(|r| &r.checkers)
+        .flat_map(|c| &c.evidence)
+        .filter_map(|e| violations::event_index(&e.event))
+        .collect();
+    let mut data = scan::scan_at(
         &run_dir.join("history.jsonl"),
         &info.nodes,
         info.started_at.timestamp_millis(),
+        wanted,
     )
     // As `fle-chaos check` words it: a history that cannot be read is the input's fault.
     .map_err(|e| {
@@ -76,15 +92,18 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
             "{e:#} (a run folder needs a readable test.json and history.jsonl)"
         ))
     })?;
+    data.violations = violations;
     let (recoveries, recovery_source) = recovery::choose(results.as_ref(), &data.recoveries);
 
     let plots = draw_plots(run_dir, &data, &recoveries, recovery_source)?;
+    let zooms = draw_zooms(run_dir, &data)?;
     let html = html::report_html(&html::Page {
         run_dir,
         info: &info,
         results: results.as_ref(),
         data: &data,
         plots: &plots,
+        zooms: &zooms,
         recoveries: &recoveries,
         recovery_source,
     });
@@ -104,6 +123,7 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
         junit,
         plots: plots
             .iter()
+            .chain(&zooms)
             .flat_map(|p| [p.png.clone(), p.svg.clone()])
             .collect(),
         index,
@@ -174,6 +194,7 @@ fn draw_plots(
             &plot::recovery::RecoveryPlot {
                 recoveries,
                 t_end_ns: data.t_end_ns,
+                violations: &data.violations,
             },
             recovery_note,
         )?,
@@ -202,4 +223,37 @@ fn draw_plots(
             (!has_clock).then(|| "no wall-clock readings in the status reads".to_string()),
         )?,
     ])
+}
+
+/// Seconds shown either side of a first violation in its zoomed plot.
+const ZOOM_NS: u64 = 3_000_000_000;
+
+/// One zoomed timeline per invalid checker, around its first violation: `zoom-<checker>`.
+fn draw_zooms(dir: &Path, data: &scan::RunData) -> Result<Vec<Plot>> {
+    let timeline = plot::timeline::Timeline(data);
+    violations::firsts(&data.violations)
+        .into_iter()
+        .map(|v| {
+            let zoomed = plot::timeline::Zoomed {
+                data,
+                from_ns: v.time_ns.saturating_sub(ZOOM_NS),
+                to_ns: (v.time_ns + ZOOM_NS).min(data.t_end_ns.max(v.time_ns + 1)),
+                title: format!(
+                    "{}: first violation at {}, {} s either side",
+                    v.checker,
+                    account::secs(v.time_ns),
+                    ZOOM_NS / 1_000_000_000
+                ),
+            };
+            let title = format!("{}: its first violation, zoomed", v.checker);
+            render(
+                dir,
+                &format!("zoom-{}", v.checker),
+                &title,
+                timeline.size(),
+                &zoomed,
+                None,
+            )
+        })
+        .collect()
 }

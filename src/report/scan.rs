@@ -3,17 +3,20 @@
 //! column) that keeps only what the report draws: lane spans per node, per-pixel-column series
 //! (epochs, zxids, clock offsets, operation latencies), the fault schedule, and the first lines
 //! of the history. Every line is also fed to `history::view`, which alone decides when faults
-//! were in force and how long each took to a quorum-backed leader. Memory stays flat however
-//! long the run was.
+//! were in force, how long each took to a quorum-backed leader, who the quorum-backed leader
+//! was (its changes are kept) and what held at each evidence event (`moment`). Memory stays
+//! flat however long the run was.
 
 use super::lane::LaneState;
+use super::moment::{self, LeaderChange, Moment};
 use super::schedule::{Schedule, ScheduleRow};
 use super::series::ColumnSeries;
+use crate::api::ZabPhase;
 use crate::history::line::{Body, Line, StatusRead};
 use crate::history::view::{FaultInterval, FaultRecovery, View};
 use crate::history::{read, EventType, F};
 use anyhow::{Context, Result};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -31,6 +34,13 @@ pub struct Span {
     pub state: LaneState,
     pub leader: Option<u64>,
     pub epoch: u64,
+    /// Zab phase of the reads (None: unreachable).
+    pub phase: Option<ZabPhase>,
+    /// History index of the span's first read, and the last logged zxid at its first and
+    /// last read.
+    pub start_index: u64,
+    pub zxid_first: u64,
+    pub zxid_last: u64,
 }
 
 /// Everything a node contributes to the plots.
@@ -66,14 +76,33 @@ pub struct RunData {
     /// checker's definition).
     pub recoveries: Vec<FaultRecovery>,
     pub head: Vec<String>,
+    /// The view at each event asked for (`scan_at`), by history index.
+    pub moments: BTreeMap<u64, Moment>,
+    /// Every change of the quorum-backed leader, in time order.
+    pub leader_changes: Vec<LeaderChange>,
+    /// The invalid checkers' evidence times, marked in every time plot (set by the caller
+    /// from results.json; the history alone has none).
+    pub violations: Vec<super::violations::Violation>,
 }
 
 /// Reads the history at `path`. `nodes` are test.json's nodes (lanes appear even for nodes
 /// never read, and a quorum is a majority of them); `started_at_ms` anchors clock offsets.
 pub fn scan(path: &Path, nodes: &[String], started_at_ms: i64) -> Result<RunData> {
+    scan_at(path, nodes, started_at_ms, BTreeSet::new())
+}
+
+/// `scan`, also taking a `Moment` at each event whose history index is in `wanted` (the
+/// evidence events).
+pub fn scan_at(
+    path: &Path,
+    nodes: &[String],
+    started_at_ms: i64,
+    wanted: BTreeSet<u64>,
+) -> Result<RunData> {
     let t_end_ns = last_event_time(path)?.max(1);
     let mut s = Scanner::new(t_end_ns, nodes, started_at_ms);
-    read::for_each(path, |at, line, _| s.line(at.pos, line))?;
+    s.wanted = wanted;
+    read::for_each(path, |at, line, _| s.line(at, line))?;
     Ok(s.finish())
 }
 
@@ -118,6 +147,11 @@ struct Scanner {
     schedule: Schedule,
     view: View,
     head: Vec<String>,
+    wanted: BTreeSet<u64>,
+    moments: BTreeMap<u64, Moment>,
+    leader_changes: Vec<LeaderChange>,
+    /// Something that can change the quorum-backed leader happened in this line.
+    changed: bool,
 }
 
 impl Scanner {
@@ -137,6 +171,10 @@ impl Scanner {
             schedule: Schedule::default(),
             view: View::new(nodes),
             head: Vec::new(),
+            wanted: BTreeSet::new(),
+            moments: BTreeMap::new(),
+            leader_changes: Vec::new(),
+            changed: false,
         };
         for n in nodes {
             s.node(n);
@@ -158,19 +196,37 @@ impl Scanner {
         self.nodes.get_mut(name).expect("inserted above")
     }
 
-    fn line(&mut self, pos: u32, l: &Line<'_>) {
+    fn line(&mut self, at: read::Located, l: &Line<'_>) {
         self.events += 1;
         if self.head.len() < HEAD_LINES {
             self.head
                 .push(super::text::shorten(l.text.trim_end(), HEAD_LINE_CHARS));
         }
-        self.view.feed(pos, l);
+        self.view.feed(at.pos, l);
         match (&l.body, l.f) {
             (Body::Status(s), _) => self.status(l, Some(s)),
             (Body::Unreachable, _) if l.kind != EventType::Invoke => self.status(l, None),
             (_, F::Write | F::Read) => self.op(l),
-            (Body::Fault(_), _) => self.schedule.line(l),
+            (Body::Fault(_), _) => {
+                self.changed = true;
+                self.schedule.line(l)
+            }
             _ => {}
+        }
+        // The quorum-backed leader can only change when a lane or a fault does: asked then.
+        if std::mem::take(&mut self.changed) {
+            let now = moment::quorum_leader(&self.view);
+            if self.leader_changes.last().map(|c| &c.leader) != Some(&now) {
+                self.leader_changes.push(LeaderChange {
+                    time_ns: l.time,
+                    index: l.index,
+                    leader: now,
+                });
+            }
+        }
+        if self.wanted.contains(&l.index) {
+            let m = Moment::of(&self.view, l.index, at.line_no, l.time);
+            self.moments.insert(l.index, m);
         }
     }
 
@@ -178,15 +234,29 @@ impl Scanner {
     fn status(&mut self, l: &Line<'_>, read: Option<&StatusRead<'_>>) {
         let name = l.node.as_deref().unwrap_or(&l.process);
         let t = l.time;
-        let (state, leader, epoch) = match read {
-            Some(r) => (LaneState::from(r.state), r.leader, r.peer_epoch),
-            None => (LaneState::Down, None, 0),
+        let (state, leader, epoch, phase, zxid) = match read {
+            Some(r) => (
+                LaneState::from(r.state),
+                r.leader,
+                r.peer_epoch,
+                Some(r.phase),
+                r.last_zxid,
+            ),
+            None => (LaneState::Down, None, 0, None, 0),
         };
         let started_at_ms = self.started_at_ms;
+        let index = l.index;
         let node = self.node(name);
+        let mut changed = false;
         match node.spans.last_mut() {
-            Some(last) if last.state == state && last.leader == leader && last.epoch == epoch => {
+            Some(last)
+                if last.state == state
+                    && last.leader == leader
+                    && last.epoch == epoch
+                    && last.phase == phase =>
+            {
                 last.end_ns = t;
+                last.zxid_last = zxid;
             }
             last => {
                 if let Some(last) = last {
@@ -198,9 +268,16 @@ impl Scanner {
                     state,
                     leader,
                     epoch,
+                    phase,
+                    start_index: index,
+                    zxid_first: zxid,
+                    zxid_last: zxid,
                 });
+                changed = true;
             }
         }
+        self.changed |= changed;
+        let node = self.node(name);
         if let Some(r) = read {
             node.epoch.add(t, r.peer_epoch as f64);
             node.zxid_counter
@@ -247,6 +324,9 @@ impl Scanner {
             schedule: self.schedule.rows,
             recoveries: view.recoveries,
             head: self.head,
+            moments: self.moments,
+            leader_changes: self.leader_changes,
+            violations: Vec::new(),
         }
     }
 }

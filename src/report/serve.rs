@@ -1,6 +1,7 @@
 //! `fle-chaos serve`: the reports folder over HTTP, for browsing runs as with Jepsen's
 //! `serve`. The root page is the run index, built fresh on every request; everything else
-//! is a file under the folder (never outside it), directories get a listing.
+//! is a file under the folder (never outside it), directories get a listing, and
+//! `history.jsonl?around=N` (any query) is the history view (`history_view`).
 
 use super::index::{find_runs, index_html};
 use super::text::escape;
@@ -67,7 +68,34 @@ async fn handle(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
         }
         return listing(&real, uri.path()).await;
     }
+    if real.file_name().is_some_and(|n| n == "history.jsonl") {
+        if let Some(q) = uri.query().filter(|q| !q.is_empty()) {
+            return history_page(real, q);
+        }
+    }
     file_response(&real).await
+}
+
+/// The history view, streamed as it is written (a blocking reader feeds a channel).
+fn history_page(path: PathBuf, query: &str) -> Response {
+    let q = match super::history_view::Query::parse(query) {
+        Ok(q) => q,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(4);
+    tokio::task::spawn_blocking(move || {
+        super::history_view::render(&path, &q, |chunk| tx.blocking_send(chunk).is_ok());
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::io::Error>(chunk.into_bytes()), rx))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// The request path as a relative path with no `..`, percent-decoded; None if it tries to
@@ -86,7 +114,7 @@ pub fn safe_relative(path: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

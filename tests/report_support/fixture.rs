@@ -42,6 +42,11 @@ pub struct FixtureSpec {
     pub recovery_measurements: bool,
     /// Write results.json at all.
     pub results: bool,
+    /// A leader cut off by a partition acknowledges the writes sent to it until it notices
+    /// (a seeded bug): those writes are in no final log.
+    pub lose_writes: bool,
+    /// results.json from the real checkers (`checker::check_run`) instead of made-up results.
+    pub real_checkers: bool,
 }
 
 impl FixtureSpec {
@@ -59,6 +64,8 @@ impl FixtureSpec {
             invalid: false,
             recovery_measurements: false,
             results: true,
+            lose_writes: false,
+            real_checkers: false,
         }
     }
 
@@ -213,7 +220,16 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         committed: Vec::new(),
     };
     script.run()?;
-    let checkers = write_results(&run_dir, spec, &script)?;
+    let checkers = if spec.real_checkers {
+        let results = checker::check_run(&run_dir, &checker::CheckOptions::default())?;
+        results
+            .checkers
+            .iter()
+            .map(|c| (c.name.clone(), c.valid))
+            .collect()
+    } else {
+        write_results(&run_dir, spec, &script)?
+    };
     Ok(Fixture {
         run_dir,
         events: script.index,
@@ -415,6 +431,23 @@ impl Script {
             None,
             json!({"value": v}),
         )?;
+        if let Some((old, _)) = self
+            .lost
+            .filter(|(old, _)| self.spec.lose_writes && self.reachable(*old))
+        {
+            // The stale leader acknowledges in its old epoch; nobody else ever logs it.
+            self.counter += 1;
+            let zxid = api::make_zxid(self.epoch, self.counter);
+            let node = node_name(old as u64 + 1);
+            return self.schedule(
+                t + 3 * MS,
+                "0",
+                EventType::Ok,
+                F::Write,
+                Some(&node),
+                json!({"value": v, "zxid": zxid}),
+            );
+        }
         let (kind, latency, value) = match self.leader {
             Some(_) if self.rng.gen_bool(0.995) => {
                 self.counter += 1;

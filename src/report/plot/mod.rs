@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 /// A rendered plot: where its files are and the PNG bytes for inlining.
 #[derive(Debug, Clone)]
 pub struct Plot {
-    pub name: &'static str,
-    pub title: &'static str,
+    pub name: String,
+    pub title: String,
     pub png: PathBuf,
     pub svg: PathBuf,
     pub png_bytes: Vec<u8>,
@@ -62,8 +62,8 @@ pub fn drawing_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 /// Renders `drawing` to `<dir>/<name>.png` and `<dir>/<name>.svg`.
 pub fn render(
     dir: &Path,
-    name: &'static str,
-    title: &'static str,
+    name: &str,
+    title: &str,
     (width, height): (u32, u32),
     drawing: &impl Drawing,
     note: Option<String>,
@@ -93,8 +93,8 @@ pub fn render(
     let svg = dir.join(format!("{name}.svg"));
     std::fs::write(&svg, svg_text).with_context(|| format!("cannot write {}", svg.display()))?;
     Ok(Plot {
-        name,
-        title,
+        name: name.to_string(),
+        title: title.to_string(),
         png,
         svg,
         png_bytes,

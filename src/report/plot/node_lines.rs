@@ -44,6 +44,7 @@ pub fn draw_panel<DB: DrawingBackend>(
                 .map(|(i, n)| Key::new(n.clone(), style::node_color(i), 1.0))
                 .collect();
             keys.extend(style::fault_keys(&data.faults));
+            keys.extend(style::violation_keys(&data.violations));
             style::header(area, title, &keys)?
         }
         None => area.clone(),
@@ -65,6 +66,7 @@ pub fn draw_panel<DB: DrawingBackend>(
     }
     mesh.draw().map_err(drawing_error)?;
     style::shade_faults(&mut chart, &data.faults, (lo, hi))?;
+    style::mark_violations(&mut chart, &data.violations, (lo, hi))?;
     for (i, node) in data.nodes.values().enumerate() {
         let color = style::node_color(i);
         for segment in (panel.pick)(node).segments() {

@@ -13,6 +13,7 @@ use plotters::prelude::*;
 pub struct RecoveryPlot<'a> {
     pub recoveries: &'a [FaultRecovery],
     pub t_end_ns: u64,
+    pub violations: &'a [crate::report::violations::Violation],
 }
 
 pub const SIZE: (u32, u32) = (style::WIDTH, 400);
@@ -45,6 +46,7 @@ impl Drawing for RecoveryPlot<'_> {
                 0.0,
             ));
         }
+        keys.extend(style::violation_keys(self.violations));
         let body = style::header(
             root,
             "Recovery: time to a quorum-backed leader after each fault",
@@ -65,6 +67,7 @@ impl Drawing for RecoveryPlot<'_> {
             .label_style((FONT, 13))
             .draw()
             .map_err(drawing_error)?;
+        style::mark_violations(&mut chart, self.violations, (0.0, max_s))?;
         for kind in FaultKind::ALL {
             let color = style::fault_color(kind);
             let of_kind = self.recoveries.iter().filter(|r| r.kind == kind);

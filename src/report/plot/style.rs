@@ -5,6 +5,7 @@ use super::drawing_error;
 use crate::history::view::FaultInterval;
 use crate::history::FaultKind;
 use crate::report::lane::LaneState;
+use crate::report::violations::Violation;
 use anyhow::Result;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -59,18 +60,73 @@ pub fn shade_faults<DB: DrawingBackend>(
     faults: &[FaultInterval],
     (y0, y1): (f64, f64),
 ) -> Result<()> {
-    let right = chart.x_range().end;
+    let (left, right) = (chart.x_range().start, chart.x_range().end);
     chart
-        .draw_series(faults.iter().map(|f| {
-            let a = f.start_ns as f64 / 1e9;
-            let b = f.end_ns.map_or(right, |e| e as f64 / 1e9);
-            Rectangle::new(
-                [(a, y0), (b.max(a), y1)],
+        .draw_series(faults.iter().filter_map(|f| {
+            // Clipped to the chart: a zoomed plot shows only what is inside it.
+            let a = (f.start_ns as f64 / 1e9).max(left);
+            let b = f.end_ns.map_or(right, |e| e as f64 / 1e9).min(right);
+            (b >= a).then_some(())?;
+            Some(Rectangle::new(
+                [(a, y0), (b, y1)],
                 fault_color(f.kind).mix(0.16).filled(),
-            )
+            ))
         }))
         .map_err(drawing_error)?;
     Ok(())
+}
+
+/// A line at each violation (evidence time of an invalid checker) in its checker's color,
+/// the checker's name written once at its first line. Lines closer than a pixel are one.
+pub fn mark_violations<DB: DrawingBackend>(
+    chart: &mut TimeChart<DB>,
+    violations: &[Violation],
+    (y0, y1): (f64, f64),
+) -> Result<()> {
+    let range = chart.x_range();
+    let px = chart.plotting_area().dim_in_pixel().0.max(1) as f64;
+    let px_s = (range.end - range.start) / px;
+    let mut last: Option<(&str, f64)> = None;
+    let mut labelled: Vec<&str> = Vec::new();
+    for v in violations {
+        let x = v.time_ns as f64 / 1e9;
+        if x < range.start || x > range.end {
+            continue;
+        }
+        if last.is_some_and(|(c, t)| c == v.checker && x - t < px_s) {
+            continue;
+        }
+        last = Some((&v.checker, x));
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x, y0), (x, y1)],
+                v.color.stroke_width(2),
+            )))
+            .map_err(drawing_error)?;
+        if !labelled.contains(&v.checker.as_str()) {
+            labelled.push(&v.checker);
+            let font = (FONT, 13).into_font().color(&v.color);
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("✕ {}", v.checker),
+                    (x + 3.0 * px_s, y1 - (y1 - y0) * 0.01),
+                    font,
+                )))
+                .map_err(drawing_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Legend entries for the checkers with violations.
+pub fn violation_keys(violations: &[Violation]) -> Vec<Key> {
+    let mut keys: Vec<Key> = Vec::new();
+    for v in violations {
+        if !keys.iter().any(|k| k.label.starts_with(v.checker.as_str())) {
+            keys.push(Key::new(format!("{} (violation)", v.checker), v.color, 1.0));
+        }
+    }
+    keys
 }
 
 /// One legend entry: a swatch and its label.

@@ -49,6 +49,7 @@ impl Drawing for Writes<'_> {
             .map(|(name, _, c)| Key::new(*name, *c, 1.0))
             .collect();
         keys.extend(style::fault_keys(&data.faults));
+        keys.extend(style::violation_keys(&data.violations));
         let body = style::header(&top, "Client operations: latency and throughput", &keys)?;
         let mut chart = ChartBuilder::on(&body)
             .margin_top(6)
@@ -65,6 +66,7 @@ impl Drawing for Writes<'_> {
             .draw()
             .map_err(drawing_error)?;
         style::shade_faults(&mut chart, &data.faults, (0.0, max_latency))?;
+        style::mark_violations(&mut chart, &data.violations, (0.0, max_latency))?;
         for (_, series, color) in ops {
             chart
                 .draw_series(series.points().flat_map(|(t, b)| {
@@ -124,6 +126,7 @@ fn throughput<DB: DrawingBackend>(
         .draw()
         .map_err(drawing_error)?;
     style::shade_faults(&mut chart, &data.faults, (0.0, max_rate))?;
+    style::mark_violations(&mut chart, &data.violations, (0.0, max_rate))?;
     chart
         .draw_series(LineSeries::new(rate, OK.stroke_width(1)))
         .map_err(drawing_error)?;
