@@ -168,10 +168,10 @@ fn page_html(rows: &[TrendRow], plots: &[crate::report::plot::Plot]) -> String {
             h,
             "<figure><img src=\"{}\" alt=\"{}\" width=\"{}\" height=\"{}\"><figcaption>{}{}</figcaption></figure>",
             escape(&file),
-            escape(p.title),
+            escape(&p.title),
             p.width,
             p.height,
-            escape(p.title),
+            escape(&p.title),
             p.note.as_deref().map(|n| format!(" ({})", escape(n))).unwrap_or_default()
         );
     }
