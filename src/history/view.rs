@@ -360,7 +360,8 @@ impl View {
                             }
                         }
                     }
-                    FaultKind::Clock => {}
+                    // Packet faults slow or thin links; they cut nothing.
+                    FaultKind::Clock | FaultKind::Packet => {}
                 }
                 let nodes: Vec<String> = names(self, &nodes);
                 self.intervals.push(FaultInterval {
@@ -400,12 +401,14 @@ impl View {
                         }
                     }
                     FaultKind::Partition => self.nodes.iter_mut().for_each(|n| n.drops.clear()),
-                    FaultKind::Clock => {}
+                    // Packet faults slow or thin links; they cut nothing.
+                    FaultKind::Clock | FaultKind::Packet => {}
                 }
                 let undone: Vec<String> = names(self, &nodes);
                 for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {
                     let hits = v.r#final
                         || kind == FaultKind::Partition
+                        || kind == FaultKind::Packet
                         || undone.is_empty()
                         || i.nodes.iter().any(|n| undone.contains(n));
                     if i.kind == kind && hits {

@@ -47,6 +47,14 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "corrupt-txnlog",
         include_str!("../../nemesis/corrupt-txnlog.toml"),
     ),
+    (
+        "packet-loss",
+        include_str!("../../nemesis/packet-loss.toml"),
+    ),
+    (
+        "packet-delay",
+        include_str!("../../nemesis/packet-delay.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).
