@@ -308,7 +308,7 @@ fn thirty_percent_loss_on_every_link_still_elects_and_commits() {
     );
     let first_leader = history
         .iter()
-        .find(|e| e.f == F::Status && e.kind == EventType::Ok && e.value["state"] == "leading")
+        .find(|e| e.f == F::Status && e.kind == EventType::Ok && e.value["state"] == "LEADING")
         .expect("a leader was elected");
     assert!(
         first_leader.time > start && first_leader.time < end,
