@@ -97,7 +97,7 @@ fn a_damaged_epoch_file_written_by_a_server_is_refused_by_name() {
     let mut c = Cluster::new(1);
     c.start(1);
     c.wait_for(Duration::from_secs(30), "n1 to lead alone", |c| {
-        c.role(1).filter(|(state, _)| state == "leading")
+        c.role(1).filter(|(state, _)| state == "LEADING")
     });
     let dir = c.nodes[&1].data_dir.clone();
     c.wait_for(Duration::from_secs(10), "both epoch files", |_| {

@@ -722,3 +722,39 @@ fn single(nodes: &[String]) -> Option<&str> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod packet_link_tests {
+    use super::*;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn without_a_shape_every_link_of_the_targets_is_hit() {
+        let all = nodes(3);
+        let links = packet_links(None, &all, &all, None, 0);
+        assert_eq!(links.values().map(Vec::len).sum::<usize>(), 6);
+        let one = packet_links(None, &all, &["n2".to_string()], None, 0);
+        // n2 -> n1, n2 -> n3, n1 -> n2, n3 -> n2.
+        assert_eq!(one["n2"], vec!["n1", "n3"]);
+        assert_eq!(one["n1"], vec!["n2"]);
+        assert_eq!(one["n3"], vec!["n2"]);
+    }
+
+    #[test]
+    fn a_shape_hits_exactly_the_links_its_partition_would_cut() {
+        let all = nodes(3);
+        let links = packet_links(
+            Some(PartitionShape::OneWay),
+            &all,
+            &["n1".to_string()],
+            None,
+            0,
+        );
+        // One-way from n1: only n1's packets to the others.
+        assert_eq!(links.len(), 1, "{links:?}");
+        assert_eq!(links["n1"], vec!["n2", "n3"]);
+    }
+}

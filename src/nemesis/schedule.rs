@@ -784,3 +784,81 @@ mod group_tests {
             .contains("only for shape"));
     }
 }
+
+#[cfg(test)]
+mod packet_tests {
+    use super::*;
+
+    fn fault(body: &str) -> Result<FaultTemplate, String> {
+        Schedule::from_toml("t", &format!("[[fault]]\nkind = \"packet\"\n{body}"))
+            .map(|mut s| s.faults.remove(0))
+    }
+
+    #[test]
+    fn packet_modes_parse_with_their_defaults() {
+        let t = fault("").unwrap();
+        assert_eq!(t.packet, Some(PacketMode::Loss { percent: 30.0 }));
+        assert_eq!(t.target, TargetSpec::All, "every link unless told");
+        let t = fault("mode = \"delay\"\ndelay = \"80ms\"\njitter = \"10ms\"\nshape = \"one-way\"\ntarget = \"leader\"").unwrap();
+        assert_eq!(
+            t.packet,
+            Some(PacketMode::Delay {
+                delay_ms: 80,
+                jitter_ms: 10
+            })
+        );
+        assert_eq!(t.shape, Some(PartitionShape::OneWay));
+        assert_eq!(
+            fault("mode = \"bandwidth\"\nrate = \"1.5mbit\"")
+                .unwrap()
+                .packet,
+            Some(PacketMode::Bandwidth { rate_kbit: 1500 })
+        );
+        assert_eq!(
+            fault("mode = \"reorder\"").unwrap().packet,
+            Some(PacketMode::Reorder {
+                percent: 25.0,
+                delay_ms: 50
+            })
+        );
+        assert_eq!(
+            fault("mode = \"duplicate\"\npercent = 5").unwrap().packet,
+            Some(PacketMode::Duplicate { percent: 5.0 })
+        );
+    }
+
+    #[test]
+    fn bad_packet_settings_name_the_key_and_the_fix() {
+        let err = fault("mode = \"teleport\"").unwrap_err();
+        assert!(
+            err.contains("teleport") && err.contains("bandwidth"),
+            "{err}"
+        );
+        let err = fault("percent = 130").unwrap_err();
+        assert!(
+            err.contains("percent = 130") && err.contains("at most 100"),
+            "{err}"
+        );
+        let err = fault("mode = \"loss\"\ndelay = \"10ms\"").unwrap_err();
+        assert!(err.contains("delay does not apply"), "{err}");
+        let err = fault("mode = \"delay\"\njitter = \"200ms\"").unwrap_err();
+        assert!(err.contains("jitter"), "{err}");
+        let err = fault("mode = \"bandwidth\"\nrate = \"fast\"").unwrap_err();
+        assert!(err.contains("rate") && err.contains("kbit"), "{err}");
+        let err =
+            Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\npercent = 3\n").unwrap_err();
+        assert!(err.contains("only for kind = \"packet\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nfile = \"txnlog\"\n")
+            .unwrap_err();
+        assert!(err.contains("only for kind = \"corrupt\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"corrupt\"\nfile = \"myid\"\n")
+            .unwrap_err();
+        assert!(err.contains("acceptedEpoch"), "{err}");
+        let ok = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"corrupt\"\nfile = \"currentEpoch\"\n",
+        )
+        .unwrap();
+        assert_eq!(ok.faults[0].file.as_deref(), Some("currentEpoch"));
+    }
+}
