@@ -89,6 +89,62 @@ fn accepted_epoch_below_current_epoch_is_fatal_and_clear() {
     );
 }
 
+/// Epoch files a real server wrote, damaged while it is down (a flipped bit that turns one digit
+/// into another, as the `corrupt` fault may): the restart is refused, naming the file, rather
+/// than serving a wrong epoch.
+#[test]
+fn a_damaged_epoch_file_written_by_a_server_is_refused_by_name() {
+    let mut c = Cluster::new(1);
+    c.start(1);
+    c.wait_for(Duration::from_secs(30), "n1 to lead alone", |c| {
+        c.role(1).filter(|(state, _)| state == "LEADING")
+    });
+    let dir = c.nodes[&1].data_dir.clone();
+    c.wait_for(Duration::from_secs(10), "both epoch files", |_| {
+        (dir.join("currentEpoch").exists() && dir.join("acceptedEpoch").exists()).then_some(())
+    });
+    c.kill(1);
+    for file in ["currentEpoch", "acceptedEpoch"] {
+        let path = dir.join(file);
+        let good = std::fs::read(&path).unwrap();
+        assert!(
+            good.starts_with(b"crc32="),
+            "{}",
+            String::from_utf8_lossy(&good)
+        );
+        let mut bad = good.clone();
+        let last_digit = bad.len() - 2; // before the newline
+        bad[last_digit] ^= 1; // "1" <-> "0": still a decimal number, the wrong one
+        std::fs::write(&path, &bad).unwrap();
+        // Bounded: a server that accepted the file would run on, and fail the test by timing out.
+        let mut child = Command::new(NODE_BIN)
+            .args(["--config", c.nodes[&1].config.to_str().unwrap()])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        let code = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s.code().unwrap_or(-1);
+            }
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{file}: the server started on a damaged epoch file");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(file) && err.contains("damaged epoch file") && err.contains("checksum"),
+            "{err}"
+        );
+        std::fs::write(&path, &good).unwrap();
+    }
+}
+
 #[test]
 fn the_seeded_quorum_minority_bug_lets_a_lone_server_lead_and_says_so() {
     let mut c = Cluster::new(3);

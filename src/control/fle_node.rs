@@ -241,12 +241,18 @@ impl Target for FleNode {
     }
 
     fn corrupt(&self, node: &str, seed: u64) -> Result<super::corrupt::Damage> {
-        let rel = Path::new("data/txnlog");
-        let mut bytes = self.control.read_file(node, rel)?;
+        self.corrupt_file(node, "txnlog", seed)
+    }
+
+    fn corrupt_file(&self, node: &str, file: &str, seed: u64) -> Result<super::corrupt::Damage> {
+        let name = format!("data/{file}");
+        let rel = Path::new(&name);
+        // A missing epoch file means epoch 0: there is nothing written yet to damage.
+        let mut bytes = self.control.read_file(node, rel).unwrap_or_default();
         if bytes.is_empty() {
-            anyhow::bail!("{node}: data/txnlog is empty, nothing to damage");
+            anyhow::bail!("{node}: {name} is missing or empty, nothing to damage");
         }
-        let d = super::corrupt::damage("data/txnlog", &mut bytes, seed);
+        let d = super::corrupt::damage(&name, &mut bytes, seed);
         self.control.write_file(node, rel, &bytes)?;
         Ok(d)
     }

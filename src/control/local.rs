@@ -100,6 +100,10 @@ impl Net for LocalCluster {
     fn is_cut(&self, node: &str) -> Result<bool> {
         iptables::is_cut(self, node)
     }
+
+    fn netns(&self, node: &str) -> Option<String> {
+        self.net.as_ref().and_then(|n| n.netns_of(node).ok())
+    }
 }
 
 impl Control for LocalCluster {

@@ -50,6 +50,7 @@ pub use ::fle_node::host_clock;
 pub mod local;
 pub mod netns;
 pub mod os_setup;
+pub mod packet;
 pub mod registry;
 pub mod ssh;
 pub mod target;
@@ -150,6 +151,13 @@ pub trait Net: Send + Sync {
     fn heal(&self, node: &str) -> Result<()>;
     /// Whether a cut of the tool's is in force on `node`.
     fn is_cut(&self, node: &str) -> Result<bool>;
+    /// The node's network namespace on this machine (`/run/netns/NAME`), when it has one the
+    /// controller can join (local clusters): packet faults' engine and qdiscs need it. None on
+    /// SSH hosts.
+    fn netns(&self, node: &str) -> Option<String> {
+        let _ = node;
+        None
+    }
 }
 
 /// Runs blocking work (a process, an SSH round trip) from wherever a `Control` is called:

@@ -45,6 +45,13 @@ pub enum Resource {
         table: String,
         spec: Vec<String>,
     },
+    /// A root qdisc of the tool's (packet bandwidth faults), by its handle, on `dev` in a node's
+    /// namespace (`netns`) or on a host.
+    Qdisc {
+        netns: Option<String>,
+        dev: String,
+        handle: String,
+    },
     /// A file or directory outside the run folder.
     File { path: PathBuf },
     /// A lazyfs mount (a node's dataDir, power-loss faults); unmounting ends its process.

@@ -80,6 +80,14 @@ pub trait Target: Send + Sync {
     fn corrupt(&self, node: &str, _seed: u64) -> Result<super::corrupt::Damage> {
         anyhow::bail!("{node}: this target has no file-corruption fault")
     }
+    /// Damages one of a stopped node's data files (`file`: a name from
+    /// `nemesis::schedule::CORRUPT_FILES`); the txnlog goes through `corrupt`.
+    fn corrupt_file(&self, node: &str, file: &str, seed: u64) -> Result<super::corrupt::Damage> {
+        if file == "txnlog" {
+            return self.corrupt(node, seed);
+        }
+        anyhow::bail!("{node}: this target cannot damage its {file}")
+    }
     /// Whether the node's process runs (paused counts as running).
     fn is_running(&self, node: &str) -> bool {
         self.control().pid(node).is_some()

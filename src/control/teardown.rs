@@ -69,6 +69,13 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             }
         }
     }
+    for r in resources.iter().rev() {
+        if let Resource::Qdisc { netns, dev, handle } = r {
+            if remove_qdisc(netns.as_deref(), dev, handle) {
+                report.removed.push(format!("qdisc {handle} on {dev}"));
+            }
+        }
+    }
     // Rules before chains: a chain still referenced cannot be deleted.
     for r in resources.iter().rev() {
         if let Resource::Rule { netns, table, spec } = r {
@@ -163,6 +170,35 @@ fn remove_ssh_control(dir: &std::path::Path, report: &mut TeardownReport) {
     if std::fs::remove_dir_all(dir).is_ok() {
         report.removed.push(format!("folder {}", dir.display()));
     }
+}
+
+/// Deletes the root qdisc `handle` on `dev` if it is still the root there (never another's);
+/// true when it did.
+fn remove_qdisc(netns: Option<&str>, dev: &str, handle: &str) -> bool {
+    let tc = |args: &[&str]| -> Option<String> {
+        let mut cmd = match netns {
+            Some(ns) => {
+                if !std::path::Path::new("/run/netns").join(ns).exists() {
+                    return None;
+                }
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "tc"]);
+                c
+            }
+            None => Command::new("tc"),
+        };
+        match cmd.args(args).output() {
+            Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).into()),
+            _ => None,
+        }
+    };
+    let ours = tc(&["qdisc", "show", "dev", dev]).is_some_and(|listing| {
+        listing.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() >= 4 && w[0] == "qdisc" && w[2] == handle && w[3] == "root"
+        })
+    });
+    ours && tc(&["qdisc", "del", "dev", dev, "root", "handle", handle]).is_some()
 }
 
 /// Runs iptables on the host or inside a namespace; a missing namespace counts as done

@@ -187,16 +187,20 @@ pub enum FaultKind {
     /// Kill + damage to a data file (flipped bits, a zeroed block, a truncation); undone by
     /// `start`.
     Corrupt,
+    /// Lost, delayed, duplicated, reordered or throttled packets on directed links; undone by
+    /// `heal` (value `undoes: "packet"`).
+    Packet,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
         FaultKind::Clock,
         FaultKind::PowerLoss,
         FaultKind::Corrupt,
+        FaultKind::Packet,
     ];
 
     pub fn name(self) -> &'static str {
@@ -207,6 +211,7 @@ impl FaultKind {
             FaultKind::Clock => "clock",
             FaultKind::PowerLoss => "power-loss",
             FaultKind::Corrupt => "corrupt",
+            FaultKind::Packet => "packet",
         }
     }
 
@@ -223,6 +228,7 @@ impl FaultKind {
             FaultKind::Clock => F::Clock,
             FaultKind::PowerLoss => F::PowerLoss,
             FaultKind::Corrupt => F::Corrupt,
+            FaultKind::Packet => F::Packet,
         }
     }
 }
@@ -253,7 +259,8 @@ pub struct FaultValue {
     /// Partition: `drops[a]` lists the nodes whose traffic `a` drops.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub drops: BTreeMap<String, Vec<String>>,
-    /// `start`: the kind of fault it ends when not a kill ("power-loss").
+    /// `start`: the kind of fault it ends when not a kill ("power-loss", "corrupt"); `heal`:
+    /// "packet" when it ends packet faults rather than a partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undoes: Option<String>,
     /// Why the action failed (`fail`).
@@ -274,6 +281,7 @@ impl FaultValue {
             F::Clock => FaultStep::Starts(FaultKind::Clock),
             F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
             F::Corrupt => FaultStep::Starts(FaultKind::Corrupt),
+            F::Packet => FaultStep::Starts(FaultKind::Packet),
             F::Start if self.undoes.as_deref() == Some("power-loss") => {
                 FaultStep::Undoes(FaultKind::PowerLoss)
             }
@@ -282,6 +290,9 @@ impl FaultValue {
             }
             F::Start => FaultStep::Undoes(FaultKind::Kill),
             F::Resume => FaultStep::Undoes(FaultKind::Pause),
+            F::Heal if self.undoes.as_deref() == Some("packet") => {
+                FaultStep::Undoes(FaultKind::Packet)
+            }
             F::Heal => FaultStep::Undoes(FaultKind::Partition),
             _ => return None,
         })

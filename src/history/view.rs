@@ -360,7 +360,8 @@ impl View {
                             }
                         }
                     }
-                    FaultKind::Clock => {}
+                    // Packet faults slow or thin links; they cut nothing.
+                    FaultKind::Clock | FaultKind::Packet => {}
                 }
                 let nodes: Vec<String> = names(self, &nodes);
                 self.intervals.push(FaultInterval {
@@ -400,12 +401,14 @@ impl View {
                         }
                     }
                     FaultKind::Partition => self.nodes.iter_mut().for_each(|n| n.drops.clear()),
-                    FaultKind::Clock => {}
+                    // Packet faults slow or thin links; they cut nothing.
+                    FaultKind::Clock | FaultKind::Packet => {}
                 }
                 let undone: Vec<String> = names(self, &nodes);
                 for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {
                     let hits = v.r#final
                         || kind == FaultKind::Partition
+                        || kind == FaultKind::Packet
                         || undone.is_empty()
                         || i.nodes.iter().any(|n| undone.contains(n));
                     if i.kind == kind && hits {
@@ -958,9 +961,13 @@ mod tests {
         f.nemesis(100, "clock", r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#)
             .nemesis(150, "packet", r#"{"nodes":["n3"]}"#)
             .line(r#"{"index":9,"time":160000000,"process":"x","type":"info","f":"future-thing","value":{"a":[1]}}"#.into())
+            .nemesis(180, "heal", r#"{"nodes":["n3"],"undoes":"packet"}"#)
             .nemesis(200, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
         let i = &f.view.intervals()[0];
         assert_eq!((i.kind, i.end_ns), (FaultKind::Clock, Some(200 * MS)));
+        // A packet fault pairs with the heal that says it undoes packets.
+        let p = &f.view.intervals()[1];
+        assert_eq!((p.kind, p.end_ns), (FaultKind::Packet, Some(180 * MS)));
         assert_eq!(f.view.active_faults().count(), 0);
     }
 }

@@ -65,6 +65,14 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../nemesis/power-loss-after-ack.toml"),
     ),
     ("composed", include_str!("../../nemesis/composed.toml")),
+    (
+        "packet-loss",
+        include_str!("../../nemesis/packet-loss.toml"),
+    ),
+    (
+        "packet-delay",
+        include_str!("../../nemesis/packet-delay.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

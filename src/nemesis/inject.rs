@@ -14,11 +14,13 @@ use super::schedule::{ClockMode, FaultKind, PartitionShape};
 use super::seam::NemesisContext;
 use super::targets::resolve;
 use crate::control::clock::{Clock, ClockChange, ClockSetting};
+use crate::control::packet::{self, engine::Engine, PacketMode};
 use crate::control::{iptables, Net};
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A fault in force, with what is needed to undo it.
@@ -40,6 +42,12 @@ pub enum Active {
     },
     Partitioned {
         nodes: Vec<String>,
+    },
+    /// Packet faults on the links from `nodes`; `engines` hold the NFQUEUE engines (delay,
+    /// duplicate, reorder), stopped by the heal.
+    Packets {
+        nodes: Vec<String>,
+        engines: Arc<Mutex<Vec<Engine>>>,
     },
     /// `strobe` = Some((delta_ms, period)) while the clock flips.
     Skewed {
@@ -79,6 +87,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         FaultKind::Clock => F::Clock,
         FaultKind::PowerLoss => F::PowerLoss,
         FaultKind::Corrupt => F::Corrupt,
+        FaultKind::Packet => F::Packet,
     };
     let result =
         match t.kind {
@@ -118,7 +127,23 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
             }
             FaultKind::Clock => skew(ctx, t.clock, fault, &resolved.nodes, &base),
             FaultKind::PowerLoss => power_loss(ctx, fault, &resolved.nodes, &base),
-            FaultKind::Corrupt => corrupt(ctx, fault, &resolved.nodes, &base),
+            FaultKind::Corrupt => corrupt(
+                ctx,
+                fault,
+                t.file.as_deref().unwrap_or("txnlog"),
+                &resolved.nodes,
+                &base,
+            ),
+            FaultKind::Packet => packets(
+                ctx,
+                t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 }),
+                t.shape,
+                &nodes,
+                &resolved.nodes,
+                t.groups.as_deref(),
+                fault.pick,
+                &base,
+            ),
         };
     match result {
         Ok(active) => Some(active),
@@ -164,7 +189,207 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
             }
         }
         Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
+        Active::Packets { nodes, engines } => {
+            if let Some(net) = ctx.control.net() {
+                let engines = std::mem::take(&mut *engines.lock().unwrap());
+                heal_packets(ctx, net, nodes, engines, false)
+            }
+        }
     }
+}
+
+/// The directed links (from -> the peers it sends to) a packet fault degrades: a partition
+/// shape's cut links when a shape is given, else every link from or to a target.
+pub fn packet_links(
+    shape: Option<PartitionShape>,
+    nodes: &[String],
+    targets: &[String],
+    groups: Option<&[Vec<String>]>,
+    pick: u64,
+) -> BTreeMap<String, Vec<String>> {
+    let mut links: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let g = match (groups, shape) {
+        (Some(groups), _) => Some(groups_grudge(nodes, groups)),
+        (None, Some(shape)) => Some(grudge(shape, nodes, targets, pick)),
+        (None, None) => None,
+    };
+    match g {
+        // A grudge says who drops whose packets: `to` drops `from`, so the link is from -> to.
+        Some(g) => {
+            for (to, froms) in &g {
+                for from in froms {
+                    links.entry(from.clone()).or_default().push(to.clone());
+                }
+            }
+        }
+        None => {
+            for from in nodes {
+                for to in nodes {
+                    if from != to && (targets.contains(from) || targets.contains(to)) {
+                        links.entry(from.clone()).or_default().push(to.clone());
+                    }
+                }
+            }
+        }
+    }
+    for peers in links.values_mut() {
+        peers.sort_by_key(|n| crate::history::sid_of(n));
+        peers.dedup();
+    }
+    links
+}
+
+/// Packet faults: on each sending node, the mode applied to its packets for the chosen peers
+/// (chain `flc-packet`, the engine's NFQUEUE, or the `f1c:` qdisc), each recorded first.
+#[allow(clippy::too_many_arguments)]
+fn packets(
+    ctx: &NemesisContext,
+    mode: PacketMode,
+    shape: Option<PartitionShape>,
+    nodes: &[String],
+    targets: &[String],
+    groups: Option<&[Vec<String>]>,
+    pick: u64,
+    base: &Value,
+) -> Result<Active> {
+    let Some(net) = ctx.control.net() else {
+        bail!(
+            "packet faults need nodes with their own network stack (--net netns, or hosts over SSH)"
+        );
+    };
+    if let Some(unknown) = groups
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|n| !nodes.contains(n))
+    {
+        bail!("groups name {unknown}, which is not a node of this cluster");
+    }
+    let links = packet_links(shape, nodes, targets, groups, pick);
+    let mut value = base.clone();
+    if let (Some(Value::Object(fields)), Some(v)) = (Some(mode.fields()), value.as_object_mut()) {
+        v.extend(fields);
+    }
+    if let Some(shape) = shape {
+        value["shape"] = json!(shape.name());
+    }
+    let pairs: Vec<[&String; 2]> = links
+        .iter()
+        .flat_map(|(from, tos)| tos.iter().map(move |to| [from, to]))
+        .collect();
+    value["links"] = json!(pairs);
+    let mut ends: Vec<&String> = pairs.iter().flatten().copied().collect();
+    ends.sort_by_key(|n| crate::history::sid_of(n));
+    ends.dedup();
+    value["nodes"] = json!(ends);
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, F::Packet, None, value.clone());
+    // Where each link's fault is put: its sender, or its receiver for loss.
+    let mut at: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (from, tos) in &links {
+        for to in tos {
+            let (node, peer) = if mode.on_receiver() {
+                (to, from)
+            } else {
+                (from, to)
+            };
+            at.entry(node.clone()).or_default().push(peer.clone());
+        }
+    }
+    let senders: Vec<String> = at.keys().cloned().collect();
+    let engines = Arc::new(Mutex::new(Vec::new()));
+    let mut rules = BTreeMap::new();
+    let mut install = || -> Result<()> {
+        for (i, (from, tos)) in at.iter().enumerate() {
+            let netns = net.netns(from);
+            if mode.needs_engine() {
+                let Some(ns) = &netns else {
+                    bail!(
+                        "{} faults need the controller's packet engine in the node's namespace                          (--net netns on this machine); over SSH only loss works without netem",
+                        mode.name()
+                    );
+                };
+                let seed = pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64);
+                let engine = Engine::start(from, ns, mode, seed)?;
+                engines.lock().unwrap().push(engine);
+            }
+            rules.insert(
+                from.clone(),
+                packet::install(ctx.control.as_ref(), netns, from, &mode, tos)?,
+            );
+        }
+        Ok(())
+    };
+    if let Err(e) = install() {
+        // Take back what was put in place before the error, then say why.
+        let errors = unpacket(ctx, net, &senders);
+        for engine in engines.lock().unwrap().drain(..) {
+            engine.stop();
+        }
+        if !errors.is_empty() {
+            return Err(e.context(format!("and taking it back left: {errors:?}")));
+        }
+        return Err(e);
+    }
+    value["chain"] = json!(packet::CHAIN);
+    if mode.needs_engine() {
+        value["queue"] = json!(packet::QUEUE);
+    }
+    if matches!(mode, PacketMode::Bandwidth { .. }) {
+        value["qdisc"] = json!(packet::QDISC);
+    }
+    value["rules"] = json!(rules);
+    ctx.recorder
+        .record(NEMESIS, EventType::Info, F::Packet, None, value);
+    Ok(Active::Packets {
+        nodes: senders,
+        engines,
+    })
+}
+
+/// Removes packet faults from `nodes`; returns the nodes where something is still there.
+fn unpacket(ctx: &NemesisContext, net: &dyn Net, nodes: &[String]) -> BTreeMap<String, String> {
+    let mut errors = BTreeMap::new();
+    for node in nodes {
+        let in_netns = net.netns(node).is_some();
+        if let Err(e) = packet::heal(ctx.control.as_ref(), node, in_netns) {
+            errors.insert(node.clone(), format!("{e:#}"));
+        }
+    }
+    errors
+}
+
+/// Ends packet faults on `nodes` and records it as a `heal` with `undoes: "packet"`: the rules
+/// and qdisc go first (no new packet is queued), then the engines release what they hold; the
+/// value says what each engine did.
+pub fn heal_packets(
+    ctx: &NemesisContext,
+    net: &dyn Net,
+    nodes: &[String],
+    engines: Vec<Engine>,
+    last: bool,
+) {
+    let mut value = json!({ "nodes": nodes, "undoes": "packet", "chain": packet::CHAIN });
+    if last {
+        value["final"] = json!(true);
+    }
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
+    let errors = unpacket(ctx, net, nodes);
+    let stats: BTreeMap<String, _> = engines
+        .into_iter()
+        .map(|e| (e.node().to_string(), e.stop()))
+        .collect();
+    if !stats.is_empty() {
+        value["engines"] = json!(stats);
+    }
+    let kind = if errors.is_empty() {
+        EventType::Info
+    } else {
+        value["errors"] = json!(errors);
+        EventType::Fail
+    };
+    ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
 }
 
 /// Power loss: each node is SIGKILLed, then its filesystem forgets every write not yet fsynced
@@ -221,6 +446,7 @@ fn power_loss(
 fn corrupt(
     ctx: &NemesisContext,
     fault: &PlannedFault,
+    file: &str,
     nodes: &[String],
     base: &Value,
 ) -> Result<Active> {
@@ -233,7 +459,7 @@ fn corrupt(
         match ctx
             .target
             .kill(node)
-            .and_then(|pid| Ok((pid, ctx.target.corrupt(node, seed)?)))
+            .and_then(|pid| Ok((pid, ctx.target.corrupt_file(node, file, seed)?)))
         {
             Ok((pid, damage)) => {
                 pids.insert(node.clone(), json!(pid));
@@ -501,5 +727,41 @@ fn single(nodes: &[String]) -> Option<&str> {
     match nodes {
         [one] => Some(one.as_str()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod packet_link_tests {
+    use super::*;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn without_a_shape_every_link_of_the_targets_is_hit() {
+        let all = nodes(3);
+        let links = packet_links(None, &all, &all, None, 0);
+        assert_eq!(links.values().map(Vec::len).sum::<usize>(), 6);
+        let one = packet_links(None, &all, &["n2".to_string()], None, 0);
+        // n2 -> n1, n2 -> n3, n1 -> n2, n3 -> n2.
+        assert_eq!(one["n2"], vec!["n1", "n3"]);
+        assert_eq!(one["n1"], vec!["n2"]);
+        assert_eq!(one["n3"], vec!["n2"]);
+    }
+
+    #[test]
+    fn a_shape_hits_exactly_the_links_its_partition_would_cut() {
+        let all = nodes(3);
+        let links = packet_links(
+            Some(PartitionShape::OneWay),
+            &all,
+            &["n1".to_string()],
+            None,
+            0,
+        );
+        // One-way from n1: only n1's packets to the others.
+        assert_eq!(links.len(), 1, "{links:?}");
+        assert_eq!(links["n1"], vec!["n2", "n3"]);
     }
 }

@@ -56,6 +56,16 @@ pub fn schedule_from_flags(
             f.kind != FaultKind::Partition && f.with.iter().all(|p| p.kind != FaultKind::Partition)
         });
     }
+    if !partitions_possible && schedule.kinds().contains(&FaultKind::Packet) {
+        if explicit {
+            return Err(bad_input(
+                "packet faults need --net netns: loopback nodes share one network stack, so a \
+                 rule for one link would hit every link; drop the packet faults or run as root \
+                 with --net netns",
+            ));
+        }
+        schedule.faults.retain(|f| f.kind != FaultKind::Packet);
+    }
     Ok(schedule)
 }
 

@@ -222,6 +222,13 @@ impl ScheduledNemesis {
         {
             inject::heal_partition(ctx, net, &nodes, true);
         }
+        if let Some(net) = ctx
+            .control
+            .net()
+            .filter(|_| kinds.contains(&FaultKind::Packet))
+        {
+            inject::heal_packets(ctx, net, &nodes, Vec::new(), true);
+        }
         if kinds.contains(&FaultKind::Clock) {
             inject::reset_clocks(ctx, &nodes, true);
         }
@@ -237,6 +244,11 @@ impl ScheduledNemesis {
             .kinds()
             .contains(&super::schedule::FaultKind::Partition);
         let net = ctx.control.net().filter(|_| partitions);
+        let packets = ctx.control.net().filter(|_| {
+            self.schedule
+                .kinds()
+                .contains(&super::schedule::FaultKind::Packet)
+        });
         let mut problems = Vec::new();
         for node in nodes {
             // SIGCONT is harmless to a running process and the one way out of a stop.
@@ -255,6 +267,19 @@ impl ScheduledNemesis {
                     Ok(false) => {}
                     Err(e) => {
                         problems.push(format!("{node}: cannot list its iptables rules: {e:#}"))
+                    }
+                }
+            }
+            if let Some(net) = packets {
+                let in_netns = net.netns(node).is_some();
+                match crate::control::packet::leftovers(ctx.control.as_ref(), node, in_netns) {
+                    Ok(left) => {
+                        for l in left {
+                            problems.push(format!("{node} still has {l}"));
+                        }
+                    }
+                    Err(e) => {
+                        problems.push(format!("{node}: cannot list its packet faults: {e:#}"))
                     }
                 }
             }

@@ -9,6 +9,8 @@ use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
 
+/// What a packet fault does to a link: one definition, the controller's.
+pub use crate::control::packet::PacketMode;
 /// The kinds of fault: one definition, the history's.
 pub use crate::history::FaultKind;
 
@@ -129,6 +131,9 @@ pub enum ClockMode {
     Rate { factor: f64 },
 }
 
+/// The data files a `corrupt` fault may damage (`file = ...`; the txnlog by default).
+pub const CORRUPT_FILES: &[&str] = &["txnlog", "acceptedEpoch", "currentEpoch"];
+
 /// One kind of fault the schedule may pick, with its settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultTemplate {
@@ -140,6 +145,10 @@ pub struct FaultTemplate {
     pub groups: Option<Vec<Vec<String>>>,
     /// Clock faults only.
     pub clock: Option<ClockMode>,
+    /// Packet faults only.
+    pub packet: Option<PacketMode>,
+    /// Corrupt faults only: the data file to damage (`CORRUPT_FILES`); None = the txnlog.
+    pub file: Option<String>,
     /// How long the fault lasts before it is undone; None = the schedule's duration.
     pub duration: Option<Duration>,
     /// Relative chance of being picked.
@@ -322,6 +331,8 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt => {
             (TargetSpec::Random, None, None)
         }
+        // Every link of every node: packet faults degrade a network rather than cut it.
+        FaultKind::Packet => (TargetSpec::All, None, None),
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
         FaultKind::Clock => (
             TargetSpec::Random,
@@ -338,6 +349,8 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         shape,
         groups: None,
         clock,
+        packet: (kind == FaultKind::Packet).then_some(PacketMode::Loss { percent: 30.0 }),
+        file: None,
         duration: None,
         weight: 1,
         line: None,
@@ -370,7 +383,8 @@ struct RawFault {
     shape: Option<String>,
     /// Partition shape "groups": the groups, e.g. [["n1", "n2"], ["n3", "n4"]].
     groups: Option<Vec<Vec<String>>>,
-    /// Clock: "bump" | "strobe" | "rate".
+    /// Clock: "bump" | "strobe" | "rate"; packet: "loss" | "delay" | "duplicate" | "reorder" |
+    /// "bandwidth".
     mode: Option<String>,
     /// Clock: "+300s", "-2m", "500ms"; bump without a sign picks one from the seed.
     delta: Option<String>,
@@ -378,6 +392,16 @@ struct RawFault {
     period: Option<String>,
     /// Clock rate: how fast the clock runs.
     factor: Option<f64>,
+    /// Packet loss, duplicate, reorder: the share of packets, 0-100.
+    percent: Option<f64>,
+    /// Packet delay, reorder: how long a held packet waits ("100ms").
+    delay: Option<String>,
+    /// Packet delay: +/- this much, uniformly, per packet ("20ms").
+    jitter: Option<String>,
+    /// Packet bandwidth: "256kbit", "1mbit".
+    rate: Option<String>,
+    /// Corrupt: which data file ("txnlog", "acceptedEpoch", "currentEpoch").
+    file: Option<String>,
     duration: Option<String>,
     weight: Option<u32>,
     /// Aimed: "election" | "leader-in-sync" | "after-write-ack" | "new-leader".
@@ -397,7 +421,7 @@ impl RawFault {
     fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
-                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss or corrupt",
+                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss, corrupt or packet",
                 self.kind
             )
         })?;
@@ -408,8 +432,8 @@ impl RawFault {
             })?;
         }
         if let Some(shape) = &self.shape {
-            if kind != FaultKind::Partition {
-                return Err("shape is only for kind = \"partition\"".into());
+            if kind != FaultKind::Partition && kind != FaultKind::Packet {
+                return Err("shape is only for kind = \"partition\" or \"packet\"".into());
             }
             t.shape = Some(PartitionShape::parse(shape).ok_or_else(|| {
                 let names: Vec<&str> = PartitionShape::ALL.iter().map(|p| p.name()).collect();
@@ -440,15 +464,37 @@ impl RawFault {
             (Some(_), _) => return Err("groups is only for shape = \"groups\"".into()),
             (None, _) => {}
         }
-        let clock_keys = self.mode.is_some()
-            || self.delta.is_some()
-            || self.period.is_some()
-            || self.factor.is_some();
+        let clock_keys = self.delta.is_some() || self.period.is_some() || self.factor.is_some();
         if clock_keys && kind != FaultKind::Clock {
-            return Err("mode, delta, period and factor are only for kind = \"clock\"".into());
+            return Err("delta, period and factor are only for kind = \"clock\"".into());
+        }
+        let packet_keys = self.percent.is_some()
+            || self.delay.is_some()
+            || self.jitter.is_some()
+            || self.rate.is_some();
+        if packet_keys && kind != FaultKind::Packet {
+            return Err("percent, delay, jitter and rate are only for kind = \"packet\"".into());
+        }
+        if self.mode.is_some() && kind != FaultKind::Clock && kind != FaultKind::Packet {
+            return Err("mode is only for kind = \"clock\" or \"packet\"".into());
         }
         if kind == FaultKind::Clock {
             t.clock = Some(self.clock_mode()?);
+        }
+        if kind == FaultKind::Packet {
+            t.packet = Some(self.packet_mode()?);
+        }
+        if let Some(file) = &self.file {
+            if kind != FaultKind::Corrupt {
+                return Err("file is only for kind = \"corrupt\"".into());
+            }
+            if !CORRUPT_FILES.contains(&file.as_str()) {
+                return Err(format!(
+                    "file = \"{file}\" is unknown; use one of {}",
+                    CORRUPT_FILES.join(", ")
+                ));
+            }
+            t.file = Some(file.clone());
         }
         if let Some(d) = &self.duration {
             t.duration = Some(parse_duration(d).map_err(|e| format!("duration: {e}"))?);
@@ -520,6 +566,98 @@ impl RawFault {
         Ok(t)
     }
 
+    fn packet_mode(&self) -> Result<PacketMode, String> {
+        let mode = self.mode.as_deref().unwrap_or("loss");
+        let percent = |default: f64| -> Result<f64, String> {
+            let p = self.percent.unwrap_or(default);
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(format!(
+                    "percent = {p}: use a number above 0 and at most 100"
+                ));
+            }
+            Ok(p)
+        };
+        let ms = |key: &str, value: &Option<String>, default: &str| -> Result<u64, String> {
+            let d = parse_duration(value.as_deref().unwrap_or(default))
+                .map_err(|e| format!("{key}: {e}"))?;
+            Ok(d.as_millis() as u64)
+        };
+        let unused = |keys: &[(&str, bool)]| -> Result<(), String> {
+            match keys.iter().find(|(_, set)| *set) {
+                Some((key, _)) => Err(format!("{key} does not apply to mode = \"{mode}\"")),
+                None => Ok(()),
+            }
+        };
+        let (percent_set, delay_set) = (self.percent.is_some(), self.delay.is_some());
+        let (jitter_set, rate_set) = (self.jitter.is_some(), self.rate.is_some());
+        let m = match mode {
+            "loss" => {
+                unused(&[
+                    ("delay", delay_set),
+                    ("jitter", jitter_set),
+                    ("rate", rate_set),
+                ])?;
+                PacketMode::Loss {
+                    percent: percent(30.0)?,
+                }
+            }
+            "delay" => {
+                unused(&[("percent", percent_set), ("rate", rate_set)])?;
+                let delay_ms = ms("delay", &self.delay, "100ms")?;
+                let jitter_ms = ms("jitter", &self.jitter, "0ms")?;
+                if delay_ms == 0 || jitter_ms > delay_ms {
+                    return Err(format!(
+                        "delay {delay_ms} ms, jitter {jitter_ms} ms: use a delay above 0 and a \
+                         jitter at most the delay"
+                    ));
+                }
+                PacketMode::Delay {
+                    delay_ms,
+                    jitter_ms,
+                }
+            }
+            "duplicate" => {
+                unused(&[
+                    ("delay", delay_set),
+                    ("jitter", jitter_set),
+                    ("rate", rate_set),
+                ])?;
+                PacketMode::Duplicate {
+                    percent: percent(20.0)?,
+                }
+            }
+            "reorder" => {
+                unused(&[("jitter", jitter_set), ("rate", rate_set)])?;
+                let delay_ms = ms("delay", &self.delay, "50ms")?;
+                if delay_ms == 0 {
+                    return Err("delay = 0: a reordered packet must wait; use e.g. 50ms".into());
+                }
+                PacketMode::Reorder {
+                    percent: percent(25.0)?,
+                    delay_ms,
+                }
+            }
+            "bandwidth" => {
+                unused(&[
+                    ("percent", percent_set),
+                    ("delay", delay_set),
+                    ("jitter", jitter_set),
+                ])?;
+                let text = self.rate.as_deref().unwrap_or("1mbit");
+                PacketMode::Bandwidth {
+                    rate_kbit: parse_rate_kbit(text).map_err(|e| format!("rate: {e}"))?,
+                }
+            }
+            other => {
+                return Err(format!(
+                    "mode = \"{other}\" is unknown for kind = \"packet\"; use loss, delay, \
+                     duplicate, reorder or bandwidth"
+                ))
+            }
+        };
+        Ok(m)
+    }
+
     fn clock_mode(&self) -> Result<ClockMode, String> {
         let delta = |default: &str| -> Result<(i64, bool), String> {
             let text = self.delta.as_deref().unwrap_or(default);
@@ -569,6 +707,33 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(Duration::from_millis(ms as u64))
+}
+
+/// "256kbit", "1mbit", "1gbit" → kbit/s (at least 8: tbf needs a few packets' worth).
+pub fn parse_rate_kbit(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a rate like 256kbit or 1mbit"))?;
+    let scale = match unit {
+        "kbit" => 1.0,
+        "mbit" => 1000.0,
+        "gbit" => 1_000_000.0,
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}'; use kbit, mbit or gbit"
+            ))
+        }
+    };
+    let kbit = (value * scale).round() as u64;
+    if kbit < 8 {
+        return Err(format!("'{text}' is below 8kbit; use at least 8kbit"));
+    }
+    Ok(kbit)
 }
 
 /// "+300s", "-2m", "500ms" → milliseconds.
@@ -820,5 +985,83 @@ mod aim_tests {
             "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"trigger\"\n",
             "needs when",
         );
+    }
+}
+
+#[cfg(test)]
+mod packet_tests {
+    use super::*;
+
+    fn fault(body: &str) -> Result<FaultTemplate, String> {
+        Schedule::from_toml("t", &format!("[[fault]]\nkind = \"packet\"\n{body}"))
+            .map(|mut s| s.faults.remove(0))
+    }
+
+    #[test]
+    fn packet_modes_parse_with_their_defaults() {
+        let t = fault("").unwrap();
+        assert_eq!(t.packet, Some(PacketMode::Loss { percent: 30.0 }));
+        assert_eq!(t.target, TargetSpec::All, "every link unless told");
+        let t = fault("mode = \"delay\"\ndelay = \"80ms\"\njitter = \"10ms\"\nshape = \"one-way\"\ntarget = \"leader\"").unwrap();
+        assert_eq!(
+            t.packet,
+            Some(PacketMode::Delay {
+                delay_ms: 80,
+                jitter_ms: 10
+            })
+        );
+        assert_eq!(t.shape, Some(PartitionShape::OneWay));
+        assert_eq!(
+            fault("mode = \"bandwidth\"\nrate = \"1.5mbit\"")
+                .unwrap()
+                .packet,
+            Some(PacketMode::Bandwidth { rate_kbit: 1500 })
+        );
+        assert_eq!(
+            fault("mode = \"reorder\"").unwrap().packet,
+            Some(PacketMode::Reorder {
+                percent: 25.0,
+                delay_ms: 50
+            })
+        );
+        assert_eq!(
+            fault("mode = \"duplicate\"\npercent = 5").unwrap().packet,
+            Some(PacketMode::Duplicate { percent: 5.0 })
+        );
+    }
+
+    #[test]
+    fn bad_packet_settings_name_the_key_and_the_fix() {
+        let err = fault("mode = \"teleport\"").unwrap_err();
+        assert!(
+            err.contains("teleport") && err.contains("bandwidth"),
+            "{err}"
+        );
+        let err = fault("percent = 130").unwrap_err();
+        assert!(
+            err.contains("percent = 130") && err.contains("at most 100"),
+            "{err}"
+        );
+        let err = fault("mode = \"loss\"\ndelay = \"10ms\"").unwrap_err();
+        assert!(err.contains("delay does not apply"), "{err}");
+        let err = fault("mode = \"delay\"\njitter = \"200ms\"").unwrap_err();
+        assert!(err.contains("jitter"), "{err}");
+        let err = fault("mode = \"bandwidth\"\nrate = \"fast\"").unwrap_err();
+        assert!(err.contains("rate") && err.contains("kbit"), "{err}");
+        let err =
+            Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\npercent = 3\n").unwrap_err();
+        assert!(err.contains("only for kind = \"packet\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nfile = \"txnlog\"\n")
+            .unwrap_err();
+        assert!(err.contains("only for kind = \"corrupt\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"corrupt\"\nfile = \"myid\"\n")
+            .unwrap_err();
+        assert!(err.contains("acceptedEpoch"), "{err}");
+        let ok = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"corrupt\"\nfile = \"currentEpoch\"\n",
+        )
+        .unwrap();
+        assert_eq!(ok.faults[0].file.as_deref(), Some("currentEpoch"));
     }
 }

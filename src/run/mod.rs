@@ -74,7 +74,11 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     let interrupts = Interrupts::install()?;
     let needs = Needs {
         netns: plan.mode == NetMode::Netns,
-        iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
+        iptables: plan
+            .nemesis_settings
+            .kinds
+            .iter()
+            .any(|k| k == "partition" || k == "packet"),
         faketime: plan.faketime,
     };
     match &plan.hosts {

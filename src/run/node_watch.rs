@@ -96,6 +96,14 @@ impl Target for Watched {
     fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::corrupt::Damage> {
         self.inner.corrupt(node, seed)
     }
+    fn corrupt_file(
+        &self,
+        node: &str,
+        file: &str,
+        seed: u64,
+    ) -> Result<crate::control::corrupt::Damage> {
+        self.inner.corrupt_file(node, file, seed)
+    }
     fn pause(&self, node: &str) -> Result<Option<u32>> {
         self.inner.pause(node)
     }

@@ -287,6 +287,20 @@ impl Plan {
                  drop the power-loss faults",
             ));
         }
+        if hosts.is_some() {
+            let over_ssh = schedule.faults.iter().find(|f| {
+                f.packet
+                    .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
+            });
+            if let Some(f) = over_ssh {
+                let mode = f.packet.map(|m| m.name()).unwrap_or_default();
+                return Err(bad_input(format!(
+                    "packet faults with mode = \"{mode}\" over --ssh: this tool makes them with \
+                     its own packet engine (NFQUEUE) or qdisc inside local namespaces, not on \
+                     remote hosts; over SSH only mode = \"loss\" runs (see docs/faults.md)"
+                )));
+            }
+        }
         let corrupt = crate::nemesis::schedule::FaultKind::Corrupt;
         if schedule.kinds().contains(&corrupt) && args.target == TargetKind::Zookeeper {
             return Err(bad_input(

@@ -155,7 +155,11 @@ mod tests {
             seen,
             vec![
                 (Msg::Ping, String::new(), 0),
-                (Msg::Ack { zxid: 2 << 32 }, "2\n".to_string(), 1),
+                (
+                    Msg::Ack { zxid: 2 << 32 },
+                    crate::zab::store::epoch_file_text(2),
+                    1
+                ),
             ]
         );
         assert_eq!(ex.self_acks, vec![7]);

@@ -1,7 +1,13 @@
 //! `zab::Store`: what a server keeps on disk for Zab: the two epoch files and the txnlog.
 //!
-//! `acceptedEpoch` and `currentEpoch` are decimal text files written atomically (tmp file, fsync,
-//! rename, fsync the directory), as ZooKeeper does. The election reads its vote from here
+//! `acceptedEpoch` and `currentEpoch` are one-line text files written atomically (tmp file, fsync,
+//! rename, fsync the directory), as ZooKeeper does, but checksummed: `crc32=XXXXXXXX N`, the
+//! checksum of the decimal `N` first. A flipped digit in a bare `3` reads as another valid epoch
+//! (a server that forgets a promise breaks Zab), so a damaged file must be detectable: any flip,
+//! zeroed block or truncation of the checksummed line fails the check or the syntax, and the
+//! server refuses to start, naming the file. A bare decimal (hand-written, or an older
+//! fle-node's file) is still read; the checksum goes first so that no damage of a checksummed
+//! file short of rewriting the whole prefix leaves a bare decimal behind. The election reads its vote from here
 //! (`current_epoch`, `last_logged_zxid`) and the HTTP handlers read `/log` from here while a role
 //! runs, hence [`SharedStore`]: every lock is short (no fsync of the log is done under it).
 
@@ -170,14 +176,56 @@ impl Store {
     }
 }
 
+/// The text of an epoch file: `crc32=XXXXXXXX N` and a newline.
+pub fn epoch_file_text(epoch: u64) -> String {
+    let n = epoch.to_string();
+    format!("crc32={:08x} {n}\n", crc32fast::hash(n.as_bytes()))
+}
+
+/// The epoch in an epoch file's text: a checksummed line, or a bare decimal.
+pub fn parse_epoch_file(text: &str) -> Result<u64, String> {
+    let line = text.strip_suffix('\n').unwrap_or(text);
+    if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) {
+        return line
+            .parse()
+            .map_err(|_| format!("{line} is too large for an epoch"));
+    }
+    let shown = || text.chars().take(40).collect::<String>();
+    let (crc, n) = line
+        .strip_prefix("crc32=")
+        .and_then(|rest| rest.split_once(' '))
+        .ok_or_else(|| {
+            format!(
+                "expected `crc32=XXXXXXXX N` or a decimal epoch, found {:?}",
+                shown()
+            )
+        })?;
+    let crc = u32::from_str_radix(crc, 16)
+        .ok()
+        .filter(|_| crc.len() == 8)
+        .ok_or_else(|| format!("the checksum in {:?} is not 8 hex digits", shown()))?;
+    let epoch: u64 = n
+        .parse()
+        .ok()
+        .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| format!("the epoch in {:?} is not a decimal number", shown()))?;
+    if crc32fast::hash(n.as_bytes()) != crc {
+        return Err(format!(
+            "checksum mismatch in {:?}: the file was damaged after it was written",
+            shown()
+        ));
+    }
+    Ok(epoch)
+}
+
 fn read_epoch(path: &Path) -> anyhow::Result<u64> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text.trim().parse::<u64>().map_err(|_| {
+    match std::fs::read(path) {
+        Ok(bytes) => parse_epoch_file(&String::from_utf8_lossy(&bytes)).map_err(|why| {
             anyhow::anyhow!(
-                "{}: expected a decimal epoch, found {:?}; fix or remove the file (removing it \
-                 means epoch 0)",
-                path.display(),
-                text.chars().take(40).collect::<String>()
+                "{}: damaged epoch file: {why}; refusing to start rather than serve a wrong \
+                 epoch (restore the data directory, or wipe it so this server rejoins with no \
+                 history)",
+                path.display()
             )
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
@@ -189,7 +237,7 @@ fn write_epoch(path: &Path, epoch: u64) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut f, format!("{epoch}\n").as_bytes())?;
+        std::io::Write::write_all(&mut f, epoch_file_text(epoch).as_bytes())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };
@@ -214,7 +262,7 @@ mod tests {
         assert_eq!((s.accepted_epoch(), s.current_epoch()), (4, 3));
         assert_eq!(
             std::fs::read_to_string(d.path().join(ACCEPTED_EPOCH_FILE)).unwrap(),
-            "4\n"
+            epoch_file_text(4)
         );
     }
 
@@ -241,6 +289,55 @@ mod tests {
         let err = Store::open(d.path()).err().expect("refused").to_string();
         assert!(
             err.contains("acceptedEpoch 2 is less than currentEpoch 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn any_damage_of_a_written_epoch_file_is_refused_never_misread() {
+        // Every single-bit flip, every truncation and every zeroed run of a file the server
+        // wrote: each is refused or reads back the true epoch, never another number.
+        for epoch in [0u64, 3, 12, 907, 18_446_744_073_709_551_615] {
+            let good = epoch_file_text(epoch).into_bytes();
+            let mut variants: Vec<Vec<u8>> = Vec::new();
+            for i in 0..good.len() {
+                for bit in 0..8 {
+                    let mut v = good.clone();
+                    v[i] ^= 1 << bit;
+                    variants.push(v);
+                }
+                variants.push(good[..i].to_vec());
+                for len in 1..=good.len() - i {
+                    let mut v = good.clone();
+                    v[i..i + len].fill(0);
+                    variants.push(v);
+                }
+            }
+            for v in variants {
+                match parse_epoch_file(&String::from_utf8_lossy(&v)) {
+                    Err(_) => {}
+                    Ok(e) => assert_eq!(e, epoch, "{:?} read as {e}", String::from_utf8_lossy(&v)),
+                }
+            }
+        }
+        assert_eq!(parse_epoch_file("7\n"), Ok(7), "a bare decimal still reads");
+        assert_eq!(parse_epoch_file("7"), Ok(7));
+    }
+
+    #[test]
+    fn a_damaged_epoch_file_stops_the_store_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut s, _) = Store::open(d.path()).unwrap();
+        s.set_accepted_epoch(13).unwrap();
+        drop(s);
+        let path = d.path().join(ACCEPTED_EPOCH_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last_digit = bytes.len() - 2;
+        bytes[last_digit] ^= 1; // "13" -> "12": a valid-looking, wrong epoch
+        std::fs::write(&path, &bytes).unwrap();
+        let err = format!("{:#}", Store::open(d.path()).err().expect("refused"));
+        assert!(
+            err.contains(ACCEPTED_EPOCH_FILE) && err.contains("checksum mismatch"),
             "{err}"
         );
     }

@@ -33,6 +33,7 @@ pub fn fault_color(kind: FaultKind) -> RGBColor {
         FaultKind::Clock => RGBColor(23, 190, 207),
         FaultKind::PowerLoss => RGBColor(140, 86, 75),
         FaultKind::Corrupt => RGBColor(227, 119, 194),
+        FaultKind::Packet => RGBColor(188, 189, 34),
     }
 }
 
