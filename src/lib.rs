@@ -11,7 +11,8 @@
 //! - `history`: the event model and its JSON-lines store;
 //! - `checker`: one checker per property, combined into a verdict;
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
-//! - `run`: one test run end to end.
+//! - `run`: one test run end to end;
+//! - `shrink`: a failing run's smallest failing fault sequence, by delta debugging over replays.
 //!
 //! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
 
@@ -24,4 +25,5 @@ pub mod history;
 pub mod nemesis;
 pub mod report;
 pub mod run;
+pub mod shrink;
 pub mod workload;

@@ -2,7 +2,7 @@
 //! this file only parses the command line and turns results into Jepsen's exit codes.
 
 use clap::{Parser, Subcommand};
-use fle_chaos::{checker, control, exit, report, run};
+use fle_chaos::{checker, control, exit, report, run, shrink};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,9 @@ enum Command {
     Report(report::cli::ReportArgs),
     /// Serve the reports folder over HTTP for browsing.
     Serve(report::cli::ServeArgs),
+    /// Shrink a failing run to the smallest fault sequence that still fails (delta debugging
+    /// over replays of its recorded faults); exit 1 when it reproduces, 2 when it does not.
+    Shrink(shrink::ShrinkArgs),
 }
 
 /// A command-line error as one line naming the flag and the value (clap's own message is
@@ -92,6 +95,7 @@ fn main() {
             Command::Check(args) => checker::cli::check(args).await,
             Command::Report(args) => report::cli::report(args).await,
             Command::Serve(args) => report::cli::serve(args).await,
+            Command::Shrink(args) => shrink::shrink(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

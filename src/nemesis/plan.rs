@@ -97,8 +97,16 @@ pub fn time_limit_for(need: Duration) -> Duration {
     }
 }
 
-/// The faults planned to start and end before `until`.
+/// The faults planned to start and end before `until`: a timed schedule's steps as written,
+/// else the seeded plan.
 pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
+    if let Some(steps) = &schedule.timed {
+        return steps
+            .iter()
+            .filter(|f| f.start + f.duration <= until)
+            .cloned()
+            .collect();
+    }
     Planner::new(schedule, seed)
         .take_while(|f| f.start + f.duration <= until)
         .collect()

@@ -134,6 +134,9 @@ pub struct FaultTemplate {
     /// The line of its `[[fault]]` table in the schedule file (None: from `--nemesis`), so
     /// preflight errors can point at it.
     pub line: Option<usize>,
+    /// Partitions of a timed step (`timed`): the exact grudge (node -> the nodes whose traffic
+    /// it drops), for shapes that groups cannot express (one-way, majorities-ring, bridge).
+    pub drops: Option<super::partition::Grudge>,
 }
 
 /// A whole schedule: which faults, how often, how long.
@@ -151,6 +154,9 @@ pub struct Schedule {
     pub faults: Vec<FaultTemplate>,
     /// Fake the monotonic clock too (a VM whose clocks misbehave), not only the wall clock.
     pub fake_monotonic: bool,
+    /// A timed schedule (`[[step]]`s, see `timed`): these faults at these times instead of
+    /// the seeded plan; `faults` then holds one template per step (kinds, preflight).
+    pub timed: Option<Vec<super::plan::PlannedFault>>,
 }
 
 impl Schedule {
@@ -163,6 +169,7 @@ impl Schedule {
             duration: Duration::from_secs(5),
             faults: Vec::new(),
             fake_monotonic: false,
+            timed: None,
         }
     }
 
@@ -222,6 +229,9 @@ impl Schedule {
 
     /// Parses schedule TOML; the error is "line N: what is wrong".
     pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
+        if super::timed::is_timed(text) {
+            return super::timed::from_toml(name, text);
+        }
         let raw: RawSchedule = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
         let line_of = |needle: &str| line_of(text, needle);
         let interval = parse_duration(&raw.interval.unwrap_or_else(|| "10s".into()))
@@ -247,6 +257,7 @@ impl Schedule {
             duration,
             faults,
             fake_monotonic: raw.fake_monotonic,
+            timed: None,
         })
     }
 }
@@ -276,6 +287,7 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         duration: None,
         weight: 1,
         line: None,
+        drops: None,
     }
 }
 
@@ -292,7 +304,7 @@ struct RawSchedule {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawFault {
+pub(super) struct RawFault {
     kind: String,
     target: Option<String>,
     shape: Option<String>,
@@ -311,7 +323,7 @@ struct RawFault {
 }
 
 impl RawFault {
-    fn into_template(self) -> Result<FaultTemplate, String> {
+    pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
                 "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss or corrupt",
@@ -462,7 +474,7 @@ fn parse_signed_ms(text: &str) -> Result<i64, String> {
 }
 
 /// A TOML error as "line N: message".
-fn toml_error(text: &str, e: &toml::de::Error) -> String {
+pub(super) fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
         // The line holding the span's first byte: newlines before it, plus one (`lines()`
