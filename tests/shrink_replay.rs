@@ -217,7 +217,7 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
             "--checker",
             "election-safety",
         ])
-        .args(["--replays", "2", "--final-replays", "4", "--parallel", "4"])
+        .args(["--replays", "2", "--final-replays", "4", "--parallel", "6"])
         .args(["--budget", "6m", "--out", shrink_out.to_str().unwrap()])
         .output()
         .unwrap();

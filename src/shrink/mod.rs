@@ -66,6 +66,10 @@ pub struct ShrinkArgs {
     /// replay nothing.
     #[arg(long)]
     pub schedule_only: bool,
+    /// The least share of final replays the minimal sequence must reproduce in; one below it
+    /// (accepted on a lucky replay) is set aside and the search goes on without it.
+    #[arg(long, default_value_t = 0.5, value_name = "RATE")]
+    pub min_rate: f64,
 }
 
 /// What [`shrink_run`] does (a sweep builds this itself).
@@ -80,6 +84,8 @@ pub struct ShrinkOptions {
     /// None: RUN_DIR/shrink.
     pub out: Option<PathBuf>,
     pub schedule_only: bool,
+    /// The least reproduction rate a minimal sequence must show in its final replays.
+    pub min_rate: f64,
     /// The `fle-chaos` executable the replays run.
     pub exe: PathBuf,
     /// The command's interrupts (installed once per process); None: not interruptible.
@@ -97,6 +103,7 @@ impl ShrinkOptions {
             checkers: None,
             out: None,
             schedule_only: false,
+            min_rate: 0.5,
             exe,
             interrupts: None,
         }
@@ -197,6 +204,9 @@ pub struct ShrinkOutcome {
     pub budget_exhausted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Minimal sequences set aside because they reproduced less often than `--min-rate`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<String>,
 }
 
 impl ShrinkOutcome {
@@ -319,6 +329,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         budget_s: opts.budget.as_secs_f64(),
         budget_exhausted: false,
         interrupted: None,
+        set_aside: Vec::new(),
     };
     if opts.schedule_only {
         report::write(&outcome)?;
@@ -337,17 +348,42 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         candidates: 0,
         interrupted: None,
         budget_hit: false,
+        decided: Default::default(),
     };
     let search_deadline = started + opts.budget.mul_f64(0.75);
     let final_deadline = started + opts.budget;
-    let minimal = search(&mut engine, &original, floor, search_deadline).await?;
-    let (reproduced, replayed) = match (&minimal, engine.interrupted) {
-        (Some(m), None) => {
-            engine
-                .measure(m, opts.final_replays, final_deadline)
-                .await?
+    // A candidate accepted on one lucky replay may reproduce rarely: when its final replays
+    // reproduce less often than `min_rate`, it is set aside and the search resumes without it
+    // (decided candidates are not replayed again).
+    let (minimal, reproduced, replayed) = loop {
+        let minimal = search(&mut engine, &original, floor, search_deadline).await?;
+        let (reproduced, replayed) = match (&minimal, engine.interrupted) {
+            (Some(m), None) => {
+                engine
+                    .measure(m, opts.final_replays, final_deadline)
+                    .await?
+            }
+            _ => (0, 0),
+        };
+        let Some(m) = &minimal else {
+            break (minimal, reproduced, replayed);
+        };
+        let enough = f64::from(reproduced) >= opts.min_rate * f64::from(replayed);
+        let last_resort = m.steps == original.steps && m.time_limit == original.time_limit;
+        if enough
+            || replayed == 0
+            || last_resort
+            || engine.budget_hit
+            || engine.interrupted.is_some()
+        {
+            break (minimal, reproduced, replayed);
         }
-        _ => (0, 0),
+        outcome.set_aside.push(format!(
+            "{} faults, run {:.1} s: {reproduced} of {replayed} final replays reproduced",
+            m.steps.len(),
+            m.time_limit.as_secs_f64()
+        ));
+        engine.set_aside(m);
     };
     outcome.status = match (&minimal, engine.interrupted) {
         (_, Some(_)) => Status::Interrupted,
@@ -577,6 +613,12 @@ pub async fn shrink(args: ShrinkArgs) -> Result<i32> {
                 args.budget
             ))
         })?;
+    if !(0.0..=1.0).contains(&args.min_rate) {
+        return Err(bad_input(format!(
+            "--min-rate {}: give a share between 0 and 1, e.g. 0.5",
+            args.min_rate
+        )));
+    }
     let exe = std::env::current_exe().context("cannot find the fle-chaos executable")?;
     let opts = ShrinkOptions {
         replays: args.replays,
@@ -591,6 +633,7 @@ pub async fn shrink(args: ShrinkArgs) -> Result<i32> {
         }),
         out: args.out.clone(),
         schedule_only: args.schedule_only,
+        min_rate: args.min_rate,
         exe,
         interrupts: Some(Interrupts::install()?),
     };

@@ -82,6 +82,11 @@ fn markdown(o: &ShrinkOutcome) -> String {
             100.0 * o.rate()
         ));
     }
+    for a in &o.set_aside {
+        s.push_str(&format!(
+            "\nSet aside (below --min-rate, the search went on without it): {a}.\n"
+        ));
+    }
     s.push_str("\n## Minimal sequence\n\n");
     if o.minimal.steps.is_empty() {
         s.push_str("No fault: the failure shows without any.\n");

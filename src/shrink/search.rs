@@ -86,9 +86,26 @@ pub struct Engine {
     pub interrupted: Option<Signal>,
     /// A child was not started because the deadline had passed.
     pub budget_hit: bool,
+    /// Candidates decided so far (by their schedule and run length): whether they failed.
+    /// A set-aside candidate is recorded as passing.
+    pub decided: std::collections::HashMap<String, bool>,
+}
+
+/// What identifies a candidate: its steps as written and its run length.
+fn key(c: &Candidate) -> String {
+    format!(
+        "{} {}",
+        c.time_limit.as_millis(),
+        timed::to_toml(&c.steps, "", false)
+    )
 }
 
 impl Engine {
+    /// Sets `c` aside: from now on it counts as passing (its reproduction rate was too low).
+    pub fn set_aside(&mut self, c: &Candidate) {
+        self.decided.insert(key(c), false);
+    }
+
     fn reproduces(&self, run: &ChildRun) -> bool {
         run.code == crate::exit::INVALID && self.target.iter().all(|t| run.invalid.contains(t))
     }
@@ -176,6 +193,20 @@ impl Engine {
             .flat_map(|r| (0..cands.len()).map(move |c| (c, r)))
             .collect();
         let mut counts = vec![(0u32, 0u32); cands.len()];
+        // Candidates decided before are not replayed again (a search resumed after a candidate
+        // was set aside walks the same path up to it).
+        let mut known = vec![false; cands.len()];
+        if stop.is_some() {
+            for (i, c) in cands.iter().enumerate() {
+                if let Some(&fails) = self.decided.get(&key(c)) {
+                    known[i] = true;
+                    counts[i] = if fails { (1, 1) } else { (0, k) };
+                    if fails && stop.is_some_and(|from| i >= from) {
+                        return Ok(counts);
+                    }
+                }
+            }
+        }
         let (cancel, cancelled) = watch::channel(false);
         let mut running: JoinSet<(usize, u32, Result<ChildRun>)> = JoinSet::new();
         let mut stopping = false;
@@ -185,7 +216,7 @@ impl Engine {
                 let Some((c, r)) = queue.pop_front() else {
                     break;
                 };
-                if stop.is_some() && counts[c].0 > 0 {
+                if known[c] || (stop.is_some() && counts[c].0 > 0) {
                     continue;
                 }
                 if Instant::now() >= deadline {
@@ -257,6 +288,15 @@ impl Engine {
                         stopping = true;
                         let _ = cancel.send(true);
                     }
+                }
+            }
+        }
+        if stop.is_some() && self.interrupted.is_none() {
+            for (i, c) in cands.iter().enumerate() {
+                let (fails, done) = counts[i];
+                // Decided: it failed, or it passed all k replays.
+                if !known[i] && (fails > 0 || done >= k) {
+                    self.decided.insert(key(c), fails > 0);
                 }
             }
         }
