@@ -13,6 +13,7 @@
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
 //! - `run`: one test run end to end;
 //! - `sweep`: many runs from a matrix (nightly jobs), shards, merge and trends.
+//! - `shrink`: a failing run's smallest failing fault sequence, by delta debugging over replays.
 //!
 //! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
 
@@ -25,5 +26,6 @@ pub mod history;
 pub mod nemesis;
 pub mod report;
 pub mod run;
+pub mod shrink;
 pub mod sweep;
 pub mod workload;

@@ -2,7 +2,7 @@
 //! this file only parses the command line and turns results into Jepsen's exit codes.
 
 use clap::{Parser, Subcommand};
-use fle_chaos::{checker, control, exit, report, run, sweep};
+use fle_chaos::{checker, control, exit, report, run, shrink, sweep};
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +39,9 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Combine the folders of a sharded sweep into one summary, JUnit file and trends.
     Merge(sweep::MergeArgs),
+    /// Shrink a failing run to the smallest fault sequence that still fails (delta debugging
+    /// over replays of its recorded faults); exit 1 when it reproduces, 2 when it does not.
+    Shrink(shrink::ShrinkArgs),
 }
 
 /// A command-line error as one line naming the flag and the value (clap's own message is
@@ -98,6 +101,7 @@ fn main() {
             Command::Serve(args) => report::cli::serve(args).await,
             Command::Sweep(args) => sweep::sweep(args).await,
             Command::Merge(args) => sweep::merge(args).await,
+            Command::Shrink(args) => shrink::shrink(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

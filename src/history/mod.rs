@@ -266,6 +266,21 @@ pub struct FaultValue {
     /// Why the action failed (`fail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A fault's start: when it was due, in ms since the workload started (anchors replays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
+    /// A fault's start: how long it was to last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Clock: the offset set (bump, strobe), in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_ms: Option<i64>,
+    /// Clock strobe: how often it flips, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_ms: Option<u64>,
+    /// Clock rate: how fast the clock runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
 }
 
 impl FaultValue {

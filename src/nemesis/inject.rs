@@ -72,6 +72,8 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         "nodes": resolved.nodes,
         "target": t.target.describe(),
         "duration_ms": fault.duration.as_millis() as u64,
+        // When it was due, from the workload's start: anchors a replay's times (`timed`).
+        "at_ms": fault.start.as_millis() as u64,
     });
     if let Some(note) = &resolved.note {
         base["note"] = json!(note);
@@ -120,7 +122,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                     shape,
                     &nodes,
                     &targets,
-                    t.groups.as_deref(),
+                    (t.groups.as_deref(), t.drops.as_ref()),
                     fault.pick,
                     &base,
                 )
@@ -537,7 +539,7 @@ fn partition(
     shape: PartitionShape,
     nodes: &[String],
     targets: &[String],
-    groups: Option<&[Vec<String>]>,
+    (groups, drops): (Option<&[Vec<String>]>, Option<&Grudge>),
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
@@ -546,17 +548,32 @@ fn partition(
             "partitions need nodes with their own network stack (--net netns, or hosts over SSH)"
         );
     };
-    let g = match groups {
-        Some(groups) => {
+    let g = match (drops, groups) {
+        // A timed step's exact grudge.
+        (Some(d), _) => {
+            let mut named = d
+                .iter()
+                .flat_map(|(a, from)| std::iter::once(a).chain(from));
+            if let Some(unknown) = named.find(|n| !nodes.contains(n)) {
+                bail!("drops name {unknown}, which is not a node of this cluster");
+            }
+            d.clone()
+        }
+        (None, Some(groups)) => {
             if let Some(unknown) = groups.iter().flatten().find(|n| !nodes.contains(n)) {
                 bail!("groups name {unknown}, which is not a node of this cluster");
             }
             groups_grudge(nodes, groups)
         }
-        None => grudge(shape, nodes, targets, pick),
+        (None, None) => grudge(shape, nodes, targets, pick),
     };
     let mut value = base.clone();
-    value["shape"] = json!(shape.name());
+    // An exact grudge is no named shape.
+    value["shape"] = json!(if drops.is_some() {
+        "drops"
+    } else {
+        shape.name()
+    });
     value["nodes"] = json!(g.keys().collect::<Vec<_>>());
     value["drops"] = json!(g);
     value["components"] = json!(components(nodes, &g));

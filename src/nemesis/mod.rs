@@ -3,6 +3,8 @@
 //! - `catalogue`: the schedules of `nemesis/`, built in;
 //! - `schedule`: what to do (TOML files in `nemesis/` or `--nemesis` flags);
 //! - `plan`: the seeded generator (same seed, same faults);
+//! - `timed`: the timed schedule (`[[step]]`s: these faults at these times on these nodes),
+//!   for exact replays of a recorded run;
 //! - `partition`: partition shapes as grudges (who drops whom);
 //! - `targets`: resolving leader/random/minority/... to nodes when a fault starts;
 //! - `timing`: fixed or seeded random gaps and durations;
@@ -18,6 +20,7 @@ pub mod runner;
 pub mod schedule;
 pub mod seam;
 pub mod targets;
+pub mod timed;
 pub mod timing;
 pub mod trigger;
 

@@ -149,10 +149,18 @@ pub fn time_limit_for(need: Duration) -> Duration {
     }
 }
 
-/// The faults planned to start and end before `until`. With random timing, the first fault
-/// that does not fit is tried once more at its shortest gap and duration, so that a window
-/// preflight accepted (interval + duration fit) never plans nothing on an unlucky draw.
+/// The faults planned to start and end before `until`: a timed schedule's steps as written,
+/// else the seeded plan. With random timing, the first fault that does not fit is tried once
+/// more at its shortest gap and duration, so that a window preflight accepted (interval +
+/// duration fit) never plans nothing on an unlucky draw.
 pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
+    if let Some(steps) = &schedule.timed {
+        return steps
+            .iter()
+            .filter(|f| f.start + f.span() <= until)
+            .cloned()
+            .collect();
+    }
     let mut out: Vec<PlannedFault> = Vec::new();
     for mut f in Planner::new(schedule, seed) {
         if f.start + f.span() <= until {

@@ -165,6 +165,9 @@ pub struct FaultTemplate {
     pub after: Duration,
     /// The composed group's name in the history (`compose = "..."`; default "kill+partition").
     pub compose: Option<String>,
+    /// Partitions of a timed step (`timed`): the exact grudge (node -> the nodes whose traffic
+    /// it drops), for shapes that groups cannot express (one-way, majorities-ring, bridge).
+    pub drops: Option<super::partition::Grudge>,
 }
 
 /// How long a triggered fault waits for its observation unless it says (`wait`).
@@ -210,6 +213,9 @@ pub struct Schedule {
     pub fake_monotonic: bool,
     /// How gaps and durations are drawn around `interval` and `duration` (`timing = ...`).
     pub timing: Timing,
+    /// A timed schedule (`[[step]]`s, see `timed`): these faults at these times instead of
+    /// the seeded plan; `faults` then holds one template per step (kinds, preflight).
+    pub timed: Option<Vec<super::plan::PlannedFault>>,
 }
 
 impl Schedule {
@@ -223,6 +229,7 @@ impl Schedule {
             faults: Vec::new(),
             fake_monotonic: false,
             timing: Timing::Fixed,
+            timed: None,
         }
     }
 
@@ -286,6 +293,9 @@ impl Schedule {
 
     /// Parses schedule TOML; the error is "line N: what is wrong".
     pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
+        if super::timed::is_timed(text) {
+            return super::timed::from_toml(name, text);
+        }
         let raw: RawSchedule = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
         let line_of = |needle: &str| line_of(text, needle);
         let interval = parse_duration(&raw.interval.unwrap_or_else(|| "10s".into()))
@@ -321,12 +331,13 @@ impl Schedule {
             faults,
             fake_monotonic: raw.fake_monotonic,
             timing,
+            timed: None,
         })
     }
 }
 
 /// The defaults `--nemesis KIND` uses.
-fn default_template(kind: FaultKind) -> FaultTemplate {
+pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
     let (target, shape, clock) = match kind {
         FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt => {
             (TargetSpec::Random, None, None)
@@ -359,6 +370,7 @@ fn default_template(kind: FaultKind) -> FaultTemplate {
         with: Vec::new(),
         after: Duration::ZERO,
         compose: None,
+        drops: None,
     }
 }
 
@@ -377,7 +389,7 @@ struct RawSchedule {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawFault {
+pub(super) struct RawFault {
     kind: String,
     target: Option<String>,
     shape: Option<String>,
@@ -418,7 +430,7 @@ struct RawFault {
 }
 
 impl RawFault {
-    fn into_template(self) -> Result<FaultTemplate, String> {
+    pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
                 "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss, corrupt or packet",
@@ -766,7 +778,7 @@ fn parse_signed_ms(text: &str) -> Result<i64, String> {
 }
 
 /// A TOML error as "line N: message".
-fn toml_error(text: &str, e: &toml::de::Error) -> String {
+pub(super) fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
         // The line holding the span's first byte: newlines before it, plus one (`lines()`

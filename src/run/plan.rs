@@ -8,12 +8,12 @@ use crate::nemesis::{Nemesis, NemesisSettings};
 use crate::workload::{self, Workload};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Net {
     /// One network namespace per node on a private bridge (root).
@@ -23,7 +23,7 @@ pub enum Net {
 }
 
 /// The system under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
     /// fle-node, this crate's FLE + Zab.
@@ -32,8 +32,8 @@ pub enum TargetKind {
     Zookeeper,
 }
 
-/// `fle-chaos test` options.
-#[derive(Args, Debug, Clone, Serialize)]
+/// `fle-chaos test` options (kept in test.json `settings.args`; `shrink` reads them back).
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct TestArgs {
     /// Number of local nodes (servers n1..nN; 1 to 31), or with --ssh the remote hosts,
     /// comma-separated (n1 runs on the first): `--ssh --nodes vm1,vm2,vm3`.

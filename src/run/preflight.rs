@@ -36,6 +36,22 @@ fn at(schedule: &Schedule, fault: &FaultTemplate) -> String {
 /// Checks that every fault of `schedule` fits in `time_limit` and names only `nodes`.
 pub fn check_schedule(schedule: &Schedule, time_limit: Duration, nodes: &[String]) -> Result<()> {
     let window = fault_window(time_limit);
+    // A timed schedule's steps come at their own times: each must be undone within the window.
+    for step in schedule.timed.iter().flatten() {
+        let end = step.start + step.duration;
+        if end > window {
+            return Err(bad_input(format!(
+                "{}this {} step starts at {} and lasts {}: it cannot be undone within                  --time-limit {} (faults get its first {}); raise --time-limit to at least {:.0},                  or move the step earlier or shorten it",
+                at(schedule, &step.template),
+                step.template.kind.name(),
+                secs(step.start),
+                secs(step.duration),
+                time_limit.as_secs_f64(),
+                secs(window),
+                time_limit_for(end).as_secs_f64().ceil(),
+            )));
+        }
+    }
     for fault in &schedule.faults {
         check_nodes(schedule, fault, nodes)?;
         let duration = fault.duration.unwrap_or(schedule.duration);

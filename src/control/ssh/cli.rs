@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// `--nodes`: a number of local nodes, or with `--ssh` the hosts, comma-separated.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum NodesArg {
     Count(usize),
@@ -79,7 +79,9 @@ fn parse_hosts<'a>(
 }
 
 /// The flags that run the nodes on remote hosts.
-#[derive(Args, Debug, Clone, Default, serde::Serialize)]
+// Deserialize: a run's test.json keeps its arguments; `shrink` replays them.
+#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SshArgs {
     /// Run the nodes on remote hosts (VMs) over SSH, one node per host. `--nodes` (or
     /// `--nodes-file`) then lists the hosts: `--ssh --nodes vm1,vm2,vm3`.

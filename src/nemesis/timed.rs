@@ -1,0 +1,619 @@
+//! The timed schedule: a nemesis file of `[[step]]` tables, each one fault at a given time since
+//! the workload started, on resolved nodes (never roles), for a given duration:
+//!
+//! ```toml
+//! [[step]]
+//! at = "3.2s"
+//! kind = "partition"
+//! groups = [["n1", "n2"], ["n3"]]
+//! duration = "5s"
+//! ```
+//!
+//! Why: a seeded `[[fault]]` schedule says what *may* happen and resolves "the leader" at run
+//! time; a replay of a recorded run (and shrinking it, `crate::shrink`) needs what *did*
+//! happen, exactly, on the same nodes. A step takes the keys of a `[[fault]]` (validated by the
+//! same code) plus `at` and, for partitions no named shape can say (one-way cuts, rings,
+//! bridges), `drops`: the exact grudge. Steps run one at a time in order of `at`, through
+//! the same nemesis as a seeded plan (`plan::plan` hands them out as written).
+//!
+//! [`of_run`] makes the steps of a recorded run from its history's fault intervals
+//! (`history::view`, the one definition of when a fault was in force); [`to_toml`] writes them.
+
+use super::partition::{components, groups_grudge, Grudge};
+use super::plan::PlannedFault;
+use super::schedule::{
+    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, PartitionShape, RawFault,
+    Schedule, TargetSpec,
+};
+use crate::exit::bad_input;
+use crate::history::line::Body;
+use crate::history::read::{self, BadLine};
+use crate::history::test_info::TestInfo;
+use crate::history::view::View;
+use crate::history::{sid_of, EventType, FaultStep, FaultValue, NEMESIS};
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// True when `text` is a timed schedule (it has `[[step]]` tables). Text that is not TOML is
+/// left to the seeded schedule's parser, which names the line.
+pub fn is_timed(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("step"))
+}
+
+/// Parses a timed schedule; the error is "line N: what is wrong".
+pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+    let mut fake_monotonic = false;
+    let mut steps = Vec::new();
+    for (key, value) in &table {
+        let line = line_of(text, key);
+        match key.as_str() {
+            "step" => {
+                let Some(list) = value.as_array() else {
+                    return Err(format!("line {line}: step must be [[step]] tables"));
+                };
+                for (i, step) in list.iter().enumerate() {
+                    let line = step_line(text, i);
+                    let Some(step) = step.as_table() else {
+                        return Err(format!("line {line}: step must be [[step]] tables"));
+                    };
+                    let fault = parse_step(step, i)
+                        .map_err(|e| format!("line {line}: in this [[step]]: {e}"))?;
+                    steps.push(fault_at_line(fault, line));
+                }
+            }
+            "fake_monotonic" => {
+                fake_monotonic = value
+                    .as_bool()
+                    .ok_or_else(|| format!("line {line}: fake_monotonic must be true or false"))?
+            }
+            "fault" => {
+                return Err(format!(
+                    "line {line}: [[fault]] and [[step]] in one file: a schedule is either seeded \
+                     ([[fault]] tables with interval) or timed ([[step]] tables with at); split it"
+                ))
+            }
+            "interval" | "duration" => {
+                return Err(format!(
+                    "line {line}: {key} is for [[fault]] schedules; in a timed schedule each \
+                     [[step]] has its own at and duration"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "line {line}: unknown key {other}; a timed schedule has [[step]] tables and \
+                     optionally fake_monotonic"
+                ))
+            }
+        }
+    }
+    if steps.is_empty() {
+        return Err("no [[step]] tables: add at least one, e.g.\n[[step]]\nat = \"3s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"4s\"".into());
+    }
+    steps.sort_by_key(|s| s.start);
+    Ok(Schedule {
+        name: name.to_string(),
+        origin: name.to_string(),
+        interval: Duration::ZERO,
+        duration: Duration::ZERO,
+        faults: steps.iter().map(|s| s.template.clone()).collect(),
+        fake_monotonic,
+        timing: super::timing::Timing::Fixed,
+        timed: Some(steps),
+    })
+}
+
+fn fault_at_line(mut f: PlannedFault, line: usize) -> PlannedFault {
+    f.template.line = Some(line);
+    f
+}
+
+/// The random word of step `i` (the tear point of a power loss, the damage of a corrupt):
+/// fixed by the step's place, so a replay of the same file does the same.
+fn step_pick(i: usize) -> u64 {
+    0x5eed_0000_u64
+        .wrapping_add(i as u64)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// One `[[step]]` table: `at`, `drops` and `duration` here, the rest by `[[fault]]`'s code.
+fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
+    let mut rest = step.clone();
+    let text = |key: &str, rest: &mut toml::Table| -> Result<Option<String>, String> {
+        match rest.remove(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(format!("{key} = {v}: must be a string like \"3.2s\"")),
+        }
+    };
+    let at = text("at", &mut rest)?.ok_or(
+        "at is missing: when the step starts after the workload started, e.g. at = \"3.2s\"",
+    )?;
+    let at = parse_duration(&at).map_err(|e| format!("at: {e}"))?;
+    let duration = text("duration", &mut rest)?
+        .ok_or("duration is missing: how long the fault lasts, e.g. duration = \"5s\"")?;
+    let duration = parse_duration(&duration).map_err(|e| format!("duration: {e}"))?;
+    if rest.contains_key("weight") {
+        return Err("weight is for [[fault]] tables; a step happens exactly once".into());
+    }
+    let drops = match rest.remove("drops") {
+        None => None,
+        Some(v) => Some(parse_drops(&v)?),
+    };
+    // groups alone means shape "groups", as the recorded replays write it.
+    if rest.contains_key("groups") && !rest.contains_key("shape") {
+        rest.insert("shape".into(), toml::Value::String("groups".into()));
+    }
+    let raw: RawFault = toml::Value::Table(rest)
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().trim().to_string())?;
+    let mut t: FaultTemplate = raw.into_template()?;
+    t.duration = Some(duration);
+    if !matches!(t.target, TargetSpec::Nodes(_))
+        && (t.kind != FaultKind::Partition || step.contains_key("target"))
+    {
+        return Err(format!(
+            "target = \"{}\": a step names its nodes (target = \"n1\" or \"n1,n3\"); roles such as \
+             the leader are resolved by [[fault]] schedules at run time",
+            t.target.describe()
+        ));
+    }
+    if t.kind == FaultKind::Partition {
+        partition_is_exact(&t, drops.is_some(), step.contains_key("shape"))?;
+        // The nodes it cuts are its target (as the history records it).
+        let mut named: Vec<String> = match (&drops, &t.groups) {
+            (Some(d), _) => d
+                .iter()
+                .flat_map(|(a, f)| std::iter::once(a).chain(f))
+                .cloned()
+                .collect(),
+            (None, Some(g)) => g.iter().flatten().cloned().collect(),
+            (None, None) => Vec::new(),
+        };
+        if !named.is_empty() {
+            named.sort_by_key(|n| sid_of(n));
+            named.dedup();
+            t.target = TargetSpec::Nodes(named);
+        }
+        t.drops = drops;
+    } else if drops.is_some() {
+        return Err("drops is only for kind = \"partition\"".into());
+    }
+    let clock_delta_ms = match t.clock {
+        Some(ClockMode::Bump {
+            random_sign: true, ..
+        }) => {
+            return Err(
+                "delta needs a sign (\"+60s\" or \"-60s\"): a step is replayed exactly, never \
+                 with a drawn sign"
+                    .into(),
+            )
+        }
+        Some(ClockMode::Bump { delta_ms, .. }) => Some(delta_ms),
+        _ => None,
+    };
+    Ok(PlannedFault {
+        start: at,
+        duration,
+        template: t,
+        pick: step_pick(i),
+        clock_delta_ms,
+        gap: Duration::ZERO,
+        parts: Vec::new(),
+        annotations: Default::default(),
+    })
+}
+
+/// A partition step must cut exactly the same way every time: explicit groups or drops, or a
+/// shape that needs no random draw and no role.
+fn partition_is_exact(t: &FaultTemplate, drops: bool, shape_given: bool) -> Result<(), String> {
+    if drops {
+        if shape_given || t.groups.is_some() {
+            return Err("drops is the whole partition: leave out shape and groups".into());
+        }
+        return Ok(());
+    }
+    match (t.shape, &t.target) {
+        (Some(PartitionShape::Groups | PartitionShape::Halves), _) => Ok(()),
+        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), TargetSpec::Nodes(n))
+            if n.len() == 1 =>
+        {
+            Ok(())
+        }
+        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), _) => {
+            Err("shape isolate-one and one-way need target = one node, e.g. \"n2\"".into())
+        }
+        _ => Err(
+            "a partition step needs groups = [[\"n1\", \"n2\"], [\"n3\"]], or drops = { n1 = \
+             [\"n3\"] } (node = the nodes whose traffic it drops), or shape = \"halves\" / \
+             \"isolate-one\" / \"one-way\" with a target; random shapes are not exact"
+                .into(),
+        ),
+    }
+}
+
+/// `drops = { n1 = ["n3"], n3 = ["n1", "n2"] }`.
+fn parse_drops(v: &toml::Value) -> Result<Grudge, String> {
+    let usage = "drops must be a table of node = [nodes it drops], e.g. drops = { n1 = [\"n3\"] }";
+    let table = v.as_table().ok_or(usage)?;
+    let mut g = Grudge::new();
+    for (node, from) in table {
+        let from = from.as_array().ok_or(usage)?;
+        let mut set = std::collections::BTreeSet::new();
+        for f in from {
+            let f = f.as_str().ok_or(usage)?;
+            for name in [node.as_str(), f] {
+                if sid_of(name).is_none() {
+                    return Err(format!("drops: '{name}' is not a node name like n1"));
+                }
+            }
+            if f == node {
+                return Err(format!("drops: {node} cannot drop itself"));
+            }
+            set.insert(f.to_string());
+        }
+        if !set.is_empty() {
+            g.insert(node.clone(), set);
+        }
+    }
+    if g.is_empty() {
+        return Err("drops cuts nothing: name at least one node and whom it drops".into());
+    }
+    Ok(g)
+}
+
+/// The 1-based line of the `index`-th `[[step]]` header.
+fn step_line(text: &str, index: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[step]]"))
+        .nth(index)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(1)
+}
+
+/// The 1-based line where the top-level `key` is set, or 1.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.starts_with(key) || l.starts_with(&format!("[[{key}]]"))
+        })
+        .map(|i| i + 1)
+        .unwrap_or(1)
+}
+
+/// A duration as a step writes it: "4s", "4.138s".
+pub fn secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}.{:03}s", ms / 1000, ms % 1000)
+    }
+}
+
+fn signed_secs(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "+" };
+    format!("{sign}{}", secs(Duration::from_millis(ms.unsigned_abs())))
+}
+
+fn quoted_list(items: &[String]) -> String {
+    let q: Vec<String> = items.iter().map(|n| format!("{n:?}")).collect();
+    format!("[{}]", q.join(", "))
+}
+
+/// Writes `steps` as a timed schedule, each line of `header` as a comment on top.
+pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> String {
+    let mut out = String::new();
+    for line in header.lines() {
+        out.push_str(&format!("# {line}\n"));
+    }
+    if fake_monotonic {
+        out.push_str("fake_monotonic = true\n");
+    }
+    for s in steps {
+        let t = &s.template;
+        out.push_str(&format!(
+            "\n[[step]]\nat = \"{}\"\nkind = \"{}\"\n",
+            secs(s.start),
+            t.kind.name()
+        ));
+        if let (FaultKind::Partition, Some(d)) = (t.kind, &t.drops) {
+            let entries: Vec<String> = d
+                .iter()
+                .map(|(n, from)| {
+                    format!(
+                        "{n} = {}",
+                        quoted_list(&from.iter().cloned().collect::<Vec<_>>())
+                    )
+                })
+                .collect();
+            out.push_str(&format!("drops = {{ {} }}\n", entries.join(", ")));
+        } else if let (FaultKind::Partition, Some(g)) = (t.kind, &t.groups) {
+            let groups: Vec<String> = g.iter().map(|g| quoted_list(g)).collect();
+            out.push_str(&format!("groups = [{}]\n", groups.join(", ")));
+        } else {
+            if t.kind == FaultKind::Partition {
+                let shape = t.shape.unwrap_or(PartitionShape::Halves);
+                out.push_str(&format!("shape = \"{}\"\n", shape.name()));
+            }
+            if let TargetSpec::Nodes(n) = &t.target {
+                out.push_str(&format!("target = \"{}\"\n", n.join(",")));
+            }
+        }
+        match t.clock {
+            Some(ClockMode::Bump { delta_ms, .. }) => out.push_str(&format!(
+                "mode = \"bump\"\ndelta = \"{}\"\n",
+                signed_secs(s.clock_delta_ms.unwrap_or(delta_ms))
+            )),
+            Some(ClockMode::Strobe {
+                delta_ms,
+                period_ms,
+            }) => out.push_str(&format!(
+                "mode = \"strobe\"\ndelta = \"{}\"\nperiod = \"{period_ms}ms\"\n",
+                signed_secs(delta_ms)
+            )),
+            Some(ClockMode::Rate { factor }) => {
+                out.push_str(&format!("mode = \"rate\"\nfactor = {factor:?}\n"))
+            }
+            None => {}
+        }
+        out.push_str(&format!("duration = \"{}\"\n", secs(s.duration)));
+    }
+    out
+}
+
+/// What a recorded run did: its settings and its faults as timed steps.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub info: TestInfo,
+    pub steps: Vec<PlannedFault>,
+    /// The run's schedule asked libfaketime to fake monotonic clocks too.
+    pub fake_monotonic: bool,
+}
+
+/// The faults of the run in `run_dir`, as it did them: each fault interval of its history
+/// (`history::view`) with its resolved nodes, what the start event says was done (the exact
+/// grudge, the clock offset), its time since the workload started and how long it was in
+/// force. Faults that failed (nothing done) are not steps.
+pub fn of_run(run_dir: &Path) -> Result<Recorded> {
+    let info = TestInfo::read(&run_dir.join("test.json")).map_err(|e| {
+        bad_input(format!(
+            "{}: not a run folder of fle-chaos test (its test.json: {e:#}); give a run folder such as reports/election/latest",
+            run_dir.display()
+        ))
+    })?;
+    let mut view = View::new(&info.nodes);
+    let mut starts: BTreeMap<u64, FaultValue> = BTreeMap::new();
+    let mut first_ns: Option<u64> = None;
+    let history = run_dir.join("history.jsonl");
+    read::for_each(&history, |at, line, _| {
+        view.feed(at.pos, line);
+        first_ns.get_or_insert(line.time);
+        if let Body::Fault(v) = &line.body {
+            let done = line.kind == EventType::Info && line.process == NEMESIS;
+            if done && matches!(v.step(line.f), Some(FaultStep::Starts(_))) {
+                starts.insert(line.index, v.clone());
+            }
+        }
+    })
+    .map_err(|e| match e.downcast_ref::<BadLine>() {
+        Some(bad) => bad_input(bad.to_string()),
+        None => bad_input(format!("{}: {e:#}", history.display())),
+    })?;
+    let done = view.finish();
+    // The workload's start, on the history's clock: a fault started `at_ms` after it, never
+    // before (the nemesis is late, never early). Runs older than `at_ms`: the first event.
+    let anchor = done
+        .intervals
+        .iter()
+        .filter_map(|i| {
+            let at = starts.get(&i.start_index)?.at_ms?;
+            Some(i.start_ns.saturating_sub(at * 1_000_000))
+        })
+        .min()
+        .or(first_ns)
+        .unwrap_or(0);
+    let mut steps = Vec::new();
+    for (i, interval) in done.intervals.iter().enumerate() {
+        let value = starts
+            .get(&interval.start_index)
+            .cloned()
+            .unwrap_or_default();
+        let end = interval.end_ns.unwrap_or(done.end_ns);
+        let mut t = FaultTemplate {
+            target: TargetSpec::Nodes(interval.nodes.clone()),
+            ..super::schedule::default_template(interval.kind)
+        };
+        match interval.kind {
+            FaultKind::Partition => {
+                let g: Grudge = value
+                    .drops
+                    .iter()
+                    .map(|(n, from)| (n.clone(), from.iter().cloned().collect()))
+                    .collect();
+                let comps = components(&info.nodes, &g);
+                if groups_grudge(&info.nodes, &comps) == g {
+                    t.shape = Some(PartitionShape::Groups);
+                    t.groups = Some(comps);
+                } else {
+                    t.drops = Some(g);
+                }
+            }
+            FaultKind::Clock => t.clock = Some(clock_of(&value)),
+            _ => {}
+        }
+        // As long as the nemesis held it: the planned duration, unless the run's stop cut it
+        // short (the final heal ended it); the time between the done start and the done undo
+        // would add the undo's own time at every generation of replays.
+        let held = Duration::from_nanos(end.saturating_sub(interval.start_ns));
+        let cut_short = done.final_heal.is_some_and(|h| end >= h.time);
+        let duration = match value.duration_ms {
+            Some(ms) if !cut_short => Duration::from_millis(ms),
+            _ => held,
+        };
+        t.duration = Some(duration);
+        let clock_delta_ms = match t.clock {
+            Some(ClockMode::Bump { delta_ms, .. }) => Some(delta_ms),
+            _ => None,
+        };
+        steps.push(PlannedFault {
+            // Whole milliseconds, as the file writes them.
+            start: Duration::from_millis(interval.start_ns.saturating_sub(anchor) / 1_000_000),
+            duration: Duration::from_millis(duration.as_millis() as u64),
+            template: t,
+            pick: step_pick(i),
+            clock_delta_ms,
+            gap: Duration::ZERO,
+            parts: Vec::new(),
+            annotations: Default::default(),
+        });
+    }
+    let fake_monotonic = info
+        .settings
+        .rest
+        .get("fake_monotonic")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    Ok(Recorded {
+        info,
+        steps,
+        fake_monotonic,
+    })
+}
+
+/// The clock fault a start event records.
+fn clock_of(v: &FaultValue) -> ClockMode {
+    let offset = v.offset_ms.unwrap_or(0);
+    match v.mode.as_deref() {
+        Some("strobe") => ClockMode::Strobe {
+            delta_ms: offset,
+            period_ms: v.period_ms.unwrap_or(200),
+        },
+        Some("rate") => ClockMode::Rate {
+            factor: v.factor.unwrap_or(1.0),
+        },
+        _ => ClockMode::Bump {
+            delta_ms: offset,
+            random_sign: false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"# a replay
+[[step]]
+at = "9s"
+kind = "kill"
+target = "n3"
+duration = "4s"
+
+[[step]]
+at = "3.2s"
+kind = "partition"
+groups = [["n1", "n2"], ["n3"]]
+duration = "5s"
+
+[[step]]
+at = "20s"
+kind = "partition"
+drops = { n2 = ["n1"], n3 = ["n1"] }
+duration = "1.5s"
+
+[[step]]
+at = "25s"
+kind = "clock"
+target = "n1,n2"
+mode = "bump"
+delta = "-60s"
+duration = "2s"
+"#;
+
+    #[test]
+    fn steps_parse_in_time_order_with_their_lines() {
+        let s = Schedule::from_toml("t", FILE).unwrap();
+        let steps = s.timed.as_ref().unwrap();
+        let at: Vec<u128> = steps.iter().map(|f| f.start.as_millis()).collect();
+        assert_eq!(at, vec![3200, 9000, 20_000, 25_000]);
+        assert_eq!(steps[0].template.line, Some(8));
+        assert_eq!(
+            steps[0].template.groups,
+            Some(vec![vec!["n1".into(), "n2".into()], vec!["n3".into()]])
+        );
+        assert_eq!(
+            steps[1].template.target,
+            TargetSpec::Nodes(vec!["n3".into()])
+        );
+        assert_eq!(steps[2].template.drops.as_ref().unwrap().len(), 2);
+        assert_eq!(steps[3].clock_delta_ms, Some(-60_000));
+        assert_eq!(
+            s.kinds(),
+            vec![FaultKind::Partition, FaultKind::Kill, FaultKind::Clock]
+        );
+        // The plan is the steps, as written, seed or not.
+        let p = super::super::plan::plan(&s, 1, Duration::from_secs(60));
+        assert_eq!(p, *steps);
+        assert_eq!(
+            super::super::plan::plan(&s, 2, Duration::from_secs(21)).len(),
+            2
+        );
+    }
+
+    #[test]
+    fn written_steps_read_back_the_same() {
+        let s = Schedule::from_toml("t", FILE).unwrap();
+        let steps = s.timed.unwrap();
+        let text = to_toml(&steps, "replay of x\nsecond line", false);
+        assert!(text.starts_with("# replay of x\n# second line\n"), "{text}");
+        let again = Schedule::from_toml("t", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let again = again.timed.unwrap();
+        for (a, b) in steps.iter().zip(&again) {
+            assert_eq!(
+                (a.start, a.duration, a.clock_delta_ms, &a.template.drops),
+                (b.start, b.duration, b.clock_delta_ms, &b.template.drops)
+            );
+            assert_eq!(
+                (&a.template.target, &a.template.groups, a.template.clock),
+                (&b.template.target, &b.template.groups, b.template.clock)
+            );
+        }
+    }
+
+    #[test]
+    fn bad_steps_name_the_line_and_the_fix() {
+        let err = |text: &str| Schedule::from_toml("t", text).unwrap_err();
+        let e = err("[[step]]\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\n");
+        assert!(
+            e.starts_with("line 1") && e.contains("at is missing"),
+            "{e}"
+        );
+        let e =
+            err("[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"leader\"\nduration = \"1s\"\n");
+        assert!(e.contains("names its nodes"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"kill\"\nduration = \"1s\"\n");
+        assert!(e.contains("names its nodes"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"partition\"\nshape = \"random-halves\"\nduration = \"1s\"\n");
+        assert!(e.contains("random shapes are not exact"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"clock\"\ntarget = \"n1\"\ndelta = \"60s\"\nduration = \"1s\"\n");
+        assert!(e.contains("needs a sign"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\ncolour = 3\n");
+        assert!(e.starts_with("line 1") && e.contains("colour"), "{e}");
+        let e = err("[[fault]]\nkind = \"kill\"\n\n[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\n");
+        assert!(e.contains("[[fault]] and [[step]]"), "{e}");
+        let e = err("interval = \"2s\"\n[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\n");
+        assert!(
+            e.starts_with("line 1") && e.contains("own at and duration"),
+            "{e}"
+        );
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"partition\"\ndrops = { n1 = [\"n1\"] }\nduration = \"1s\"\n");
+        assert!(e.contains("cannot drop itself"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\nweight = 2\n");
+        assert!(e.contains("weight"), "{e}");
+    }
+}
