@@ -1,20 +1,25 @@
 //! The side-by-side figure: fle-node and real Apache ZooKeeper, each through its `Target`, in
 //! their own network namespaces with the same tickTime/initLimit/syncLimit, in one invocation:
 //! cold start to a stable (quorum-backed) leader, leader SIGKILL / SIGSTOP to a new
-//! quorum-backed leader, the old leader's rejoin, RSS per server, one status read; then a table
-//! of medians with the ratio fle-node / ZooKeeper. Needs root (namespaces) and the zookeeper
-//! package (installed when missing).
+//! quorum-backed leader, the old leader's rejoin, RSS per server, one status read; the heal of
+//! an isolate-leader partition (5 s, 30 s, 120 s) to the cut-off old leader FOLLOWING the
+//! current leader in broadcast (issue 18); then a table of medians with the ratio fle-node /
+//! ZooKeeper. Needs root (namespaces, iptables) and the zookeeper package (installed when
+//! missing).
 //!
-//! `cargo bench --bench side_by_side` (env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
-//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper).
+//! `cargo bench --bench side_by_side` runs everything. Env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
+//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper, FLC_ZK_PARTS=kill,pause,rejoin (which fault
+//! rows to run; cold start, RSS and a status read always run), FLC_ZK_REJOIN=5,30,120 (the
+//! partition lengths, seconds), FLC_ZK_REJOIN_SIZES=5 (the cluster sizes that get rejoin rows:
+//! five repetitions of 155 s of partitions per target are ~15 min each).
 
-use fle_chaos::api::NodeStatus;
+use fle_chaos::api::{NodeStatus, ServerState, ZabPhase};
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::registry::Registry;
 use fle_chaos::control::target::Target;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
-use fle_chaos::control::Control;
+use fle_chaos::control::{Control, Net};
 use fle_chaos::history::view::quorum_leader_of as quorum_leader;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -26,6 +31,15 @@ impl Drop for Teardown {
     fn drop(&mut self) {
         let _ = self.0.teardown();
     }
+}
+
+/// A comma-separated list from the environment, else `default`.
+fn list<T: std::str::FromStr>(name: &str, default: &str) -> Vec<T> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -80,6 +94,84 @@ async fn until_follows(db: &dyn Target, node: &str, leader: u64) -> Option<Durat
     None
 }
 
+/// `s` FOLLOWS `leader` and has synced with it (Zab broadcast; ZooKeeper: serving).
+fn follows(s: &NodeStatus, leader: u64) -> bool {
+    s.state == ServerState::Following
+        && s.leader == Some(leader)
+        && s.zab_phase == ZabPhase::Broadcast
+}
+
+/// A quorum-backed leader that every server reads as following (in broadcast): the settled
+/// cluster a partition starts from. Its sid, or None after 120 s.
+async fn until_stable(db: &dyn Target, nodes: &[String], size: usize) -> Option<u64> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(120) {
+        let seen = all_statuses(db, nodes).await;
+        if let Some((sid, _)) = quorum_leader(&seen, size) {
+            if seen.len() == nodes.len() && seen.iter().all(|s| s.sid == sid || follows(s, sid)) {
+                return Some(sid);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+/// Isolates the leader (every packet between it and the others dropped, both ways) for each
+/// of `lengths` seconds, `reps` times each, heals, and times the heal to the old leader
+/// FOLLOWING the current quorum-backed leader in broadcast (issue 18's rejoin rows).
+async fn rejoin_rows(
+    db: &dyn Target,
+    net: &dyn Net,
+    nodes: &[String],
+    size: usize,
+    reps: usize,
+    lengths: &[u64],
+) -> anyhow::Result<()> {
+    for &secs in lengths {
+        let mut took = Vec::new();
+        for _ in 0..reps {
+            let old = until_stable(db, nodes, size)
+                .await
+                .ok_or_else(|| anyhow::anyhow!("no settled cluster before the partition"))?;
+            let cut_off = format!("n{old}");
+            let rest: Vec<String> = nodes.iter().filter(|n| **n != cut_off).cloned().collect();
+            net.drop_from(&cut_off, &rest)?;
+            for n in &rest {
+                net.drop_from(n, std::slice::from_ref(&cut_off))?;
+            }
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            for n in nodes {
+                net.heal(n)?;
+            }
+            let healed = Instant::now();
+            loop {
+                let seen = all_statuses(db, nodes).await;
+                let now_leader = quorum_leader(&seen, size).map(|(sid, _)| sid);
+                let back = now_leader.is_some_and(|l| {
+                    l != old && seen.iter().any(|s| s.sid == old && follows(s, l))
+                });
+                if back {
+                    took.push(healed.elapsed().as_secs_f64() * 1e3);
+                    break;
+                }
+                if healed.elapsed() > Duration::from_secs(180) {
+                    println!(
+                        "  n{old} not following the leader ({now_leader:?}) 180 s after the heal of a {secs} s partition"
+                    );
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        summary(
+            &format!("isolate leader {secs:>3} s, heal -> old leader following (ms)"),
+            took,
+        );
+    }
+    Ok(())
+}
+
 fn rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -112,7 +204,19 @@ fn summary(label: &str, mut ms: Vec<f64>) {
     );
 }
 
-async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()> {
+/// What one invocation measures (env FLC_ZK_*).
+struct Plan {
+    reps: usize,
+    tick_ms: u64,
+    /// Fault rows to run: "kill", "pause", "rejoin".
+    parts: Vec<String>,
+    /// Isolate-leader lengths (seconds) and the cluster sizes that get them.
+    rejoin: Vec<u64>,
+    rejoin_sizes: Vec<usize>,
+}
+
+async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()> {
+    let (reps, tick_ms) = (plan.reps, plan.tick_ms);
     *CURRENT.lock().unwrap() = (size, target.to_string());
     let dir = tempfile::Builder::new().prefix("flc-db-bench").tempdir()?;
     let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
@@ -187,6 +291,9 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
     summary("one status read (ms)", reads);
 
     for (fault, label) in [("kill", "SIGKILL"), ("pause", "SIGSTOP")] {
+        if !plan.parts.iter().any(|p| p == fault) {
+            continue;
+        }
         let (mut to_leader, mut rejoin) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             let node = format!("n{leader}");
@@ -220,6 +327,9 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
             &format!("old leader back to following (ms, {fault})"),
             rejoin,
         );
+    }
+    if plan.parts.iter().any(|p| p == "rejoin") && plan.rejoin_sizes.contains(&size) {
+        rejoin_rows(db, cluster.as_ref(), &nodes, size, reps, &plan.rejoin).await?;
     }
     let rss: Vec<f64> = nodes
         .iter()
@@ -268,17 +378,26 @@ async fn main() {
         println!("side-by-side bench skipped: {e:#}");
         return;
     }
-    let reps = env_or("FLC_ZK_REPS", 5usize);
-    let tick_ms = env_or("FLC_ZK_TICK_MS", 200u64);
-    let sizes: Vec<usize> = std::env::var("FLC_ZK_SIZES")
-        .unwrap_or_else(|_| "3,5".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let targets = std::env::var("FLC_TARGETS").unwrap_or_else(|_| "fle,zookeeper".into());
+    let plan = Plan {
+        reps: env_or("FLC_ZK_REPS", 5usize),
+        tick_ms: env_or("FLC_ZK_TICK_MS", 200u64),
+        parts: list("FLC_ZK_PARTS", "kill,pause,rejoin"),
+        rejoin: list("FLC_ZK_REJOIN", "5,30,120"),
+        rejoin_sizes: list("FLC_ZK_REJOIN_SIZES", "5"),
+    };
+    let sizes: Vec<usize> = list("FLC_ZK_SIZES", "3,5");
+    let targets: Vec<String> = list("FLC_TARGETS", "fle,zookeeper");
+    println!(
+        "side_by_side, {} UTC: sizes {sizes:?}, targets {targets:?}, {} repetitions, rows {:?}, rejoin after {:?} s at sizes {:?}",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+        plan.reps,
+        plan.parts,
+        plan.rejoin,
+        plan.rejoin_sizes
+    );
     for size in sizes {
-        for target in targets.split(',').map(str::trim) {
-            if let Err(e) = bench_size(target, size, reps, tick_ms).await {
+        for target in &targets {
+            if let Err(e) = bench_size(target, size, &plan).await {
                 println!("--- {target}, {size} servers: failed: {e:#}");
             }
         }
