@@ -61,7 +61,10 @@ async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
         .collect()
 }
 
-/// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz.
+/// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz. `not` (the
+/// killed or paused leader) is not polled: a paused server accepts the connection but never
+/// answers, so every poll round waited out its 500 ms status timeout and a new leader was
+/// seen up to half a second late; it cannot be part of the new leader's quorum anyway.
 async fn until_leader(
     db: &dyn Target,
     nodes: &[String],
@@ -69,8 +72,16 @@ async fn until_leader(
     not: Option<u64>,
 ) -> Option<(u64, u64, Duration)> {
     let start = Instant::now();
+    let polled: Vec<String> = match not {
+        Some(old) => nodes
+            .iter()
+            .filter(|n| **n != format!("n{old}"))
+            .cloned()
+            .collect(),
+        None => nodes.to_vec(),
+    };
     while start.elapsed() < Duration::from_secs(120) {
-        let seen = all_statuses(db, nodes).await;
+        let seen = all_statuses(db, &polled).await;
         if let Some((sid, epoch)) = quorum_leader(&seen, size) {
             if Some(sid) != not {
                 return Some((sid, epoch, start.elapsed()));
