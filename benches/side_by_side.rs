@@ -50,9 +50,9 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// Every node's status, read concurrently: one read that hangs (a SIGSTOPped server accepts
-/// the connection but never answers) must not delay the others. Read one after the other, the
-/// paused leader's 500 ms status timeout made every poll round last ~520 ms, so a new leader
-/// was seen up to half a second late (issue 18: most of the paused leader's "second second").
+/// the connection but never answers) must not delay the others' answers. A round still lasts
+/// until its slowest read ends, so `until_leader` leaves the paused leader out (its 500 ms
+/// timeout made every poll round last ~520 ms: a new leader seen up to half a second late).
 async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
     futures_util::future::join_all(nodes.iter().map(|n| db.status(n)))
         .await
@@ -197,7 +197,7 @@ static CURRENT: Mutex<(usize, String)> = Mutex::new((0, String::new()));
 
 fn summary(label: &str, mut ms: Vec<f64>) {
     if ms.is_empty() {
-        println!("{label:<44} no samples");
+        println!("{label:<56} no samples");
         return;
     }
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -207,7 +207,7 @@ fn summary(label: &str, mut ms: Vec<f64>) {
         .unwrap()
         .insert((size, label.to_string(), target), ms[ms.len() / 2]);
     println!(
-        "{label:<44} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
+        "{label:<56} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
         ms[0],
         ms[ms.len() / 2],
         ms[ms.len() - 1],
@@ -358,7 +358,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
 fn print_table() {
     let medians = MEDIANS.lock().unwrap();
     println!(
-        "\n{:<6} {:<44} {:>12} {:>12} {:>8}",
+        "\n{:<6} {:<56} {:>12} {:>12} {:>8}",
         "nodes", "median", "fle-node", "zookeeper", "ratio"
     );
     let rows: std::collections::BTreeSet<(usize, String)> =
@@ -372,7 +372,7 @@ fn print_table() {
             _ => "-".into(),
         };
         println!(
-            "{n:<6} {label:<44} {:>12} {:>12} {ratio:>8}",
+            "{n:<6} {label:<56} {:>12} {:>12} {ratio:>8}",
             show(f),
             show(z)
         );
