@@ -1,20 +1,25 @@
 //! The side-by-side figure: fle-node and real Apache ZooKeeper, each through its `Target`, in
 //! their own network namespaces with the same tickTime/initLimit/syncLimit, in one invocation:
 //! cold start to a stable (quorum-backed) leader, leader SIGKILL / SIGSTOP to a new
-//! quorum-backed leader, the old leader's rejoin, RSS per server, one status read; then a table
-//! of medians with the ratio fle-node / ZooKeeper. Needs root (namespaces) and the zookeeper
-//! package (installed when missing).
+//! quorum-backed leader, the old leader's rejoin, RSS per server, one status read; the heal of
+//! an isolate-leader partition (5 s, 30 s, 120 s) to the cut-off old leader FOLLOWING the
+//! current leader in broadcast (issue 18); then a table of medians with the ratio fle-node /
+//! ZooKeeper. Needs root (namespaces, iptables) and the zookeeper package (installed when
+//! missing).
 //!
-//! `cargo bench --bench side_by_side` (env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
-//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper).
+//! `cargo bench --bench side_by_side` runs everything. Env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
+//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper, FLC_ZK_PARTS=kill,pause,rejoin (which fault
+//! rows to run; cold start, RSS and a status read always run), FLC_ZK_REJOIN=5,30,120 (the
+//! partition lengths, seconds), FLC_ZK_REJOIN_SIZES=5 (the cluster sizes that get rejoin rows:
+//! five repetitions of 155 s of partitions per target are ~15 min each).
 
-use fle_chaos::api::NodeStatus;
+use fle_chaos::api::{NodeStatus, ServerState, ZabPhase};
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::registry::Registry;
 use fle_chaos::control::target::Target;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
-use fle_chaos::control::Control;
+use fle_chaos::control::{Control, Net};
 use fle_chaos::history::view::quorum_leader_of as quorum_leader;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +33,15 @@ impl Drop for Teardown {
     }
 }
 
+/// A comma-separated list from the environment, else `default`.
+fn list<T: std::str::FromStr>(name: &str, default: &str) -> Vec<T> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -36,9 +50,9 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// Every node's status, read concurrently: one read that hangs (a SIGSTOPped server accepts
-/// the connection but never answers) must not delay the others. Read one after the other, the
-/// paused leader's 500 ms status timeout made every poll round last ~520 ms, so a new leader
-/// was seen up to half a second late (issue 18: most of the paused leader's "second second").
+/// the connection but never answers) must not delay the others' answers. A round still lasts
+/// until its slowest read ends, so `until_leader` leaves the paused leader out (its 500 ms
+/// timeout made every poll round last ~520 ms: a new leader seen up to half a second late).
 async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
     futures_util::future::join_all(nodes.iter().map(|n| db.status(n)))
         .await
@@ -47,7 +61,10 @@ async fn all_statuses(db: &dyn Target, nodes: &[String]) -> Vec<NodeStatus> {
         .collect()
 }
 
-/// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz.
+/// Time until a quorum-backed leader other than `not` exists, polled at ~50 Hz. `not` (the
+/// killed or paused leader) is not polled: a paused server accepts the connection but never
+/// answers, so every poll round waited out its 500 ms status timeout and a new leader was
+/// seen up to half a second late; it cannot be part of the new leader's quorum anyway.
 async fn until_leader(
     db: &dyn Target,
     nodes: &[String],
@@ -55,8 +72,16 @@ async fn until_leader(
     not: Option<u64>,
 ) -> Option<(u64, u64, Duration)> {
     let start = Instant::now();
+    let polled: Vec<String> = match not {
+        Some(old) => nodes
+            .iter()
+            .filter(|n| **n != format!("n{old}"))
+            .cloned()
+            .collect(),
+        None => nodes.to_vec(),
+    };
     while start.elapsed() < Duration::from_secs(120) {
-        let seen = all_statuses(db, nodes).await;
+        let seen = all_statuses(db, &polled).await;
         if let Some((sid, epoch)) = quorum_leader(&seen, size) {
             if Some(sid) != not {
                 return Some((sid, epoch, start.elapsed()));
@@ -80,6 +105,84 @@ async fn until_follows(db: &dyn Target, node: &str, leader: u64) -> Option<Durat
     None
 }
 
+/// `s` FOLLOWS `leader` and has synced with it (Zab broadcast; ZooKeeper: serving).
+fn follows(s: &NodeStatus, leader: u64) -> bool {
+    s.state == ServerState::Following
+        && s.leader == Some(leader)
+        && s.zab_phase == ZabPhase::Broadcast
+}
+
+/// A quorum-backed leader that every server reads as following (in broadcast): the settled
+/// cluster a partition starts from. Its sid, or None after 120 s.
+async fn until_stable(db: &dyn Target, nodes: &[String], size: usize) -> Option<u64> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(120) {
+        let seen = all_statuses(db, nodes).await;
+        if let Some((sid, _)) = quorum_leader(&seen, size) {
+            if seen.len() == nodes.len() && seen.iter().all(|s| s.sid == sid || follows(s, sid)) {
+                return Some(sid);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+/// Isolates the leader (every packet between it and the others dropped, both ways) for each
+/// of `lengths` seconds, `reps` times each, heals, and times the heal to the old leader
+/// FOLLOWING the current quorum-backed leader in broadcast (issue 18's rejoin rows).
+async fn rejoin_rows(
+    db: &dyn Target,
+    net: &dyn Net,
+    nodes: &[String],
+    size: usize,
+    reps: usize,
+    lengths: &[u64],
+) -> anyhow::Result<()> {
+    for &secs in lengths {
+        let mut took = Vec::new();
+        for _ in 0..reps {
+            let old = until_stable(db, nodes, size)
+                .await
+                .ok_or_else(|| anyhow::anyhow!("no settled cluster before the partition"))?;
+            let cut_off = format!("n{old}");
+            let rest: Vec<String> = nodes.iter().filter(|n| **n != cut_off).cloned().collect();
+            net.drop_from(&cut_off, &rest)?;
+            for n in &rest {
+                net.drop_from(n, std::slice::from_ref(&cut_off))?;
+            }
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            for n in nodes {
+                net.heal(n)?;
+            }
+            let healed = Instant::now();
+            loop {
+                let seen = all_statuses(db, nodes).await;
+                let now_leader = quorum_leader(&seen, size).map(|(sid, _)| sid);
+                let back = now_leader.is_some_and(|l| {
+                    l != old && seen.iter().any(|s| s.sid == old && follows(s, l))
+                });
+                if back {
+                    took.push(healed.elapsed().as_secs_f64() * 1e3);
+                    break;
+                }
+                if healed.elapsed() > Duration::from_secs(180) {
+                    println!(
+                        "  n{old} not following the leader ({now_leader:?}) 180 s after the heal of a {secs} s partition"
+                    );
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        summary(
+            &format!("isolate leader {secs:>3} s, heal -> old leader following (ms)"),
+            took,
+        );
+    }
+    Ok(())
+}
+
 fn rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -94,7 +197,7 @@ static CURRENT: Mutex<(usize, String)> = Mutex::new((0, String::new()));
 
 fn summary(label: &str, mut ms: Vec<f64>) {
     if ms.is_empty() {
-        println!("{label:<44} no samples");
+        println!("{label:<56} no samples");
         return;
     }
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -104,7 +207,7 @@ fn summary(label: &str, mut ms: Vec<f64>) {
         .unwrap()
         .insert((size, label.to_string(), target), ms[ms.len() / 2]);
     println!(
-        "{label:<44} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
+        "{label:<56} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
         ms[0],
         ms[ms.len() / 2],
         ms[ms.len() - 1],
@@ -112,7 +215,19 @@ fn summary(label: &str, mut ms: Vec<f64>) {
     );
 }
 
-async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> anyhow::Result<()> {
+/// What one invocation measures (env FLC_ZK_*).
+struct Plan {
+    reps: usize,
+    tick_ms: u64,
+    /// Fault rows to run: "kill", "pause", "rejoin".
+    parts: Vec<String>,
+    /// Isolate-leader lengths (seconds) and the cluster sizes that get them.
+    rejoin: Vec<u64>,
+    rejoin_sizes: Vec<usize>,
+}
+
+async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()> {
+    let (reps, tick_ms) = (plan.reps, plan.tick_ms);
     *CURRENT.lock().unwrap() = (size, target.to_string());
     let dir = tempfile::Builder::new().prefix("flc-db-bench").tempdir()?;
     let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
@@ -187,6 +302,9 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
     summary("one status read (ms)", reads);
 
     for (fault, label) in [("kill", "SIGKILL"), ("pause", "SIGSTOP")] {
+        if !plan.parts.iter().any(|p| p == fault) {
+            continue;
+        }
         let (mut to_leader, mut rejoin) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             let node = format!("n{leader}");
@@ -221,6 +339,9 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
             rejoin,
         );
     }
+    if plan.parts.iter().any(|p| p == "rejoin") && plan.rejoin_sizes.contains(&size) {
+        rejoin_rows(db, cluster.as_ref(), &nodes, size, reps, &plan.rejoin).await?;
+    }
     let rss: Vec<f64> = nodes
         .iter()
         .filter_map(|n| cluster.pid(n).and_then(rss_kb))
@@ -237,7 +358,7 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
 fn print_table() {
     let medians = MEDIANS.lock().unwrap();
     println!(
-        "\n{:<6} {:<44} {:>12} {:>12} {:>8}",
+        "\n{:<6} {:<56} {:>12} {:>12} {:>8}",
         "nodes", "median", "fle-node", "zookeeper", "ratio"
     );
     let rows: std::collections::BTreeSet<(usize, String)> =
@@ -251,7 +372,7 @@ fn print_table() {
             _ => "-".into(),
         };
         println!(
-            "{n:<6} {label:<44} {:>12} {:>12} {ratio:>8}",
+            "{n:<6} {label:<56} {:>12} {:>12} {ratio:>8}",
             show(f),
             show(z)
         );
@@ -268,17 +389,26 @@ async fn main() {
         println!("side-by-side bench skipped: {e:#}");
         return;
     }
-    let reps = env_or("FLC_ZK_REPS", 5usize);
-    let tick_ms = env_or("FLC_ZK_TICK_MS", 200u64);
-    let sizes: Vec<usize> = std::env::var("FLC_ZK_SIZES")
-        .unwrap_or_else(|_| "3,5".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let targets = std::env::var("FLC_TARGETS").unwrap_or_else(|_| "fle,zookeeper".into());
+    let plan = Plan {
+        reps: env_or("FLC_ZK_REPS", 5usize),
+        tick_ms: env_or("FLC_ZK_TICK_MS", 200u64),
+        parts: list("FLC_ZK_PARTS", "kill,pause,rejoin"),
+        rejoin: list("FLC_ZK_REJOIN", "5,30,120"),
+        rejoin_sizes: list("FLC_ZK_REJOIN_SIZES", "5"),
+    };
+    let sizes: Vec<usize> = list("FLC_ZK_SIZES", "3,5");
+    let targets: Vec<String> = list("FLC_TARGETS", "fle,zookeeper");
+    println!(
+        "side_by_side, {} UTC: sizes {sizes:?}, targets {targets:?}, {} repetitions, rows {:?}, rejoin after {:?} s at sizes {:?}",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+        plan.reps,
+        plan.parts,
+        plan.rejoin,
+        plan.rejoin_sizes
+    );
     for size in sizes {
-        for target in targets.split(',').map(str::trim) {
-            if let Err(e) = bench_size(target, size, reps, tick_ms).await {
+        for target in &targets {
+            if let Err(e) = bench_size(target, size, &plan).await {
                 println!("--- {target}, {size} servers: failed: {e:#}");
             }
         }

@@ -73,10 +73,9 @@ fn new_quorum_leader(h: &[Event], not: &str, from: u64, to: u64) -> Option<(u64,
     let mut view = fle_chaos::history::view::View::new(&nodes);
     for (pos, e) in h.iter().enumerate().take_while(|(_, e)| e.time < to) {
         let text = serde_json::to_string(e).unwrap();
-        view.feed(
-            pos as u32,
-            &fle_chaos::history::line::decode(&text).unwrap(),
-        );
+        let line = fle_chaos::history::line::decode(&text).unwrap();
+        let fed = view.of_line(pos as u32, &line);
+        view.feed(fed);
         if e.time < from {
             continue;
         }

@@ -15,12 +15,13 @@
 //! follower forwarded a write to beyond what its reads show. It needs the writes workload.
 
 use super::finding::{EvRef, Finding, Item};
+use super::fxhash::{map_with, FastMap, FastSet};
 use super::model::{Digest, NodeIx, Rec, WriteOp};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 pub const NAME: &str = "ack-zxids";
 
@@ -36,9 +37,9 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     // epoch -> nodes seen leading it; (node, epoch) -> leaders (sid) it followed.
     let mut led: BTreeMap<u64, Vec<(NodeIx, u32)>> = BTreeMap::new();
-    let mut followed: HashSet<(NodeIx, u64, u64)> = HashSet::new();
+    let mut followed: FastSet<(NodeIx, u64, u64)> = FastSet::default();
     let mut last_follow: Vec<Option<(u64, u64)>> = vec![None; d.nodes.len()];
-    let mut invokes: HashMap<&str, u64> = HashMap::new();
+    let mut invokes: FastMap<&str, u64> = FastMap::default();
     let mut acks: Vec<&WriteOp> = Vec::new();
     let mut writes = 0usize;
     // Per node: its reads as (time, currentEpoch, acceptedEpoch, pos), for proofs.
@@ -95,13 +96,14 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let max_accepted = reads.iter().flatten().map(|r| r.2).max().unwrap_or(0);
     let mut violations: Vec<Item> = Vec::new();
     let mut gaps: Vec<Item> = Vec::new();
-    let mut by_zxid: HashMap<u64, &WriteOp> = HashMap::new();
-    let mut epochs: HashSet<u64> = HashSet::new();
+    let mut by_zxid: FastMap<u64, &WriteOp> = map_with(acks.len());
+    let mut epochs: FastSet<u64> = FastSet::default();
     for w in &acks {
         let (z, v) = (w.zxid.unwrap_or(0), w.value.as_deref().unwrap_or(""));
         let e = z >> 32;
         epochs.insert(e);
-        let ack = EvRef::new(w.pos, format!("write of {v} acknowledged at zxid {z:#x}"));
+        // Words only for evidence, which a valid run never needs.
+        let ack = || EvRef::new(w.pos, format!("write of {v} acknowledged at zxid {z:#x}"));
         if let Some(o) = by_zxid.insert(z, w) {
             if o.value != w.value {
                 violations.push((
@@ -109,7 +111,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                         "zxid {z:#x} was acknowledged for two values, {} and {v}.",
                         o.value.as_deref().unwrap_or("")
                     ),
-                    vec![EvRef::new(o.pos, "first acknowledgement"), ack],
+                    vec![EvRef::new(o.pos, "first acknowledgement"), ack()],
                 ));
                 continue;
             }
@@ -127,7 +129,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
             violations.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but epoch {e} was led by {}, which {name} was never seen following.", d.name(l)),
-                vec![ack, EvRef::new(lpos, format!("{} LEADING epoch {e}", d.name(l)))],
+                vec![ack(), EvRef::new(lpos, format!("{} LEADING epoch {e}", d.name(l)))],
             ));
             continue;
         }
@@ -144,17 +146,17 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         if let Some(r) = behind {
             violations.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but {name} was read later still at currentEpoch {}: it never led epoch {e}.", r.1),
-                vec![ack, EvRef::new(r.3, format!("{name} later at currentEpoch {}", r.1))],
+                vec![ack(), EvRef::new(r.3, format!("{name} later at currentEpoch {}", r.1))],
             ));
         } else if e > max_accepted && all_read_after {
             violations.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, an epoch no server ever accepted (the highest acceptedEpoch read is {max_accepted})."),
-                vec![ack],
+                vec![ack()],
             ));
         } else {
             gaps.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but no read shows epoch {e} led (it may have been led between reads)."),
-                vec![ack],
+                vec![ack()],
             ));
         }
     }

@@ -16,11 +16,12 @@
 //! needs the writes workload.
 
 use super::finding::{EvRef, Finding, Item};
+use super::fxhash::{map_with, FastMap};
 use super::model::{Digest, FinalLog, Rec, WriteOp};
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "durability";
 
@@ -32,8 +33,44 @@ struct Fate<'a> {
     fail: Option<&'a WriteOp>,
 }
 
+/// Why an entry of a final log is wrong on its own (no value twice in a log, each written by a
+/// client, none that certainly failed).
+enum EntryIssue<'a> {
+    /// The value was at an earlier entry too, with this zxid.
+    Twice(u64),
+    /// No client wrote it.
+    Unwritten,
+    /// Its write certainly failed.
+    Failed(&'a WriteOp),
+}
+
+/// The issues of one log's entries, in entry order: (entry, issue).
+fn entry_issues<'a>(
+    entries: &'a [(u64, String)],
+    fates: &FastMap<&str, Fate<'a>>,
+) -> Vec<(usize, EntryIssue<'a>)> {
+    let mut seen: FastMap<&str, u64> = map_with(entries.len());
+    let mut issues = Vec::new();
+    for (i, (zxid, v)) in entries.iter().enumerate() {
+        if let Some(first) = seen.insert(v.as_str(), *zxid) {
+            issues.push((i, EntryIssue::Twice(first)));
+            continue;
+        }
+        match fates.get(v.as_str()) {
+            None => issues.push((i, EntryIssue::Unwritten)),
+            Some(Fate {
+                fail: Some(f),
+                ok: None,
+                ..
+            }) => issues.push((i, EntryIssue::Failed(f))),
+            _ => {}
+        }
+    }
+    issues
+}
+
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
-    let mut fates: HashMap<&str, Fate> = HashMap::new();
+    let mut fates: FastMap<&str, Fate> = FastMap::default();
     let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
     let mut writes = 0usize;
     // The last read of each node: the final leader is the one leading the highest epoch.
@@ -102,9 +139,12 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let quorum = info.quorum();
 
     // One total order: every log a prefix of the longest.
+    let mut is_prefix: Vec<bool> = Vec::with_capacity(readable.len());
     for (l, entries) in &readable {
         let name = d.name(l.node);
-        if let Some(i) = entries.iter().zip(longest.iter()).position(|(a, b)| a != b) {
+        let diverges = entries.iter().zip(longest.iter()).position(|(a, b)| a != b);
+        is_prefix.push(diverges.is_none());
+        if let Some(i) = diverges {
             violations.push((
                 format!(
                     "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}.",
@@ -128,51 +168,76 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     }
 
     // Each value at most once in a log, each written by a client, none that certainly failed.
-    // Lost, duplicated and phantom values.
+    // Lost, duplicated and phantom values. A log that is a prefix of the longest has exactly
+    // the longest's issues below its length: the longest is scanned once, not every log.
     let mut listed: (BTreeSet<&str>, BTreeSet<&str>, BTreeSet<&str>) = Default::default();
-    for (l, entries) in &readable {
+    let longest_issues = entry_issues(longest, &fates);
+    for ((l, entries), prefix) in readable.iter().zip(&is_prefix) {
         let name = d.name(l.node);
-        let mut seen: HashMap<&str, u64> = HashMap::new();
-        for (i, (zxid, v)) in entries.iter().enumerate() {
-            let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(i);
-            if let Some(first) = seen.insert(v.as_str(), *zxid) {
-                listed.1.insert(v);
-                violations.push((
-                    format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
-                    vec![here],
-                ));
-                continue;
-            }
-            match fates.get(v.as_str()) {
-                None => {
+        let own;
+        let issues: &[(usize, EntryIssue)] = if *prefix {
+            let below = longest_issues.partition_point(|(i, _)| *i < entries.len());
+            &longest_issues[..below]
+        } else {
+            own = entry_issues(entries, &fates);
+            &own
+        };
+        for (i, issue) in issues {
+            let (zxid, v) = (entries[*i].0, entries[*i].1.as_str());
+            let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(*i);
+            match issue {
+                EntryIssue::Twice(first) => {
+                    listed.1.insert(v);
+                    violations.push((
+                        format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
+                        vec![here],
+                    ));
+                }
+                EntryIssue::Unwritten => {
                     listed.2.insert(v);
                     violations.push((
                         format!("Phantom write: {v} is in {name}'s final log (zxid {zxid:#x}) but no client wrote it."),
                         vec![here],
                     ));
                 }
-                Some(Fate {
-                    fail: Some(f),
-                    ok: None,
-                    ..
-                }) => {
+                EntryIssue::Failed(f) => {
                     listed.2.insert(v);
                     violations.push((
                         format!("Phantom write: {v} failed (certainly not applied) yet is in {name}'s final log (zxid {zxid:#x})."),
                         vec![EvRef::new(f.pos, format!("write of {v} failed")), here],
                     ));
                 }
-                _ => {}
             }
         }
     }
 
-    // Every acknowledged write is in the longest log, at its acknowledged zxid.
-    let in_longest: HashMap<&str, (usize, u64)> = longest
-        .iter()
-        .enumerate()
-        .map(|(i, (z, v))| (v.as_str(), (i, *z)))
-        .collect();
+    // Every acknowledged write is in the longest log, at its acknowledged zxid. Where a value
+    // is in the longest log: found by its acknowledged zxid (the log is sorted by zxid and
+    // holds no value twice, as is usual), else by value in a table built only then.
+    let by_zxid = longest.windows(2).all(|w| w[0].0 < w[1].0)
+        && !longest_issues
+            .iter()
+            .any(|(_, x)| matches!(x, EntryIssue::Twice(_)));
+    let mut by_value: Option<FastMap<&str, (usize, u64)>> = None;
+    let mut in_longest = |v: &str, zxid: Option<u64>| -> Option<(usize, u64)> {
+        if let (true, Some(z)) = (by_zxid, zxid) {
+            if let Ok(i) = longest.binary_search_by_key(&z, |e| e.0) {
+                if longest[i].1 == v {
+                    return Some((i, z));
+                }
+            }
+        }
+        by_value
+            .get_or_insert_with(|| {
+                longest
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (z, v))| (v.as_str(), (i, *z)))
+                    .collect()
+            })
+            .get(v)
+            .copied()
+    };
     let mut acked = 0usize;
     let mut acks: Vec<(&str, &WriteOp)> = fates
         .iter()
@@ -181,19 +246,17 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     acks.sort_by_key(|a| a.1.pos);
     for (v, ok) in acks {
         acked += 1;
-        let mut proof = vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
-        let at = in_longest.get(v).copied();
+        let at = in_longest(v, ok.zxid);
         // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
         // index i when it is no longer than i.
-        let lacking: Vec<&FinalLog> = readable
-            .iter()
-            .filter(|(_, e)| at.is_none_or(|(i, _)| e.len() <= i))
-            .map(|(l, _)| *l)
-            .collect();
-        let leader_lacks = final_leader.filter(|(l, _)| lacking.iter().any(|x| x.pos == l.pos));
+        let lacks = |e: &Vec<(u64, String)>| at.is_none_or(|(i, _)| e.len() <= i);
+        let n_lacking = readable.iter().filter(|(_, e)| lacks(e)).count();
+        let leader_lacks = final_leader.filter(|(_, e)| lacks(e));
+        let proof = || vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
         match (at, ok.zxid) {
             (None, _) => {
                 listed.0.insert(v);
+                let mut proof = proof();
                 proof.push(EvRef::new(
                     longest_log.pos,
                     format!("{lname} final log (the longest)"),
@@ -203,13 +266,14 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                     proof,
                 ));
             }
-            (Some((i, _)), _) if leader_lacks.is_some() || lacking.len() >= quorum => {
+            (Some((i, _)), _) if leader_lacks.is_some() || n_lacking >= quorum => {
                 listed.0.insert(v);
                 let whose = match leader_lacks {
                     Some((l, _)) => format!("the final leader {}'s log", d.name(l.node)),
-                    None => format!("{} of the final logs, a majority", lacking.len()),
+                    None => format!("{n_lacking} of the final logs, a majority"),
                 };
-                for l in lacking.iter().take(2) {
+                let mut proof = proof();
+                for (l, _) in readable.iter().filter(|(_, e)| lacks(e)).take(2) {
                     proof.push(EvRef::new(l.pos, format!("{} final log", d.name(l.node))));
                 }
                 proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
@@ -219,6 +283,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                 ));
             }
             (Some((i, at)), Some(z)) if at != z => {
+                let mut proof = proof();
                 proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
                 violations.push((
                     format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),

@@ -13,6 +13,7 @@ pub mod election_safety;
 pub mod epoch_monotonic;
 pub mod faults;
 pub mod finding;
+pub mod fxhash;
 pub mod leader_completeness;
 pub mod leader_stepdown;
 pub mod load;

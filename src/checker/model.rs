@@ -11,7 +11,7 @@
 use crate::api::{ElectionSummary, ServerState, ZabPhase};
 use crate::history::line::{Body, Line};
 use crate::history::read::Election as ReadElection;
-use crate::history::view::NodeRead;
+use crate::history::view::{Fed, NodeRead};
 use crate::history::{sid_of, EventType, FaultStep, FaultValue, F, NEMESIS};
 use std::collections::HashMap;
 
@@ -34,6 +34,8 @@ pub struct Status {
     /// The last zxid in the node's log (leader-completeness compares a new leader's log with
     /// the writes acknowledged before its epoch).
     pub last_zxid: u64,
+    /// The view judges catching up by it (as the controller's settle wait does).
+    pub last_committed_zxid: u64,
 }
 
 impl Status {
@@ -59,8 +61,7 @@ impl Status {
             leader: self.leader,
             peer_epoch: self.peer_epoch,
             accepted_epoch: self.accepted_epoch,
-            // Not kept in the digest (its records stay within the memory budget).
-            last_committed_zxid: 0,
+            last_committed_zxid: self.last_committed_zxid,
         }
     }
 }
@@ -83,6 +84,7 @@ pub struct WriteOp {
 #[derive(Debug, Clone)]
 pub struct FinalLog {
     pub pos: u32,
+    pub time: u64,
     pub node: NodeIx,
     /// (zxid, canonical value), or Err(reason) when the log could not be read.
     pub entries: Result<Vec<(u64, String)>, String>,
@@ -119,7 +121,7 @@ impl NemesisOp {
 }
 
 // The memory budget: 5 M records must fit well under 1 GiB.
-const _: () = assert!(std::mem::size_of::<Rec>() <= 64);
+const _: () = assert!(std::mem::size_of::<Rec>() <= 72);
 
 /// One record of the digest, in history order.
 #[derive(Debug, Clone)]
@@ -134,6 +136,12 @@ pub enum Rec {
     Write(Box<WriteOp>),
     FinalLog(Box<FinalLog>),
     Nemesis(Box<NemesisOp>),
+    /// Any other event (a node exit, an interruption, a client read, an unknown `f`): kept
+    /// so that the digest has a record per event and its view sees every event's time.
+    Other {
+        pos: u32,
+        time: u64,
+    },
 }
 
 impl Rec {
@@ -161,6 +169,44 @@ impl Rec {
                 n.pos += by;
                 n.node = n.node.map(|x| map[x as usize]);
             }
+            Rec::Other { pos, .. } => *pos += by,
+        }
+    }
+
+    /// This record as a view takes it (`map`: digest node index -> view index): the same
+    /// event `View::of_line` makes of the line it came from.
+    pub fn fed(&self, map: &[usize]) -> Fed<'_> {
+        match self {
+            Rec::Status(s) => Fed::Status {
+                node: map[s.node as usize],
+                read: s.read(),
+            },
+            Rec::Unreachable { pos, time, node } => Fed::Unreachable {
+                node: map[*node as usize],
+                time: *time,
+                pos: *pos,
+            },
+            Rec::Nemesis(op) => Fed::Fault {
+                node: op.node.map(|n| map[n as usize]),
+                pos: op.pos,
+                index: op.index,
+                time: op.time,
+                kind: op.kind,
+                f: op.f,
+                value: &op.value,
+            },
+            Rec::Write(w) => Fed::Other {
+                time: w.time,
+                pos: w.pos,
+            },
+            Rec::FinalLog(l) => Fed::Other {
+                time: l.time,
+                pos: l.pos,
+            },
+            Rec::Other { pos, time } => Fed::Other {
+                time: *time,
+                pos: *pos,
+            },
         }
     }
 }
@@ -228,6 +274,7 @@ pub struct StatusCore {
     pub peer_epoch: u64,
     pub accepted_epoch: u64,
     pub last_zxid: u64,
+    pub last_committed_zxid: u64,
 }
 
 /// Builds a `Digest` one event at a time (from `Event`s or from the fast JSONL parser).
@@ -309,15 +356,17 @@ impl DigestBuilder {
             peer_epoch: core.peer_epoch,
             accepted_epoch: core.accepted_epoch,
             last_zxid: core.last_zxid,
+            last_committed_zxid: core.last_committed_zxid,
         }));
     }
 
     /// A status read that failed or timed out (of `node`, when the event names one).
     pub fn unreachable(&mut self, pos: u32, time: u64, node: Option<NodeIx>) {
         self.digest.events += 1;
-        if let Some(node) = node {
-            self.push(Rec::Unreachable { pos, time, node });
-        }
+        self.push(match node {
+            Some(node) => Rec::Unreachable { pos, time, node },
+            None => Rec::Other { pos, time },
+        });
     }
 
     /// A client write's invocation or completion.
@@ -330,11 +379,23 @@ impl DigestBuilder {
     pub fn final_log(
         &mut self,
         pos: u32,
+        time: u64,
         node: NodeIx,
         entries: Result<Vec<(u64, String)>, String>,
     ) {
         self.digest.events += 1;
-        self.push(Rec::FinalLog(Box::new(FinalLog { pos, node, entries })));
+        self.push(Rec::FinalLog(Box::new(FinalLog {
+            pos,
+            time,
+            node,
+            entries,
+        })));
+    }
+
+    /// Any other event: it only moves time on.
+    pub fn other(&mut self, pos: u32, time: u64) {
+        self.digest.events += 1;
+        self.push(Rec::Other { pos, time });
     }
 
     /// Records the `last_election` a status read carried, once per change.
@@ -369,6 +430,7 @@ impl DigestBuilder {
                     peer_epoch: s.peer_epoch,
                     accepted_epoch: s.accepted_epoch,
                     last_zxid: s.last_zxid,
+                    last_committed_zxid: s.last_committed_zxid,
                 };
                 self.status(pos, l.index, l.time, node, core);
                 match election {
@@ -387,8 +449,12 @@ impl DigestBuilder {
                 value: w.value.as_deref().map(str::to_string),
                 zxid: w.zxid,
             }),
-            (Body::FinalLog(log), Some(node)) => self.final_log(pos, node, Ok(log.entries.clone())),
-            (Body::FinalLogError(why), Some(node)) => self.final_log(pos, node, Err(why.clone())),
+            (Body::FinalLog(log), Some(node)) => {
+                self.final_log(pos, l.time, node, Ok(log.entries.clone()))
+            }
+            (Body::FinalLogError(why), Some(node)) => {
+                self.final_log(pos, l.time, node, Err(why.clone()))
+            }
             (Body::Fault(v), node) if l.process == NEMESIS => {
                 self.digest.events += 1;
                 self.push(Rec::Nemesis(Box::new(NemesisOp {
@@ -402,15 +468,15 @@ impl DigestBuilder {
                 })));
             }
             (Body::NodeExit(v), Some(node)) => {
-                self.digest.events += 1;
                 self.digest.node_exits.push(NodeExit {
                     pos,
                     time: l.time,
                     node,
                     value: v.clone(),
                 });
+                self.other(pos, l.time);
             }
-            _ => self.digest.events += 1,
+            _ => self.other(pos, l.time),
         }
     }
 

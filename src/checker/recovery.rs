@@ -71,29 +71,12 @@ pub fn view_with(
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
     for r in d.records() {
-        let mut ix = None;
-        match r {
-            Rec::Status(s) => {
-                ix = Some(map[s.node as usize]);
-                view.status(map[s.node as usize], s.read())
-            }
-            Rec::Unreachable { pos, time, node } => {
-                ix = Some(map[*node as usize]);
-                view.unreachable(map[*node as usize], *time, *pos)
-            }
-            Rec::Nemesis(op) => view.fault(
-                op.pos,
-                op.index,
-                op.time,
-                op.kind,
-                op.f,
-                &op.value,
-                op.node.map(|n| map[n as usize]),
-            ),
-            Rec::Write(w) => view.other(w.time, w.pos),
-            // A final log is read after the run: it says nothing about leadership then.
-            Rec::FinalLog(_) => {}
-        }
+        view.feed(r.fed(&map));
+        let ix = match r {
+            Rec::Status(s) => Some(map[s.node as usize]),
+            Rec::Unreachable { node, .. } => Some(map[*node as usize]),
+            _ => None,
+        };
         after(&view, r, ix);
     }
     view.finish()
@@ -388,5 +371,77 @@ mod tests {
         );
         assert_eq!(m.final_heal_to_quorum_leader_ms, Some(100));
         assert_eq!(m.fault_intervals[0].end_ns, Some(2000 * MS));
+    }
+
+    /// The view of a history file fed line by line (the report's and the recorder's way).
+    fn view_of_lines(path: &std::path::Path, nodes: &[String]) -> Finished {
+        let mut v = View::new(nodes);
+        crate::history::read::for_each(path, |at, l, _| {
+            let e = v.of_line(at.pos, l);
+            v.feed(e)
+        })
+        .unwrap();
+        v.finish()
+    }
+
+    /// Both ways of feeding a view give the same facts: every fixture, and a history with the
+    /// events the two used to treat differently (a final log read later than every status, a
+    /// node exit, an unknown `f`, a failed read naming no node, a follower behind the
+    /// leader's commits: the digest used to drop the first four and not carry commits).
+    #[test]
+    fn lines_and_the_digest_feed_a_view_alike() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut runs: Vec<std::path::PathBuf> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("history.jsonl").exists())
+            .collect();
+        assert!(runs.len() > 40, "fixtures missing under {}", root.display());
+        let tmp = tempfile::tempdir().unwrap();
+        let status = |t: u64, n: u64, state: &str, leader: &str, phase: &str, committed: u64| {
+            format!(
+                r#"{{"index":0,"time":{},"process":"n{n}","type":"ok","f":"status","node":"n{n}","value":{{"state":"{state}","leader":{leader},"peer_epoch":1,"zab_phase":"{phase}","last_committed_zxid":{committed}}}}}"#,
+                t * MS
+            )
+        };
+        let lines = [
+            status(10, 1, "LEADING", "1", "broadcast", 5),
+            status(11, 2, "FOLLOWING", "1", "broadcast", 5),
+            status(12, 3, "FOLLOWING", "1", "broadcast", 3),
+            r#"{"index":3,"time":20000000,"process":"nemesis","type":"info","f":"kill","value":{"nodes":["n1"]}}"#.into(),
+            status(30, 2, "LOOKING", "null", "election", 5),
+            r#"{"index":5,"time":40000000,"process":"n3","type":"info","f":"node-exit","node":"n3","value":{"status":1,"signal":null,"caused_by_controller":false,"log_tail":[]}}"#.into(),
+            r#"{"index":6,"time":50000000,"process":"n9","type":"info","f":"status","value":{"error":"timed out"}}"#.into(),
+            r#"{"index":7,"time":60000000,"process":"nemesis","type":"info","f":"power-cut-2","value":{"x":1}}"#.into(),
+            r#"{"index":8,"time":70000000,"process":"nemesis","type":"info","f":"start","value":{"nodes":["n1"],"final":true}}"#.into(),
+            status(80, 1, "LEADING", "1", "broadcast", 5),
+            status(81, 2, "FOLLOWING", "1", "broadcast", 5),
+            status(82, 3, "FOLLOWING", "1", "broadcast", 3),
+            status(90, 3, "FOLLOWING", "1", "broadcast", 5),
+            r#"{"index":13,"time":900000000,"process":"final","type":"ok","f":"final-log","node":"n1","value":{"entries":[],"last_committed_zxid":5}}"#.into(),
+        ];
+        let odd = tmp.path().join("odd");
+        std::fs::create_dir_all(&odd).unwrap();
+        std::fs::write(odd.join("history.jsonl"), lines.join("\n") + "\n").unwrap();
+        runs.push(odd);
+        for run in &runs {
+            let path = run.join("history.jsonl");
+            let nodes = match TestInfo::read(&run.join("test.json")) {
+                Ok(i) => i.nodes,
+                Err(_) => info().nodes,
+            };
+            let by_lines = view_of_lines(&path, &nodes);
+            let (d, _) = crate::checker::load::digest_file(&path, &nodes).unwrap();
+            assert_eq!(d.records().count() as u64, d.events, "{}", run.display());
+            let mut i = info();
+            i.nodes = nodes;
+            let by_digest = view_of(&d, &i);
+            assert_eq!(
+                format!("{by_lines:?}"),
+                format!("{by_digest:?}"),
+                "{}",
+                run.display()
+            );
+        }
     }
 }

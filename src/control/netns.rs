@@ -192,30 +192,37 @@ pub fn ip(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Deletes a namespace; a namespace that is already gone is not an error.
+/// Deletes a namespace; one that is already gone, before or while we try (its run tearing
+/// itself down, a concurrent `clean`), is not an error: gone is what was wanted. No look
+/// first: the namespace could vanish between the look and the removal anyway.
 pub fn delete_netns(name: &str) -> Result<()> {
-    let path = Path::new("/run/netns").join(name);
-    if !path.exists() {
-        return Ok(());
-    }
     match ip(&["netns", "delete", name]) {
-        // Someone else (a concurrent `clean`) removed it in between: done all the same.
-        Err(_) if !path.exists() => Ok(()),
+        Err(e) if netns_was_gone(&format!("{e:#}")) => Ok(()),
+        Err(_) if !Path::new("/run/netns").join(name).exists() => Ok(()),
         r => r,
     }
 }
 
-/// Deletes a host link; a link that is already gone is not an error.
+/// Deletes a host link; one that is already gone (removed in between by its run, by a
+/// concurrent `clean`, or by the kernel finishing a deleted namespace's veth, whose sysfs entry
+/// can outlive the device a moment) is not an error.
 pub fn delete_link(name: &str) -> Result<()> {
-    let path = Path::new("/sys/class/net").join(name);
-    if !path.exists() {
-        return Ok(());
-    }
     match ip(&["link", "delete", name]) {
-        // Gone in between (a concurrent `clean`, or its namespace took the veth with it).
-        Err(_) if !path.exists() => Ok(()),
+        Err(e) if link_was_gone(&format!("{e:#}")) => Ok(()),
+        Err(_) if !Path::new("/sys/class/net").join(name).exists() => Ok(()),
         r => r,
     }
+}
+
+/// `ip netns delete`'s words for a namespace that is not there.
+fn netns_was_gone(message: &str) -> bool {
+    message.contains("Cannot remove namespace file")
+        && message.contains("No such file or directory")
+}
+
+/// `ip link delete`'s words for a device that is not there.
+fn link_was_gone(message: &str) -> bool {
+    message.contains("Cannot find device")
 }
 
 /// Every /24 that has an IPv4 address or route on the host right now.

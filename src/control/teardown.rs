@@ -65,6 +65,9 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
                     .removed
                     .push(format!("lazyfs mount {} (node {node})", mount.display())),
                 Ok(false) => {}
+                // Unmounted between the look and the unmount (its run tearing itself down, a
+                // concurrent `clean`): gone, as wanted.
+                Err(_) if !super::lazyfs::is_mounted(mount) => {}
                 Err(e) => report.errors.push(format!("{e:#}")),
             }
         }
@@ -104,6 +107,7 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     }
     for r in resources.iter().rev() {
         match r {
+            // "Removed" only when it was there a moment before; gone meanwhile is no error.
             Resource::Netns { name } => {
                 let existed = std::path::Path::new("/run/netns").join(name).exists();
                 match netns::delete_netns(name) {
@@ -218,5 +222,85 @@ fn iptables(netns: Option<&str>, args: &[&str]) -> Result<(), ()> {
     match cmd.args(args).output() {
         Ok(out) if out.status.success() => Ok(()),
         _ => Err(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::registry::process_start_time;
+
+    /// What `clean` meets when a run removes its own resources between `clean`'s listing and
+    /// its removal: every resource listed, none of them there any more. Gone is what was
+    /// wanted: no error (clean exits 0), nothing claimed as removed.
+    #[test]
+    fn resources_gone_before_their_removal_are_no_error() {
+        if !crate::control::is_root() {
+            eprintln!("skipped: needs root (ip netns)");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let tag = format!("{:06x}", std::process::id() & 0xff_ffff);
+        let (ns, link) = (format!("flc-gone-{tag}"), format!("flcgone{tag}"));
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let start_time = process_start_time(pid).unwrap_or(1);
+        child.wait().unwrap();
+        let resources = vec![
+            Resource::Process {
+                pid,
+                start_time,
+                comm: "true".into(),
+                node: "n1".into(),
+            },
+            Resource::LazyFs {
+                node: "n1".into(),
+                mount: tmp.path().join("mnt"),
+                control: tmp.path().join("ctl"),
+            },
+            Resource::Rule {
+                netns: Some(ns.clone()),
+                table: "filter".into(),
+                spec: vec!["INPUT".into(), "-j".into(), "flc-x".into()],
+            },
+            Resource::Chain {
+                netns: Some(ns.clone()),
+                table: "filter".into(),
+                chain: "flc-x".into(),
+            },
+            Resource::Netns { name: ns.clone() },
+            Resource::Link { name: link.clone() },
+            Resource::Subnet {
+                claim: tmp.path().join("10.250.0"),
+                cidr: "10.250.0.0/24".into(),
+            },
+            Resource::File {
+                path: tmp.path().join("gone"),
+            },
+        ];
+        let report = remove_all(&resources);
+        assert_eq!(report.errors, Vec::<String>::new());
+        assert_eq!(report.removed, Vec::<String>::new());
+        // The removals themselves, with no look before them: what they do when the thing
+        // vanished after any look.
+        netns::delete_netns(&ns).expect("a namespace already gone");
+        netns::delete_link(&link).expect("a link already gone");
+    }
+
+    /// A removal that fails for another reason is still an error (clean then exits 255): a
+    /// "namespace" that is a folder cannot be removed as one.
+    #[test]
+    fn a_removal_that_really_fails_is_an_error() {
+        if !crate::control::is_root() {
+            eprintln!("skipped: needs root (/run/netns)");
+            return;
+        }
+        let name = format!("flc-notns-{}", std::process::id());
+        let dir = std::path::Path::new("/run/netns").join(&name);
+        std::fs::create_dir_all(dir.join("inside")).unwrap();
+        let r = netns::delete_netns(&name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = r.expect_err("a folder is not a namespace");
+        assert!(format!("{e:#}").contains(&name), "{e:#}");
     }
 }

@@ -35,7 +35,8 @@
 //! # fn f(path: &std::path::Path, nodes: &[String]) -> anyhow::Result<()> {
 //! let mut view = View::new(nodes);
 //! read::for_each(path, |at, line, _election| {
-//!     view.feed(at.pos, line); // the derived facts, incrementally
+//!     let e = view.of_line(at.pos, line);
+//!     view.feed(e); // the derived facts, incrementally
 //!     if let Body::Status(s) = &line.body {
 //!         // s.state, s.leader, s.peer_epoch, s.last_zxid, s.wall_clock_ms ...
 //!         let _ = (at.offset, line.text, s.leads());

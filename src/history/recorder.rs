@@ -81,7 +81,10 @@ impl Recorder {
                 Ok((i, text)) => {
                     event.index = i;
                     match crate::history::line::decode(text) {
-                        Ok(line) => view.feed(i as u32, &line),
+                        Ok(line) => {
+                            let e = view.of_line(i as u32, &line);
+                            view.feed(e)
+                        }
                         Err(e) => {
                             tracing::error!("the history line just written does not decode: {e}")
                         }

@@ -1,7 +1,8 @@
 //! `history::view`: the facts derived from a history, each defined once, pure (no I/O) and
-//! incremental: feed it decoded lines in history order ([`View::feed`]) from a file
-//! (checkers, report) or live (the run's `Recorder` feeds every line it writes, and the
-//! controller's recovery wait asks the same questions).
+//! incremental: feed it every event in history order through [`View::feed`], the one way in,
+//! from a file (the report, from decoded lines; the checkers, from their digest) or live (the
+//! run's `Recorder` feeds every line it writes, and the controller's recovery wait asks the
+//! same questions).
 //!
 //! Derived facts:
 //! - per node, now: its latest successful read (forgotten when a read fails or the node is
@@ -262,20 +263,53 @@ impl View {
         self.now
     }
 
-    /// Feeds one decoded line at history position `pos`.
-    pub fn feed(&mut self, pos: u32, l: &Line<'_>) {
+    /// THE way to feed a view: every event of a history, in history order, each exactly once,
+    /// whatever it is (an event that is neither a read nor a nemesis action, a final log, a
+    /// node exit or an unknown `f`, still moves time on). Readers of lines build the event with
+    /// [`View::of_line`]; the checkers' digest with `checker::model::Rec::fed`; both classify
+    /// an event the same way (a test feeds every fixture both ways and compares).
+    pub fn feed(&mut self, e: Fed<'_>) {
+        match e {
+            Fed::Status { node, read } => self.status(node, read),
+            Fed::Unreachable { node, time, pos } => self.unreachable(node, time, pos),
+            Fed::Fault {
+                node,
+                pos,
+                index,
+                time,
+                kind,
+                f,
+                value,
+            } => self.fault(pos, index, time, kind, f, value, node),
+            Fed::Other { time, pos } => self.other(time, pos),
+        }
+    }
+
+    /// What the decoded line at history position `pos` is to this view (node names become
+    /// this view's indices, new ones are added): `let e = view.of_line(pos, l); view.feed(e)`.
+    pub fn of_line<'a>(&mut self, pos: u32, l: &'a Line<'_>) -> Fed<'a> {
         let node = l.node.as_deref().map(|n| self.node_ix(n));
         match (&l.body, node) {
-            (Body::Status(s), Some(ix)) => {
-                let read = NodeRead::of(l.time, pos, s);
-                self.status(ix, read)
-            }
-            (Body::Unreachable, Some(ix)) => self.unreachable(ix, l.time, pos),
+            (Body::Status(s), Some(node)) => Fed::Status {
+                node,
+                read: NodeRead::of(l.time, pos, s),
+            },
+            (Body::Unreachable, Some(node)) => Fed::Unreachable {
+                node,
+                time: l.time,
+                pos,
+            },
             // Only the nemesis's actions are faults (a process of the workload never is).
-            (Body::Fault(v), _) if l.process == super::NEMESIS => {
-                self.fault(pos, l.index, l.time, l.kind, l.f, v, node)
-            }
-            _ => self.other(l.time, pos),
+            (Body::Fault(value), node) if l.process == super::NEMESIS => Fed::Fault {
+                node,
+                pos,
+                index: l.index,
+                time: l.time,
+                kind: l.kind,
+                f: l.f,
+                value,
+            },
+            _ => Fed::Other { time: l.time, pos },
         }
     }
 
@@ -287,28 +321,28 @@ impl View {
     }
 
     /// A successful status read of node `ix` (its `time` is the event's).
-    pub fn status(&mut self, ix: usize, mut read: NodeRead) {
+    fn status(&mut self, ix: usize, mut read: NodeRead) {
         read.time = self.at(read.time);
         self.nodes[ix].read = Some(read);
         self.judge(read.time, read.pos);
     }
 
     /// A failed or timed-out read of node `ix`: what was known of it is stale.
-    pub fn unreachable(&mut self, ix: usize, time: u64, pos: u32) {
+    fn unreachable(&mut self, ix: usize, time: u64, pos: u32) {
         let time = self.at(time);
         self.nodes[ix].read = None;
         self.judge(time, pos);
     }
 
     /// Any other event (it only moves time on).
-    pub fn other(&mut self, time: u64, pos: u32) {
+    fn other(&mut self, time: u64, pos: u32) {
         let time = self.at(time);
         self.judge(time, pos);
     }
 
     /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view.
     #[allow(clippy::too_many_arguments)]
-    pub fn fault(
+    fn fault(
         &mut self,
         pos: u32,
         index: u64,
@@ -718,6 +752,35 @@ pub fn quorum_leader_of<'a>(
     quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
 }
 
+/// One history event as a view takes it (see [`View::feed`]): a node's status read, a failed
+/// read of a node, a nemesis action, or anything else (which only moves time on). Node
+/// numbers are the view's indices.
+#[derive(Debug, Clone, Copy)]
+pub enum Fed<'a> {
+    Status {
+        node: usize,
+        read: NodeRead,
+    },
+    Unreachable {
+        node: usize,
+        time: u64,
+        pos: u32,
+    },
+    Fault {
+        node: Option<usize>,
+        pos: u32,
+        index: u64,
+        time: u64,
+        kind: EventType,
+        f: super::F,
+        value: &'a FaultValue,
+    },
+    Other {
+        time: u64,
+        pos: u32,
+    },
+}
+
 /// What a whole history showed.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -759,7 +822,8 @@ mod tests {
 
         fn line(&mut self, text: String) -> &mut Self {
             let l = decode(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-            self.view.feed(self.pos, &l);
+            let e = self.view.of_line(self.pos, &l);
+            self.view.feed(e);
             self.pos += 1;
             self
         }

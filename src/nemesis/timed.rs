@@ -391,7 +391,8 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     let mut first_ns: Option<u64> = None;
     let history = run_dir.join("history.jsonl");
     read::for_each(&history, |at, line, _| {
-        view.feed(at.pos, line);
+        let e = view.of_line(at.pos, line);
+        view.feed(e);
         first_ns.get_or_insert(line.time);
         if let Body::Fault(v) = &line.body {
             let done = line.kind == EventType::Info && line.process == NEMESIS;

@@ -202,7 +202,8 @@ impl Scanner {
             self.head
                 .push(super::text::shorten(l.text.trim_end(), HEAD_LINE_CHARS));
         }
-        self.view.feed(at.pos, l);
+        let e = self.view.of_line(at.pos, l);
+        self.view.feed(e);
         match (&l.body, l.f) {
             (Body::Status(s), _) => self.status(l, Some(s)),
             (Body::Unreachable, _) if l.kind != EventType::Invoke => self.status(l, None),
