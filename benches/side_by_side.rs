@@ -6,12 +6,20 @@
 //! package (installed when missing).
 //!
 //! `cargo bench --bench side_by_side` (env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
-//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper).
+//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper, FLC_BACKEND=netns|ssh). With
+//! FLC_BACKEND=ssh each server runs on a fake VM (a namespace running sshd, as the SSH tests
+//! use) and is driven over SSH: the same figures through the SSH backend.
+
+#[path = "../tests/ssh_support/mod.rs"]
+#[allow(dead_code)]
+mod ssh_support;
 
 use fle_chaos::api::NodeStatus;
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::local::{LocalCluster, NetMode};
+use fle_chaos::control::os_setup::Needs;
 use fle_chaos::control::registry::Registry;
+use fle_chaos::control::ssh::{SshCluster, SshClusterConfig, SshOptions};
 use fle_chaos::control::target::Target;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::Control;
@@ -20,7 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-struct Teardown(Arc<LocalCluster>);
+struct Teardown(Arc<dyn Control>);
 
 impl Drop for Teardown {
     fn drop(&mut self) {
@@ -118,12 +126,40 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
     let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
     let run_id = format!("b{:06x}", rand::random::<u32>() & 0xff_ffff);
     let registry = Arc::new(Registry::create(&run_id, dir.path())?);
-    let cluster = Arc::new(LocalCluster::create(
-        NetMode::Netns,
-        nodes.clone(),
-        dir.path(),
-        registry,
-    )?);
+    // Declared before the teardown guard, so dropped after it: the hosts outlive the teardown.
+    let mut _vms = None;
+    let cluster: Arc<dyn Control> = if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") {
+        let vms = ssh_support::FakeVms::create(size);
+        let config = SshClusterConfig {
+            hosts: vms.hosts(),
+            options: SshOptions {
+                user: None,
+                port: None,
+                private_key: None,
+                strict_host_key_checking: true,
+                config_file: Some(vms.ssh_config.clone()),
+                connect_timeout: Duration::from_secs(10),
+                retries: 3,
+            },
+            binary: fle_chaos::control::fle_node::built_binary(),
+            needs: Needs::default(),
+            real_clock: false,
+        };
+        _vms = Some(vms);
+        Arc::new(SshCluster::create(
+            config,
+            dir.path(),
+            registry,
+            &mut |m| eprintln!("setup: {m}"),
+        )?)
+    } else {
+        Arc::new(LocalCluster::create(
+            NetMode::Netns,
+            nodes.clone(),
+            dir.path(),
+            registry,
+        )?)
+    };
     let _teardown = Teardown(cluster.clone());
     let mut zk_sessions = None;
     let db: Arc<dyn Target> = if target == "zookeeper" {
@@ -152,7 +188,14 @@ async fn bench_size(target: &str, size: usize, reps: usize, tick_ms: u64) -> any
         )?)
     };
     let db = db.as_ref();
-    println!("--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5");
+    println!(
+        "--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5, {}",
+        if _vms.is_some() {
+            "over SSH on fake VMs"
+        } else {
+            "namespaces"
+        }
+    );
     for n in &nodes {
         db.setup(n)?;
     }
@@ -266,6 +309,10 @@ async fn main() {
     }
     if let Err(e) = os_setup::ensure("java".as_ref(), &mut |m| eprintln!("setup: {m}")) {
         println!("side-by-side bench skipped: {e:#}");
+        return;
+    }
+    if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") && !ssh_support::can_run("side_by_side")
+    {
         return;
     }
     let reps = env_or("FLC_ZK_REPS", 5usize);
