@@ -11,7 +11,6 @@
 //! use) and is driven over SSH: the same figures through the SSH backend.
 
 #[path = "../tests/ssh_support/mod.rs"]
-#[allow(dead_code)]
 mod ssh_support;
 
 use fle_chaos::api::NodeStatus;

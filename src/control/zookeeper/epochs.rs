@@ -270,25 +270,25 @@ mod tests {
             accepted: Some(1),
         };
         let leading = Some((true, 2));
-        let before = seen(leading, 5_000, 1);
-        // Same leader, same instance, same epoch: the kept value.
+        let t0 = Instant::now();
+        let before = seen(leading, t0, 1);
+        // Same leader, same instance (its start read 100 ms apart), same epoch: the kept value.
+        let jitter = t0 + Duration::from_millis(100);
         assert!(!new_epoch_possible(
             &kept,
             &before,
-            &seen(leading, 5_050, 1)
+            &seen(leading, jitter, 1)
         ));
-        // The same leader re-elected between two observations: a new instance.
-        assert!(new_epoch_possible(&kept, &before, &seen(leading, 40, 1)));
-        // Following someone else, or leading no more.
-        assert!(new_epoch_possible(
-            &kept,
-            &before,
-            &seen(Some((false, 3)), 5_050, 1)
-        ));
+        // The same leader re-elected between two observations: a later instance.
+        let later = t0 + Duration::from_secs(2);
+        assert!(new_epoch_possible(&kept, &before, &seen(leading, later, 1)));
+        // Following someone else.
+        let following = seen(Some((false, 3)), t0, 1);
+        assert!(new_epoch_possible(&kept, &before, &following));
         // A zxid of a later epoch than the kept file.
-        assert!(new_epoch_possible(&kept, &before, &seen(leading, 5_050, 2)));
+        assert!(new_epoch_possible(&kept, &before, &seen(leading, t0, 2)));
         // Not serving: nothing to read.
-        assert!(!new_epoch_possible(&kept, &before, &seen(None, 0, 1)));
+        assert!(!new_epoch_possible(&kept, &before, &seen(None, later, 1)));
         // Never read yet.
         assert!(new_epoch_possible(&Epochs::default(), &before, &before));
     }

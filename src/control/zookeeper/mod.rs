@@ -206,13 +206,16 @@ impl ZooKeeper {
             }));
         }
         if seen.serving_since.is_none() {
-            return Err("srvr unanswered: which serving instance, so which epoch, is unknown".into());
+            return Err(
+                "srvr unanswered: which serving instance, so which epoch, is unknown".into(),
+            );
         }
         if let Some(e) = self.epoch_files.cached(node, &seen) {
             return Ok(e);
         }
         // An SSH round trip blocks; `blocking` lets the worker's other tasks run meanwhile.
-        let epochs = crate::control::blocking(|| self.epoch_files.read(self.control.as_ref(), node));
+        let epochs =
+            crate::control::blocking(|| self.epoch_files.read(self.control.as_ref(), node));
         let (leader, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
             admin_get(http, format!("{base}/commands/srvr")),
