@@ -12,11 +12,18 @@
 //! rows to run; cold start, RSS and a status read always run), FLC_ZK_REJOIN=5,30,120 (the
 //! partition lengths, seconds), FLC_ZK_REJOIN_SIZES=5 (the cluster sizes that get rejoin rows:
 //! five repetitions of 155 s of partitions per target are ~15 min each).
+//! FLC_BACKEND=netns|ssh: with ssh each server runs on a fake VM (a namespace running sshd,
+//! as the SSH tests use) and is driven over SSH: the same figures through the SSH backend.
+
+#[path = "../tests/ssh_support/mod.rs"]
+mod ssh_support;
 
 use fle_chaos::api::{NodeStatus, ServerState, ZabPhase};
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::local::{LocalCluster, NetMode};
+use fle_chaos::control::os_setup::Needs;
 use fle_chaos::control::registry::Registry;
+use fle_chaos::control::ssh::{SshCluster, SshClusterConfig, SshOptions};
 use fle_chaos::control::target::Target;
 use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::{Control, Net};
@@ -25,7 +32,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-struct Teardown(Arc<LocalCluster>);
+struct Teardown(Arc<dyn Control>);
 
 impl Drop for Teardown {
     fn drop(&mut self) {
@@ -233,12 +240,40 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
     let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
     let run_id = format!("b{:06x}", rand::random::<u32>() & 0xff_ffff);
     let registry = Arc::new(Registry::create(&run_id, dir.path())?);
-    let cluster = Arc::new(LocalCluster::create(
-        NetMode::Netns,
-        nodes.clone(),
-        dir.path(),
-        registry,
-    )?);
+    // Declared before the teardown guard, so dropped after it: the hosts outlive the teardown.
+    let mut _vms = None;
+    let cluster: Arc<dyn Control> = if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") {
+        let vms = ssh_support::FakeVms::create(size);
+        let config = SshClusterConfig {
+            hosts: vms.hosts(),
+            options: SshOptions {
+                user: None,
+                port: None,
+                private_key: None,
+                strict_host_key_checking: true,
+                config_file: Some(vms.ssh_config.clone()),
+                connect_timeout: Duration::from_secs(10),
+                retries: 3,
+            },
+            binary: fle_chaos::control::fle_node::built_binary(),
+            needs: Needs::default(),
+            real_clock: false,
+        };
+        _vms = Some(vms);
+        Arc::new(SshCluster::create(
+            config,
+            dir.path(),
+            registry,
+            &mut |m| eprintln!("setup: {m}"),
+        )?)
+    } else {
+        Arc::new(LocalCluster::create(
+            NetMode::Netns,
+            nodes.clone(),
+            dir.path(),
+            registry,
+        )?)
+    };
     let _teardown = Teardown(cluster.clone());
     let mut zk_sessions = None;
     let db: Arc<dyn Target> = if target == "zookeeper" {
@@ -267,7 +302,14 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
         )?)
     };
     let db = db.as_ref();
-    println!("--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5");
+    println!(
+        "--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5, {}",
+        if _vms.is_some() {
+            "over SSH on fake VMs"
+        } else {
+            "namespaces"
+        }
+    );
     for n in &nodes {
         db.setup(n)?;
     }
@@ -340,7 +382,10 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
         );
     }
     if plan.parts.iter().any(|p| p == "rejoin") && plan.rejoin_sizes.contains(&size) {
-        rejoin_rows(db, cluster.as_ref(), &nodes, size, reps, &plan.rejoin).await?;
+        let net = cluster
+            .net()
+            .ok_or_else(|| anyhow::anyhow!("rejoin rows need partitions; this backend has none"))?;
+        rejoin_rows(db, net, &nodes, size, reps, &plan.rejoin).await?;
     }
     let rss: Vec<f64> = nodes
         .iter()
@@ -387,6 +432,10 @@ async fn main() {
     }
     if let Err(e) = os_setup::ensure("java".as_ref(), &mut |m| eprintln!("setup: {m}")) {
         println!("side-by-side bench skipped: {e:#}");
+        return;
+    }
+    if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") && !ssh_support::can_run("side_by_side")
+    {
         return;
     }
     let plan = Plan {

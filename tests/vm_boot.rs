@@ -100,3 +100,42 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
     );
     assert!(version.starts_with("fle-node "), "{version:?}");
 }
+
+/// What a JVM costs in a guest (TCG on shared cores): boot with a Java runtime and ZooKeeper's
+/// jars, `java -version`, and one ZooKeeper server from start to its AdminServer answering.
+/// Prints the figures; minutes under TCG, so not in the suite (docs/testing.md).
+#[test]
+#[ignore = "minutes under TCG: run by hand (docs/testing.md)"]
+fn a_guest_runs_zookeeper() {
+    if !can_run("a_guest_runs_zookeeper") {
+        return;
+    }
+    let started = Instant::now();
+    let vms = QemuVms::create_with(1, vm_support::Guest { zookeeper: true });
+    eprintln!("1 VM with a JRE booted in {:.1?}", started.elapsed());
+    let t = Instant::now();
+    let version = vms.ssh(0, "java -Xshare:auto -version 2>&1", b"");
+    eprintln!("java -version in {:.1?}: {version}", t.elapsed());
+    assert!(version.contains("OpenJDK"), "{version}");
+    let jars: Vec<String> = vm_support::zookeeper_jars()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let script = format!(
+        "mkdir -p /tmp/zk/data && cd /tmp/zk && printf 'tickTime=200\\ndataDir=/tmp/zk/data\\nclientPort=2181\\nadmin.serverPort=8080\\n' > zoo.cfg
+        start=$(date +%s%N)
+        nohup java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp {} org.apache.zookeeper.server.quorum.QuorumPeerMain zoo.cfg > zk.log 2>&1 &
+        i=0; until echo srvr | nc 127.0.0.1 2181 2>/dev/null | grep -q Mode || [ $i -gt 600 ]; do sleep 0.5; i=$((i+1)); done
+        echo $(( ($(date +%s%N) - start) / 1000000 ))
+        kill %1",
+        jars.join(":")
+    );
+    let t = Instant::now();
+    let out = vms.ssh(0, &script, b"");
+    eprintln!(
+        "ZooKeeper answered srvr after {out} ms in the guest ({:.1?} with ssh)",
+        t.elapsed()
+    );
+    let ms: u64 = out.lines().last().unwrap().parse().unwrap();
+    assert!(ms < 300_000, "ZooKeeper never answered");
+}

@@ -85,7 +85,11 @@ fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
             ));
             std::fs::write(&zoo_cfg, cfg).unwrap();
             let mut c = Command::new("java");
-            c.args(jvm_args(&JvmOptions::default(), &zoo_cfg));
+            c.args(jvm_args(
+                &JvmOptions::default(),
+                &CLASSPATH.join(":"),
+                &zoo_cfg,
+            ));
             c
         };
         let mut cmd = cmd;

@@ -98,6 +98,11 @@ pub trait Control: Send + Sync {
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
     /// Reads a file of the node (path relative to the node's folder), wherever the node runs.
     fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>>;
+    /// Whether the node's folder is on this machine (`node_dir` can be read directly, in
+    /// microseconds), rather than behind a round trip to a remote host.
+    fn reads_are_local(&self) -> bool {
+        true
+    }
     /// Starts the node's daemon (one per node) and returns its pid.
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32>;
     /// The daemon's pid while it runs (stopped counts as running).

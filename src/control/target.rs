@@ -106,6 +106,11 @@ pub trait Target: Send + Sync {
     fn clock_file(&self, node: &str) -> Option<PathBuf>;
     /// How the clock nemesis moves the nodes' clocks (see `clock_of`); None when it cannot.
     fn clock(&self) -> Option<&dyn Clock>;
+    /// What the run records about the software under test once it ran (test.json
+    /// `settings.software`: e.g. the version each ZooKeeper server reported); None: nothing.
+    fn software(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// The clock of a cluster: the hosts' own clocks when the control may step them

@@ -96,7 +96,11 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         }
         None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
     }
-    if plan.args.target == plan::TargetKind::Zookeeper {
+    // Debian's package on this machine; remote hosts get theirs at setup, a home is checked.
+    if plan.args.target == plan::TargetKind::Zookeeper
+        && plan.hosts.is_none()
+        && plan.args.zookeeper_home.is_none()
+    {
         let java = crate::control::zookeeper::launch::JvmOptions::default().java;
         crate::control::zookeeper::os_setup::ensure(&java, &mut |m| eprintln!("fle-chaos: {m}"))?;
     }
@@ -291,6 +295,22 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
     }
 }
 
+/// Adds what the target says about the software it ran (e.g. ZooKeeper's reported versions)
+/// to test.json as `settings.software`; a failure is logged, the run goes on.
+fn record_software(run_dir: &Path, target: &dyn crate::control::target::Target) {
+    let Some(software) = target.software() else {
+        return;
+    };
+    let path = run_dir.join("test.json");
+    let done = TestInfo::read(&path).and_then(|mut info| {
+        info.settings.rest.insert("software".into(), software);
+        info.write(&path)
+    });
+    if let Err(e) = done {
+        tracing::warn!("cannot record the target's software in test.json: {e:#}");
+    }
+}
+
 /// Records the interruption (the history says why it ends there) and logs it.
 fn interrupted(recorder: &Recorder, signal: Signal) {
     tracing::warn!("interrupted by {}", signal.name());
@@ -412,6 +432,7 @@ async fn run_body(
     }
     progress.set_message("final reads");
     final_phase::final_reads(target.clone(), recorder.clone()).await;
+    record_software(run_dir, target.as_ref());
     // Stopped and awaited before teardown: a look in flight (an SSH round trip, which an
     // abort cannot interrupt) would otherwise see teardown's kills as nodes dying unasked.
     watcher.abort_all();

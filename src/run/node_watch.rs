@@ -134,6 +134,9 @@ impl Target for Watched {
     fn clock(&self) -> Option<&dyn Clock> {
         self.inner.clock()
     }
+    fn software(&self) -> Option<serde_json::Value> {
+        self.inner.software()
+    }
 }
 
 /// The last `n` non-empty lines of a node's logs.

@@ -28,7 +28,8 @@ pub enum Net {
 pub enum TargetKind {
     /// fle-node, this crate's FLE + Zab.
     Fle,
-    /// Apache ZooKeeper 3.8 from Debian's `zookeeper` package (installed when missing).
+    /// Apache ZooKeeper: Debian's `zookeeper` package (installed when missing), or the
+    /// distribution folder of --zookeeper-home.
     Zookeeper,
 }
 
@@ -89,6 +90,11 @@ pub struct TestArgs {
     /// What runs on the nodes.
     #[arg(long, value_enum, default_value_t = TargetKind::Fle)]
     pub target: TargetKind,
+    /// With --target zookeeper: a ZooKeeper distribution folder to run instead of Debian's
+    /// package (Apache's layout: bin/ lib/ conf/, 3.5 to 3.9). With --ssh it is used where it
+    /// is on each host, else uploaded from this machine.
+    #[arg(long, value_name = "DIR")]
+    pub zookeeper_home: Option<PathBuf>,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -223,11 +229,17 @@ impl Plan {
             Net::Loopback => NetMode::Loopback,
         };
         let hosts = args.ssh.hosts(Some(&args.nodes))?;
-        if hosts.is_some() && args.target == TargetKind::Zookeeper {
-            return Err(bad_input(
-                "--ssh with --target zookeeper: remote hosts run fle-node only for now; \
-                 drop --ssh, or drop --target zookeeper",
-            ));
+        if let Some(home) = &args.zookeeper_home {
+            if args.target != TargetKind::Zookeeper {
+                return Err(bad_input(
+                    "--zookeeper-home without --target zookeeper: add --target zookeeper, or \
+                     drop --zookeeper-home",
+                ));
+            }
+            // Over SSH the folder may be on the hosts only: checked there at setup.
+            if hosts.is_none() || home.exists() {
+                crate::control::zookeeper::install::check_home(home)?;
+            }
         }
         let count = args.nodes.count();
         if !(1..=31).contains(&count) {
@@ -268,11 +280,17 @@ impl Plan {
             mode == NetMode::Netns,
         )?;
         let clock = crate::nemesis::schedule::FaultKind::Clock;
-        if args.target == TargetKind::Zookeeper && schedule.kinds().contains(&clock) {
+        // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
+        if args.target == TargetKind::Zookeeper
+            && !args.ssh.real_clock_skew
+            && schedule.kinds().contains(&clock)
+        {
             if args.nemesis.is_some() || args.nemesis_file.is_some() {
                 return Err(bad_input(
-                    "clock faults with --target zookeeper: under libfaketime ZooKeeper's JVM \
-                     stalls and never serves (see docs/zookeeper.md); drop the clock faults",
+                    "clock faults with --target zookeeper: they would run ZooKeeper's JVM under \
+                     libfaketime, where every clock read takes libfaketime's locks and the \
+                     servers miss their sync deadlines and never serve (docs/zookeeper.md); \
+                     on throwaway VMs use --ssh --real-clock-skew, or drop the clock faults",
                 ));
             }
             schedule.faults.retain(|f| f.kind != clock);
@@ -430,6 +448,9 @@ impl Plan {
         cmd.push_str(&a.ssh.replay_flags());
         if a.target == TargetKind::Zookeeper {
             cmd.push_str(" --target zookeeper");
+        }
+        if let Some(home) = &a.zookeeper_home {
+            cmd.push_str(&format!(" --zookeeper-home {}", home.display()));
         }
         cmd
     }

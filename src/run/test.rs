@@ -146,6 +146,9 @@ fn create_target(
             );
             // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
             opts.faketime = plan.args.faketime;
+            if let Some(home) = &plan.args.zookeeper_home {
+                opts.install = crate::control::zookeeper::install::Install::Home(home.clone());
+            }
             opts.write_timeout = write_timeout;
             opts.status_timeout = status_timeout;
             Arc::new(ZooKeeper::new(control, opts)?)

@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// Guest memory. Files live in RAM (the initramfs is the root file system, at most half of it),
 /// and fle-node with its line tables is ~60 MB.
 pub const MEMORY_MB: u32 = 384;
+/// Guest memory with a JVM: the runtime and the jars (~80 MB) live in RAM too, and a ZooKeeper
+/// server with its 128 MB heap needs ~250 MB.
+pub const JVM_MEMORY_MB: u32 = 768;
 /// How long all VMs together may take to boot to a listening sshd.
 const BOOT_DEADLINE: Duration = Duration::from_secs(90);
 /// Besides busybox: sshd, and for the SSH backend's scripts GNU tar (busybox's lacks
@@ -38,6 +41,14 @@ const PACKAGES: [&str; 4] = [
     "busybox-static",
     "openssh-server",
 ];
+
+/// What a guest holds besides the SSH backend's tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Guest {
+    /// A Java runtime (`java` on PATH) and Debian's ZooKeeper jars at Debian's paths, as if
+    /// the `zookeeper` package were installed (the guests have no package manager).
+    pub zookeeper: bool,
+}
 
 pub struct QemuVms {
     pub dir: tempfile::TempDir,
@@ -368,6 +379,8 @@ for w in $(cat /proc/cmdline); do
     flc.name=*) hostname "${w#*=}" ;;
   esac
 done
+# The JVM resolves its own host name (InetAddress.getLocalHost).
+echo "$addr $(hostname)" >> /etc/hosts
 for m in /modules/*.ko; do insmod "$m"; done
 ip link set lo up
 ip addr add "$addr/24" dev eth0
@@ -383,10 +396,125 @@ const SSHD_CONFIG: &str = "Port 22\nHostKey /etc/ssh/ssh_host_ed25519_key\nPidFi
     PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
     PermitRootLogin prohibit-password\nMaxSessions 64\nMaxStartups 64\nLogLevel ERROR\n";
 
+/// Debian's ZooKeeper jars: zookeeper.jar and what its manifest's Class-Path names, transitively,
+/// plus the two it omits (slf4j-simple to log, servlet-api for the AdminServer), as paths under
+/// /usr/share/java (symlinks kept as they are named, so Class-Path entries resolve).
+pub fn zookeeper_jars() -> Vec<PathBuf> {
+    let dir = Path::new("/usr/share/java");
+    let mut todo: Vec<String> = ["zookeeper.jar", "slf4j-simple.jar", "servlet-api.jar"]
+        .map(String::from)
+        .to_vec();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    while let Some(name) = todo.pop() {
+        let path = dir.join(&name);
+        if seen.contains(&path) || !path.exists() {
+            continue;
+        }
+        let out = Command::new("unzip")
+            .arg("-p")
+            .arg(&path)
+            .arg("META-INF/MANIFEST.MF")
+            .output()
+            .expect("cannot run unzip (apt-get install unzip)");
+        // Manifest lines are folded at 72 bytes: a continuation starts with one space.
+        let manifest = String::from_utf8_lossy(&out.stdout)
+            .replace("\r\n ", "")
+            .replace("\n ", "");
+        for line in manifest.lines() {
+            if let Some(cp) = line.strip_prefix("Class-Path:") {
+                todo.extend(cp.split_whitespace().map(String::from));
+            }
+        }
+        seen.push(path);
+    }
+    seen
+}
+
+/// A small Java runtime for the guests (jlink: the modules ZooKeeper and its Jetty use, no debug
+/// info, with a class-data-sharing archive so the JVM starts faster), built once into
+/// target/tmp (~30 s) and kept: (its folder, which is also its path inside the guests).
+fn guest_jre() -> PathBuf {
+    let version = Command::new("java")
+        .arg("-version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default();
+    let tag: String = version
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("flcq-jre-{tag}"));
+    if dir.join("bin/java").exists() && dir.join("lib/server/classes.jsa").exists() {
+        return dir;
+    }
+    let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let ok = Command::new("jlink")
+        .args([
+            "--add-modules",
+            "java.base,java.management,java.naming,java.xml,java.security.sasl,\
+             java.security.jgss,jdk.management,jdk.unsupported,java.sql",
+            "--strip-debug",
+            "--no-header-files",
+            "--no-man-pages",
+            "--output",
+        ])
+        .arg(&tmp)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "jlink failed (the ZooKeeper VM tests need a JDK: apt-get install -y default-jdk-headless)"
+    );
+    let ok = Command::new(tmp.join("bin/java"))
+        .arg("-Xshare:dump")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "cannot dump the class-data-sharing archive of {}",
+        tmp.display()
+    );
+    // Another test process may have built it meanwhile: theirs is as good.
+    if std::fs::rename(&tmp, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    dir
+}
+
+/// Adds every file of the host folder `dir` at the same path.
+fn add_tree(fs: &mut Initramfs, dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            add_tree(fs, &path);
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path).unwrap();
+            fs.symlink(path.to_str().unwrap(), target.to_str().unwrap());
+        } else {
+            let mode = entry.metadata().unwrap().permissions().mode() & 0o7777;
+            fs.file(path.to_str().unwrap(), mode, std::fs::read(&path).unwrap());
+        }
+    }
+}
+
 /// The guests' initramfs: busybox, sshd, the libraries of fle-node, the keys. Built per set in
 /// ~0.2 s; one for all VMs of the set, so they share one host key (each reads its address from
 /// the kernel command line).
-fn build_initramfs(path: &Path, modules: &[PathBuf], host_key: &Path, authorized: &Path) {
+fn build_initramfs(
+    path: &Path,
+    modules: &[PathBuf],
+    host_key: &Path,
+    authorized: &Path,
+    guest: Guest,
+) {
     let mut fs = Initramfs::default();
     // Merged /usr as on the host, so ldd's paths and the binaries' own paths both resolve.
     for d in ["bin", "sbin", "lib", "lib64"] {
@@ -402,6 +530,29 @@ fn build_initramfs(path: &Path, modules: &[PathBuf], host_key: &Path, authorized
         &fle_chaos::control::fle_node::built_binary().to_string_lossy(),
         false,
     );
+    if guest.zookeeper {
+        let jre = guest_jre();
+        add_tree(&mut fs, &jre);
+        fs.binary_and_libraries(jre.join("bin/java").to_str().unwrap(), false);
+        // The runtime's own libraries find each other by $ORIGIN; the system ones must be there.
+        let mut libs = vec![jre.join("lib/server/libjvm.so")];
+        libs.extend(
+            std::fs::read_dir(jre.join("lib"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "so")),
+        );
+        for lib in libs {
+            fs.binary_and_libraries(lib.to_str().unwrap(), false);
+        }
+        fs.symlink("/usr/bin/java", jre.join("bin/java").to_str().unwrap());
+        for jar in zookeeper_jars() {
+            let target = std::fs::canonicalize(&jar).unwrap();
+            let data = std::fs::read(&target).unwrap();
+            fs.file(jar.to_str().unwrap(), 0o644, data);
+        }
+    }
     fs.file("/init", 0o755, INIT);
     for (i, m) in modules.iter().enumerate() {
         let name = m.file_name().unwrap().to_str().unwrap();
@@ -451,6 +602,11 @@ fn build_initramfs(path: &Path, modules: &[PathBuf], host_key: &Path, authorized
 impl QemuVms {
     /// `n` VMs booted at once, each with sshd listening on port 22 of its own address.
     pub fn create(n: usize) -> QemuVms {
+        QemuVms::create_with(n, Guest::default())
+    }
+
+    /// `n` VMs holding what `guest` asks for besides the SSH backend's tools.
+    pub fn create_with(n: usize, guest: Guest) -> QemuVms {
         let dir = tempfile::Builder::new()
             .prefix("flc-vm-")
             .tempdir()
@@ -487,7 +643,13 @@ impl QemuVms {
             &modules,
             &host_key,
             &vms.client_key.with_extension("pub"),
+            guest,
         );
+        let memory = if guest.zookeeper {
+            JVM_MEMORY_MB
+        } else {
+            MEMORY_MB
+        };
 
         let bridge = format!("flcqb{}", vms.suffix);
         vms.bridge = Some(bridge.clone());
@@ -523,14 +685,7 @@ impl QemuVms {
             );
             let out = std::fs::File::create(&log).unwrap();
             let child = Command::new("qemu-system-x86_64")
-                .args([
-                    "-accel",
-                    &accel,
-                    "-cpu",
-                    "max",
-                    "-m",
-                    &MEMORY_MB.to_string(),
-                ])
+                .args(["-accel", &accel, "-cpu", "max", "-m", &memory.to_string()])
                 .args(["-nographic", "-no-reboot", "-rtc", "base=utc"])
                 .arg("-kernel")
                 .arg(&kernel)

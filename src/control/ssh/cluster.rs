@@ -416,6 +416,10 @@ impl Control for SshCluster {
         Ok(out.stdout)
     }
 
+    fn reads_are_local(&self) -> bool {
+        false
+    }
+
     fn spawn(&self, node: &str, spec: &DaemonSpec) -> Result<u32> {
         if *self.torn_down.lock().unwrap() {
             bail!("the cluster is torn down; not starting {node}");

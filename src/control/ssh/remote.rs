@@ -246,11 +246,13 @@ rm -rf {d} && echo 'removed folder '{d}",
     )
 }
 
-/// The node's folder as a tar stream on stdout (logs, data, record; not the binary).
+/// The node's folder as a tar stream on stdout (logs, data, record; not the binary, nor an
+/// uploaded ZooKeeper distribution).
 pub fn fetch_script(dir: &str) -> String {
     format!(
-        "[ -d {d} ] || exit 0; tar -C {d} --exclude=./{BINARY} --exclude=./{PID_FILE} -cf - .",
-        d = quote(dir)
+        "[ -d {d} ] || exit 0; tar -C {d} --exclude=./{BINARY} --exclude=./{PID_FILE} --exclude=./{home} -cf - .",
+        d = quote(dir),
+        home = crate::control::zookeeper::install::UPLOADED_HOME,
     )
 }
 

@@ -31,8 +31,8 @@ impl Default for JvmOptions {
     }
 }
 
-/// The command line after `java`.
-pub fn jvm_args(opts: &JvmOptions, zoo_cfg: &Path) -> Vec<String> {
+/// The command line after `java`, running the jars of `classpath` (see `install::classpath`).
+pub fn jvm_args(opts: &JvmOptions, classpath: &str, zoo_cfg: &Path) -> Vec<String> {
     let mut args: Vec<String> = vec![
         format!("-Xmx{}m", opts.max_heap_mb),
         "-Xms16m".into(),
@@ -47,7 +47,7 @@ pub fn jvm_args(opts: &JvmOptions, zoo_cfg: &Path) -> Vec<String> {
         "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ".into(),
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=info".into(),
         "-cp".into(),
-        CLASSPATH.join(":"),
+        classpath.to_string(),
         MAIN_CLASS.into(),
     ];
     args.push(zoo_cfg.display().to_string());
@@ -60,7 +60,11 @@ mod tests {
 
     #[test]
     fn the_config_comes_last_after_the_main_class() {
-        let args = jvm_args(&JvmOptions::default(), Path::new("/r/n1/zoo.cfg"));
+        let args = jvm_args(
+            &JvmOptions::default(),
+            &CLASSPATH.join(":"),
+            Path::new("/r/n1/zoo.cfg"),
+        );
         let n = args.len();
         assert_eq!(args[n - 1], "/r/n1/zoo.cfg");
         assert_eq!(args[n - 2], MAIN_CLASS);

@@ -1,16 +1,21 @@
-//! `Target` for real Apache ZooKeeper 3.8 (Debian's `zookeeper` package): one JVM per node,
-//! started through the cluster's `Control` exactly like fle-node (same namespaces, same
-//! kill/pause signals, same libfaketime control file), observed through the AdminServer and
-//! written to with a real ZooKeeper client.
+//! `Target` for real Apache ZooKeeper (Debian's `zookeeper` package, or any 3.5-3.9
+//! distribution folder with `--zookeeper-home`): one JVM per node, started through the
+//! cluster's `Control` exactly like fle-node (same namespaces or SSH hosts, same kill/pause
+//! signals, same libfaketime control file), observed through the AdminServer from the
+//! controller and written to with a real ZooKeeper client.
 //!
 //! - `config`: `zoo.cfg` and `myid`;
+//! - `install`: which ZooKeeper, and getting it onto a remote host;
 //! - `launch`: the JVM command line;
 //! - `observe`: AdminServer answers and Zab's epoch files → `api::NodeStatus`;
+//! - `epochs`: when the epoch files are read (every observation here, cached over SSH);
 //! - `client`: sessions, sequential-znode writes with Jepsen outcomes, the final read;
-//! - `os_setup`: installs the package and a JRE when missing.
+//! - `os_setup`: installs the package and a JRE on this machine when missing.
 
 pub mod client;
 pub mod config;
+pub mod epochs;
+pub mod install;
 pub mod launch;
 pub mod observe;
 pub mod os_setup;
@@ -23,9 +28,11 @@ use crate::history::sid_of;
 use anyhow::{Context, Result};
 use client::{ClientOptions, Sessions};
 use config::{Ports, Server, Timing};
+use epochs::{Cadence, EpochFiles, Seen};
+use install::Install;
 use launch::JvmOptions;
-use observe::{Epochs, Observation, ZabAnswer};
-use std::collections::HashMap;
+use observe::{LeaderAnswer, Observation, ZabAnswer};
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -39,6 +46,8 @@ pub struct ZooKeeperOptions {
     pub sync_limit: u32,
     /// Start servers under libfaketime (the clock nemesis needs it).
     pub faketime: bool,
+    /// Debian's package or a distribution folder (`--zookeeper-home`).
+    pub install: Install,
     pub jvm: JvmOptions,
     /// Per status read (both AdminServer requests); a paused server costs its observer this.
     pub status_timeout: Duration,
@@ -54,6 +63,7 @@ impl ZooKeeperOptions {
             init_limit,
             sync_limit,
             faketime: false,
+            install: Install::Debian,
             jvm: JvmOptions::default(),
             status_timeout: Duration::from_millis(500),
             write_timeout: Duration::from_secs(5),
@@ -76,6 +86,12 @@ pub struct ZooKeeper {
     served_epoch: Mutex<HashMap<String, u64>>,
     /// The servers' clocks when they run under libfaketime.
     faketime: Option<faketime::FaketimeClock>,
+    /// Zab's epoch files, read as the control's reads allow (see `epochs`).
+    epoch_files: EpochFiles,
+    /// Where a `--zookeeper-home` is on each remote host (absent: its local path).
+    homes: Mutex<HashMap<String, String>>,
+    /// The version each server reported (AdminServer `srvr`), once it answered.
+    versions: Mutex<BTreeMap<String, String>>,
 }
 
 impl ZooKeeper {
@@ -116,7 +132,17 @@ impl ZooKeeper {
                 read_timeout: Duration::from_secs(30),
             },
         );
+        let cadence = if control.reads_are_local() {
+            Cadence::EveryObservation
+        } else {
+            Cadence::OnChange {
+                refresh: epochs::REMOTE_REFRESH,
+            }
+        };
         Ok(ZooKeeper {
+            epoch_files: EpochFiles::new(cadence),
+            homes: Mutex::new(HashMap::new()),
+            versions: Mutex::new(BTreeMap::new()),
             faketime: opts
                 .faketime
                 .then(|| faketime::FaketimeClock::new(control.clone())),
@@ -156,15 +182,67 @@ impl ZooKeeper {
         self.sessions.close_all().await;
     }
 
-    fn epochs(&self, node: &str) -> Epochs {
-        let Ok(dir) = self.data_dir(node) else {
-            return Epochs::default();
-        };
-        let v2 = dir.join("version-2");
-        Epochs {
-            current: observe::read_epoch_file(&v2.join("currentEpoch")),
-            accepted: observe::read_epoch_file(&v2.join("acceptedEpoch")),
+    /// The JVM classpath on `node`'s host.
+    fn classpath(&self, node: &str) -> String {
+        let homes = self.homes.lock().unwrap();
+        install::classpath(&self.opts.install, homes.get(node).map(String::as_str))
+    }
+
+    /// The epochs of a node on a remote host for an observation that saw `seen` (see `epochs`):
+    /// kept, or read and confirmed by asking the AdminServer again; an error when they cannot
+    /// be vouched for this observation.
+    async fn remote_epochs(
+        &self,
+        node: &str,
+        http: &reqwest::Client,
+        base: &str,
+        seen: Seen,
+    ) -> Result<observe::Epochs, String> {
+        if seen.role.is_none() {
+            // Not serving: only acceptedEpoch is the file's (see `observe`).
+            let control = self.control.as_ref();
+            return Ok(crate::control::blocking(|| {
+                self.epoch_files.get(control, node, seen)
+            }));
         }
+        if seen.serving_since.is_none() {
+            return Err(
+                "srvr unanswered: which serving instance, so which epoch, is unknown".into(),
+            );
+        }
+        if let Some(e) = self.epoch_files.cached(node, &seen) {
+            return Ok(e);
+        }
+        // An SSH round trip blocks; `blocking` lets the worker's other tasks run meanwhile.
+        let epochs =
+            crate::control::blocking(|| self.epoch_files.read(self.control.as_ref(), node));
+        let (leader, srvr) = tokio::join!(
+            admin_get(http, format!("{base}/commands/leader")),
+            admin_get(http, format!("{base}/commands/srvr")),
+        );
+        let role = leader
+            .ok()
+            .and_then(|(body, _)| observe::parse_leader(&body).ok())
+            .and_then(|l| match l {
+                LeaderAnswer::Serving {
+                    is_leader,
+                    leader_id,
+                } => Some((is_leader, leader_id)),
+                LeaderAnswer::NotServing(_) => None,
+            });
+        let after = Seen {
+            role,
+            serving_since: srvr
+                .ok()
+                .and_then(|(body, _)| observe::parse_srvr(&body).uptime_ms)
+                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            zxid_epoch: seen.zxid_epoch,
+        };
+        if !epochs::same_instance(&seen, &after) {
+            return Err("the server changed role while its epoch files were read".into());
+        }
+        self.epoch_files.keep(node, epochs, seen);
+        Ok(epochs)
     }
 
     async fn observe(&self, node: &str) -> Result<NodeStatus, ReadError> {
@@ -179,16 +257,59 @@ impl ZooKeeper {
             "http://{}",
             SocketAddr::new(server.host, server.ports.admin)
         );
-        let (leader, zab) = tokio::join!(
+        // srvr: the version, and over SSH the serving instance's uptime (see `epochs`); locally
+        // asked only until the version is known.
+        let want_srvr = self.epoch_files.cadence() != Cadence::EveryObservation
+            || !self.versions.lock().unwrap().contains_key(node);
+        let srvr = async {
+            if want_srvr {
+                admin_get(http, format!("{base}/commands/srvr")).await.ok()
+            } else {
+                None
+            }
+        };
+        let (leader, zab, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
             admin_get(http, format!("{base}/commands/zabstate")),
+            srvr,
         );
         let (leader_body, date) = leader?;
         let leader = observe::parse_leader(&leader_body).map_err(ReadError::Timeout)?;
+        let role = match &leader {
+            LeaderAnswer::Serving {
+                is_leader,
+                leader_id,
+            } => Some((*is_leader, *leader_id)),
+            LeaderAnswer::NotServing(_) => None,
+        };
+        let srvr = srvr
+            .map(|(body, _)| observe::parse_srvr(&body))
+            .unwrap_or_default();
+        if let (Some(v), Some(_)) = (&srvr.version, role) {
+            self.versions
+                .lock()
+                .unwrap()
+                .entry(node.to_string())
+                .or_insert_with(|| v.clone());
+        }
         // zabstate is secondary evidence: a failed read of it alone does not hide the role.
         let zab = match zab {
             Ok((body, _)) => observe::parse_zabstate(&body).unwrap_or_default(),
             Err(_) => ZabAnswer::default(),
+        };
+        let seen = Seen {
+            role,
+            serving_since: srvr
+                .uptime_ms
+                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            zxid_epoch: zab.last_zxid.map(crate::api::epoch_of),
+        };
+        let epochs = match self.epoch_files.cadence() {
+            Cadence::EveryObservation => self.epoch_files.get(self.control.as_ref(), node, seen),
+            Cadence::OnChange { .. } => self
+                .remote_epochs(node, http, &base, seen)
+                .await
+                .map_err(ReadError::Timeout)?,
         };
         let previous_zxid = {
             let mut seen = self.last_zxid.lock().unwrap();
@@ -219,7 +340,7 @@ impl ZooKeeper {
             zab,
             previous_zxid,
             last_served_epoch,
-            epochs: self.epochs(node),
+            epochs,
             wall_clock_ms,
             uptime_ms,
         });
@@ -273,6 +394,18 @@ impl Target for ZooKeeper {
     }
 
     fn setup(&self, node: &str) -> Result<()> {
+        // This machine's install is checked before the run (`os_setup`); a remote host's here.
+        if !self.control.reads_are_local() {
+            let (home, note) =
+                install::prepare_host(self.control.as_ref(), node, &self.opts.install)?;
+            if let Some(note) = note {
+                eprintln!("fle-chaos: {note}");
+                tracing::info!("{note}");
+            }
+            if let Some(home) = home {
+                self.homes.lock().unwrap().insert(node.to_string(), home);
+            }
+        }
         let me = self.server(node)?;
         let mut servers: Vec<Server> = self.servers.values().cloned().collect();
         servers.sort_by_key(|s| s.sid);
@@ -302,7 +435,11 @@ impl Target for ZooKeeper {
             node,
             &DaemonSpec {
                 program: self.opts.jvm.java.clone(),
-                args: launch::jvm_args(&self.opts.jvm, &self.config_path(node)?),
+                args: launch::jvm_args(
+                    &self.opts.jvm,
+                    &self.classpath(node),
+                    &self.config_path(node)?,
+                ),
                 env,
                 log: dir.join("zookeeper.log"),
             },
@@ -346,5 +483,13 @@ impl Target for ZooKeeper {
 
     fn clock(&self) -> Option<&dyn Clock> {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
+    }
+
+    fn software(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({
+            "install": self.opts.install.describe(),
+            "versions": *self.versions.lock().unwrap(),
+            "epoch_files": self.epoch_files.describe(),
+        }))
     }
 }

@@ -102,6 +102,37 @@ fn parse_hex_zxid(s: &str) -> Result<u64, String> {
     u64::from_str_radix(digits, 16).map_err(|e| format!("bad zxid {s:?}: {e}"))
 }
 
+/// What `/commands/srvr` said: the version (`"3.8.0-<commit>, built on <date>"`, kept up to
+/// the first comma) and `server_stats.uptime`, ms since the serving instance started (see
+/// `epochs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SrvrAnswer {
+    pub version: Option<String>,
+    pub uptime_ms: Option<u64>,
+}
+
+pub fn parse_srvr(body: &[u8]) -> SrvrAnswer {
+    #[derive(Deserialize)]
+    struct Stats {
+        uptime: Option<u64>,
+    }
+    #[derive(Deserialize)]
+    struct Srvr {
+        version: Option<String>,
+        server_stats: Option<Stats>,
+    }
+    let Ok(b) = serde_json::from_slice::<Srvr>(body) else {
+        return SrvrAnswer::default();
+    };
+    SrvrAnswer {
+        version: b
+            .version
+            .and_then(|v| v.split(',').next().map(|v| v.trim().to_string()))
+            .filter(|v| !v.is_empty()),
+        uptime_ms: b.server_stats.and_then(|s| s.uptime),
+    }
+}
+
 /// Reads one of Zab's epoch files (`currentEpoch`, `acceptedEpoch`): a decimal number.
 pub fn read_epoch_file(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -223,6 +254,17 @@ mod tests {
             LeaderAnswer::NotServing(m) if m.contains("not currently serving")
         ));
         assert!(parse_leader(b"<html>500</html>").is_err());
+    }
+
+    #[test]
+    fn the_version_and_uptime_are_read_from_srvr() {
+        let body = br#"{ "version" : "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC",
+            "read_only" : false, "server_stats" : { "server_state" : "leader", "uptime" : 4704 } }"#;
+        let s = parse_srvr(body);
+        assert_eq!(s.version.as_deref(), Some("3.8.0-${mvngit.commit.id}"));
+        assert_eq!(s.uptime_ms, Some(4704));
+        assert_eq!(parse_srvr(br#"{"command":"srvr"}"#), SrvrAnswer::default());
+        assert_eq!(parse_srvr(b"<html>"), SrvrAnswer::default());
     }
 
     #[test]
