@@ -186,7 +186,7 @@ fn original(out: &Path, seed: &str) -> (Option<i32>, std::path::PathBuf) {
 }
 
 fn election_safety_failed(run: &Path) -> bool {
-    let r = fle_chaos::shrink::child::read_results(run).unwrap();
+    let r = fle_chaos::run::child::read_results(run).unwrap();
     r.checkers
         .iter()
         .any(|c| c.name == "election-safety" && c.valid == Validity::False)

@@ -412,7 +412,7 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down() {
         let Some(d) = dirs.first() else { return false };
         let runs = d.join("runs");
         ["kill", "pause"].iter().all(|s| {
-            fle_chaos::sweep::child::newest_run(&runs.join(format!("fle-election-{s}-n3-s1")))
+            fle_chaos::run::child::newest_run(&runs.join(format!("fle-election-{s}-n3-s1")))
                 .is_some_and(|r| started_processes(&r) >= 3)
         })
     });

@@ -15,6 +15,7 @@
 //!   events; at start-up, an abort);
 //! - `finish`: check and report (`finish_run`).
 
+pub mod child;
 pub mod final_phase;
 pub mod finish;
 pub mod guard;

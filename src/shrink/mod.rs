@@ -33,6 +33,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use search::{Candidate, Engine};
 use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -276,14 +277,14 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
             ))
         })?;
     args.seed = Some(rec.info.seed);
-    let results = child::read_results(&run_dir).map_err(|e| {
+    let results = crate::run::child::read_results(&run_dir).map_err(|e| {
         bad_input(format!(
             "{}: {e:#}; check the run first (fle-chaos check {})",
             run_dir.display(),
             run_dir.display()
         ))
     })?;
-    let invalid = child::invalid_checkers(&results);
+    let invalid = crate::run::child::invalid_checkers(&results);
     let target = target_checkers(&run_dir, &invalid, opts.checkers.as_deref())?;
     let out = opts.out.clone().unwrap_or_else(|| run_dir.join("shrink"));
     prepare_out(&out)?;
@@ -545,11 +546,17 @@ fn halve_durations(steps: &[PlannedFault]) -> Vec<PlannedFault> {
 
 /// The test arguments of a replay of `c` (without the nemesis flag), as one line.
 fn command(args: &TestArgs, c: &Candidate, out: &Path) -> String {
-    let argv = child::test_argv(args, c.time_limit, None, &out.join("replays"), "replay");
+    let mut argv = child::test_argv(args, c.time_limit, None);
     // Drop the trailing `--nemesis none` the caller replaces.
-    let n = argv.len().saturating_sub(2);
-    argv[..n]
-        .iter()
+    argv.truncate(argv.len().saturating_sub(2));
+    let place: [OsString; 4] = [
+        "--out".into(),
+        out.join("replays").into_os_string(),
+        "--name".into(),
+        "replay".into(),
+    ];
+    argv.iter()
+        .chain(place.iter())
         .map(|a| {
             let a = a.to_string_lossy();
             if a.chars()

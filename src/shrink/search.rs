@@ -5,12 +5,13 @@
 //! running are stopped (SIGTERM, they tear down) and awaited. No child starts after the
 //! deadline (the budget), and an interrupt stops every child before returning.
 
-use super::child::{run_child, test_argv, ChildRun};
+use super::child::test_argv;
 use crate::nemesis::plan::{time_limit_for, PlannedFault};
 use crate::nemesis::timed;
+use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};
 use crate::run::plan::TestArgs;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -107,7 +108,8 @@ impl Engine {
     }
 
     fn reproduces(&self, run: &ChildRun) -> bool {
-        run.code == crate::exit::INVALID && self.target.iter().all(|t| run.invalid.contains(t))
+        let invalid = run.invalid_checkers();
+        run.code == crate::exit::INVALID && self.target.iter().all(|t| invalid.contains(t))
     }
 
     /// Writes candidate `id`'s schedule; None for no faults (`--nemesis none`).
@@ -228,16 +230,29 @@ impl Engine {
                     .dir
                     .join("runs")
                     .join(format!("c{}-r{}", ids[c], r + 1));
-                let argv = test_argv(
-                    &self.args,
-                    cands[c].time_limit,
-                    files[c].as_deref(),
-                    &out,
-                    "replay",
-                );
+                let argv = test_argv(&self.args, cands[c].time_limit, files[c].as_deref());
                 let exe = self.exe.clone();
-                let rx = cancelled.clone();
-                running.spawn(async move { (c, r, run_child(&exe, &argv, &out, rx).await) });
+                let mut rx = cancelled.clone();
+                running.spawn(async move {
+                    let run = async {
+                        std::fs::create_dir_all(&out)
+                            .with_context(|| format!("cannot create {}", out.display()))?;
+                        let log = out.join("child.log");
+                        let place = ChildPlace {
+                            out: &out,
+                            name: "replay",
+                            log: &log,
+                        };
+                        // A replay is stopped with SIGTERM (never SIGKILL): it tears its
+                        // cluster down, so nothing is left behind.
+                        let cancel = async move {
+                            let _ = rx.wait_for(|c| *c).await;
+                            Stop::Cancelled
+                        };
+                        run_child(&exe, &argv, place, None, cancel).await
+                    };
+                    (c, r, run.await)
+                });
             }
             if running.is_empty() {
                 break;
@@ -275,9 +290,9 @@ impl Engine {
                 time_limit_s: cands[c].time_limit.as_secs_f64(),
                 code: run.code,
                 reproduced,
-                invalid: run.invalid.clone(),
+                invalid: run.invalid_checkers(),
                 run_dir: run.run_dir.clone(),
-                took_s: run.took.as_secs_f64(),
+                took_s: run.duration.as_secs_f64(),
                 cancelled: run.cancelled,
             });
             if !run.cancelled {

@@ -5,7 +5,6 @@
 //! trends.
 //!
 //! - `matrix`: the TOML file, its expansion into runs and `--shard I/N` slices;
-//! - `child`: one run as a child process, its results read through `checker::Results`;
 //! - `runner`: parallel runs within the budget; `progress`: the live display;
 //! - `record`: `sweep.json`, the typed record every page is written from;
 //! - `summary`: summary.html and junit.xml; `merge`: shard folders into one;
@@ -16,7 +15,6 @@
 //! `logs/<run id>.log` (each child's stderr). The exit code is the worst run's
 //! (`exit::worse`), or the signal's when one stopped the sweep.
 
-pub mod child;
 pub mod matrix;
 pub mod merge;
 pub mod progress;
@@ -65,6 +63,10 @@ pub struct SweepArgs {
     /// How nodes are networked [default: the matrix's `net`, else netns].
     #[arg(long, value_enum)]
     pub net: Option<Net>,
+    /// Shrink each run judged invalid to its minimal fault sequence (`fle-chaos shrink`,
+    /// docs/shrink.md), one after the other within what is left of --budget.
+    #[arg(long)]
+    pub shrink: bool,
 }
 
 /// `fle-chaos merge` options.
@@ -181,6 +183,7 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         tokio::task::spawn_blocking(move || preflight(&cells, &m, &extra)).await??;
     }
     let interrupts = Interrupts::install()?;
+    let started = std::time::Instant::now();
     let started_at = chrono::Utc::now();
     let stamp = started_at.format("%Y%m%dT%H%M%SZ").to_string();
     let dir = matrix::sweep_folder(&args.out, &m, &stamp, args.shard);
@@ -222,10 +225,9 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         .collect();
     ran.runs
         .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
-    // --shrink (issue 19 item 5) plugs in here: for each run with `outcome == exit::INVALID`,
-    // in order, while `budget` minus the time spent leaves room, call the shrinker on
-    // `dir.join(run.run_dir)` and set `run.minimal` to the minimal schedule it wrote (relative
-    // to `dir`); the summary links it and the record keeps it for `merge`.
+    if args.shrink && ran.interrupted.is_none() {
+        shrink_failures(&mut ran.runs, &dir, budget, started, &args, &interrupts).await;
+    }
     let mut record = SweepRecord {
         format: record::FORMAT,
         matrix: m.name.clone(),
@@ -248,6 +250,53 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
     };
     finish(&dir, &args.out, &record)?;
     Ok(record.exit_code)
+}
+
+/// The least time worth giving one shrink (a few replays of a short run).
+const LEAST_SHRINK: std::time::Duration = std::time::Duration::from_secs(60);
+/// A shrink's budget when the sweep has none.
+const SHRINK_BUDGET: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// `--shrink`: each run judged invalid (a failure, or a seeded bug caught) is shrunk in turn,
+/// while the budget leaves room; its minimal schedule is linked from the summary. A shrink
+/// that fails is said on stderr and the run keeps no minimal schedule.
+async fn shrink_failures(
+    runs: &mut [record::RunRecord],
+    dir: &Path,
+    budget: Option<std::time::Duration>,
+    started: std::time::Instant,
+    args: &SweepArgs,
+    interrupts: &Interrupts,
+) {
+    for run in runs.iter_mut() {
+        let invalid = run.verdict == Some(crate::checker::Validity::False);
+        let Some(run_dir) = run.run_dir.as_ref().filter(|_| invalid) else {
+            continue;
+        };
+        let left = budget.map_or(SHRINK_BUDGET, |b| b.saturating_sub(started.elapsed()));
+        if left < LEAST_SHRINK {
+            eprintln!("fle-chaos sweep: no budget left to shrink {}", run.cell.id);
+            continue;
+        }
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let mut opts = crate::shrink::ShrinkOptions::new(exe);
+        opts.budget = left;
+        opts.parallel = args.parallel as usize;
+        opts.interrupts = Some(interrupts.clone());
+        opts.out = Some(dir.join("shrink").join(&run.cell.id));
+        match crate::shrink::shrink_run(&dir.join(run_dir), &opts).await {
+            Ok(outcome) => {
+                run.minimal = outcome
+                    .minimal_file
+                    .as_deref()
+                    .and_then(|f| f.strip_prefix(dir).ok())
+                    .map(Path::to_path_buf);
+            }
+            Err(e) => eprintln!("fle-chaos sweep: shrinking {} failed: {e:#}", run.cell.id),
+        }
+    }
 }
 
 /// Writes the record and pages, adds a whole, uninterrupted sweep to the trends (a shard's

@@ -5,11 +5,11 @@
 //! measured on the runs finished so far (cluster start, final heal and recovery, checkers,
 //! report), `FIRST_OVERHEAD` before any has finished.
 
-use super::child::{run_child, ChildRun};
 use super::matrix::{Cell, Matrix};
 use super::progress::Progress;
 use super::record::{outcome, RunRecord};
 use crate::exit;
+use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -191,18 +191,24 @@ impl Runner {
         let deadline = self.matrix.time_limit + recovery + DEADLINE_MARGIN;
         async move {
             let started_at = chrono::Utc::now();
-            let child =
-                match run_child(&exe, &args, &out, &cell.id, &log, deadline, &interrupts).await {
-                    Ok(c) => c,
-                    Err(e) => ChildRun {
-                        code: exit::CRASHED,
-                        run_dir: None,
-                        results: None,
-                        duration: Duration::ZERO,
-                        note: Some(format!("{e:#}")),
-                        interrupted: None,
-                    },
-                };
+            let place = ChildPlace {
+                out: &out,
+                name: &cell.id,
+                log: &log,
+            };
+            let stop = async { Stop::Interrupted(interrupts.wait().await) };
+            let child = match run_child(&exe, &args, place, Some(deadline), stop).await {
+                Ok(c) => c,
+                Err(e) => ChildRun {
+                    code: exit::CRASHED,
+                    run_dir: None,
+                    results: None,
+                    duration: Duration::ZERO,
+                    note: Some(format!("{e:#}")),
+                    interrupted: None,
+                    cancelled: false,
+                },
+            };
             (cell, started_at, child)
         }
     }

@@ -1,19 +1,22 @@
-//! Running one test from another stage: `fle-chaos test ARGS --out OUT --name NAME` as a child
-//! process (so a run that crashes or hangs cannot take the sweep with it, and each run tears
-//! down its own cluster exactly as a lone run does), its verdict from the exit code and its
-//! details from `OUT/NAME/<timestamp>/results.json` through the typed `checker::Results`.
+//! Running one test from another stage (sweep, shrink, benches): `fle-chaos test ARGS` as a
+//! child process (so a run that crashes or hangs cannot take its caller with it, and each run
+//! tears down its own cluster exactly as a lone run does), its verdict from the exit code and
+//! its details from `OUT/NAME/<timestamp>/results.json` through the typed `checker::Results`.
 //!
 //! Concurrent children are safe: each claims its own subnet and names (`control::netns`
 //! claims a free 10.a.b.0/24 with a lock file; names carry the run's id). A signal for the
-//! sweep is passed on to every child, which tears down and exits as an interrupted run; a
-//! child that outlives its deadline is stopped the same way (SIGTERM, then SIGKILL).
+//! caller, or the caller's cancel, is passed on to the child, which tears down and exits as an
+//! interrupted run; a child that outlives its deadline is stopped the same way (SIGTERM, then
+//! SIGKILL after a grace period).
 
-use crate::checker::Results;
+use crate::checker::{Results, Validity};
 use crate::exit;
-use crate::run::interrupt::{Interrupts, Signal};
+use crate::run::interrupt::Signal;
 use anyhow::{Context, Result};
 use nix::sys::signal::{kill, Signal as NixSignal};
 use nix::unistd::Pid;
+use std::ffi::OsStr;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -32,21 +35,47 @@ pub struct ChildRun {
     pub duration: Duration,
     /// Why there is no verdict (timed out, ...), when the sweep knows more than the code.
     pub note: Option<String>,
-    /// The sweep's signal, when one stopped this run.
+    /// The caller's signal, when one stopped this run.
     pub interrupted: Option<Signal>,
+    /// Stopped by the caller's cancel (not a signal) before it ended with a verdict of its own.
+    pub cancelled: bool,
 }
 
-/// One child run: `exe test ARGS --out OUT --name NAME`, stderr into `log`, stopped when it
-/// outlives `deadline` or when `interrupts` fires.
+impl ChildRun {
+    /// The checkers that judged the run invalid (none without results).
+    pub fn invalid_checkers(&self) -> Vec<String> {
+        self.results
+            .as_ref()
+            .map(invalid_checkers)
+            .unwrap_or_default()
+    }
+}
+
+/// Why the caller stops a child early.
+pub enum Stop {
+    /// The caller was interrupted: the child gets the same signal.
+    Interrupted(Signal),
+    /// The caller no longer needs the run: SIGTERM, so it tears down.
+    Cancelled,
+}
+
+/// Where a child run goes: `--out OUT --name NAME`, its stderr and stdout into `log`.
+pub struct ChildPlace<'a> {
+    pub out: &'a Path,
+    pub name: &'a str,
+    pub log: &'a Path,
+}
+
+/// One child run: `exe test ARGS --out OUT --name NAME`, output into `log`, stopped when it
+/// outlives `deadline` or when `stop` resolves.
 pub async fn run_child(
     exe: &Path,
-    args: &[String],
-    out: &Path,
-    name: &str,
-    log: &Path,
-    deadline: Duration,
-    interrupts: &Interrupts,
+    args: &[impl AsRef<OsStr>],
+    place: ChildPlace<'_>,
+    deadline: Option<Duration>,
+    stop: impl Future<Output = Stop>,
 ) -> Result<ChildRun> {
+    let ChildPlace { out, name, log } = place;
     let start = Instant::now();
     let log_file =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -58,25 +87,42 @@ pub async fn run_child(
         .arg("--name")
         .arg(name)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(log_file.try_clone()?)
         .stderr(log_file)
         .spawn()
         .with_context(|| format!("cannot start {} test", exe.display()))?;
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
     let mut note = None;
     let mut interrupted = None;
+    let mut cancelled = false;
+    let limit = deadline;
+    let deadline = async {
+        match limit {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
     let status = tokio::select! {
         s = child.wait() => s?,
-        sig = interrupts.wait() => {
-            interrupted = Some(sig);
-            stop(&mut child, pid, to_nix(sig)).await?
+        why = stop => {
+            let sig = match why {
+                Stop::Interrupted(sig) => {
+                    interrupted = Some(sig);
+                    to_nix(sig)
+                }
+                Stop::Cancelled => {
+                    cancelled = true;
+                    NixSignal::SIGTERM
+                }
+            };
+            stop_child(&mut child, pid, sig).await?
         }
-        _ = tokio::time::sleep(deadline) => {
+        _ = deadline => {
             note = Some(format!(
                 "did not finish within {:.0} s; stopped with SIGTERM",
-                deadline.as_secs_f64()
+                limit.unwrap_or_default().as_secs_f64()
             ));
-            stop(&mut child, pid, NixSignal::SIGTERM).await?
+            stop_child(&mut child, pid, NixSignal::SIGTERM).await?
         }
     };
     let code = match (
@@ -93,8 +139,10 @@ pub async fn run_child(
     } else {
         code
     };
+    // Asked to stop, but it had ended with its own verdict: that verdict counts.
+    let cancelled = cancelled && exit::is_interrupted(code);
     let run_dir = newest_run(&out.join(name));
-    let results = run_dir.as_deref().and_then(read_results);
+    let results = run_dir.as_deref().and_then(|d| read_results(d).ok());
     Ok(ChildRun {
         code,
         run_dir,
@@ -102,6 +150,7 @@ pub async fn run_child(
         duration: start.elapsed(),
         note,
         interrupted,
+        cancelled,
     })
 }
 
@@ -115,7 +164,7 @@ fn to_nix(sig: Signal) -> NixSignal {
 
 /// Sends `sig` to the child (by its pid, which is ours: it has not been reaped), waits for it
 /// to tear down, and kills it when it takes longer than `TEARDOWN_GRACE`.
-async fn stop(
+async fn stop_child(
     child: &mut tokio::process::Child,
     pid: Option<Pid>,
     sig: NixSignal,
@@ -146,8 +195,19 @@ pub fn newest_run(test_dir: &Path) -> Option<PathBuf> {
     runs.pop()
 }
 
-/// A run's results.json, typed; None when the checkers did not run (or it is unreadable).
-pub fn read_results(run_dir: &Path) -> Option<Results> {
-    let text = std::fs::read_to_string(run_dir.join("results.json")).ok()?;
-    serde_json::from_str(&text).ok()
+/// A run's results.json, typed (an error when the checkers did not run or it is unreadable).
+pub fn read_results(run_dir: &Path) -> Result<Results> {
+    let path = run_dir.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not results.json", path.display()))
+}
+
+/// The names of the checkers that judged the run invalid.
+pub fn invalid_checkers(r: &Results) -> Vec<String> {
+    r.checkers
+        .iter()
+        .filter(|c| c.valid == Validity::False)
+        .map(|c| c.name.clone())
+        .collect()
 }
