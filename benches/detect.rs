@@ -17,11 +17,12 @@
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
 //! not change what it measures.
 
-use fle_chaos::checker::{Results, Validity};
+use fle_chaos::checker::Validity;
+use fle_chaos::run::child::{run_child, ChildPlace, ChildRun};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The schedule named for each bug: the built-in schedules (`nemesis/NAME.toml`) whose faults
 /// the bug's FAULT column (`fle-node --list-bugs`) says should expose it, best first; the first
@@ -113,40 +114,53 @@ fn named_for(bug: &str) -> String {
         .map_or_else(|| "mixed".into(), |s| s.to_string())
 }
 
-/// Starts `job` as a child `fle-chaos test`, its output in `dir`.
-fn spawn(bin: &Path, node: &Path, job: &Job, dir: &Path, time_limit: u32, nodes: u32) -> Child {
-    std::fs::create_dir_all(dir).unwrap();
-    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.args(["test", "--workload", "writes", "--name", "detect"])
-        .args(["--nodes", &nodes.to_string()])
-        .args(["--time-limit", &time_limit.to_string()])
-        .args(["--seed", &job.seed.to_string()])
-        .args(["--nemesis-file", &job.schedule])
-        .arg("--node-binary")
-        .arg(node)
-        .arg("--out")
-        .arg(dir);
+/// Runs `job` as a child `fle-chaos test` (through `run::child`, as sweeps and shrink do), its
+/// output in `dir`; a run that outlives `deadline` is stopped (SIGTERM: it tears down).
+async fn run_job(
+    bin: PathBuf,
+    node: PathBuf,
+    job: Job,
+    dir: PathBuf,
+    (time_limit, nodes, deadline): (u32, u32, Duration),
+) -> Outcome {
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut args: Vec<String> = [
+        "--workload",
+        "writes",
+        "--nodes",
+        &nodes.to_string(),
+        "--time-limit",
+        &time_limit.to_string(),
+        "--seed",
+        &job.seed.to_string(),
+        "--nemesis-file",
+        &job.schedule,
+        "--node-binary",
+        &node.to_string_lossy(),
+    ]
+    .map(str::to_string)
+    .to_vec();
     if job.bug != "correct" {
-        cmd.args(["--bug", &job.bug]);
+        args.extend(["--bug".to_string(), job.bug.clone()]);
     }
-    cmd.stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("fle-chaos starts")
+    let log = dir.join("stderr.log");
+    let place = ChildPlace {
+        out: &dir,
+        name: "detect",
+        log: &log,
+    };
+    let child = run_child(&bin, &args, place, Some(deadline), std::future::pending())
+        .await
+        .expect("fle-chaos starts");
+    outcome(job, &child)
 }
 
 /// Reads a finished run's verdicts through the typed results.
-fn outcome(job: Job, code: i32, dir: &Path, wall_s: f64) -> Outcome {
-    let run = dir.join("latest").canonicalize().ok();
-    let results: Option<Results> = run
-        .as_ref()
-        .and_then(|r| std::fs::read_to_string(r.join("results.json")).ok())
-        .and_then(|t| serde_json::from_str(&t).ok());
+fn outcome(job: Job, child: &ChildRun) -> Outcome {
     let mut checkers = Vec::new();
     let mut unknown = Vec::new();
     let mut first: Option<u64> = None;
-    for c in results.iter().flat_map(|r| &r.checkers) {
+    for c in child.results.iter().flat_map(|r| &r.checkers) {
         if !c.applicable {
             continue;
         }
@@ -163,12 +177,12 @@ fn outcome(job: Job, code: i32, dir: &Path, wall_s: f64) -> Outcome {
     }
     Outcome {
         job,
-        code,
+        code: child.code,
         first_violation_s: first.map(|t| t as f64 / 1e9),
         checkers,
         unknown,
-        wall_s,
-        dir: run,
+        wall_s: child.duration.as_secs_f64(),
+        dir: child.run_dir.clone(),
     }
 }
 
@@ -269,37 +283,22 @@ fn main() {
         seed + seeds.saturating_sub(1)
     );
     let deadline = Duration::from_secs(u64::from(time_limit) + 300);
-    let mut queue = jobs.into_iter().enumerate();
-    let mut running: Vec<(usize, Job, PathBuf, Child, Instant)> = Vec::new();
-    let mut outcomes = Vec::new();
-    loop {
-        while running.len() < parallel {
-            let Some((i, job)) = queue.next() else { break };
-            // A short folder: lazyfs's control socket lives under it, and a Unix socket path
-            // must be shorter than 108 bytes.
-            let dir = out.join(format!("{i:03}"));
-            let child = spawn(&bin, &node, &job, &dir, time_limit, nodes);
-            running.push((i, job, dir, child, Instant::now()));
-        }
-        if running.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-        let mut k = 0;
-        while k < running.len() {
-            let (_, _, _, child, started) = &mut running[k];
-            let status = child.try_wait().expect("wait for a run");
-            if status.is_none() && started.elapsed() > deadline {
-                // Interrupted like Ctrl-C, so the run tears down what it made.
-                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-                let _ = child.wait();
-            } else if status.is_none() {
-                k += 1;
-                continue;
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let outcomes = runtime.block_on(async {
+        let mut queue = jobs.into_iter().enumerate();
+        let mut running = tokio::task::JoinSet::new();
+        let mut outcomes = Vec::new();
+        loop {
+            while running.len() < parallel {
+                let Some((i, job)) = queue.next() else { break };
+                // A short folder: lazyfs's control socket lives under it, and a Unix socket
+                // path must be shorter than 108 bytes.
+                let dir = out.join(format!("{i:03}"));
+                let run = run_job(bin.clone(), node.clone(), job, dir, (time_limit, nodes, deadline));
+                running.spawn(async move { (i, run.await) });
             }
-            let (i, job, dir, mut child, started) = running.remove(k);
-            let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(-1);
-            let o = outcome(job, code, &dir, started.elapsed().as_secs_f64());
+            let Some(done) = running.join_next().await else { break };
+            let (i, o) = done.expect("a run task");
             println!(
                 "run {:>3} {:<30} {:<20} seed {}: {:<10} first violation {:>6}  invalid: {}  unknown: {}  ({:.0} s) {}",
                 i + 1,
@@ -316,7 +315,8 @@ fn main() {
             );
             outcomes.push(o);
         }
-    }
+        outcomes
+    });
     // The table: per bug and schedule, in the order they were asked for.
     let mut table: BTreeMap<(usize, String), Vec<&Outcome>> = BTreeMap::new();
     for o in &outcomes {
