@@ -198,10 +198,11 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    // The seed fixes the faults; whether two leaders show in one epoch is timing. A seed whose
-    // partition comes first is tried again with the next one if the machine hid it.
+    // The seed fixes the faults; whether two leaders show in one epoch is timing. Seeds 4 and 5
+    // of today's `mixed` showed it in 4 of 4 runs (2026-11-30); the next seed is tried if the
+    // machine hid it.
     let mut failing = None;
-    for seed in ["1", "2"] {
+    for seed in ["4", "5", "1"] {
         let (code, run) = original(&tmp.path().join(format!("orig{seed}")), seed);
         if code == Some(1) && election_safety_failed(&run) {
             failing = Some(run);

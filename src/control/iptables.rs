@@ -107,11 +107,22 @@ pub fn is_cut(control: &dyn Control, node: &str) -> Result<bool> {
 }
 
 fn run(control: &dyn Control, node: &str, args: &[String]) -> Result<()> {
+    run_program(control, node, "iptables", args)
+}
+
+/// Runs `program ARGS` on `node`; a failure says the command and its stderr (also used by
+/// `packet` for iptables and tc).
+pub(super) fn run_program(
+    control: &dyn Control,
+    node: &str,
+    program: &str,
+    args: &[String],
+) -> Result<()> {
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = control.exec(node, "iptables", &argv)?;
+    let out = control.exec(node, program, &argv)?;
     if !out.status.success() {
         bail!(
-            "iptables {} on {node}: {}",
+            "{program} {} on {node}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );
@@ -119,7 +130,8 @@ fn run(control: &dyn Control, node: &str, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn args(a: &[&str]) -> Vec<String> {
+/// Owned arguments from literals.
+pub(super) fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 

@@ -19,11 +19,22 @@ pub const MOUNT: &str = "data";
 pub const BACKING: &str = "data.durable";
 pub const SOCKET: &str = "lazyfs.sock";
 pub const LOG: &str = "lazyfs.log";
+/// The longest path a Unix socket can be bound to (Linux `sun_path`, 108 bytes with its NUL).
+const MAX_SOCKET_PATH: usize = 107;
 
 /// Mounts lazyfs at the node's `data` folder (backed by `data.durable`), recording it first.
 pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
     let dir = control.node_dir(node)?;
     let (mnt, backing, sock) = (dir.join(MOUNT), dir.join(BACKING), dir.join(SOCKET));
+    // sun_path holds 108 bytes with the terminating NUL: a longer path cannot be bound.
+    let sock_len = sock.as_os_str().len();
+    if sock_len > MAX_SOCKET_PATH {
+        bail!(
+            "{node}: the power-loss control socket {} is {sock_len} bytes long, over the \
+             {MAX_SOCKET_PATH} a Unix socket path allows: use a shorter --out",
+            sock.display()
+        );
+    }
     control.registry().record(Resource::LazyFs {
         node: node.to_string(),
         mount: mnt.clone(),

@@ -22,6 +22,7 @@
 
 pub mod engine;
 
+use super::iptables::{args, run_program};
 use super::registry::Resource;
 use super::Control;
 use anyhow::{bail, Result};
@@ -228,7 +229,7 @@ pub fn install(
             handle: QDISC.into(),
         })?;
         for cmd in tc_commands(NODE_DEV, *rate_kbit, &addrs) {
-            run(control, node, "tc", &cmd)?;
+            run_program(control, node, "tc", &cmd)?;
         }
         done.extend(addrs.iter().map(|a| format!("tbf {rate_kbit}kbit to {a}")));
         return Ok(done);
@@ -245,7 +246,7 @@ pub fn install(
     })?;
     let cmds = iptables_commands(mode, &addrs);
     for cmd in &cmds {
-        run(control, node, "iptables", cmd)?;
+        run_program(control, node, "iptables", cmd)?;
     }
     // The rules as `iptables -S` would print them, without the chain name.
     done.extend(
@@ -266,10 +267,10 @@ pub fn heal(control: &dyn Control, node: &str, in_netns: bool) -> Result<()> {
         args(&["-w", "-X", CHAIN]),
     ] {
         // Any of them fails harmlessly when the chain is not there; verified below.
-        let _ = run(control, node, "iptables", &cmd);
+        let _ = run_program(control, node, "iptables", &cmd);
     }
     if in_netns && has_qdisc(control, node)? {
-        run(
+        run_program(
             control,
             node,
             "tc",
@@ -326,23 +327,6 @@ fn has_qdisc(control: &dyn Control, node: &str) -> Result<bool> {
         );
     }
     Ok(mentions_qdisc(&String::from_utf8_lossy(&out.stdout)))
-}
-
-fn run(control: &dyn Control, node: &str, program: &str, args: &[String]) -> Result<()> {
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = control.exec(node, program, &argv)?;
-    if !out.status.success() {
-        bail!(
-            "{program} {} on {node}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
 }
 
 #[cfg(test)]
