@@ -33,7 +33,7 @@ pub struct ChildRun {
     /// results.json, when the checkers ran.
     pub results: Option<Results>,
     pub duration: Duration,
-    /// Why there is no verdict (timed out, ...), when the sweep knows more than the code.
+    /// Why there is no verdict (timed out, ...), when the runner knows more than the code.
     pub note: Option<String>,
     /// The caller's signal, when one stopped this run.
     pub interrupted: Option<Signal>,
