@@ -268,3 +268,32 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
         }
     }
 }
+
+#[test]
+fn a_run_with_a_packet_fault_is_refused_not_replayed_as_another_fault() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quorum-minority-two-leaders");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture.join("test.json"), tmp.path().join("test.json")).unwrap();
+    let history = std::fs::read_to_string(fixture.join("history.jsonl")).unwrap();
+    std::fs::write(tmp.path().join("history.jsonl"), &history).unwrap();
+    // The partition run reads back as a partition step (the refusal below is about the kind).
+    let rec = timed::of_run(tmp.path()).unwrap();
+    assert_eq!(rec.steps[0].template.kind, FaultKind::Partition);
+    // The same run with that fault a packet fault.
+    let packet = history.replace(
+        "\"f\":\"partition\",\"value\":{",
+        "\"f\":\"packet\",\"value\":{\"mode\":\"loss\",",
+    );
+    assert_ne!(packet, history);
+    std::fs::write(tmp.path().join("history.jsonl"), packet).unwrap();
+    let Err(err) = timed::of_run(tmp.path()) else {
+        panic!("a run with a packet fault was turned into steps")
+    };
+    let err = format!("{err:#}");
+    // Index 1: the fault's start as done (the nemesis's info event).
+    assert!(
+        err.contains("packet fault") && err.contains("history index 1"),
+        "{err}"
+    );
+}
