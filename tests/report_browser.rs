@@ -321,49 +321,6 @@ fn chromium_shows_the_verdict_the_plots_and_the_checker_table_without_console_er
     assert!(distinct_colors(&pixels) > 200, "the screenshot looks blank");
 }
 
-/// Kills the `fle-chaos serve` we started, by its pid.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `fle-chaos serve --port 0 --dir root`; returns it and its address.
-fn serve(root: &Path) -> (Server, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
-        .args(["serve", "--port", "0", "--dir"])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fle-chaos serve");
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("serve printed its address");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|a| a.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_string();
-    (server, addr)
-}
-
 /// The value of attribute `name` on the body, as the page (or the probe) set it on load.
 fn body_attr(dom: &str, name: &str) -> Option<String> {
     let body = dom.split("<body").nth(1)?.split('>').next()?;

@@ -7,21 +7,9 @@ mod report_support;
 
 use report_support::fixture::{write_run, FixtureSpec};
 use report_support::*;
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fle-chaos");
-
-/// Kills the server we started, by its pid, however the test ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn report_rerenders_a_run_and_refuses_what_is_not_a_run_folder() {
@@ -82,33 +70,7 @@ fn serve_browses_the_reports_folder_over_http() {
         .to_string_lossy()
         .into_owned();
 
-    let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0", "--dir"])
-        .arg(root.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("serve printed its address");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|a| a.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_string();
+    let (server, addr) = serve(root.path());
     assert!(
         addr.starts_with("127.0.0.1:"),
         "binds loopback by default: {addr}"

@@ -181,29 +181,44 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
     } else if drops.is_some() {
         return Err("drops is only for kind = \"partition\"".into());
     }
-    let clock_delta_ms = match t.clock {
+    if matches!(
+        t.clock,
         Some(ClockMode::Bump {
-            random_sign: true, ..
-        }) => {
-            return Err(
-                "delta needs a sign (\"+60s\" or \"-60s\"): a step is replayed exactly, never \
-                 with a drawn sign"
-                    .into(),
-            )
-        }
+            random_sign: true,
+            ..
+        })
+    ) {
+        return Err(
+            "delta needs a sign (\"+60s\" or \"-60s\"): a step is replayed exactly, never \
+             with a drawn sign"
+                .into(),
+        );
+    }
+    Ok(planned_step(i, at, duration, t))
+}
+
+/// Step `i`: `template` at `start` for `duration`, its random word fixed by its place and a
+/// clock bump's delta as written (a step never draws a sign).
+fn planned_step(
+    i: usize,
+    start: Duration,
+    duration: Duration,
+    template: FaultTemplate,
+) -> PlannedFault {
+    let clock_delta_ms = match template.clock {
         Some(ClockMode::Bump { delta_ms, .. }) => Some(delta_ms),
         _ => None,
     };
-    Ok(PlannedFault {
-        start: at,
+    PlannedFault {
+        start,
         duration,
-        template: t,
+        template,
         pick: step_pick(i),
         clock_delta_ms,
         gap: Duration::ZERO,
         parts: Vec::new(),
         annotations: Default::default(),
-    })
+    }
 }
 
 /// A partition step must cut exactly the same way every time: explicit groups or drops, or a
@@ -467,21 +482,10 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
             _ => held,
         };
         t.duration = Some(duration);
-        let clock_delta_ms = match t.clock {
-            Some(ClockMode::Bump { delta_ms, .. }) => Some(delta_ms),
-            _ => None,
-        };
-        steps.push(PlannedFault {
-            // Whole milliseconds, as the file writes them.
-            start: Duration::from_millis(interval.start_ns.saturating_sub(anchor) / 1_000_000),
-            duration: Duration::from_millis(duration.as_millis() as u64),
-            template: t,
-            pick: step_pick(i),
-            clock_delta_ms,
-            gap: Duration::ZERO,
-            parts: Vec::new(),
-            annotations: Default::default(),
-        });
+        // Whole milliseconds, as the file writes them.
+        let start = Duration::from_millis(interval.start_ns.saturating_sub(anchor) / 1_000_000);
+        let held_ms = Duration::from_millis(duration.as_millis() as u64);
+        steps.push(planned_step(i, start, held_ms, t));
     }
     let fake_monotonic = info
         .settings

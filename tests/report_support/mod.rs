@@ -323,3 +323,47 @@ fn the_xml_parser_rejects_what_is_not_xml() {
         assert!(parse_xml(bad).is_err(), "{bad}");
     }
 }
+
+/// A `fle-chaos serve` we started, killed (by its pid) when dropped.
+pub struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `fle-chaos serve --port 0 --dir root`; returns it and the address it printed.
+pub fn serve(root: &std::path::Path) -> (Server, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fle-chaos serve");
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("serve printed its address");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    (server, addr)
+}
