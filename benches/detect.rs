@@ -17,6 +17,10 @@
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
 //! not change what it measures.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{env_or, median};
+
 use fle_chaos::checker::Validity;
 use fle_chaos::run::child::{run_child, ChildPlace, ChildRun};
 use std::collections::BTreeMap;
@@ -53,13 +57,6 @@ const NAMED: &[(&str, &[&str])] = &[
     ),
     ("leader-never-steps-down", &["isolate-leader"]),
 ];
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// One run to make.
 #[derive(Clone)]
@@ -184,19 +181,6 @@ fn outcome(job: Job, child: &ChildRun) -> Outcome {
         wall_s: child.duration.as_secs_f64(),
         dir: child.run_dir.clone(),
     }
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 fn verdict_word(code: i32) -> &'static str {

@@ -15,6 +15,10 @@
 //! FLC_BACKEND=netns|ssh: with ssh each server runs on a fake VM (a namespace running sshd,
 //! as the SSH tests use) and is driven over SSH: the same figures through the SSH backend.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{env_or, median};
+
 #[path = "../tests/ssh_support/mod.rs"]
 mod ssh_support;
 
@@ -47,13 +51,6 @@ fn list<T: std::str::FromStr>(name: &str, default: &str) -> Vec<T> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect()
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Every node's status, read concurrently: one read that hangs (a SIGSTOPped server accepts
@@ -207,16 +204,17 @@ fn summary(label: &str, mut ms: Vec<f64>) {
         println!("{label:<56} no samples");
         return;
     }
-    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    ms.sort_by(f64::total_cmp);
+    let mid = median(ms.clone()).unwrap_or_default();
     let (size, target) = CURRENT.lock().unwrap().clone();
     MEDIANS
         .lock()
         .unwrap()
-        .insert((size, label.to_string(), target), ms[ms.len() / 2]);
+        .insert((size, label.to_string(), target), mid);
     println!(
         "{label:<56} min {:>8.1}  median {:>8.1}  max {:>8.1}  (n={})",
         ms[0],
-        ms[ms.len() / 2],
+        mid,
         ms[ms.len() - 1],
         ms.len()
     );

@@ -11,16 +11,13 @@
 //! The final phase is measured in each run's history: from the final heal's invoke to the last
 //! final-log read (restart of killed nodes, the settle wait, the final reads).
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{env_or, median};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Milliseconds from the final heal's invoke to the last final-log event of a history.
 fn final_phase_ms(run: &Path) -> Option<f64> {
@@ -39,19 +36,6 @@ fn final_phase_ms(run: &Path) -> Option<f64> {
         }
     }
     Some((last_read? - heal?) as f64 / 1e6)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 fn main() {

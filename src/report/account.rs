@@ -28,7 +28,7 @@ pub fn paragraph(
         "<p class=\"account\" id=\"account-{0}\" style=\"border-left-color:{1}\">\
          <b>{0}</b>: {2} <a href=\"#evidence-{0}\">evidence</a></p>\n",
         escape(&c.name),
-        super::violations::hex(super::violations::checker_color(&c.name)),
+        super::violations::hex(super::plot::style::checker_color(&c.name)),
         escape(&text)
     )
 }

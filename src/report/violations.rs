@@ -17,24 +17,6 @@ pub struct Violation {
     pub color: RGBColor,
 }
 
-/// The color of a checker's markers: one per checker name, stable across runs, none of them
-/// a lane or fault color's near twin.
-pub fn checker_color(name: &str) -> RGBColor {
-    const P: [RGBColor; 6] = [
-        RGBColor(200, 0, 60),
-        RGBColor(120, 0, 160),
-        RGBColor(0, 90, 200),
-        RGBColor(160, 80, 0),
-        RGBColor(0, 130, 110),
-        RGBColor(90, 90, 0),
-    ];
-    let i = crate::checker::NAMES
-        .iter()
-        .position(|n| *n == name)
-        .unwrap_or_else(|| name.bytes().map(usize::from).sum());
-    P[i % P.len()]
-}
-
 /// Hex form of a color, for HTML and hand-written SVG.
 pub fn hex(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
@@ -47,7 +29,7 @@ pub fn of(results: Option<&Results>) -> Vec<Violation> {
         if c.valid != Validity::False {
             continue;
         }
-        let color = checker_color(&c.name);
+        let color = super::plot::style::checker_color(&c.name);
         let mut mine: Vec<Violation> = c
             .evidence
             .iter()

@@ -37,6 +37,24 @@ pub fn fault_color(kind: FaultKind) -> RGBColor {
     }
 }
 
+/// The color of a checker's markers: one per checker name, stable across runs, none of them
+/// a lane or fault color's near twin.
+pub fn checker_color(name: &str) -> RGBColor {
+    const P: [RGBColor; 6] = [
+        RGBColor(200, 0, 60),
+        RGBColor(120, 0, 160),
+        RGBColor(0, 90, 200),
+        RGBColor(160, 80, 0),
+        RGBColor(0, 130, 110),
+        RGBColor(90, 90, 0),
+    ];
+    let i = crate::checker::NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| name.bytes().map(usize::from).sum());
+    P[i % P.len()]
+}
+
 /// A palette for per-node lines, distinct for up to ten nodes.
 pub fn node_color(i: usize) -> RGBColor {
     const P: [RGBColor; 10] = [
