@@ -35,6 +35,13 @@ pub struct CountedVote {
     pub leader: u64,
     pub zxid: u64,
     pub peer_epoch: u64,
+    /// The sender's election epoch (logicalclock) on the counted notice, and its state:
+    /// what the decision acted on (a FOLLOWING/LEADING notice may be of another round).
+    /// Absent in histories before they existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ServerState>,
 }
 
 /// One vote a server heard in its deciding round, whether it agreed with the decision or not.
@@ -66,7 +73,9 @@ pub struct ElectionSummary {
     pub took_ms: u64,
     /// Every distinct vote heard while in the deciding round, agreeing or not, superseded ones
     /// included, and this server's own successive proposals (sid = its own): what a checker
-    /// needs to prove the winner beats each of them. Absent in histories before it existed
+    /// needs to prove the winner beats each of them. In arrival order, so this server's own
+    /// proposals of the round appear in the order it adopted them (each must beat the one
+    /// before in the total order). Absent in histories before it existed
     /// (and left out when empty, so such summaries re-serialize byte for byte).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub received: Vec<ReceivedVote>,
@@ -76,6 +85,13 @@ pub struct ElectionSummary {
     /// Left out when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub joined: bool,
+    /// The deciding server's own round (logicalclock) when it decided, before it took the
+    /// round of the notices it joined on: `round` differs from it only for a decision on
+    /// FOLLOWING/LEADING notices of another round, which ZooKeeper's checkLeader allows for
+    /// following another server but never for leading (ZOOKEEPER-1514). Absent in histories
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_round: Option<u64>,
 }
 
 /// `GET /status` of a node.

@@ -124,7 +124,15 @@ fn follow_older_round_leads_on_stale_notices() {
         let out = e.step(t, 3, note(Following, 1, 0, 1, 0));
         if buggy {
             assert_eq!(e.state(), Leading);
-            assert!(decided(&out).is_some_and(|d| d.joined));
+            let d = decided(&out).expect("decided");
+            assert!(d.joined);
+            // The evidence vote-rule judges: the notices' round (1), not my own (2).
+            assert_eq!((d.round, d.own_round), (1, 2));
+            let rounds: Vec<_> = d.votes.iter().map(|v| (v.sid, v.round, v.state)).collect();
+            assert_eq!(
+                rounds,
+                vec![(2, Some(1), Some(Following)), (3, Some(1), Some(Following))]
+            );
         } else {
             assert_eq!(e.state(), Looking, "{out:?}");
         }

@@ -93,6 +93,8 @@ pub struct Decision {
     pub state: ServerState,
     pub vote: Vote,
     pub round: u64,
+    /// My own round when I decided (`round` is the notices' round when I joined on them).
+    pub own_round: u64,
     pub votes: Vec<CountedVote>,
     /// Every distinct vote heard in the deciding round (see `api::ElectionSummary`).
     pub received: Vec<ReceivedVote>,
@@ -330,7 +332,6 @@ impl Election {
             // Seeded ZOOKEEPER-975: one LEADING notice is taken for an established leader,
             // with no quorum of FOLLOWING notices behind it.
             self.outofelection.insert(from, b);
-            self.logicalclock = b.election_epoch;
             return self.settle(now, b, Source::OutOfElection);
         }
         if b.election_epoch == self.logicalclock {
@@ -345,7 +346,6 @@ impl Election {
         if self.count_agreeing(&self.outofelection, &b, false) >= self.cfg.quorum()
             && self.check_leader(&self.outofelection, b.vote.leader, b.election_epoch)
         {
-            self.logicalclock = b.election_epoch;
             return self.settle(now, b, Source::OutOfElection);
         }
         Vec::new()
@@ -415,6 +415,11 @@ impl Election {
     }
 
     fn settle(&mut self, now: Instant, b: Ballot, source: Source) -> Vec<Output> {
+        let own_round = self.logicalclock;
+        if matches!(source, Source::OutOfElection) {
+            // Joining an established leader: take its round (ZooKeeper sets logicalclock).
+            self.logicalclock = b.election_epoch;
+        }
         self.state = if b.vote.leader == self.cfg.sid {
             ServerState::Leading
         } else {
@@ -439,6 +444,8 @@ impl Election {
                 leader: v.vote.leader,
                 zxid: v.vote.zxid,
                 peer_epoch: v.vote.peer_epoch,
+                round: Some(v.election_epoch),
+                state: Some(v.state),
             })
             .collect();
         if matches!(source, Source::Recvset) && self.proposal_ballot().agrees(&b, self.cfg.bugs) {
@@ -447,6 +454,8 @@ impl Election {
                 leader: self.proposal.leader,
                 zxid: self.proposal.zxid,
                 peer_epoch: self.proposal.peer_epoch,
+                round: Some(own_round),
+                state: Some(ServerState::Looking),
             });
             votes.sort_by_key(|v| v.sid);
         }
@@ -454,6 +463,7 @@ impl Election {
             state: self.state,
             vote: b.vote,
             round: b.election_epoch,
+            own_round,
             votes,
             received: self.received.clone(),
             joined: matches!(source, Source::OutOfElection),
@@ -615,6 +625,11 @@ mod tests {
         assert_eq!(sim.state(2), (Leading, Some(2)));
         let d = &sim.decisions[&2];
         assert!(d.took >= FW, "a decision waits finalizeWait");
+        assert_eq!(d.own_round, d.round, "decided in its own round");
+        assert!(d
+            .votes
+            .iter()
+            .all(|v| v.round == Some(d.round) && v.state == Some(Looking)));
         assert_eq!(
             d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
             vec![1, 2]
@@ -770,10 +785,20 @@ mod tests {
         // A follower's word alone is not enough (ZOOKEEPER-975): the leader must say it leads.
         e.step(t, 1, note(Following, 2, 0, 4));
         assert_eq!(e.state(), Looking);
-        e.step(t, 2, note(Leading, 2, 0, 4));
+        let out = e.step(t, 2, note(Leading, 2, 0, 4));
         assert_eq!(
             (e.state(), e.leader(), e.logicalclock()),
             (Following, Some(2), 4)
+        );
+        // The summary keeps both rounds and what each counted notice was.
+        let [Output::Decided(d)] = &out[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!((d.round, d.own_round, d.joined), (4, 1, true));
+        let counted: Vec<_> = d.votes.iter().map(|v| (v.sid, v.round, v.state)).collect();
+        assert_eq!(
+            counted,
+            vec![(1, Some(4), Some(Following)), (2, Some(4), Some(Leading))]
         );
     }
 

@@ -438,6 +438,7 @@ impl Shell {
             took_ms,
             received: d.received.clone(),
             joined: d.joined,
+            own_round: Some(d.own_round),
         };
         self.status.send_modify(|s| {
             s.state = d.state;

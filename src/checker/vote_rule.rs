@@ -18,6 +18,21 @@
 //! have followed a leader a quorum elected without it), need not beat the votes it heard, and
 //! is not judged on them.
 //!
+//! The decision's inputs (fle-node's `own_round` and each counted vote's `round`/`state`):
+//! - a server that decided to LEAD on FOLLOWING/LEADING notices must have decided in its own
+//!   round: ZooKeeper's checkLeader lets notices of any round name *another* server as leader
+//!   (a late server joins an established ensemble), but for itself requires
+//!   `logicalclock == electionEpoch` (ZOOKEEPER-1514: without it, stale FOLLOWING notices of an
+//!   older round make a server lead without an election). A leader's `round` (the notices')
+//!   differing from its `own_round` is that decision.
+//! - within its deciding round a server's own proposals (its entries in `received`, in the
+//!   order it adopted them) only rise in the total order: FLE adopts a vote only when it beats
+//!   the current proposal, so a proposal given up for one it beats shows an order that is not
+//!   ZooKeeper's (ZOOKEEPER-1419), whatever was decided in the end.
+//!
+//! Both hold by construction on a correct server, so neither can false-alarm on lost
+//! notifications, restarts or joins; histories without the fields are judged as before.
+//!
 //! What it cannot see: targets that do not expose the votes (ZooKeeper: not applicable);
 //! histories from before `received` existed (only the counted votes are judged); and votes a
 //! server never received (lost notifications are the network's, not the rule's).
@@ -42,6 +57,47 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         let name = d.name(el.node);
         let decided = (s.peer_epoch, s.zxid, s.leader);
         let at = |why: String| vec![EvRef::new(el.pos, why)];
+        let me = sid_of(name);
+        if let Some(own) = s
+            .own_round
+            .filter(|&own| me == Some(s.leader) && own != s.round)
+        {
+            let notices: Vec<String> = s
+                .votes
+                .iter()
+                .map(|v| match (v.state, v.round) {
+                    (Some(st), Some(r)) => format!("n{} {} round {r}", v.sid, state_name(st)),
+                    _ => format!("n{}", v.sid),
+                })
+                .collect();
+            violations.push((
+                format!(
+                    "{name} decided to lead on FOLLOWING/LEADING notices of round {} ({}) while its own round was {own}: a server named leader by notices may lead only in its own round (checkLeader, ZOOKEEPER-1514).",
+                    s.round,
+                    notices.join(", ")
+                ),
+                at(format!("{name}'s election of round {}", s.round)),
+            ));
+            continue;
+        }
+        let mine = s
+            .received
+            .iter()
+            .filter(|v| Some(v.sid) == me && v.round == s.round && v.state == ServerState::Looking);
+        if let Some((a, b)) = mine
+            .clone()
+            .zip(mine.skip(1))
+            .find(|(a, b)| (a.peer_epoch, a.zxid, a.leader) > (b.peer_epoch, b.zxid, b.leader))
+        {
+            violations.push((
+                format!(
+                    "{name} gave up its proposal of n{} (peerEpoch {}, zxid {:#x}) for n{} (peerEpoch {}, zxid {:#x}) in round {}, which the first beats: the vote order it used is not (peerEpoch, zxid, sid) (ZOOKEEPER-1419); it decided n{}.",
+                    a.leader, a.peer_epoch, a.zxid, b.leader, b.peer_epoch, b.zxid, s.round, s.leader
+                ),
+                at(format!("{name}'s election of round {}", s.round)),
+            ));
+            continue;
+        }
         if let Some(v) = s
             .votes
             .iter()
@@ -142,6 +198,16 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             .then(|| took.iter().sum::<u64>() as f64 / took.len() as f64),
     };
     Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::VoteRule(m))
+}
+
+/// A state as the wire and the logs spell it.
+fn state_name(s: ServerState) -> &'static str {
+    match s {
+        ServerState::Looking => "LOOKING",
+        ServerState::Following => "FOLLOWING",
+        ServerState::Leading => "LEADING",
+        ServerState::Observing => "OBSERVING",
+    }
 }
 
 /// What vote-rule measured.

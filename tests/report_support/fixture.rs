@@ -381,6 +381,8 @@ impl Script {
                 leader: self.leader.map(|l| l as u64 + 1).unwrap_or(sid),
                 zxid,
                 peer_epoch: self.epoch,
+                round: None,
+                state: None,
             })
             .collect();
         let status = NodeStatus {
@@ -409,6 +411,7 @@ impl Script {
                 took_ms: 212,
                 received: Vec::new(),
                 joined: false,
+                own_round: None,
             }),
         };
         self.emit(
