@@ -301,6 +301,14 @@ impl Election {
             self.logicalclock = b.election_epoch;
             self.recvset.clear();
             self.received.clear();
+            // My initial vote is what the round's first vote is weighed against: heard first,
+            // so the proposals of the round show the comparison (vote-rule judges their order).
+            self.hear(
+                self.cfg.sid,
+                self.initial,
+                self.logicalclock,
+                ServerState::Looking,
+            );
             let best = if b.vote.beats_under(&self.initial, self.cfg.bugs) {
                 b.vote
             } else {

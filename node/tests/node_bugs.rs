@@ -209,6 +209,16 @@ fn vote_order_not_total_elects_the_older_epoch() {
                 .iter()
                 .any(|v| v["sid"] == 1 && v["leader"] == 3 && v["peer_epoch"] == 1);
             assert!(adopted_older, "{e}");
+            // In adoption order: its own newer-epoch vote first, then the older one (what
+            // vote-rule reads as a proposal that fell in the total order).
+            let mine: Vec<_> = e["received"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|v| v["sid"] == 1)
+                .map(|v| (v["leader"].as_u64(), v["peer_epoch"].as_u64()))
+                .collect();
+            assert_eq!(mine[..2], [(Some(1), Some(2)), (Some(3), Some(1))], "{e}");
             continue;
         }
         // Sent on the same connection after `older`, so n1 has judged `older` by the time it
@@ -248,6 +258,20 @@ fn follow_older_round_leads_on_stale_following_notices() {
                 (e["leader"] == 1).then_some(e)
             });
             assert_eq!(e["joined"], true, "{e}");
+            // What the decision acted on: notices of round 0 while n1 was in round 1.
+            assert_eq!(
+                (&e["round"], &e["own_round"]),
+                (&json!(0), &json!(1)),
+                "{e}"
+            );
+            let counted = e["votes"].as_array().unwrap();
+            assert!(
+                counted.len() >= 2
+                    && counted
+                        .iter()
+                        .all(|v| v["round"] == 0 && v["state"] == "FOLLOWING"),
+                "{e}"
+            );
         } else {
             assert!(barrier(&mut p2, LIMIT), "{}", c.describe());
             assert_ne!(last_election(&c)["leader"], 1, "{}", c.describe());
