@@ -65,6 +65,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../nemesis/power-loss-after-ack.toml"),
     ),
     ("composed", include_str!("../../nemesis/composed.toml")),
+    // ZOOKEEPER-1419's state: equal zxids, different peerEpochs, one round (issue 16).
+    (
+        "stale-voter",
+        include_str!("../../nemesis/stale-voter.toml"),
+    ),
     (
         "packet-loss",
         include_str!("../../nemesis/packet-loss.toml"),
