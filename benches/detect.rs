@@ -268,8 +268,8 @@ fn main() {
          --time-limit {time_limit} --nemesis-file S --seed K [--bug B]`, {parallel} at once, \
          seeds {seed}..{}",
         chrono::Utc::now().format("%Y-%m-%d %H:%M"),
-        env_or("FLC_WORKLOAD", "writes".to_string()),
         jobs.len(),
+        env_or("FLC_WORKLOAD", "writes".to_string()),
         seed + seeds.saturating_sub(1)
     );
     let deadline = Duration::from_secs(u64::from(time_limit) + 300);

@@ -27,8 +27,9 @@
 //!   differing from its `own_round` is that decision.
 //! - within its deciding round a server's own proposals (its entries in `received`, in the
 //!   order it adopted them) only rise in the total order: FLE adopts a vote only when it beats
-//!   the current proposal, so a proposal given up for one it beats shows an order that is not
-//!   ZooKeeper's (ZOOKEEPER-1419), whatever was decided in the end.
+//!   the current proposal, so a later proposal that an earlier one beats shows an order that is
+//!   not ZooKeeper's (ZOOKEEPER-1419), whatever was decided in the end. (`received` keeps each
+//!   distinct vote once; under a total order no proposal repeats, so that loses nothing.)
 //!
 //! Both hold by construction on a correct server, so neither can false-alarm on lost
 //! notifications, restarts or joins; histories without the fields are judged as before.
@@ -91,8 +92,8 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         {
             violations.push((
                 format!(
-                    "{name} gave up its proposal of n{} (peerEpoch {}, zxid {:#x}) for n{} (peerEpoch {}, zxid {:#x}) in round {}, which the first beats: the vote order it used is not (peerEpoch, zxid, sid) (ZOOKEEPER-1419); it decided n{}.",
-                    a.leader, a.peer_epoch, a.zxid, b.leader, b.peer_epoch, b.zxid, s.round, s.leader
+                    "{name}'s proposals fell in round {}: it proposed n{} (peerEpoch {}, zxid {:#x}) and later n{} (peerEpoch {}, zxid {:#x}), which the first beats; FLE only adopts a better vote, so the order it used is not (peerEpoch, zxid, sid) (ZOOKEEPER-1419). It decided n{}.",
+                    s.round, a.leader, a.peer_epoch, a.zxid, b.leader, b.peer_epoch, b.zxid, s.leader
                 ),
                 at(format!("{name}'s election of round {}", s.round)),
             ));
