@@ -112,6 +112,34 @@ fn vote_order_not_total_makes_votes_cycle() {
     }
 }
 
+/// ZOOKEEPER-1419 on a round jump: n1 (peerEpoch 2) hears n3's vote (same zxid, peerEpoch 1)
+/// of a higher round, then n2's vote for n1. Its initial vote is heard first in the new round,
+/// then what it adopted: the buggy n1's own proposals fall (what vote-rule reads; it comes
+/// back to its own vote, heard once), the correct n1 keeps its own. Both decide n1.
+#[test]
+fn a_round_jump_shows_the_initial_vote_then_the_adopted_one() {
+    for (bugs, buggy) in both(Bug::VoteOrderNotTotal) {
+        let t = Instant::now();
+        let mut e = election(1, 3, bugs);
+        e.start_looking(t, z(1, 5), 2);
+        e.step(t, 3, note(Looking, 3, z(1, 5), 4, 1));
+        e.step(t, 2, note(Looking, 1, z(1, 5), 4, 2));
+        let d = decided(&e.tick(t + FW)).cloned().expect("decided");
+        assert_eq!(d.vote.leader, 1);
+        let mine: Vec<(u64, u64, u64)> = d
+            .received
+            .iter()
+            .filter(|r| r.sid == 1)
+            .map(|r| (r.leader, r.peer_epoch, r.round))
+            .collect();
+        if buggy {
+            assert_eq!(mine, vec![(1, 2, 4), (3, 1, 4)]);
+        } else {
+            assert_eq!(mine, vec![(1, 2, 4)]);
+        }
+    }
+}
+
 /// ZOOKEEPER-1514: FOLLOWING notices naming me, from a round older than mine.
 #[test]
 fn follow_older_round_leads_on_stale_notices() {
