@@ -128,9 +128,6 @@ fn node_folders_left(run: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-#[ignore = "false alarm seen 2026-11-30 (1 run in 5): election-safety said a follower followed \
-            n2 in epoch 1 while n2's epoch files, as kept by the SSH epoch cache, still read \
-            currentEpoch 0: the cache can carry a pre-sync value (issue 20); docs/testing.md"]
 fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
     let name = "zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing";
     if !can_run(name) || !zookeeper_here(name) {

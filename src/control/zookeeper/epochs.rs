@@ -1,11 +1,11 @@
 //! Zab's epoch files (`currentEpoch`, `acceptedEpoch` in `dataDir/version-2`) of each server,
-//! read where the server runs, without a remote round trip per observation.
+//! read where the server runs, without a remote round trip per observation of a serving server.
 //!
 //! Where the node's folder is on this machine (local clusters) every observation reads the files
 //! (a local read costs microseconds). Where it is on a remote host (`--ssh`), a read is an SSH
-//! round trip, so the files are read with one `cat` of both and kept, and read again at once,
-//! before the observation is recorded, when the observation shows the server may serve in
-//! another epoch than the one kept:
+//! round trip, so for a server that serves, the files are read with one `cat` of both and kept,
+//! and read again at once, before the observation is recorded, when the observation shows the
+//! server may serve in another epoch than the one kept:
 //! - its role or leader changed since its previous observation;
 //! - its serving instance is new: ZooKeeper makes a new `ZooKeeperServer` (whose `uptime` in
 //!   `/commands/srvr` starts at 0) each time it starts to lead or follow, so an instance that
@@ -24,6 +24,12 @@
 //! that observation is not recorded as a status but as a failed read, never with a guessed
 //! epoch. Otherwise the files are read at most once per `refresh`, the observations in
 //! between carrying the kept value.
+//!
+//! A server that does not serve is never given a kept value: nothing tells whether it served
+//! (or synced) since the kept read, since between two observations it may have led a whole
+//! epoch this controller never saw. Its files are read at every observation (`fresh`), and
+//! `observe::looking_epoch` decides whether that read vouches for the epoch it reports. A read
+//! that fails is never replaced by an older value: the observation fails instead.
 //!
 //! `describe` says which of the two a run used; the run records it in test.json.
 
@@ -57,7 +63,8 @@ pub const REMOTE_REFRESH: Duration = Duration::from_secs(1);
 pub enum Cadence {
     /// At every observation (the files are on this machine).
     EveryObservation,
-    /// On a role or leader change, else at most once per `refresh` (the files are remote).
+    /// For a serving server: on a role, leader or instance change, else at most once per
+    /// `refresh`; for one that does not serve, at every observation (the files are remote).
     OnChange { refresh: Duration },
 }
 
@@ -71,8 +78,8 @@ struct Kept {
 /// Whether the kept epochs may be stale for an observation that saw `now` (see the module doc).
 fn new_epoch_possible(kept: &Epochs, before: &Seen, now: &Seen) -> bool {
     if now.role.is_none() {
-        // Not serving: its reported epoch is the one it last served in, not the file's.
-        return false;
+        // Not serving: it may have served or synced unseen since the kept read.
+        return true;
     }
     let new_instance = matches!(
         (before.serving_since, now.serving_since),
@@ -110,17 +117,18 @@ impl EpochFiles {
                 "read from the node's folder on this machine at every observation".into()
             }
             Cadence::OnChange { refresh } => format!(
-                "read on the node's host over SSH (one cat of both files) when the server's role, \
-                 leader or serving instance (srvr uptime) changed since its previous observation, \
-                 used only when the AdminServer still showed that instance after the read, else \
-                 at most every {} ms, the observations in between carrying the last value read",
+                "read on the node's host over SSH (one cat of both files): at every observation of \
+                 a server that does not serve; for a serving one when its role, leader or serving \
+                 instance (srvr uptime) changed since its previous observation, used only when the \
+                 AdminServer still showed that instance after the read, else at most every {} ms, \
+                 the observations in between carrying the last value read",
                 refresh.as_millis()
             ),
         }
     }
 
     /// The epochs of `node` for an observation that saw `seen`: the kept ones, else read now
-    /// and kept (see `confirmed` for a serving server over SSH).
+    /// and kept (a serving server over SSH is confirmed by the caller, see the module doc).
     pub fn get(&self, control: &dyn Control, node: &str, seen: Seen) -> Epochs {
         if let Some(e) = self.cached(node, &seen) {
             return e;
@@ -148,24 +156,18 @@ impl EpochFiles {
         Some(k.epochs)
     }
 
-    /// Reads the files now (a failed read keeps what was read last: an unreachable host must
-    /// not hide the epoch).
+    /// Reads the files now: what they hold, `None` for a file that could not be read (never an
+    /// older value in its place: a kept epoch stands for no later observation's).
     pub fn read(&self, control: &dyn Control, node: &str) -> Epochs {
-        let fresh = match self.cadence {
-            Cadence::EveryObservation => return read_local(control, node),
+        match self.cadence {
+            Cadence::EveryObservation => read_local(control, node),
             Cadence::OnChange { .. } => read_remote(control, node),
-        };
-        let kept = self.kept.lock().unwrap();
-        let previous = kept.get(node).map(|k| k.epochs).unwrap_or_default();
-        Epochs {
-            current: fresh.current.or(previous.current),
-            accepted: fresh.accepted.or(previous.accepted),
         }
     }
 
-    /// Keeps `epochs`, read for an observation that saw `seen`.
+    /// Keeps `epochs`, read for an observation that saw `seen` (a failed read is not kept).
     pub fn keep(&self, node: &str, epochs: Epochs, seen: Seen) {
-        if self.cadence == Cadence::EveryObservation {
+        if self.cadence == Cadence::EveryObservation || epochs.current.is_none() {
             return;
         }
         let mut kept = self.kept.lock().unwrap();
@@ -287,8 +289,13 @@ mod tests {
         assert!(new_epoch_possible(&kept, &before, &following));
         // A zxid of a later epoch than the kept file.
         assert!(new_epoch_possible(&kept, &before, &seen(leading, t0, 2)));
-        // Not serving: nothing to read.
-        assert!(!new_epoch_possible(&kept, &before, &seen(None, later, 1)));
+        // Not serving: it may have led or synced unseen since the kept read; read again.
+        assert!(new_epoch_possible(&kept, &before, &seen(None, later, 1)));
+        assert!(new_epoch_possible(
+            &kept,
+            &seen(None, t0, 1),
+            &seen(None, t0, 1)
+        ));
         // Never read yet.
         assert!(new_epoch_possible(&Epochs::default(), &before, &before));
     }

@@ -199,7 +199,8 @@ impl ZooKeeper {
         seen: Seen,
     ) -> Result<observe::Epochs, String> {
         if seen.role.is_none() {
-            // Not serving: only acceptedEpoch is the file's (see `observe`).
+            // Not serving: read now, never kept (see `epochs`); `observe::looking_epoch` says
+            // whether the read vouches for the epoch reported.
             let control = self.control.as_ref();
             return Ok(crate::control::blocking(|| {
                 self.epoch_files.get(control, node, seen)
@@ -216,6 +217,9 @@ impl ZooKeeper {
         // An SSH round trip blocks; `blocking` lets the worker's other tasks run meanwhile.
         let epochs =
             crate::control::blocking(|| self.epoch_files.read(self.control.as_ref(), node));
+        if epochs.current.is_none() {
+            return Err("its currentEpoch file could not be read over SSH".into());
+        }
         let (leader, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
             admin_get(http, format!("{base}/commands/srvr")),
@@ -343,7 +347,8 @@ impl ZooKeeper {
             epochs,
             wall_clock_ms,
             uptime_ms,
-        });
+        })
+        .map_err(ReadError::Timeout)?;
         if status.state != ServerState::Looking {
             let mut served = self.served_epoch.lock().unwrap();
             let e = served.entry(node.to_string()).or_insert(0);
