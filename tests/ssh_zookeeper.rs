@@ -286,6 +286,34 @@ fn version_of(home: &Path) -> String {
         .to_string()
 }
 
+/// Hides `dir` from fake VM `i`: a tmpfs over it in the mount namespace its sshd (and every
+/// session it forks) runs in (`ip netns exec` gives each VM its own, a slave of this
+/// machine's, so nothing propagates back here).
+fn hide_on_vm(vms: &FakeVms, i: usize, dir: &Path) {
+    let pid = vms.vms[i].sshd_pid().unwrap().to_string();
+    let out = Command::new("nsenter")
+        .args(["-t", &pid, "-m", "mount", "-t", "tmpfs", "flc-hidden"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cannot hide {} on vm {}: {}",
+        dir.display(),
+        i + 1,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The line of a ZooKeeper log naming its class path.
+fn class_path(run: &Path, node: &str) -> String {
+    let log = std::fs::read_to_string(run.join(format!("nodes/{node}/zookeeper.log"))).unwrap();
+    log.lines()
+        .find(|l| l.contains("java.class.path="))
+        .unwrap_or_else(|| panic!("{node}: no class path in its log"))
+        .to_string()
+}
+
 #[test]
 fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version() {
     let name = "zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version";
@@ -293,7 +321,14 @@ fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version(
         return;
     }
     let vms = FakeVms::create(3);
-    let home = assemble_home(vms.dir.path());
+    // The folder is on this machine; vm1 and vm2 do not see it (it is uploaded to them), vm3
+    // sees it at the same path (used where it is).
+    let local = vms.dir.path().join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let home = assemble_home(&local);
+    for i in [0, 1] {
+        hide_on_vm(&vms, i, &local);
+    }
     let want = version_of(&home);
     let out = vms.dir.path().join("reports");
     let home_arg = home.to_str().unwrap();
@@ -318,19 +353,38 @@ fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version(
             );
         }
         let test = json(&run.join("test.json"));
-        let install = test["settings"]["software"]["install"].as_str().unwrap();
+        let software = &test["settings"]["software"];
+        let install = software["install"].as_str().unwrap();
         assert!(install.contains(home_arg), "{install}");
-        // The JVM ran the folder's jars (ZooKeeper logs its class path at start).
-        let log = std::fs::read_to_string(run.join("nodes/n1/zookeeper.log")).unwrap();
-        let cp = log
-            .lines()
-            .find(|l| l.contains("java.class.path="))
-            .unwrap_or_else(|| panic!("{name}: no class path in the log"));
-        assert!(cp.contains(&format!("{home_arg}/lib/")), "{name}: {cp}");
-        assert!(
-            !cp.contains("/usr/share/java/zookeeper.jar"),
-            "{name}: {cp}"
-        );
+        // Each JVM ran the folder's jars (ZooKeeper logs its class path at start): over SSH
+        // n1's and n2's from the copy uploaded into their node folders, n3's where it is.
+        for n in ["n1", "n2", "n3"] {
+            let cp = class_path(&run, n);
+            let uploaded = vms.is_some() && n != "n3";
+            let from = if uploaded {
+                format!("-{n}/zookeeper-home/lib/")
+            } else {
+                format!("{home_arg}/lib/")
+            };
+            assert!(cp.contains(&from), "{name} {n}: {cp}");
+            assert!(
+                !cp.contains("/usr/share/java/zookeeper.jar"),
+                "{name} {n}: {cp}"
+            );
+            if vms.is_some() {
+                let how = &software["homes"][n]["how"];
+                assert_eq!(
+                    how,
+                    if uploaded { "uploaded" } else { "there" },
+                    "{software}"
+                );
+            }
+        }
+        if vms.is_none() {
+            assert!(software.get("homes").is_none(), "{software}");
+        }
+        // The uploaded copies went with the node folders.
+        assert_eq!(node_folders_left(&run), Vec::<PathBuf>::new(), "{name}");
     }
     nothing_left(&vms);
 }

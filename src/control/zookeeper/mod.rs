@@ -491,10 +491,27 @@ impl Target for ZooKeeper {
     }
 
     fn software(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({
+        let mut software = serde_json::json!({
             "install": self.opts.install.describe(),
             "versions": *self.versions.lock().unwrap(),
             "epoch_files": self.epoch_files.describe(),
-        }))
+        });
+        // Over SSH with --zookeeper-home: where each host ran it from, and whether it was
+        // uploaded (into the node's folder, so removed with it) or already there.
+        if let install::Install::Home(local) = &self.opts.install {
+            let homes = self.homes.lock().unwrap();
+            if !homes.is_empty() {
+                let local = local.to_string_lossy();
+                let on_hosts: BTreeMap<&String, serde_json::Value> = homes
+                    .iter()
+                    .map(|(node, path)| {
+                        let how = if *path == local { "there" } else { "uploaded" };
+                        (node, serde_json::json!({ "path": path, "how": how }))
+                    })
+                    .collect();
+                software["homes"] = serde_json::json!(on_hosts);
+            }
+        }
+        Some(software)
     }
 }
