@@ -7,12 +7,15 @@
 //! and read again at once, before the observation is recorded, when the observation shows the
 //! server may serve in another epoch than the one kept:
 //! - its role or leader changed since its previous observation;
-//! - its serving instance is new: ZooKeeper makes a new `ZooKeeperServer` (whose `uptime` in
-//!   `/commands/srvr` starts at 0) each time it starts to lead or follow, so an instance that
-//!   started later than the last one seen (now − uptime, by this machine's monotonic clock,
-//!   more than `SAME_INSTANCE` apart) is a new election even when the observer never saw the
-//!   server stop serving (the same leader re-elected between two observations). The last
-//!   start seen is kept across observations whose srvr read failed;
+//! - its serving instance may be new: ZooKeeper makes a new `ZooKeeperServer` (whose `uptime`
+//!   in `/commands/srvr`, by the JVM's monotonic clock, starts at 0) each time it starts to
+//!   lead or follow. One answer places the instance's start within `Start` (the request's
+//!   send and the answer's receipt, by this machine's monotonic clock, minus the uptime), so
+//!   two answers whose spans do not overlap are two instances: a new election even when the
+//!   observer never saw the server stop serving (the same leader re-elected between two
+//!   observations). The spans are as wide as the answers were slow, so no latency constant
+//!   is tuned to one machine (a JVM under qemu's TCG answers in seconds). The last start seen
+//!   is kept across observations whose srvr read failed;
 //! - its last zxid is of a later epoch than the kept currentEpoch.
 //!
 //! ZooKeeper writes the new currentEpoch during sync, before the server serves, and not again
@@ -42,15 +45,37 @@ use std::time::{Duration, Instant};
 /// How a server's role looked in one observation: serving as (is_leader, leader_id), or not.
 pub type Role = Option<(bool, u64)>;
 
-/// Two instance starts closer than this are one instance (the reads' latency jitters).
-pub const SAME_INSTANCE: Duration = Duration::from_millis(300);
+/// When a serving instance started, as one srvr answer tells it: the server computed its
+/// uptime somewhere between the request's send and the answer's receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub earliest: Instant,
+    pub latest: Instant,
+}
+
+impl Start {
+    /// From an answer sent at `sent`, received at `received`, saying `uptime_ms` (whole ms,
+    /// truncated); None when the uptime reaches back before this process's clock can.
+    pub fn from_uptime(sent: Instant, received: Instant, uptime_ms: u64) -> Option<Start> {
+        let up = Duration::from_millis(uptime_ms);
+        Some(Start {
+            earliest: sent.checked_sub(up + Duration::from_millis(1))?,
+            latest: received.checked_sub(up)?,
+        })
+    }
+
+    /// Whether both answers may be of one instance (their spans share an instant).
+    pub fn overlaps(&self, other: &Start) -> bool {
+        self.earliest <= other.latest && other.earliest <= self.latest
+    }
+}
 
 /// What one observation saw that tells whether the server may be in a new epoch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Seen {
     pub role: Role,
-    /// When the serving instance started (now − `/commands/srvr` `server_stats.uptime`).
-    pub serving_since: Option<Instant>,
+    /// When the serving instance started (from `/commands/srvr` `server_stats.uptime`).
+    pub serving_since: Option<Start>,
     /// The epoch of the last zxid the server reported.
     pub zxid_epoch: Option<u64>,
 }
@@ -83,7 +108,7 @@ fn new_epoch_possible(kept: &Epochs, before: &Seen, now: &Seen) -> bool {
     }
     let new_instance = matches!(
         (before.serving_since, now.serving_since),
-        (Some(b), Some(n)) if n > b + SAME_INSTANCE
+        (Some(b), Some(n)) if !b.overlaps(&n)
     );
     let later_zxid = matches!(
         (kept.current, now.zxid_epoch),
@@ -189,14 +214,11 @@ impl EpochFiles {
 }
 
 /// Whether two observations saw one serving instance: the same role, and starts known and
-/// within `SAME_INSTANCE` of each other.
+/// possibly the same instant.
 pub fn same_instance(a: &Seen, b: &Seen) -> bool {
     a.role == b.role
         && match (a.serving_since, b.serving_since) {
-            (Some(x), Some(y)) => {
-                let d = if x > y { x - y } else { y - x };
-                d <= SAME_INSTANCE
-            }
+            (Some(x), Some(y)) => x.overlaps(&y),
             _ => false,
         }
 }
@@ -257,12 +279,45 @@ mod tests {
         assert_eq!((e.current, e.accepted), (None, None));
     }
 
+    /// An answer's start span: the instance started at `at`, the answer took `slow`.
+    fn span(at: Instant, slow: Duration) -> Start {
+        Start {
+            earliest: at - Duration::from_millis(1),
+            latest: at + slow,
+        }
+    }
+
     fn seen(role: Role, since: Instant, zxid_epoch: u64) -> Seen {
         Seen {
             role,
-            serving_since: Some(since),
+            serving_since: Some(span(since, Duration::from_millis(20))),
             zxid_epoch: Some(zxid_epoch),
         }
+    }
+
+    #[test]
+    fn a_start_is_placed_between_the_send_and_the_receipt() {
+        let sent = Instant::now() + Duration::from_secs(10);
+        let received = sent + Duration::from_millis(700);
+        let s = Start::from_uptime(sent, received, 4_000).unwrap();
+        assert_eq!(s.earliest, sent - Duration::from_millis(4_001));
+        assert_eq!(s.latest, received - Duration::from_millis(4_000));
+        // The same instance asked again 3 s later, answered fast: its span overlaps.
+        let again = Start::from_uptime(
+            sent + Duration::from_secs(3),
+            sent + Duration::from_millis(3_010),
+            7_005,
+        )
+        .unwrap();
+        assert!(s.overlaps(&again) && again.overlaps(&s));
+        // An instance started 1 s after the first answer's receipt: no overlap.
+        let new = Start::from_uptime(
+            received + Duration::from_secs(2),
+            received + Duration::from_secs(2),
+            1_000,
+        )
+        .unwrap();
+        assert!(!s.overlaps(&new));
     }
 
     #[test]
@@ -274,13 +329,15 @@ mod tests {
         let leading = Some((true, 2));
         let t0 = Instant::now();
         let before = seen(leading, t0, 1);
-        // Same leader, same instance (its start read 100 ms apart), same epoch: the kept value.
-        let jitter = t0 + Duration::from_millis(100);
-        assert!(!new_epoch_possible(
-            &kept,
-            &before,
-            &seen(leading, jitter, 1)
-        ));
+        // Same leader, same instance (placed by a slow answer), same epoch: the kept value.
+        let slow = Seen {
+            serving_since: Some(span(
+                t0 - Duration::from_millis(900),
+                Duration::from_secs(1),
+            )),
+            ..before
+        };
+        assert!(!new_epoch_possible(&kept, &before, &slow));
         // The same leader re-elected between two observations: a later instance.
         let later = t0 + Duration::from_secs(2);
         assert!(new_epoch_possible(&kept, &before, &seen(leading, later, 1)));
@@ -304,9 +361,16 @@ mod tests {
     fn one_instance_is_one_role_started_at_one_time() {
         let t0 = Instant::now();
         let a = seen(Some((true, 2)), t0, 1);
-        let close = seen(Some((true, 2)), t0 + Duration::from_millis(200), 1);
-        assert!(same_instance(&a, &close));
-        let later = seen(Some((true, 2)), t0 + Duration::from_secs(1), 1);
+        // Asked again after a read that answered 1.5 s late (a JVM under TCG): still one.
+        let slow = Seen {
+            serving_since: Some(span(
+                t0 - Duration::from_secs(1),
+                Duration::from_millis(1_500),
+            )),
+            ..a
+        };
+        assert!(same_instance(&a, &slow));
+        let later = seen(Some((true, 2)), t0 + Duration::from_millis(200), 1);
         assert!(!same_instance(&a, &later));
         assert!(!same_instance(&a, &seen(Some((false, 3)), t0, 1)));
         let unknown = Seen {

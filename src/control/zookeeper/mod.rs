@@ -222,7 +222,7 @@ impl ZooKeeper {
         }
         let (leader, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
-            admin_get(http, format!("{base}/commands/srvr")),
+            srvr_get(http, base),
         );
         let role = leader
             .ok()
@@ -236,10 +236,7 @@ impl ZooKeeper {
             });
         let after = Seen {
             role,
-            serving_since: srvr
-                .ok()
-                .and_then(|(body, _)| observe::parse_srvr(&body).uptime_ms)
-                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            serving_since: srvr.and_then(|(_, start)| start),
             zxid_epoch: seen.zxid_epoch,
         };
         if !epochs::same_instance(&seen, &after) {
@@ -267,7 +264,7 @@ impl ZooKeeper {
             || !self.versions.lock().unwrap().contains_key(node);
         let srvr = async {
             if want_srvr {
-                admin_get(http, format!("{base}/commands/srvr")).await.ok()
+                srvr_get(http, &base).await
             } else {
                 None
             }
@@ -286,9 +283,7 @@ impl ZooKeeper {
             } => Some((*is_leader, *leader_id)),
             LeaderAnswer::NotServing(_) => None,
         };
-        let srvr = srvr
-            .map(|(body, _)| observe::parse_srvr(&body))
-            .unwrap_or_default();
+        let (srvr, start) = srvr.unwrap_or_default();
         if let (Some(v), Some(_)) = (&srvr.version, role) {
             self.versions
                 .lock()
@@ -303,9 +298,7 @@ impl ZooKeeper {
         };
         let seen = Seen {
             role,
-            serving_since: srvr
-                .uptime_ms
-                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            serving_since: start,
             zxid_epoch: zab.last_zxid.map(crate::api::epoch_of),
         };
         let epochs = match self.epoch_files.cadence() {
@@ -356,6 +349,24 @@ impl ZooKeeper {
         }
         Ok(status)
     }
+}
+
+/// `/commands/srvr`: what it said, and where it places the serving instance's start (see
+/// `epochs::Start`); None when unanswered.
+async fn srvr_get(
+    http: &reqwest::Client,
+    base: &str,
+) -> Option<(observe::SrvrAnswer, Option<epochs::Start>)> {
+    let sent = Instant::now();
+    let (body, _) = admin_get(http, format!("{base}/commands/srvr"))
+        .await
+        .ok()?;
+    let received = Instant::now();
+    let answer = observe::parse_srvr(&body);
+    let start = answer
+        .uptime_ms
+        .and_then(|ms| epochs::Start::from_uptime(sent, received, ms));
+    Some((answer, start))
 }
 
 /// One AdminServer GET: the body and the server's `Date` header in ms (its wall clock).
