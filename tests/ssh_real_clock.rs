@@ -366,6 +366,10 @@ fn zookeeper_on_real_vms_stays_valid_through_a_real_clock_step() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     eprintln!("{stderr}");
     let run = run_dir(&out).expect("a run folder");
+    // To look at the run after the test: FLC_TEST_KEEP=DIR keeps a copy there.
+    if let Some(keep) = std::env::var_os("FLC_TEST_KEEP") {
+        let _ = Command::new("cp").arg("-a").arg(&run).arg(&keep).status();
+    }
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
     for c in results["checkers"].as_array().unwrap() {
