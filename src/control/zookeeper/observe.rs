@@ -183,6 +183,18 @@ pub fn looking_epoch(last_served: u64, file: Option<u64>) -> Result<u64, String>
     }
 }
 
+/// How far a server's committed history reaches. A server that serves in epoch `e` synced
+/// with its leader up to the NEWLEADER zxid `e << 32`: it holds every transaction committed
+/// before `e`, even when its data tree's last zxid is older (a follower synced by DIFF with
+/// nothing to apply keeps reporting the previous epoch's last zxid, or 0x0, while its leader
+/// reports `e << 32`: without this it would never count as caught up until a write lands).
+pub fn committed_zxid(state: ServerState, last_zxid: u64, epoch: u64) -> u64 {
+    match state {
+        ServerState::Looking => last_zxid,
+        _ => last_zxid.max(epoch << 32),
+    }
+}
+
 /// Maps an observation onto the history's status; an error when the epoch of a server that
 /// does not serve cannot be vouched for (`looking_epoch`).
 pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
@@ -219,7 +231,7 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         election_epoch: 0,
         last_zxid,
         last_zxid_hex: format!("0x{last_zxid:x}"),
-        last_committed_zxid: last_zxid,
+        last_committed_zxid: committed_zxid(state, last_zxid, peer_epoch),
         zab_phase: phase,
         wall_clock_ms: o.wall_clock_ms,
         uptime_ms: o.uptime_ms,
@@ -326,6 +338,8 @@ mod tests {
         assert_eq!(s.peer_epoch, 2);
         assert_eq!(s.last_zxid, 0x1_0000_0004);
         assert_eq!(s.last_zxid_hex, "0x100000004");
+        // Synced into epoch 2: everything committed before it is there.
+        assert_eq!(s.last_committed_zxid, 0x2_0000_0000);
         assert!(s.last_election.is_none());
     }
 
@@ -344,6 +358,20 @@ mod tests {
         assert_eq!(s.leader, Some(2));
         assert_eq!(s.peer_epoch, 2);
         assert_eq!(s.accepted_epoch, 2);
+    }
+
+    #[test]
+    fn a_follower_synced_with_nothing_to_apply_is_as_far_as_its_new_leader() {
+        // Seen under TCG: the leader of epoch 1 reported 0x100000000, a follower synced by
+        // DIFF 0x0, and with no write after the election that follower never "caught up".
+        let leader = committed_zxid(ServerState::Leading, 0x1_0000_0000, 1);
+        let follower = committed_zxid(ServerState::Following, 0x0, 1);
+        assert_eq!(follower, leader);
+        // A follower behind on a write of this epoch is still behind.
+        let leader = committed_zxid(ServerState::Leading, 0x1_0000_0003, 1);
+        assert!(committed_zxid(ServerState::Following, 0x1_0000_0002, 1) < leader);
+        // Not serving: only what it reported.
+        assert_eq!(committed_zxid(ServerState::Looking, 0x5, 1), 0x5);
     }
 
     #[test]
