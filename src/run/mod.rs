@@ -55,6 +55,17 @@ use tokio::task::JoinSet;
 /// checkers widen their cross-node ordering margin to it (test.json `status_timeout_ms`).
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// A run's status timeout: `STATUS_TIMEOUT`, or for ZooKeeper one tick when that is longer. A
+/// JVM on a slow host (run with long ticks for that reason: qemu's TCG) answers its
+/// AdminServer within its own tick but often not within 500 ms; ZooKeeper itself gives a peer
+/// syncLimit ticks.
+pub fn status_timeout(plan: &Plan) -> Duration {
+    match plan.args.target {
+        plan::TargetKind::Zookeeper => STATUS_TIMEOUT.max(Duration::from_millis(plan.args.tick_ms)),
+        plan::TargetKind::Fle => STATUS_TIMEOUT,
+    }
+}
+
 /// Says loudly, before anything happens, that `--real-clock-skew` will step real clocks.
 fn warn_real_clock(hosts: &[String], kinds: &[String]) {
     eprintln!(
@@ -174,7 +185,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         version: env!("CARGO_PKG_VERSION").into(),
         history_format: crate::history::FORMAT_VERSION,
         settings: Settings {
-            status_timeout_ms: Some(STATUS_TIMEOUT.as_millis() as u64),
+            status_timeout_ms: Some(status_timeout(&plan).as_millis() as u64),
             recovery_timeout_s: Some(plan.recovery_timeout.as_secs_f64()),
             workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
             rest: serde_json::from_value(serde_json::json!({

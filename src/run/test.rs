@@ -7,7 +7,6 @@
 
 use super::guard::Guard;
 use super::plan::{Plan, TargetKind};
-use super::STATUS_TIMEOUT;
 use crate::control::fle_node::{FleNode, FleNodeOptions};
 use crate::control::local::LocalCluster;
 use crate::control::os_setup::Needs;
@@ -59,7 +58,7 @@ impl Test {
     ) -> Result<Test> {
         let checks = Checks {
             recovery_timeout: plan.recovery_timeout,
-            status_timeout: STATUS_TIMEOUT,
+            status_timeout: super::status_timeout(plan),
         };
         let control = create_control(plan, run_dir, registry)?;
         guard.set_control(control.clone());

@@ -677,8 +677,11 @@ impl QemuVms {
             // Guests share a bridge: each needs its own MAC (qemu's default is one for all). No
             // boot ROM: iPXE would wait for a key press.
             let mac = format!("52:54:00:{:02x}:{:02x}:{:02x}", subnet.0, subnet.1, 11 + i);
+            // no_timer_check: on a loaded host the emulated timer misses the kernel's IO-APIC
+            // timer check, which then panics ("IO-APIC + timer doesn't work!", seen 2026-11-30
+            // under load 16 on 2 cores).
             let append = format!(
-                "console=ttyS0 quiet panic=-1 flc.addr={addr} flc.gw={} flc.name=flcq{}{}",
+                "console=ttyS0 quiet panic=-1 no_timer_check flc.addr={addr} flc.gw={} flc.name=flcq{}{}",
                 vms.gateway(),
                 vms.suffix,
                 i + 1

@@ -1,18 +1,21 @@
 //! Zab's epoch files (`currentEpoch`, `acceptedEpoch` in `dataDir/version-2`) of each server,
-//! read where the server runs, without a remote round trip per observation.
+//! read where the server runs, without a remote round trip per observation of a serving server.
 //!
 //! Where the node's folder is on this machine (local clusters) every observation reads the files
 //! (a local read costs microseconds). Where it is on a remote host (`--ssh`), a read is an SSH
-//! round trip, so the files are read with one `cat` of both and kept, and read again at once,
-//! before the observation is recorded, when the observation shows the server may serve in
-//! another epoch than the one kept:
+//! round trip, so for a server that serves, the files are read with one `cat` of both and kept,
+//! and read again at once, before the observation is recorded, when the observation shows the
+//! server may serve in another epoch than the one kept:
 //! - its role or leader changed since its previous observation;
-//! - its serving instance is new: ZooKeeper makes a new `ZooKeeperServer` (whose `uptime` in
-//!   `/commands/srvr` starts at 0) each time it starts to lead or follow, so an instance that
-//!   started later than the last one seen (now − uptime, by this machine's monotonic clock,
-//!   more than `SAME_INSTANCE` apart) is a new election even when the observer never saw the
-//!   server stop serving (the same leader re-elected between two observations). The last
-//!   start seen is kept across observations whose srvr read failed;
+//! - its serving instance may be new: ZooKeeper makes a new `ZooKeeperServer` (whose `uptime`
+//!   in `/commands/srvr`, by the JVM's monotonic clock, starts at 0) each time it starts to
+//!   lead or follow. One answer places the instance's start within `Start` (the request's
+//!   send and the answer's receipt, by this machine's monotonic clock, minus the uptime), so
+//!   two answers whose spans do not overlap are two instances: a new election even when the
+//!   observer never saw the server stop serving (the same leader re-elected between two
+//!   observations). The spans are as wide as the answers were slow, so no latency constant
+//!   is tuned to one machine (a JVM under qemu's TCG answers in seconds). The last start seen
+//!   is kept across observations whose srvr read failed;
 //! - its last zxid is of a later epoch than the kept currentEpoch.
 //!
 //! ZooKeeper writes the new currentEpoch during sync, before the server serves, and not again
@@ -25,6 +28,12 @@
 //! epoch. Otherwise the files are read at most once per `refresh`, the observations in
 //! between carrying the kept value.
 //!
+//! A server that does not serve is never given a kept value: nothing tells whether it served
+//! (or synced) since the kept read, since between two observations it may have led a whole
+//! epoch this controller never saw. Its files are read at every observation (`fresh`), and
+//! `observe::looking_epoch` decides whether that read vouches for the epoch it reports. A read
+//! that fails is never replaced by an older value: the observation fails instead.
+//!
 //! `describe` says which of the two a run used; the run records it in test.json.
 
 use super::observe::Epochs;
@@ -36,15 +45,37 @@ use std::time::{Duration, Instant};
 /// How a server's role looked in one observation: serving as (is_leader, leader_id), or not.
 pub type Role = Option<(bool, u64)>;
 
-/// Two instance starts closer than this are one instance (the reads' latency jitters).
-pub const SAME_INSTANCE: Duration = Duration::from_millis(300);
+/// When a serving instance started, as one srvr answer tells it: the server computed its
+/// uptime somewhere between the request's send and the answer's receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub earliest: Instant,
+    pub latest: Instant,
+}
+
+impl Start {
+    /// From an answer sent at `sent`, received at `received`, saying `uptime_ms` (whole ms,
+    /// truncated); None when the uptime reaches back before this process's clock can.
+    pub fn from_uptime(sent: Instant, received: Instant, uptime_ms: u64) -> Option<Start> {
+        let up = Duration::from_millis(uptime_ms);
+        Some(Start {
+            earliest: sent.checked_sub(up + Duration::from_millis(1))?,
+            latest: received.checked_sub(up)?,
+        })
+    }
+
+    /// Whether both answers may be of one instance (their spans share an instant).
+    pub fn overlaps(&self, other: &Start) -> bool {
+        self.earliest <= other.latest && other.earliest <= self.latest
+    }
+}
 
 /// What one observation saw that tells whether the server may be in a new epoch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Seen {
     pub role: Role,
-    /// When the serving instance started (now − `/commands/srvr` `server_stats.uptime`).
-    pub serving_since: Option<Instant>,
+    /// When the serving instance started (from `/commands/srvr` `server_stats.uptime`).
+    pub serving_since: Option<Start>,
     /// The epoch of the last zxid the server reported.
     pub zxid_epoch: Option<u64>,
 }
@@ -57,7 +88,8 @@ pub const REMOTE_REFRESH: Duration = Duration::from_secs(1);
 pub enum Cadence {
     /// At every observation (the files are on this machine).
     EveryObservation,
-    /// On a role or leader change, else at most once per `refresh` (the files are remote).
+    /// For a serving server: on a role, leader or instance change, else at most once per
+    /// `refresh`; for one that does not serve, at every observation (the files are remote).
     OnChange { refresh: Duration },
 }
 
@@ -71,12 +103,12 @@ struct Kept {
 /// Whether the kept epochs may be stale for an observation that saw `now` (see the module doc).
 fn new_epoch_possible(kept: &Epochs, before: &Seen, now: &Seen) -> bool {
     if now.role.is_none() {
-        // Not serving: its reported epoch is the one it last served in, not the file's.
-        return false;
+        // Not serving: it may have served or synced unseen since the kept read.
+        return true;
     }
     let new_instance = matches!(
         (before.serving_since, now.serving_since),
-        (Some(b), Some(n)) if n > b + SAME_INSTANCE
+        (Some(b), Some(n)) if !b.overlaps(&n)
     );
     let later_zxid = matches!(
         (kept.current, now.zxid_epoch),
@@ -110,17 +142,18 @@ impl EpochFiles {
                 "read from the node's folder on this machine at every observation".into()
             }
             Cadence::OnChange { refresh } => format!(
-                "read on the node's host over SSH (one cat of both files) when the server's role, \
-                 leader or serving instance (srvr uptime) changed since its previous observation, \
-                 used only when the AdminServer still showed that instance after the read, else \
-                 at most every {} ms, the observations in between carrying the last value read",
+                "read on the node's host over SSH (one cat of both files): at every observation of \
+                 a server that does not serve; for a serving one when its role, leader or serving \
+                 instance (srvr uptime) changed since its previous observation, used only when the \
+                 AdminServer still showed that instance after the read, else at most every {} ms, \
+                 the observations in between carrying the last value read",
                 refresh.as_millis()
             ),
         }
     }
 
     /// The epochs of `node` for an observation that saw `seen`: the kept ones, else read now
-    /// and kept (see `confirmed` for a serving server over SSH).
+    /// and kept (a serving server over SSH is confirmed by the caller, see the module doc).
     pub fn get(&self, control: &dyn Control, node: &str, seen: Seen) -> Epochs {
         if let Some(e) = self.cached(node, &seen) {
             return e;
@@ -148,24 +181,18 @@ impl EpochFiles {
         Some(k.epochs)
     }
 
-    /// Reads the files now (a failed read keeps what was read last: an unreachable host must
-    /// not hide the epoch).
+    /// Reads the files now: what they hold, `None` for a file that could not be read (never an
+    /// older value in its place: a kept epoch stands for no later observation's).
     pub fn read(&self, control: &dyn Control, node: &str) -> Epochs {
-        let fresh = match self.cadence {
-            Cadence::EveryObservation => return read_local(control, node),
+        match self.cadence {
+            Cadence::EveryObservation => read_local(control, node),
             Cadence::OnChange { .. } => read_remote(control, node),
-        };
-        let kept = self.kept.lock().unwrap();
-        let previous = kept.get(node).map(|k| k.epochs).unwrap_or_default();
-        Epochs {
-            current: fresh.current.or(previous.current),
-            accepted: fresh.accepted.or(previous.accepted),
         }
     }
 
-    /// Keeps `epochs`, read for an observation that saw `seen`.
+    /// Keeps `epochs`, read for an observation that saw `seen` (a failed read is not kept).
     pub fn keep(&self, node: &str, epochs: Epochs, seen: Seen) {
-        if self.cadence == Cadence::EveryObservation {
+        if self.cadence == Cadence::EveryObservation || epochs.current.is_none() {
             return;
         }
         let mut kept = self.kept.lock().unwrap();
@@ -187,14 +214,11 @@ impl EpochFiles {
 }
 
 /// Whether two observations saw one serving instance: the same role, and starts known and
-/// within `SAME_INSTANCE` of each other.
+/// possibly the same instant.
 pub fn same_instance(a: &Seen, b: &Seen) -> bool {
     a.role == b.role
         && match (a.serving_since, b.serving_since) {
-            (Some(x), Some(y)) => {
-                let d = if x > y { x - y } else { y - x };
-                d <= SAME_INSTANCE
-            }
+            (Some(x), Some(y)) => x.overlaps(&y),
             _ => false,
         }
 }
@@ -255,12 +279,45 @@ mod tests {
         assert_eq!((e.current, e.accepted), (None, None));
     }
 
+    /// An answer's start span: the instance started at `at`, the answer took `slow`.
+    fn span(at: Instant, slow: Duration) -> Start {
+        Start {
+            earliest: at - Duration::from_millis(1),
+            latest: at + slow,
+        }
+    }
+
     fn seen(role: Role, since: Instant, zxid_epoch: u64) -> Seen {
         Seen {
             role,
-            serving_since: Some(since),
+            serving_since: Some(span(since, Duration::from_millis(20))),
             zxid_epoch: Some(zxid_epoch),
         }
+    }
+
+    #[test]
+    fn a_start_is_placed_between_the_send_and_the_receipt() {
+        let sent = Instant::now() + Duration::from_secs(10);
+        let received = sent + Duration::from_millis(700);
+        let s = Start::from_uptime(sent, received, 4_000).unwrap();
+        assert_eq!(s.earliest, sent - Duration::from_millis(4_001));
+        assert_eq!(s.latest, received - Duration::from_millis(4_000));
+        // The same instance asked again 3 s later, answered fast: its span overlaps.
+        let again = Start::from_uptime(
+            sent + Duration::from_secs(3),
+            sent + Duration::from_millis(3_010),
+            7_005,
+        )
+        .unwrap();
+        assert!(s.overlaps(&again) && again.overlaps(&s));
+        // An instance started 1 s after the first answer's receipt: no overlap.
+        let new = Start::from_uptime(
+            received + Duration::from_secs(2),
+            received + Duration::from_secs(2),
+            1_000,
+        )
+        .unwrap();
+        assert!(!s.overlaps(&new));
     }
 
     #[test]
@@ -272,13 +329,15 @@ mod tests {
         let leading = Some((true, 2));
         let t0 = Instant::now();
         let before = seen(leading, t0, 1);
-        // Same leader, same instance (its start read 100 ms apart), same epoch: the kept value.
-        let jitter = t0 + Duration::from_millis(100);
-        assert!(!new_epoch_possible(
-            &kept,
-            &before,
-            &seen(leading, jitter, 1)
-        ));
+        // Same leader, same instance (placed by a slow answer), same epoch: the kept value.
+        let slow = Seen {
+            serving_since: Some(span(
+                t0 - Duration::from_millis(900),
+                Duration::from_secs(1),
+            )),
+            ..before
+        };
+        assert!(!new_epoch_possible(&kept, &before, &slow));
         // The same leader re-elected between two observations: a later instance.
         let later = t0 + Duration::from_secs(2);
         assert!(new_epoch_possible(&kept, &before, &seen(leading, later, 1)));
@@ -287,8 +346,13 @@ mod tests {
         assert!(new_epoch_possible(&kept, &before, &following));
         // A zxid of a later epoch than the kept file.
         assert!(new_epoch_possible(&kept, &before, &seen(leading, t0, 2)));
-        // Not serving: nothing to read.
-        assert!(!new_epoch_possible(&kept, &before, &seen(None, later, 1)));
+        // Not serving: it may have led or synced unseen since the kept read; read again.
+        assert!(new_epoch_possible(&kept, &before, &seen(None, later, 1)));
+        assert!(new_epoch_possible(
+            &kept,
+            &seen(None, t0, 1),
+            &seen(None, t0, 1)
+        ));
         // Never read yet.
         assert!(new_epoch_possible(&Epochs::default(), &before, &before));
     }
@@ -297,9 +361,16 @@ mod tests {
     fn one_instance_is_one_role_started_at_one_time() {
         let t0 = Instant::now();
         let a = seen(Some((true, 2)), t0, 1);
-        let close = seen(Some((true, 2)), t0 + Duration::from_millis(200), 1);
-        assert!(same_instance(&a, &close));
-        let later = seen(Some((true, 2)), t0 + Duration::from_secs(1), 1);
+        // Asked again after a read that answered 1.5 s late (a JVM under TCG): still one.
+        let slow = Seen {
+            serving_since: Some(span(
+                t0 - Duration::from_secs(1),
+                Duration::from_millis(1_500),
+            )),
+            ..a
+        };
+        assert!(same_instance(&a, &slow));
+        let later = seen(Some((true, 2)), t0 + Duration::from_millis(200), 1);
         assert!(!same_instance(&a, &later));
         assert!(!same_instance(&a, &seen(Some((false, 3)), t0, 1)));
         let unknown = Seen {

@@ -199,7 +199,8 @@ impl ZooKeeper {
         seen: Seen,
     ) -> Result<observe::Epochs, String> {
         if seen.role.is_none() {
-            // Not serving: only acceptedEpoch is the file's (see `observe`).
+            // Not serving: read now, never kept (see `epochs`); `observe::looking_epoch` says
+            // whether the read vouches for the epoch reported.
             let control = self.control.as_ref();
             return Ok(crate::control::blocking(|| {
                 self.epoch_files.get(control, node, seen)
@@ -216,9 +217,12 @@ impl ZooKeeper {
         // An SSH round trip blocks; `blocking` lets the worker's other tasks run meanwhile.
         let epochs =
             crate::control::blocking(|| self.epoch_files.read(self.control.as_ref(), node));
+        if epochs.current.is_none() {
+            return Err("its currentEpoch file could not be read over SSH".into());
+        }
         let (leader, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
-            admin_get(http, format!("{base}/commands/srvr")),
+            srvr_get(http, base),
         );
         let role = leader
             .ok()
@@ -232,10 +236,7 @@ impl ZooKeeper {
             });
         let after = Seen {
             role,
-            serving_since: srvr
-                .ok()
-                .and_then(|(body, _)| observe::parse_srvr(&body).uptime_ms)
-                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            serving_since: srvr.and_then(|(_, start)| start),
             zxid_epoch: seen.zxid_epoch,
         };
         if !epochs::same_instance(&seen, &after) {
@@ -263,7 +264,7 @@ impl ZooKeeper {
             || !self.versions.lock().unwrap().contains_key(node);
         let srvr = async {
             if want_srvr {
-                admin_get(http, format!("{base}/commands/srvr")).await.ok()
+                srvr_get(http, &base).await
             } else {
                 None
             }
@@ -282,9 +283,7 @@ impl ZooKeeper {
             } => Some((*is_leader, *leader_id)),
             LeaderAnswer::NotServing(_) => None,
         };
-        let srvr = srvr
-            .map(|(body, _)| observe::parse_srvr(&body))
-            .unwrap_or_default();
+        let (srvr, start) = srvr.unwrap_or_default();
         if let (Some(v), Some(_)) = (&srvr.version, role) {
             self.versions
                 .lock()
@@ -299,9 +298,7 @@ impl ZooKeeper {
         };
         let seen = Seen {
             role,
-            serving_since: srvr
-                .uptime_ms
-                .and_then(|ms| Instant::now().checked_sub(Duration::from_millis(ms))),
+            serving_since: start,
             zxid_epoch: zab.last_zxid.map(crate::api::epoch_of),
         };
         let epochs = match self.epoch_files.cadence() {
@@ -343,7 +340,8 @@ impl ZooKeeper {
             epochs,
             wall_clock_ms,
             uptime_ms,
-        });
+        })
+        .map_err(ReadError::Timeout)?;
         if status.state != ServerState::Looking {
             let mut served = self.served_epoch.lock().unwrap();
             let e = served.entry(node.to_string()).or_insert(0);
@@ -351,6 +349,24 @@ impl ZooKeeper {
         }
         Ok(status)
     }
+}
+
+/// `/commands/srvr`: what it said, and where it places the serving instance's start (see
+/// `epochs::Start`); None when unanswered.
+async fn srvr_get(
+    http: &reqwest::Client,
+    base: &str,
+) -> Option<(observe::SrvrAnswer, Option<epochs::Start>)> {
+    let sent = Instant::now();
+    let (body, _) = admin_get(http, format!("{base}/commands/srvr"))
+        .await
+        .ok()?;
+    let received = Instant::now();
+    let answer = observe::parse_srvr(&body);
+    let start = answer
+        .uptime_ms
+        .and_then(|ms| epochs::Start::from_uptime(sent, received, ms));
+    Some((answer, start))
 }
 
 /// One AdminServer GET: the body and the server's `Date` header in ms (its wall clock).
@@ -486,10 +502,27 @@ impl Target for ZooKeeper {
     }
 
     fn software(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({
+        let mut software = serde_json::json!({
             "install": self.opts.install.describe(),
             "versions": *self.versions.lock().unwrap(),
             "epoch_files": self.epoch_files.describe(),
-        }))
+        });
+        // Over SSH with --zookeeper-home: where each host ran it from, and whether it was
+        // uploaded (into the node's folder, so removed with it) or already there.
+        if let install::Install::Home(local) = &self.opts.install {
+            let homes = self.homes.lock().unwrap();
+            if !homes.is_empty() {
+                let local = local.to_string_lossy();
+                let on_hosts: BTreeMap<&String, serde_json::Value> = homes
+                    .iter()
+                    .map(|(node, path)| {
+                        let how = if *path == local { "there" } else { "uploaded" };
+                        (node, serde_json::json!({ "path": path, "how": how }))
+                    })
+                    .collect();
+                software["homes"] = serde_json::json!(on_hosts);
+            }
+        }
+        Some(software)
     }
 }

@@ -17,7 +17,15 @@
 //!   A server that does not serve reports the epoch it last served in: ZooKeeper writes the
 //!   new currentEpoch during sync (the leader after the epoch acks, a follower at NEWLEADER),
 //!   before it serves, and a LOOKING read already carrying the new epoch would look like the
-//!   epoch being established before its leader took it. acceptedEpoch is always the file's.
+//!   epoch being established before its leader took it. But "the epoch it last served in" is
+//!   what this controller saw, and a server can lead a whole epoch between two reads that
+//!   vouch for it (a leader paused right after its election, its reads failing meanwhile):
+//!   reporting that lower epoch would "prove" the server never reached the epoch its
+//!   followers were seen following (election-safety's proof rule). So a LOOKING read reports
+//!   it only when the currentEpoch file, read in this observation, holds exactly that epoch
+//!   (`looking_epoch`); a file above it (syncing, or served unseen) makes the read fail rather
+//!   than report a number that is wrong one way or the other. acceptedEpoch is always the
+//!   file's.
 //! - election epoch (logicalclock) and the counted votes are not exposed by ZooKeeper:
 //!   `election_epoch` is 0 and `last_election` None, so the vote-rule checker answers unknown.
 //! - the node's wall clock: the `Date` header of the AdminServer's answer (the JVM's clock,
@@ -160,8 +168,36 @@ pub struct Observation {
     pub uptime_ms: u64,
 }
 
-/// Maps an observation onto the history's status.
-pub fn to_status(o: &Observation) -> NodeStatus {
+/// The epoch a server that does not serve reports: the one it was last seen serving in
+/// (`last_served`), vouched for by its currentEpoch file read in the same observation
+/// (`file`). An error when the file cannot vouch (see the module doc).
+pub fn looking_epoch(last_served: u64, file: Option<u64>) -> Result<u64, String> {
+    match file {
+        // The file never goes back: below what it served in means a read of something else.
+        Some(c) if c <= last_served => Ok(last_served),
+        Some(c) => Err(format!(
+            "not serving with currentEpoch {c} above epoch {last_served}, the last it was seen \
+             serving in: syncing a new epoch, or served one unseen; its epoch is not reported"
+        )),
+        None => Err("not serving, and its currentEpoch file could not be read".into()),
+    }
+}
+
+/// How far a server's committed history reaches. A server that serves in epoch `e` synced
+/// with its leader up to the NEWLEADER zxid `e << 32`: it holds every transaction committed
+/// before `e`, even when its data tree's last zxid is older (a follower synced by DIFF with
+/// nothing to apply keeps reporting the previous epoch's last zxid, or 0x0, while its leader
+/// reports `e << 32`: without this it would never count as caught up until a write lands).
+pub fn committed_zxid(state: ServerState, last_zxid: u64, epoch: u64) -> u64 {
+    match state {
+        ServerState::Looking => last_zxid,
+        _ => last_zxid.max(epoch << 32),
+    }
+}
+
+/// Maps an observation onto the history's status; an error when the epoch of a server that
+/// does not serve cannot be vouched for (`looking_epoch`).
+pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
     let (state, leader) = match &o.leader {
         LeaderAnswer::Serving {
             is_leader: true,
@@ -175,7 +211,7 @@ pub fn to_status(o: &Observation) -> NodeStatus {
     };
     let last_zxid = o.zab.last_zxid.unwrap_or(o.previous_zxid);
     let peer_epoch = match state {
-        ServerState::Looking => o.last_served_epoch,
+        ServerState::Looking => looking_epoch(o.last_served_epoch, o.epochs.current)?,
         _ => o.epochs.current.unwrap_or_else(|| epoch_of(last_zxid)),
     };
     let phase = match (state, o.zab.phase) {
@@ -186,7 +222,7 @@ pub fn to_status(o: &Observation) -> NodeStatus {
         (_, Some(p)) => p,
         (_, None) => ZabPhase::Broadcast,
     };
-    NodeStatus {
+    Ok(NodeStatus {
         sid: o.sid,
         state,
         leader,
@@ -195,12 +231,12 @@ pub fn to_status(o: &Observation) -> NodeStatus {
         election_epoch: 0,
         last_zxid,
         last_zxid_hex: format!("0x{last_zxid:x}"),
-        last_committed_zxid: last_zxid,
+        last_committed_zxid: committed_zxid(state, last_zxid, peer_epoch),
         zab_phase: phase,
         wall_clock_ms: o.wall_clock_ms,
         uptime_ms: o.uptime_ms,
         last_election: None,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -296,12 +332,14 @@ mod tests {
                 accepted: Some(2),
             },
         );
-        let s = to_status(&o);
+        let s = to_status(&o).unwrap();
         assert_eq!(s.state, ServerState::Following);
         assert_eq!(s.leader, Some(3));
         assert_eq!(s.peer_epoch, 2);
         assert_eq!(s.last_zxid, 0x1_0000_0004);
         assert_eq!(s.last_zxid_hex, "0x100000004");
+        // Synced into epoch 2: everything committed before it is there.
+        assert_eq!(s.last_committed_zxid, 0x2_0000_0000);
         assert!(s.last_election.is_none());
     }
 
@@ -315,11 +353,25 @@ mod tests {
             parse_zabstate(ZAB_BROADCAST.as_bytes()).unwrap(),
             Epochs::default(),
         );
-        let s = to_status(&o);
+        let s = to_status(&o).unwrap();
         assert_eq!(s.state, ServerState::Leading);
         assert_eq!(s.leader, Some(2));
         assert_eq!(s.peer_epoch, 2);
         assert_eq!(s.accepted_epoch, 2);
+    }
+
+    #[test]
+    fn a_follower_synced_with_nothing_to_apply_is_as_far_as_its_new_leader() {
+        // Seen under TCG: the leader of epoch 1 reported 0x100000000, a follower synced by
+        // DIFF 0x0, and with no write after the election that follower never "caught up".
+        let leader = committed_zxid(ServerState::Leading, 0x1_0000_0000, 1);
+        let follower = committed_zxid(ServerState::Following, 0x0, 1);
+        assert_eq!(follower, leader);
+        // A follower behind on a write of this epoch is still behind.
+        let leader = committed_zxid(ServerState::Leading, 0x1_0000_0003, 1);
+        assert!(committed_zxid(ServerState::Following, 0x1_0000_0002, 1) < leader);
+        // Not serving: only what it reported.
+        assert_eq!(committed_zxid(ServerState::Looking, 0x5, 1), 0x5);
     }
 
     #[test]
@@ -332,7 +384,7 @@ mod tests {
                 accepted: Some(2),
             },
         );
-        let s = to_status(&o);
+        let s = to_status(&o).unwrap();
         assert_eq!(s.state, ServerState::Looking);
         assert_eq!(s.leader, None);
         assert_eq!(s.zab_phase, ZabPhase::Election);
@@ -341,8 +393,9 @@ mod tests {
     }
 
     #[test]
-    fn a_syncing_server_keeps_its_served_epoch_until_it_serves_the_new_one() {
-        // currentEpoch is already 2 on disk (written during sync), the server does not serve.
+    fn a_syncing_server_reports_no_epoch_until_it_serves_the_new_one() {
+        // currentEpoch is already 2 on disk (written during sync), the server does not serve:
+        // neither 2 (not established yet as far as the reads show) nor 1 (below its file).
         let syncing = observation(
             parse_leader(LEADER_NOT_SERVING.as_bytes()).unwrap(),
             ZabAnswer {
@@ -354,12 +407,8 @@ mod tests {
                 accepted: Some(2),
             },
         );
-        let s = to_status(&syncing);
-        assert_eq!(
-            (s.state, s.zab_phase),
-            (ServerState::Looking, ZabPhase::Sync)
-        );
-        assert_eq!((s.peer_epoch, s.accepted_epoch), (1, 2));
+        let err = to_status(&syncing).unwrap_err();
+        assert!(err.contains("currentEpoch 2 above epoch 1"), "{err}");
         let serving = Observation {
             leader: LeaderAnswer::Serving {
                 is_leader: true,
@@ -367,6 +416,208 @@ mod tests {
             },
             ..syncing
         };
-        assert_eq!(to_status(&serving).peer_epoch, 2);
+        assert_eq!(to_status(&serving).unwrap().peer_epoch, 2);
+        // An unreadable file vouches for nothing.
+        let unread = Observation {
+            epochs: Epochs::default(),
+            ..syncing
+        };
+        assert!(to_status(&unread).is_err());
+    }
+
+    /// Observations of three servers, mapped as the target maps them and judged by the
+    /// checkers: the sequences behind the SSH false alarm (2026-11-30) and real violations.
+    mod judged {
+        use super::*;
+        use crate::checker::{check_history, CheckOptions, Validity};
+        use crate::history::Event;
+
+        const MS: u64 = 1_000_000;
+
+        /// What one observation of `sid` saw: serving as (is_leader, leader), or not, with
+        /// its currentEpoch file and the epoch this controller last saw it serve in.
+        struct Obs {
+            ms: u64,
+            sid: u64,
+            role: Option<(bool, u64)>,
+            file: u64,
+            served: u64,
+        }
+
+        fn status(o: &Obs) -> Result<serde_json::Value, String> {
+            let leader = match o.role {
+                Some((is_leader, leader_id)) => LeaderAnswer::Serving {
+                    is_leader,
+                    leader_id,
+                },
+                None => LeaderAnswer::NotServing("not currently serving requests".into()),
+            };
+            let zab = ZabAnswer {
+                phase: o.role.map(|_| ZabPhase::Broadcast),
+                last_zxid: None,
+            };
+            let s = to_status(&Observation {
+                sid: o.sid,
+                leader,
+                zab,
+                previous_zxid: 0,
+                last_served_epoch: o.served,
+                epochs: Epochs {
+                    current: Some(o.file),
+                    accepted: Some(o.file),
+                },
+                wall_clock_ms: 0,
+                uptime_ms: 0,
+            })?;
+            Ok(serde_json::to_value(s).unwrap())
+        }
+
+        /// election-safety's verdict on the statuses the observations map to (failed ones
+        /// recorded as failed reads, as the observers do).
+        fn election_safety(obs: &[Obs]) -> (Validity, String) {
+            let events: Vec<Event> = obs
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let n = format!("n{}", o.sid);
+                    let (kind, value) = match status(o) {
+                        Ok(v) => ("ok", v),
+                        Err(e) => ("info", serde_json::json!({ "error": e })),
+                    };
+                    serde_json::from_value(serde_json::json!({
+                        "index": i, "time": o.ms * MS, "process": n, "type": kind,
+                        "f": "status", "node": n, "value": value
+                    }))
+                    .unwrap()
+                })
+                .collect();
+            let info = serde_json::from_value(serde_json::json!({
+                "name": "t", "target": "zookeeper", "nodes": ["n1", "n2", "n3"],
+                "workload": "election", "nemesis": ["pause"], "seed": 1, "time_limit_s": 10.0,
+                "tick_ms": 200, "init_limit": 10, "sync_limit": 5,
+                "started_at": "2026-11-30T00:00:00Z", "replay_command": "x", "version": "0"
+            }))
+            .unwrap();
+            let results = check_history(&events, &info, &CheckOptions::default());
+            let c = results
+                .checkers
+                .iter()
+                .find(|c| c.name == "election-safety")
+                .unwrap();
+            (c.valid, c.explanation.clone())
+        }
+
+        const LEADS: Option<(bool, u64)> = Some((true, 2));
+        const FOLLOWS_N2: Option<(bool, u64)> = Some((false, 2));
+
+        /// The false alarm: n2 led epoch 1 but was paused before any of its reads as leader
+        /// vouched for its epoch, so this controller last saw it serve in epoch 0; after the
+        /// pause it stepped down with currentEpoch 1. Reported as "epoch 0" that read was
+        /// taken for proof that n2 never reached epoch 1.
+        #[test]
+        fn a_leader_that_served_unseen_is_not_proof_against_its_followers() {
+            let obs = [
+                Obs {
+                    ms: 10,
+                    sid: 1,
+                    role: None,
+                    file: 0,
+                    served: 0,
+                },
+                Obs {
+                    ms: 11,
+                    sid: 2,
+                    role: None,
+                    file: 0,
+                    served: 0,
+                },
+                Obs {
+                    ms: 500,
+                    sid: 1,
+                    role: FOLLOWS_N2,
+                    file: 1,
+                    served: 0,
+                },
+                Obs {
+                    ms: 510,
+                    sid: 3,
+                    role: FOLLOWS_N2,
+                    file: 1,
+                    served: 0,
+                },
+                Obs {
+                    ms: 3000,
+                    sid: 2,
+                    role: None,
+                    file: 1,
+                    served: 0,
+                },
+            ];
+            let (valid, why) = election_safety(&obs);
+            assert_ne!(valid, Validity::False, "{why}");
+        }
+
+        /// The proof rule still works on ZooKeeper's reads: n2, seen serving in epoch 1 and
+        /// read not serving with currentEpoch 1 after n1 followed it "in epoch 2".
+        #[test]
+        fn a_follower_of_an_epoch_its_leader_never_reached_is_caught() {
+            let obs = [
+                Obs {
+                    ms: 10,
+                    sid: 2,
+                    role: LEADS,
+                    file: 1,
+                    served: 0,
+                },
+                Obs {
+                    ms: 500,
+                    sid: 1,
+                    role: FOLLOWS_N2,
+                    file: 2,
+                    served: 1,
+                },
+                Obs {
+                    ms: 3000,
+                    sid: 2,
+                    role: None,
+                    file: 1,
+                    served: 1,
+                },
+            ];
+            let (valid, why) = election_safety(&obs);
+            assert_eq!(valid, Validity::False, "{why}");
+            assert!(why.contains("had not even reached epoch 2"), "{why}");
+        }
+
+        /// Two leaders in one epoch, however far apart they were seen.
+        #[test]
+        fn two_leaders_of_one_epoch_are_caught() {
+            let obs = [
+                Obs {
+                    ms: 10,
+                    sid: 1,
+                    role: Some((true, 1)),
+                    file: 1,
+                    served: 0,
+                },
+                Obs {
+                    ms: 20,
+                    sid: 3,
+                    role: Some((false, 1)),
+                    file: 1,
+                    served: 0,
+                },
+                Obs {
+                    ms: 5000,
+                    sid: 2,
+                    role: LEADS,
+                    file: 1,
+                    served: 0,
+                },
+            ];
+            let (valid, why) = election_safety(&obs);
+            assert_eq!(valid, Validity::False, "{why}");
+            assert!(why.contains("n1 and n2 both led epoch 1"), "{why}");
+        }
     }
 }
