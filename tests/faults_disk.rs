@@ -1,4 +1,4 @@
-//! The disk faults on real clusters (fle-node, loopback, the writes workload): power loss on
+//! The disk faults on real clusters (fle-node, network namespaces, the writes workload): power loss on
 //! lazyfs mounts and txnlog corruption. The correct node must stay valid (no acknowledged write
 //! lost, one leader per epoch), each fault must be in the history with what it did, and the run
 //! must leave no mount behind.
@@ -26,8 +26,6 @@ fn run(schedule: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<Event>) {
         &[
             "--nodes",
             "3",
-            "--net",
-            "loopback",
             "--workload",
             "writes",
             "--time-limit",

@@ -305,11 +305,16 @@ impl Plan {
                  drop the power-loss faults",
             ));
         }
+        let engine_mode = |f: &crate::nemesis::schedule::FaultTemplate| {
+            f.packet
+                .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
+        };
+        if hosts.is_some() && args.nemesis.is_none() && args.nemesis_file.is_none() {
+            // The default `mixed`: its delayed leader needs the local engine; leave it out.
+            schedule.faults.retain(|f| !engine_mode(f));
+        }
         if hosts.is_some() {
-            let over_ssh = schedule.faults.iter().find(|f| {
-                f.packet
-                    .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
-            });
+            let over_ssh = schedule.faults.iter().find(|f| engine_mode(f));
             if let Some(f) = over_ssh {
                 let mode = f.packet.map(|m| m.name()).unwrap_or_default();
                 return Err(bad_input(format!(
