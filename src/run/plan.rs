@@ -296,13 +296,11 @@ impl Plan {
             schedule.faults.retain(|f| f.kind != clock);
         }
         let power = crate::nemesis::schedule::FaultKind::PowerLoss;
-        if schedule.kinds().contains(&power)
-            && (args.target == TargetKind::Zookeeper || hosts.is_some())
-        {
+        if schedule.kinds().contains(&power) && args.target == TargetKind::Zookeeper {
             return Err(bad_input(
-                "power-loss faults run only with --target fle on this machine (lazyfs under \
-                 the dataDir; ZooKeeper and --ssh are not wired yet, see docs/faults.md); \
-                 drop the power-loss faults",
+                "power-loss faults run only with --target fle (lazyfs under fle-node's \
+                 dataDir; ZooKeeper's is not wired yet, see docs/faults.md); drop the \
+                 power-loss faults",
             ));
         }
         let engine_mode = |f: &crate::nemesis::schedule::FaultTemplate| {
