@@ -1,10 +1,9 @@
-//! The disk faults on real clusters (fle-node, network namespaces, the writes workload): power loss on
-//! lazyfs mounts and txnlog corruption. The correct node must stay valid (no acknowledged write
-//! lost, one leader per epoch), each fault must be in the history with what it did, and the run
-//! must leave no mount behind.
+//! The disk faults on real clusters (fle-node, network namespaces, the writes workload): power
+//! loss on lazyfs mounts (also over SSH, on fake VMs) and txnlog corruption. The correct node
+//! must stay valid (no acknowledged write lost, one leader per epoch), each fault must be in the
+//! history with what it did, and the run must leave no mount behind.
 
 mod run_support;
-#[allow(dead_code)]
 mod ssh_support;
 
 use fle_chaos::history::{store::read_history, Event, F};
