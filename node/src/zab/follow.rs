@@ -72,7 +72,7 @@ pub async fn follow(
     beat.tick().await;
     let mut outputs = sm.start();
     // Only the seeded ack-before-fsync / epoch-before-txns bugs fill it.
-    let mut batch = Batch::new(cfg.tick * cfg.sync_limit);
+    let mut batch = Batch::new(cfg.tick * cfg.init_limit);
     // Only the seeded wall-clock-timeouts bug reads it.
     let mut heard_at_wall = SystemTime::now();
     let ended = loop {

@@ -212,7 +212,7 @@ impl Follower {
                 }])));
                 if self.cfg.bugs.has(Bug::AckBeforeFsync) {
                     // Seeded ZOOKEEPER-3911: the ACK leaves at once, the txn waits for the next
-                    // batch fsync (up to syncLimit ticks later).
+                    // batch fsync (up to initLimit ticks later).
                     out.push(self.send(Msg::Ack { zxid }));
                     out.push(Output::BatchSync);
                 } else {
