@@ -1,9 +1,10 @@
-//! The disk faults on real clusters (fle-node, loopback, the writes workload): power loss on
-//! lazyfs mounts and txnlog corruption. The correct node must stay valid (no acknowledged write
-//! lost, one leader per epoch), each fault must be in the history with what it did, and the run
-//! must leave no mount behind.
+//! The disk faults on real clusters (fle-node, network namespaces, the writes workload): power
+//! loss on lazyfs mounts (also over SSH, on fake VMs) and txnlog corruption. The correct node
+//! must stay valid (no acknowledged write lost, one leader per epoch), each fault must be in the
+//! history with what it did, and the run must leave no mount behind.
 
 mod run_support;
+mod ssh_support;
 
 use fle_chaos::history::{store::read_history, Event, F};
 use run_support::*;
@@ -26,8 +27,6 @@ fn run(schedule: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<Event>) {
         &[
             "--nodes",
             "3",
-            "--net",
-            "loopback",
             "--workload",
             "writes",
             "--time-limit",
@@ -107,4 +106,65 @@ fn corrupted_txnlogs_are_cut_and_logged_never_served() {
         "{} corruptions, {cuts_needed} inside the file",
         damages.len()
     );
+}
+
+/// Power loss over SSH on fake VMs (namespaces running sshd on this kernel, which has FUSE):
+/// lazyfs is mounted on each host through the uploaded fle-node, the power losses drop what was
+/// not fsynced, the correct node stays valid, and teardown unmounts every mount (from the
+/// hosts' own record) and removes the node folders.
+#[test]
+fn power_loss_runs_over_ssh_and_leaves_no_mount() {
+    let name = "power_loss_runs_over_ssh_and_leaves_no_mount";
+    if !ssh_support::can_run(name) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let vms = ssh_support::FakeVms::create(3);
+    let out_dir = vms.dir.path().join("reports");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
+        .args(["test", "--ssh", "--nodes", &vms.hosts().join(",")])
+        .arg("--ssh-config")
+        .arg(&vms.ssh_config)
+        .args(["--workload", "writes", "--time-limit", "10"])
+        .args(["--nemesis", "power-loss", "--nemesis-interval", "2"])
+        .args(["--seed", "3", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the correct node must stay valid: {stderr}"
+    );
+    let latest = out_dir.join("latest");
+    let run = std::fs::canonicalize(&latest).unwrap_or(latest);
+    let history = read_history(&run.join("history.jsonl")).unwrap();
+    let losses = nemesis_done(&history, F::PowerLoss);
+    assert!(!losses.is_empty(), "no power loss happened: {stderr}");
+    assert!(
+        losses.iter().all(|e| e.value["lost"].is_object()),
+        "{losses:?}"
+    );
+    // The hosts share this kernel, so their mounts would show here.
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let hosts_dirs: Vec<String> = (1..=3)
+        .filter_map(|n| {
+            std::fs::read_to_string(run.join(format!("nodes/n{n}/zoo.cfg")))
+                .ok()
+                .and_then(|c| {
+                    c.lines()
+                        .find_map(|l| l.strip_prefix("dataDir=").map(str::to_string))
+                })
+        })
+        .collect();
+    assert_eq!(hosts_dirs.len(), 3, "every node's config fetched");
+    for d in &hosts_dirs {
+        assert!(
+            !mounts.contains(d.as_str()),
+            "{d} is still mounted:\n{mounts}"
+        );
+        assert!(!std::path::Path::new(d).exists(), "{d} is left on the host");
+    }
 }

@@ -81,18 +81,13 @@ fn with_fault<T>(c: &Cluster, mode: PacketMode, f: impl FnOnce() -> T) -> T {
     } else {
         ("n1", "n2")
     };
-    let ns = c.net().unwrap().netns(node).expect("a namespace per node");
-    let engine = mode
-        .needs_engine()
-        .then(|| Engine::start(node, &ns, mode, 7).unwrap());
-    let rules = packet::install(&c.0, Some(ns), node, &mode, &[peer.to_string()]).unwrap();
-    assert_eq!(rules.len(), 1, "{rules:?}");
+    let (slot, engine) = start_fault(c, node, peer, mode);
     assert!(
         !packet::leftovers(&c.0, node, true).unwrap().is_empty(),
         "the fault is in force"
     );
     let out = f();
-    packet::heal(&c.0, node, true).unwrap();
+    heal_fault(c, node, mode, slot);
     if let Some(e) = engine {
         let stats = e.stop();
         assert!(stats.seen > 0 && stats.errors.is_empty(), "{stats:?}");
@@ -102,6 +97,32 @@ fn with_fault<T>(c: &Cluster, mode: PacketMode, f: impl FnOnce() -> T) -> T {
         Vec::<String>::new()
     );
     out
+}
+
+/// Puts `mode` on `node`'s link with `peer` in a slot (chain, queue) of its own.
+fn start_fault(
+    c: &Cluster,
+    node: &str,
+    peer: &str,
+    mode: PacketMode,
+) -> (packet::Slot, Option<Engine>) {
+    let ns = c.net().unwrap().netns(node).expect("a namespace per node");
+    let slot = packet::Slot::next();
+    let engine = mode
+        .needs_engine()
+        .then(|| Engine::start(node, &ns, mode, 7, slot.queue()).unwrap());
+    let rules = packet::install(&c.0, Some(ns), node, &mode, &[peer.to_string()], slot).unwrap();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    (slot, engine)
+}
+
+/// Heals one fault: its own chain (and the qdisc for bandwidth), nothing else.
+fn heal_fault(c: &Cluster, node: &str, mode: PacketMode, slot: packet::Slot) {
+    let what = packet::Heal::One {
+        chain: &slot.chain(),
+        qdisc: matches!(mode, PacketMode::Bandwidth { .. }),
+    };
+    packet::heal(&c.0, node, true, what).unwrap();
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -197,6 +218,47 @@ fn each_packet_mode_does_what_it_says_on_its_link_only_and_heals() {
     assert!(
         span < Duration::from_millis(300),
         "unthrottled burst took {span:?}"
+    );
+
+    // Two faults at once on n1 (composed or overlapping): loss of what n2 sends it and a delay
+    // of what it sends n2, each in its own chain (the delay with its own queue and engine). Both
+    // act; healing the delay leaves the loss in force, alone; healing the loss leaves nothing.
+    let delay = PacketMode::Delay {
+        delay_ms: 100,
+        jitter_ms: 0,
+    };
+    let loss = PacketMode::Loss { percent: 50.0 };
+    let (slot_d, engine_d) = start_fault(&c, "n1", "n2", delay);
+    let (slot_l, _) = start_fault(&c, "n1", "n2", loss);
+    assert_ne!(slot_d.chain(), slot_l.chain());
+    assert_eq!(packet::leftovers(&c.0, "n1", true).unwrap().len(), 2);
+    let there = probe(&c, "n1", "n2", 50, 64, gap);
+    assert_eq!(there.len(), 50, "the delay loses nothing");
+    assert!(there.iter().all(|a| a.latency >= Duration::from_millis(78)));
+    let back = probe(&c, "n2", "n1", 200, 64, gap);
+    assert!(
+        (40..=160).contains(&back.len()),
+        "{} of 200 kept",
+        back.len()
+    );
+    heal_fault(&c, "n1", delay, slot_d);
+    assert!(engine_d.unwrap().stop().seen >= 50);
+    assert_eq!(
+        packet::leftovers(&c.0, "n1", true).unwrap(),
+        [format!("the {} chain", slot_l.chain())]
+    );
+    let there = probe(&c, "n1", "n2", 50, 64, gap);
+    assert!(median(there.iter().map(|a| a.latency).collect()) < Duration::from_millis(50));
+    let back = probe(&c, "n2", "n1", 200, 64, gap);
+    assert!(
+        back.len() <= 160,
+        "the loss is still there: {} of 200",
+        back.len()
+    );
+    heal_fault(&c, "n1", loss, slot_l);
+    assert_eq!(
+        packet::leftovers(&c.0, "n1", true).unwrap(),
+        Vec::<String>::new()
     );
 }
 

@@ -111,7 +111,7 @@ fn unreachable_host_wrong_key_and_unknown_host_key_fail_before_anything_starts()
         ),
     )
     .unwrap();
-    let err = check_hosts(std::slice::from_ref(&good), &strict, false).unwrap_err();
+    let err = check_hosts(std::slice::from_ref(&good), &strict, false, false).unwrap_err();
     assert_eq!(code_for(&err), BAD_ARGS);
     assert!(format!("{err:#}").contains("host key"), "{err:#}");
 
@@ -121,12 +121,12 @@ fn unreachable_host_wrong_key_and_unknown_host_key_fail_before_anything_starts()
     known.private_key = None;
     known.user = None;
     known.config_file = Some(vms.ssh_config.clone());
-    check_hosts(std::slice::from_ref(&good), &known, false)
+    check_hosts(std::slice::from_ref(&good), &known, false, false)
         .expect("strict checking with known hosts");
 
     // --real-clock-skew on a "VM" that is this machine's own kernel: refused before anything
     // starts, since stepping its clock would step the controller's.
-    let err = check_hosts(&[good], &known, true).unwrap_err();
+    let err = check_hosts(&[good], &known, true, false).unwrap_err();
     assert_eq!(code_for(&err), BAD_ARGS);
     assert!(
         format!("{err:#}").contains("runs on the controller's own kernel (same boot id)"),
@@ -170,7 +170,7 @@ fn a_user_without_sudo_is_refused_before_anything_starts() {
     assert!(made.success(), "useradd {}", user.0);
     let mut opts = options(&vms.client_key);
     opts.user = Some(user.0.clone());
-    let err = check_hosts(&[vms.addr(0).to_string()], &opts, false).unwrap_err();
+    let err = check_hosts(&[vms.addr(0).to_string()], &opts, false, false).unwrap_err();
     assert_eq!(code_for(&err), BAD_ARGS, "{err:#}");
     let text = format!("{err:#}");
     assert!(

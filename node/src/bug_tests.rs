@@ -398,7 +398,9 @@ fn ack_before_sync(out: &[ZabOut]) -> bool {
     let ack = out
         .iter()
         .position(|o| matches!(o, ZabOut::Send(_, Msg::Ack { .. })));
-    let sync = out.iter().position(|o| matches!(o, ZabOut::Sync { .. }));
+    let sync = out
+        .iter()
+        .position(|o| matches!(o, ZabOut::Sync { .. } | ZabOut::BatchSync));
     ack.unwrap() < sync.unwrap()
 }
 
@@ -434,7 +436,7 @@ fn epoch_before_txns_writes_the_epoch_before_the_txns_are_durable() {
             .unwrap();
         let sync = out
             .iter()
-            .position(|o| matches!(o, ZabOut::Sync { .. }))
+            .position(|o| matches!(o, ZabOut::Sync { .. } | ZabOut::BatchSync))
             .unwrap();
         assert_eq!(epoch < sync, buggy, "{out:?}");
         assert_eq!(ack_before_sync(&out), buggy, "{out:?}");

@@ -43,11 +43,14 @@ pub enum Active {
     Partitioned {
         nodes: Vec<String>,
     },
-    /// Packet faults on the links from `nodes`; `engines` hold the NFQUEUE engines (delay,
-    /// duplicate, reorder), stopped by the heal.
+    /// Packet faults on the links from `nodes`, in the fault's own chain (and queue) `slot`;
+    /// `engines` hold the NFQUEUE engines (delay, duplicate, reorder), stopped by the heal;
+    /// `qdisc`: a bandwidth fault, whose heal removes the root qdisc too.
     Packets {
         nodes: Vec<String>,
         engines: Arc<Mutex<Vec<Engine>>>,
+        slot: packet::Slot,
+        qdisc: bool,
     },
     /// `strobe` = Some((delta_ms, period)) while the clock flips.
     Skewed {
@@ -191,10 +194,19 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
             }
         }
         Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
-        Active::Packets { nodes, engines } => {
+        Active::Packets {
+            nodes,
+            engines,
+            slot,
+            qdisc,
+        } => {
             if let Some(net) = ctx.control.net() {
                 let engines = std::mem::take(&mut *engines.lock().unwrap());
-                heal_packets(ctx, net, nodes, engines, false)
+                let what = packet::Heal::One {
+                    chain: &slot.chain(),
+                    qdisc: *qdisc,
+                };
+                heal_packets(ctx, net, nodes, what, engines, false)
             }
         }
     }
@@ -242,7 +254,8 @@ pub fn packet_links(
 }
 
 /// Packet faults: on each sending node, the mode applied to its packets for the chosen peers
-/// (chain `flc-packet`, the engine's NFQUEUE, or the `f1c:` qdisc), each recorded first.
+/// (the fault's own chain `flc-packet-N` and engine NFQUEUE, or the `f1c:` qdisc), each
+/// recorded first.
 #[allow(clippy::too_many_arguments)]
 fn packets(
     ctx: &NemesisContext,
@@ -301,6 +314,10 @@ fn packets(
     let senders: Vec<String> = at.keys().cloned().collect();
     let engines = Arc::new(Mutex::new(Vec::new()));
     let mut rules = BTreeMap::new();
+    let slot = packet::Slot::next();
+    let qdisc = matches!(mode, PacketMode::Bandwidth { .. });
+    // Nodes where this fault may have put something (a refused bandwidth fault has not).
+    let mut touched: Vec<String> = Vec::new();
     let mut install = || -> Result<()> {
         for (i, (from, tos)) in at.iter().enumerate() {
             let netns = net.netns(from);
@@ -312,19 +329,30 @@ fn packets(
                     );
                 };
                 let seed = pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64);
-                let engine = Engine::start(from, ns, mode, seed)?;
+                let engine = Engine::start(from, ns, mode, seed, slot.queue())?;
                 engines.lock().unwrap().push(engine);
+            }
+            // One root qdisc per interface: `install` refuses a second bandwidth fault, which
+            // must not take the first one's qdisc with it.
+            let refused =
+                qdisc && netns.is_some() && packet::has_qdisc(ctx.control.as_ref(), from)?;
+            if !refused {
+                touched.push(from.clone());
             }
             rules.insert(
                 from.clone(),
-                packet::install(ctx.control.as_ref(), netns, from, &mode, tos)?,
+                packet::install(ctx.control.as_ref(), netns, from, &mode, tos, slot)?,
             );
         }
         Ok(())
     };
     if let Err(e) = install() {
         // Take back what was put in place before the error, then say why.
-        let errors = unpacket(ctx, net, &senders);
+        let what = packet::Heal::One {
+            chain: &slot.chain(),
+            qdisc,
+        };
+        let errors = unpacket(ctx, net, &touched, what);
         for engine in engines.lock().unwrap().drain(..) {
             engine.stop();
         }
@@ -333,9 +361,9 @@ fn packets(
         }
         return Err(e);
     }
-    value["chain"] = json!(packet::CHAIN);
+    value["chain"] = json!(slot.chain());
     if mode.needs_engine() {
-        value["queue"] = json!(packet::QUEUE);
+        value["queue"] = json!(slot.queue());
     }
     if matches!(mode, PacketMode::Bandwidth { .. }) {
         value["qdisc"] = json!(packet::QDISC);
@@ -346,38 +374,50 @@ fn packets(
     Ok(Active::Packets {
         nodes: senders,
         engines,
+        slot,
+        qdisc,
     })
 }
 
-/// Removes packet faults from `nodes`; returns the nodes where something is still there.
-fn unpacket(ctx: &NemesisContext, net: &dyn Net, nodes: &[String]) -> BTreeMap<String, String> {
+/// Removes packet faults (`what`) from `nodes`; returns the nodes where something is still there.
+fn unpacket(
+    ctx: &NemesisContext,
+    net: &dyn Net,
+    nodes: &[String],
+    what: packet::Heal,
+) -> BTreeMap<String, String> {
     let mut errors = BTreeMap::new();
     for node in nodes {
         let in_netns = net.netns(node).is_some();
-        if let Err(e) = packet::heal(ctx.control.as_ref(), node, in_netns) {
+        if let Err(e) = packet::heal(ctx.control.as_ref(), node, in_netns, what) {
             errors.insert(node.clone(), format!("{e:#}"));
         }
     }
     errors
 }
 
-/// Ends packet faults on `nodes` and records it as a `heal` with `undoes: "packet"`: the rules
-/// and qdisc go first (no new packet is queued), then the engines release what they hold; the
-/// value says what each engine did.
+/// Ends packet faults (`what`: one fault's, or all) on `nodes` and records it as a `heal` with
+/// `undoes: "packet"`: the rules and qdisc go first (no new packet is queued), then the engines
+/// release what they hold; the value says what each engine did.
 pub fn heal_packets(
     ctx: &NemesisContext,
     net: &dyn Net,
     nodes: &[String],
+    what: packet::Heal,
     engines: Vec<Engine>,
     last: bool,
 ) {
-    let mut value = json!({ "nodes": nodes, "undoes": "packet", "chain": packet::CHAIN });
+    let chain = match what {
+        packet::Heal::One { chain, .. } => chain.to_string(),
+        packet::Heal::All => format!("{}*", packet::CHAIN),
+    };
+    let mut value = json!({ "nodes": nodes, "undoes": "packet", "chain": chain });
     if last {
         value["final"] = json!(true);
     }
     ctx.recorder
         .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
-    let errors = unpacket(ctx, net, nodes);
+    let errors = unpacket(ctx, net, nodes, what);
     let stats: BTreeMap<String, _> = engines
         .into_iter()
         .map(|e| (e.node().to_string(), e.stop()))

@@ -227,7 +227,14 @@ impl ScheduledNemesis {
             .net()
             .filter(|_| kinds.contains(&FaultKind::Packet))
         {
-            inject::heal_packets(ctx, net, &nodes, Vec::new(), true);
+            inject::heal_packets(
+                ctx,
+                net,
+                &nodes,
+                crate::control::packet::Heal::All,
+                Vec::new(),
+                true,
+            );
         }
         if kinds.contains(&FaultKind::Clock) {
             inject::reset_clocks(ctx, &nodes, true);

@@ -104,6 +104,10 @@ pub async fn test(args: TestArgs) -> Result<i32> {
                 hosts,
                 &plan.args.ssh.options(),
                 plan.args.ssh.real_clock_skew,
+                plan.nemesis_settings
+                    .kinds
+                    .iter()
+                    .any(|k| k == "power-loss"),
             )?
         }
         None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,

@@ -296,20 +296,23 @@ impl Plan {
             schedule.faults.retain(|f| f.kind != clock);
         }
         let power = crate::nemesis::schedule::FaultKind::PowerLoss;
-        if schedule.kinds().contains(&power)
-            && (args.target == TargetKind::Zookeeper || hosts.is_some())
-        {
+        if schedule.kinds().contains(&power) && args.target == TargetKind::Zookeeper {
             return Err(bad_input(
-                "power-loss faults run only with --target fle on this machine (lazyfs under \
-                 the dataDir; ZooKeeper and --ssh are not wired yet, see docs/faults.md); \
-                 drop the power-loss faults",
+                "power-loss faults run only with --target fle (lazyfs under fle-node's \
+                 dataDir; ZooKeeper's is not wired yet, see docs/faults.md); drop the \
+                 power-loss faults",
             ));
         }
+        let engine_mode = |f: &crate::nemesis::schedule::FaultTemplate| {
+            f.packet
+                .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
+        };
+        if hosts.is_some() && args.nemesis.is_none() && args.nemesis_file.is_none() {
+            // The default `mixed`: its delayed leader needs the local engine; leave it out.
+            schedule.faults.retain(|f| !engine_mode(f));
+        }
         if hosts.is_some() {
-            let over_ssh = schedule.faults.iter().find(|f| {
-                f.packet
-                    .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
-            });
+            let over_ssh = schedule.faults.iter().find(|f| engine_mode(f));
             if let Some(f) = over_ssh {
                 let mode = f.packet.map(|m| m.name()).unwrap_or_default();
                 return Err(bad_input(format!(

@@ -37,6 +37,10 @@ pub enum Output {
     Sync {
         self_ack: Option<u64>,
     },
+    /// The log needs an fsync, but it may wait for the follower's batch (flushed when it is a
+    /// tick old or full): only the seeded ack-before-fsync / epoch-before-txns bugs ask for it,
+    /// after the ACK has already gone (ZooKeeper's SyncRequestProcessor flushes in batches).
+    BatchSync,
     /// Everything up to this zxid is committed: answer the clients waiting on it.
     Committed(u64),
     /// The role is over: back to LOOKING.

@@ -18,6 +18,12 @@ pub(crate) struct Executed {
     pub committed: Option<u64>,
     pub step_down: Option<String>,
     pub closes: Vec<(u64, String)>,
+    /// Txns appended here wait for the follower's batch fsync (`Output::BatchSync`).
+    pub batched: bool,
+    /// Txns appended here.
+    pub appended: usize,
+    /// The log was fsynced here: everything appended so far is durable.
+    pub synced: bool,
 }
 
 pub(crate) async fn execute(
@@ -44,6 +50,7 @@ pub(crate) async fn execute(
                 PersistOp::AcceptedEpoch(e) | PersistOp::CurrentEpoch(e) => {
                     if sync_due {
                         fsync(store).await?;
+                        ex.synced = true;
                         sync_due = false;
                         unsynced = false;
                         for (to, m) in deferred.drain(..) {
@@ -67,6 +74,7 @@ pub(crate) async fn execute(
                 }
                 PersistOp::Append(txns) => {
                     unsynced |= !txns.is_empty();
+                    ex.appended += txns.len();
                     lock(store)
                         .log_mut()
                         .append(&txns)
@@ -96,6 +104,7 @@ pub(crate) async fn execute(
                 sync_due = true;
                 ex.self_acks.extend(self_ack);
             }
+            Output::BatchSync => ex.batched = true,
             Output::Committed(z) => ex.committed = Some(ex.committed.unwrap_or(0).max(z)),
             Output::StepDown(why) => ex.step_down = Some(why),
             Output::Close(sid, why) => ex.closes.push((sid, why)),
@@ -103,6 +112,7 @@ pub(crate) async fn execute(
     }
     if sync_due {
         fsync(store).await?;
+        ex.synced = true;
     }
     for (to, m) in deferred {
         send(to, m);
@@ -110,7 +120,7 @@ pub(crate) async fn execute(
     Ok(ex)
 }
 
-async fn fsync(store: &SharedStore) -> anyhow::Result<()> {
+pub(crate) async fn fsync(store: &SharedStore) -> anyhow::Result<()> {
     let f = lock(store).log().sync_handle();
     tokio::task::spawn_blocking(move || f.sync_data())
         .await?

@@ -11,8 +11,9 @@ use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
 use crate::bugs::Bug;
+use crate::zab::batch::Batch;
 use crate::zab::conn::{spawn_conn, ConnEvent};
-use crate::zab::exec::execute;
+use crate::zab::exec::{execute, fsync};
 use crate::zab::follower::{Follower, FollowerConfig};
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{publish, ZabConfig, ZabProgress};
@@ -70,6 +71,8 @@ pub async fn follow(
     beat.set_missed_tick_behavior(MissedTickBehavior::Burst);
     beat.tick().await;
     let mut outputs = sm.start();
+    // Only the seeded ack-before-fsync / epoch-before-txns bugs fill it.
+    let mut batch = Batch::new(cfg.tick * cfg.init_limit);
     // Only the seeded wall-clock-timeouts bug reads it.
     let mut heard_at_wall = SystemTime::now();
     let ended = loop {
@@ -78,6 +81,16 @@ pub async fn follow(
             let _ = conn.tx.send(m);
         };
         let ex = execute(&store, std::mem::take(&mut outputs), &mut send).await?;
+        if ex.synced {
+            batch.flushed();
+        }
+        if ex.batched {
+            batch.add(ex.appended.max(1), Instant::now());
+        }
+        if batch.due(Instant::now()) {
+            fsync(&store).await?;
+            batch.flushed();
+        }
         if ex.step_down.is_some() {
             end = ex.step_down;
         }
@@ -113,10 +126,17 @@ pub async fn follow(
         }
         if let Some(why) = end {
             // Persist what arrived before the close (e.g. a COMMIT), then stop.
-            execute(&store, std::mem::take(&mut outputs), &mut |_, _| {}).await?;
+            let ex = execute(&store, std::mem::take(&mut outputs), &mut |_, _| {}).await?;
+            if ex.batched {
+                batch.add(ex.appended.max(1), Instant::now());
+            }
             break why;
         }
     };
+    if !batch.is_empty() {
+        // The role's last batch is flushed as it ends (as ZooKeeper's is on shutdown).
+        fsync(&store).await?;
+    }
     drop(conn);
     publish(&progress, &store, ZabPhase::Election, sm.synced_by());
     // The server logs why the role ended (rate-limited while following keeps failing).

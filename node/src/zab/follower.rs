@@ -179,10 +179,11 @@ impl Follower {
                 self.last_zxid = new_last;
                 let epoch = epoch_of(zxid);
                 if self.cfg.bugs.has(Bug::EpochBeforeTxns) {
-                    // Seeded ZOOKEEPER-4785: the epoch and the ACK before the txns are durable.
+                    // Seeded ZOOKEEPER-4785: the epoch and the ACK before the txns are durable;
+                    // the synced txns wait for the next batch fsync.
                     out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
                     out.push(self.send(Msg::Ack { zxid }));
-                    out.push(Output::Sync { self_ack: None });
+                    out.push(Output::BatchSync);
                 } else {
                     // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
                     out.push(Output::Sync { self_ack: None });
@@ -210,9 +211,10 @@ impl Follower {
                     value,
                 }])));
                 if self.cfg.bugs.has(Bug::AckBeforeFsync) {
-                    // Seeded ZOOKEEPER-3911: the ACK leaves before the fsync it claims.
+                    // Seeded ZOOKEEPER-3911: the ACK leaves at once, the txn waits for the next
+                    // batch fsync (up to initLimit ticks later).
                     out.push(self.send(Msg::Ack { zxid }));
-                    out.push(Output::Sync { self_ack: None });
+                    out.push(Output::BatchSync);
                 } else {
                     out.push(Output::Sync { self_ack: None });
                     out.push(self.send(Msg::Ack { zxid }));

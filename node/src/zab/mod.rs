@@ -5,12 +5,14 @@
 //! - [`leader`] / [`follower`]: pure state machines (messages and beats in, [`actions::Output`]s
 //!   out), with [`plan`] choosing DIFF / TRUNC / SNAP;
 //! - [`lead`] / [`follow`]: the async shells that run a machine over real TCP and real files;
+//! - [`batch`]: the buggy follower's fsync batch (seeded ack-before-fsync / epoch-before-txns);
 //! - [`accept`]: the quorum port's handshake deadline and cap, and the lobby the leader takes from.
 //!
 //! Both shells end (return) when the role ends; the server loop then goes back to LOOKING.
 
 pub mod accept;
 pub mod actions;
+mod batch;
 mod conn;
 mod exec;
 mod follow;

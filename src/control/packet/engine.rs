@@ -1,5 +1,5 @@
 //! The packet engine: delay, duplication and reordering for a kernel without netem. One thread
-//! per node joins the node's network namespace, binds NFQUEUE `QUEUE` there (queues are per
+//! per node joins the node's network namespace, binds its fault's NFQUEUE (`Slot::queue`) there (queues are per
 //! namespace) and gives every queued packet its verdict: at once, later (held in a timer
 //! queue; NFQUEUE accepts verdicts in any order), or at once plus a copy sent through a raw
 //! socket whose packets carry `MARK`, which the NFQUEUE rule lets pass.
@@ -10,7 +10,7 @@
 //! The `nfq` crate speaks the nfnetlink_queue protocol; it has no raw fd, so the loop polls
 //! the non-blocking socket every millisecond (a held packet waits at most that much longer).
 
-use super::{PacketMode, MARK, QUEUE};
+use super::{PacketMode, MARK};
 use anyhow::{anyhow, bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,7 +51,13 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// Starts the engine in namespace `netns` (a name under /run/netns) for `mode`; returns
     /// once the queue is bound, or the reason it could not be.
-    pub fn start(node: &str, netns: &str, mode: PacketMode, seed: u64) -> Result<Engine> {
+    pub fn start(
+        node: &str,
+        netns: &str,
+        mode: PacketMode,
+        seed: u64,
+        queue: u16,
+    ) -> Result<Engine> {
         if !mode.needs_engine() {
             bail!("{} needs no engine", mode.name());
         }
@@ -63,7 +69,7 @@ impl Engine {
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("flc-packet-{node}"))
-            .spawn(move || run(ns, mode, seed, stop2, ready_tx))
+            .spawn(move || run(ns, mode, seed, queue, stop2, ready_tx))
             .context("cannot start the packet engine's thread")?;
         match ready_rx.recv_timeout(Duration::from_secs(10)) {
             Ok(Ok(())) => Ok(Engine {
@@ -110,6 +116,7 @@ fn run(
     ns: std::fs::File,
     mode: PacketMode,
     seed: u64,
+    queue: u16,
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<(), String>>,
 ) -> EngineStats {
@@ -120,11 +127,11 @@ fn run(
             bail!("setns: {}", std::io::Error::last_os_error());
         }
         let mut q = nfq::Queue::open().context("cannot open an nfnetlink socket")?;
-        q.bind(QUEUE)
-            .with_context(|| format!("cannot bind NFQUEUE {QUEUE}"))?;
+        q.bind(queue)
+            .with_context(|| format!("cannot bind NFQUEUE {queue}"))?;
         // A full queue lets packets pass rather than drop them: the fault is delay, not loss.
-        q.set_fail_open(QUEUE, true)?;
-        q.set_queue_max_len(QUEUE, 8192)?;
+        q.set_fail_open(queue, true)?;
+        q.set_queue_max_len(queue, 8192)?;
         q.set_nonblocking(true);
         let raw = match mode {
             PacketMode::Duplicate { .. } => Some(RawSocket::open()?),
@@ -222,7 +229,7 @@ fn run(
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let _ = q.unbind(QUEUE);
+    let _ = q.unbind(queue);
     stats
 }
 

@@ -10,12 +10,15 @@
 //!   if the engine is gone (a SIGKILLed controller never turns a delay into a partition);
 //! - bandwidth: an htb root qdisc (handle `f1c:`) whose class per peer carries a `tbf`.
 //!
-//! Everything lives in the tool's own objects: the chain `flc-packet` hooked into INPUT (loss) or
-//! OUTPUT (the rest),
-//! NFQUEUE number `QUEUE` of the node's own namespace, and the qdisc with handle `f1c:` (qdiscs
-//! have numbers, not names: `f1c` is "flc" in hex). Each is recorded in the registry before it
-//! exists; `heal` removes exactly those and then checks that none is left (`leftovers`), and
-//! teardown/`clean` remove them from the record (deleting the namespace takes them too).
+//! Everything lives in the tool's own objects, one set per fault ([`Slot`]): the chain
+//! `flc-packet-N` hooked into INPUT (loss) or OUTPUT (the rest), NFQUEUE number `QUEUE + N` of the
+//! node's own namespace, and the qdisc with handle `f1c:` (qdiscs have numbers, not names: `f1c`
+//! is "flc" in hex; one root per interface, so one bandwidth fault per node at a time). So two
+//! packet faults composed or overlapping on one node never share a chain or a queue, and healing
+//! one leaves the other in force. Each is recorded in the registry before it exists; `heal`
+//! removes exactly one fault's, the final heal every `flc-packet*` chain, and then checks that
+//! none is left (`leftovers`); teardown/`clean` remove them from the record (deleting the
+//! namespace takes them too).
 //!
 //! Delay, duplication, reordering and bandwidth act on the sending side: a duplicate is a second
 //! copy *sent*, which only the sender's stack can do, and a qdisc shapes what leaves.
@@ -30,16 +33,39 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
-/// The chain packet faults put in a node's namespace (or on a host).
+/// The prefix of the chains packet faults put in a node's namespace (or on a host).
 pub const CHAIN: &str = "flc-packet";
-/// The NFQUEUE number of the engine, in each node's own namespace.
+/// The first NFQUEUE number of the engines, in each node's own namespace.
 pub const QUEUE: u16 = 1001;
+/// Faults numbered alike (mod this) would share a queue: far more than can overlap in a run.
+const SLOTS: u32 = 1000;
 /// The mark the engine's own duplicates carry, so the NFQUEUE rule lets them pass.
 pub const MARK: u32 = 0xf1c;
 /// The handle of the tool's root qdisc ("flc" as a qdisc number).
 pub const QDISC: &str = "f1c:";
 /// The node's interface inside its namespace (see `netns`).
 pub const NODE_DEV: &str = "eth0";
+
+/// One packet fault's own objects on every node it touches: chain `flc-packet-N`, queue
+/// `QUEUE + N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot(pub u32);
+
+impl Slot {
+    /// The next fault's slot (numbered from 1 in the controller's lifetime).
+    pub fn next() -> Slot {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        Slot(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SLOTS + 1)
+    }
+
+    pub fn chain(&self) -> String {
+        format!("{CHAIN}-{}", self.0)
+    }
+
+    pub fn queue(&self) -> u16 {
+        QUEUE + (self.0 % SLOTS) as u16
+    }
+}
 
 /// What a packet fault does to each link it affects.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -100,17 +126,18 @@ fn hook_of(mode: &PacketMode) -> &'static str {
 }
 
 /// The hook rule, as recorded in the registry (arguments after `-A`/`-D`).
-pub fn hook_spec(mode: &PacketMode) -> Vec<String> {
-    args(&[hook_of(mode), "-j", CHAIN])
+pub fn hook_spec(mode: &PacketMode, slot: Slot) -> Vec<String> {
+    args(&[hook_of(mode), "-j", &slot.chain()])
 }
 
 /// `iptables` argument lists that apply `mode` to packets between this node and `peers`: from
 /// them (loss, on the receiver) or to them (the rest); none for bandwidth.
-pub fn iptables_commands(mode: &PacketMode, peers: &[IpAddr]) -> Vec<Vec<String>> {
-    let mut cmds = vec![args(&["-w", "-N", CHAIN])];
+pub fn iptables_commands(mode: &PacketMode, peers: &[IpAddr], slot: Slot) -> Vec<Vec<String>> {
+    let chain = slot.chain();
+    let mut cmds = vec![args(&["-w", "-N", &chain])];
     let dir = if mode.on_receiver() { "-s" } else { "-d" };
     for peer in peers {
-        let mut rule = args(&["-w", "-A", CHAIN, dir, &peer.to_string()]);
+        let mut rule = args(&["-w", "-A", &chain, dir, &peer.to_string()]);
         match mode {
             PacketMode::Loss { percent } => rule.extend(args(&[
                 "-m",
@@ -132,13 +159,13 @@ pub fn iptables_commands(mode: &PacketMode, peers: &[IpAddr]) -> Vec<Vec<String>
                 "-j",
                 "NFQUEUE",
                 "--queue-num",
-                &QUEUE.to_string(),
+                &slot.queue().to_string(),
                 "--queue-bypass",
             ])),
         }
         cmds.push(rule);
     }
-    cmds.push(args(&["-w", "-I", hook_of(mode), "1", "-j", CHAIN]));
+    cmds.push(args(&["-w", "-I", hook_of(mode), "1", "-j", &chain]));
     cmds
 }
 
@@ -204,15 +231,17 @@ pub fn tc_commands(dev: &str, rate_kbit: u64, peers: &[IpAddr]) -> Vec<Vec<Strin
 }
 
 /// Applies `mode` on `node` to its packets for `peers` (node names; from them when
-/// `mode.on_receiver()`), recording every object
+/// `mode.on_receiver()`) in `slot`'s own chain, recording every object
 /// (in namespace `netns`; None: on the node's host) before it exists. Returns what was
 /// installed, as text. The engine, when the mode needs one, is the caller's (`engine`).
+/// A bandwidth fault where one is already in force is refused before anything is done.
 pub fn install(
     control: &dyn Control,
     netns: Option<String>,
     node: &str,
     mode: &PacketMode,
     peers: &[String],
+    slot: Slot,
 ) -> Result<Vec<String>> {
     let addrs = peers
         .iter()
@@ -222,6 +251,9 @@ pub fn install(
     if let PacketMode::Bandwidth { rate_kbit } = mode {
         if netns.is_none() {
             bail!("bandwidth faults need the node in a namespace of the tool's (--net netns): on a host, the root qdisc of its interface is not the tool's to replace");
+        }
+        if has_qdisc(control, node)? {
+            bail!("{node} already has a bandwidth fault in force (one root qdisc {QDISC} per interface); do not overlap bandwidth faults on one node");
         }
         control.registry().record(Resource::Qdisc {
             netns,
@@ -237,14 +269,14 @@ pub fn install(
     control.registry().record(Resource::Rule {
         netns: netns.clone(),
         table: "filter".into(),
-        spec: hook_spec(mode),
+        spec: hook_spec(mode, slot),
     })?;
     control.registry().record(Resource::Chain {
         netns,
         table: "filter".into(),
-        chain: CHAIN.into(),
+        chain: slot.chain(),
     })?;
-    let cmds = iptables_commands(mode, &addrs);
+    let cmds = iptables_commands(mode, &addrs, slot);
     for cmd in &cmds {
         run_program(control, node, "iptables", cmd)?;
     }
@@ -257,19 +289,34 @@ pub fn install(
     Ok(done)
 }
 
-/// Removes the tool's chain and qdisc from `node` (nothing there is fine), then checks that
-/// none is left.
-pub fn heal(control: &dyn Control, node: &str, in_netns: bool) -> Result<()> {
-    for cmd in [
-        args(&["-w", "-D", "INPUT", "-j", CHAIN]),
-        args(&["-w", "-D", "OUTPUT", "-j", CHAIN]),
-        args(&["-w", "-F", CHAIN]),
-        args(&["-w", "-X", CHAIN]),
-    ] {
-        // Any of them fails harmlessly when the chain is not there; verified below.
-        let _ = run_program(control, node, "iptables", &cmd);
+/// What a heal removes from a node.
+#[derive(Debug, Clone, Copy)]
+pub enum Heal<'a> {
+    /// One fault's chain, and the qdisc when it was a bandwidth fault.
+    One { chain: &'a str, qdisc: bool },
+    /// Every `flc-packet*` chain and the qdisc (the final heal).
+    All,
+}
+
+/// Removes the tool's chain(s) and qdisc from `node` as `what` says (nothing there is fine),
+/// then checks that none of them is left.
+pub fn heal(control: &dyn Control, node: &str, in_netns: bool, what: Heal) -> Result<()> {
+    let (chains, qdisc) = match what {
+        Heal::One { chain, qdisc } => (vec![chain.to_string()], qdisc),
+        Heal::All => (listed_chains(control, node)?, true),
+    };
+    for chain in &chains {
+        for cmd in [
+            args(&["-w", "-D", "INPUT", "-j", chain]),
+            args(&["-w", "-D", "OUTPUT", "-j", chain]),
+            args(&["-w", "-F", chain]),
+            args(&["-w", "-X", chain]),
+        ] {
+            // Any of them fails harmlessly when the chain is not there; verified below.
+            let _ = run_program(control, node, "iptables", &cmd);
+        }
     }
-    if in_netns && has_qdisc(control, node)? {
+    if qdisc && in_netns && has_qdisc(control, node)? {
         run_program(
             control,
             node,
@@ -277,16 +324,35 @@ pub fn heal(control: &dyn Control, node: &str, in_netns: bool) -> Result<()> {
             &args(&["qdisc", "del", "dev", NODE_DEV, "root", "handle", QDISC]),
         )?;
     }
-    let left = leftovers(control, node, in_netns)?;
+    let left: Vec<String> = leftovers(control, node, in_netns)?
+        .into_iter()
+        .filter(|l| match what {
+            Heal::One { chain, qdisc } => {
+                *l == format!("the {chain} chain") || (qdisc && l.contains(QDISC))
+            }
+            Heal::All => true,
+        })
+        .collect();
     if !left.is_empty() {
         bail!("still there after healing: {}", left.join(", "));
     }
     Ok(())
 }
 
-/// What of the tool's packet faults is in force on `node`: its chain, its qdisc.
+/// What of the tool's packet faults is in force on `node`: its chains, its qdisc.
 pub fn leftovers(control: &dyn Control, node: &str, in_netns: bool) -> Result<Vec<String>> {
-    let mut left = Vec::new();
+    let mut left: Vec<String> = listed_chains(control, node)?
+        .into_iter()
+        .map(|c| format!("the {c} chain"))
+        .collect();
+    if in_netns && has_qdisc(control, node)? {
+        left.push(format!("the {QDISC} qdisc on {NODE_DEV}"));
+    }
+    Ok(left)
+}
+
+/// The packet chains `iptables -S` lists on `node`.
+fn listed_chains(control: &dyn Control, node: &str) -> Result<Vec<String>> {
     let out = control.exec(node, "iptables", &["-w", "-S"])?;
     if !out.status.success() {
         bail!(
@@ -294,20 +360,27 @@ pub fn leftovers(control: &dyn Control, node: &str, in_netns: bool) -> Result<Ve
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    if mentions_chain(&String::from_utf8_lossy(&out.stdout)) {
-        left.push(format!("the {CHAIN} chain"));
-    }
-    if in_netns && has_qdisc(control, node)? {
-        left.push(format!("the {QDISC} qdisc on {NODE_DEV}"));
-    }
-    Ok(left)
+    Ok(packet_chains(&String::from_utf8_lossy(&out.stdout)))
 }
 
-/// `iptables -S` output mentions the tool's packet chain.
-pub fn mentions_chain(listing: &str) -> bool {
-    listing
+/// The tool's packet chains (`flc-packet`, `flc-packet-N`) an `iptables -S` listing mentions.
+pub fn packet_chains(listing: &str) -> Vec<String> {
+    let mut chains: Vec<String> = listing
         .lines()
-        .any(|l| l.split_whitespace().any(|w| w == CHAIN))
+        .flat_map(str::split_whitespace)
+        .filter(|w| {
+            w.strip_prefix(CHAIN).is_some_and(|rest| {
+                rest.is_empty()
+                    || rest
+                        .strip_prefix('-')
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .map(str::to_string)
+        .collect();
+    chains.sort();
+    chains.dedup();
+    chains
 }
 
 /// `tc qdisc show` output has the tool's root qdisc.
@@ -318,7 +391,8 @@ pub fn mentions_qdisc(listing: &str) -> bool {
     })
 }
 
-fn has_qdisc(control: &dyn Control, node: &str) -> Result<bool> {
+/// The node's interface has the tool's root qdisc (a bandwidth fault in force).
+pub fn has_qdisc(control: &dyn Control, node: &str) -> Result<bool> {
     let out = control.exec(node, "tc", &["qdisc", "show", "dev", NODE_DEV])?;
     if !out.status.success() {
         bail!(
@@ -339,8 +413,9 @@ mod tests {
 
     #[test]
     fn loss_is_a_statistic_drop_per_peer_in_the_tool_chain() {
-        let cmds = iptables_commands(&PacketMode::Loss { percent: 30.0 }, &peers());
-        assert_eq!(cmds[0], args(&["-w", "-N", CHAIN]));
+        let slot = Slot(3);
+        let cmds = iptables_commands(&PacketMode::Loss { percent: 30.0 }, &peers(), slot);
+        assert_eq!(cmds[0], args(&["-w", "-N", "flc-packet-3"]));
         let drops: Vec<_> = cmds.iter().filter(|c| c.contains(&"DROP".into())).collect();
         assert_eq!(drops.len(), 2);
         assert!(drops[0]
@@ -349,12 +424,12 @@ mod tests {
         assert!(drops[1].windows(2).any(|w| w == ["-s", "10.1.2.13"]));
         assert_eq!(
             cmds.last().unwrap(),
-            &args(&["-w", "-I", "INPUT", "1", "-j", CHAIN])
+            &args(&["-w", "-I", "INPUT", "1", "-j", "flc-packet-3"])
         );
         for c in &cmds {
             assert!(
-                c.contains(&CHAIN.to_string()),
-                "{c:?} must name the tool's chain"
+                c.contains(&slot.chain()),
+                "{c:?} must name the fault's own chain"
             );
         }
     }
@@ -367,6 +442,7 @@ mod tests {
                 jitter_ms: 10,
             },
             &peers(),
+            Slot(2),
         );
         let queued: Vec<_> = cmds
             .iter()
@@ -375,9 +451,10 @@ mod tests {
         assert_eq!(queued.len(), 2);
         assert_eq!(
             cmds.last().unwrap(),
-            &args(&["-w", "-I", "OUTPUT", "1", "-j", CHAIN])
+            &args(&["-w", "-I", "OUTPUT", "1", "-j", "flc-packet-2"])
         );
         for q in queued {
+            assert!(q.windows(2).any(|w| w == ["--queue-num", "1003"]), "{q:?}");
             assert!(q
                 .windows(2)
                 .any(|w| w == ["-d", "10.1.2.12"] || w == ["-d", "10.1.2.13"]));
@@ -392,13 +469,35 @@ mod tests {
         assert!(cmds[0].windows(2).any(|w| w == ["handle", QDISC]));
         assert_eq!(cmds.iter().filter(|c| c.contains(&"tbf".into())).count(), 2);
         assert_eq!(cmds.iter().filter(|c| c.contains(&"u32".into())).count(), 2);
-        assert!(iptables_commands(&PacketMode::Bandwidth { rate_kbit: 256 }, &peers()).is_empty());
+        assert!(
+            iptables_commands(&PacketMode::Bandwidth { rate_kbit: 256 }, &peers(), Slot(1))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn each_fault_has_its_own_chain_and_queue() {
+        let (a, b) = (Slot::next(), Slot::next());
+        assert_ne!(a.chain(), b.chain());
+        assert_ne!(a.queue(), b.queue());
+        assert!(a.chain().starts_with("flc-packet-") && a.chain().len() <= 28);
+        assert!(Slot(999).queue() > QUEUE && Slot(1000).queue() == QUEUE);
     }
 
     #[test]
     fn listings_are_read_exactly() {
-        assert!(mentions_chain("-N flc-packet\n-A OUTPUT -j flc-packet"));
-        assert!(!mentions_chain("-N flc-partition\n-N flc-packets"));
+        assert_eq!(
+            packet_chains("-N flc-packet-1\n-N flc-packet-12\n-A OUTPUT -j flc-packet-12"),
+            ["flc-packet-1", "flc-packet-12"]
+        );
+        assert_eq!(
+            packet_chains("-N flc-packet\n-A INPUT -j flc-packet"),
+            ["flc-packet"]
+        );
+        assert!(packet_chains(
+            "-N flc-partition\n-N flc-packets\n-N flc-packet-\n-N flc-packet-x1"
+        )
+        .is_empty());
         assert!(mentions_qdisc(
             "qdisc htb f1c: root refcnt 2 r2q 10 default 0x1\nqdisc tbf f20: parent f1c:10"
         ));

@@ -88,7 +88,8 @@ impl SshCluster {
         }
         let probe = hosts.clone();
         let real_clock = config.real_clock;
-        let facts = bridge.run(async move { preflight(&probe, real_clock).await })?;
+        // FUSE for power-loss faults was checked by `check_hosts` before the run (run::mod).
+        let facts = bridge.run(async move { preflight(&probe, real_clock, false).await })?;
         if real_clock {
             for (h, f) in hosts.iter().zip(&facts) {
                 if let Some(warning) = f.time_daemon_warning(h.host()) {
@@ -372,6 +373,16 @@ impl Control for SshCluster {
                 script.push_str(&record);
             }
         }
+        // The binary the controller was built with runs as the copy uploaded at setup.
+        let uploaded = format!("{}/{}", self.dir_str(node), remote::BINARY);
+        let program = if Path::new(program) == self.binary {
+            if let Some(record) = remote::record_lazyfs(&self.dir_str(node), args) {
+                script.push_str(&record);
+            }
+            uploaded.as_str()
+        } else {
+            program
+        };
         script.push_str(&command_line(program, args));
         let out = self.run(node, &format!("running {program}"), script, None)?;
         if !out.status.success() {

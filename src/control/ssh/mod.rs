@@ -30,14 +30,19 @@ use session::{ConnectionLog, HostSession};
 use std::sync::Arc;
 
 /// Preflights `hosts` (see `preflight`) from any thread: a `BadInput` naming every problem.
-pub fn check_hosts(hosts: &[String], options: &SshOptions, real_clock: bool) -> anyhow::Result<()> {
+pub fn check_hosts(
+    hosts: &[String],
+    options: &SshOptions,
+    real_clock: bool,
+    power_loss: bool,
+) -> anyhow::Result<()> {
     let log = Arc::new(ConnectionLog::new(None));
     let sessions: Vec<Arc<HostSession>> = hosts
         .iter()
         .map(|h| Arc::new(HostSession::new(h, options.clone(), log.clone())))
         .collect();
     bridge::run_detached(async move {
-        let result = preflight::preflight(&sessions, real_clock)
+        let result = preflight::preflight(&sessions, real_clock, power_loss)
             .await
             .map(|_| ());
         for s in &sessions {
@@ -81,6 +86,8 @@ pub fn local_resources(resources: &[Resource]) -> Vec<Resource> {
         .filter(|r| match r {
             Resource::SshNode(_) => false,
             Resource::Chain { netns: None, .. } | Resource::Rule { netns: None, .. } => !remote_run,
+            // Mounted on the hosts; their host-side record unmounts them.
+            Resource::LazyFs { .. } => !remote_run,
             _ => true,
         })
         .cloned()

@@ -26,6 +26,8 @@ pub struct HostFacts {
     pub package_manager: Option<String>,
     pub has_iptables: bool,
     pub has_faketime: bool,
+    /// `/dev/fuse` is there (power-loss faults mount lazyfs under each node's dataDir).
+    pub has_fuse: bool,
     pub missing_tools: Vec<String>,
     /// The host kernel's boot id: two hosts with the same one are one kernel, one clock.
     pub boot_id: String,
@@ -65,6 +67,7 @@ fi
 for t in setsid nohup tar tac sh; do command -v $t >/dev/null 2>&1 || echo "missing=$t"; done
 for p in /usr/sbin/iptables /sbin/iptables /usr/bin/iptables; do [ -x $p ] && {{ echo have=iptables; break; }}; done
 [ -e {LIBFAKETIME} ] && echo have=libfaketime
+[ -c /dev/fuse ] && echo have=fuse
 for m in apt-get dnf yum apk zypper; do command -v $m >/dev/null 2>&1 && {{ echo pm=$m; break; }}; done
 echo "boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
 for c in /proc/[0-9]*/comm; do {{ read -r n < $c; }} 2>/dev/null || continue; case $n in chronyd|ntpd|openntpd|systemd-timesyn|timesyncd|ntpdate) echo "timed=$n";; esac; done
@@ -120,6 +123,7 @@ pub async fn probe(host: &HostSession) -> Result<HostFacts> {
         package_manager: field("pm"),
         has_iptables: have("iptables"),
         has_faketime: have("libfaketime"),
+        has_fuse: have("fuse"),
         missing_tools,
         boot_id: field("boot").unwrap_or_default(),
         time_daemons: {
@@ -136,8 +140,13 @@ pub async fn probe(host: &HostSession) -> Result<HostFacts> {
 }
 
 /// Probes every host at once; any problem on any host is an error naming all of them. With
-/// `real_clock` (`--real-clock-skew`) every host must also be a kernel of its own.
-pub async fn preflight(hosts: &[Arc<HostSession>], real_clock: bool) -> Result<Vec<HostFacts>> {
+/// `real_clock` (`--real-clock-skew`) every host must also be a kernel of its own; with
+/// `power_loss` (power-loss faults) every host must have FUSE.
+pub async fn preflight(
+    hosts: &[Arc<HostSession>],
+    real_clock: bool,
+    power_loss: bool,
+) -> Result<Vec<HostFacts>> {
     let tasks: Vec<_> = hosts
         .iter()
         .map(|h| {
@@ -167,6 +176,9 @@ pub async fn preflight(hosts: &[Arc<HostSession>], real_clock: bool) -> Result<V
                         f.missing_tools.join(", ")
                     ));
                 }
+                if power_loss {
+                    problems.extend(no_fuse(host.host(), &f));
+                }
                 facts.push(f);
             }
             Ok(Err(e)) => problems.push(format!("{e:#}")),
@@ -195,6 +207,17 @@ pub async fn preflight(hosts: &[Arc<HostSession>], real_clock: bool) -> Result<V
         )));
     }
     Ok(facts)
+}
+
+/// Power-loss faults need FUSE on the host: the problem line when it has none.
+fn no_fuse(host: &str, f: &HostFacts) -> Option<String> {
+    (!f.has_fuse).then(|| {
+        format!(
+            "{host}: no /dev/fuse, and power-loss faults put each node's dataDir on a FUSE \
+             filesystem (lazyfs); load the fuse module there (modprobe fuse) or drop the \
+             power-loss faults"
+        )
+    })
 }
 
 /// `--real-clock-skew` steps a host's system clock: refused for a host that shares its kernel
@@ -239,10 +262,23 @@ mod tests {
             package_manager: None,
             has_iptables: true,
             has_faketime: true,
+            has_fuse: true,
             missing_tools: Vec::new(),
             boot_id: boot_id.into(),
             time_daemons: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_host_without_fuse_is_named_with_the_fix() {
+        assert_eq!(no_fuse("vm1", &facts("a")), None);
+        let f = HostFacts {
+            has_fuse: false,
+            ..facts("a")
+        };
+        let line = no_fuse("vm1", &f).unwrap();
+        assert!(line.starts_with("vm1: no /dev/fuse") && line.contains("modprobe fuse"));
+        assert!(!line.contains('\n'), "one line: {line}");
     }
 
     #[test]

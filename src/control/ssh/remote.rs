@@ -172,6 +172,21 @@ pub fn record_iptables(dir: &str, args: &[&str]) -> Option<String> {
     Some(script)
 }
 
+/// For `fle-node lazyfs mount ... --mount DIR ...` (power-loss faults), the mount written into
+/// the record first, so teardown and `clean` unmount it on the host.
+pub fn record_lazyfs(dir: &str, args: &[&str]) -> Option<String> {
+    if args.first() != Some(&"lazyfs") || args.get(1) != Some(&"mount") {
+        return None;
+    }
+    let at = args.iter().position(|a| *a == "--mount")?;
+    let mount = args.get(at + 1)?;
+    Some(format!(
+        "printf '%s\\n' {} >> {}/{RECORD} || exit 1\n",
+        quote(&format!("lazyfs {}", quote(mount))),
+        quote(dir)
+    ))
+}
+
 /// Steps the host's clock to `offset_ms` from the true time with the uploaded fle-node
 /// (`--real-clock-skew`; see `host_clock`), keeping the offset in the node's folder.
 pub fn clock_script(dir: &str, offset_ms: i64) -> String {
@@ -182,8 +197,9 @@ pub fn clock_script(dir: &str, offset_ms: i64) -> String {
     )
 }
 
-/// Kills the recorded processes still ours, deletes the recorded iptables rules (newest
-/// first, every copy) and chains, and steps a real clock skew back. Prints "removed ..." lines;
+/// Kills the recorded processes still ours, unmounts the recorded lazyfs mounts (lazily, which
+/// also clears a dead one; the filesystem process then ends), deletes the recorded iptables
+/// rules (newest first, every copy) and chains, and steps a real clock skew back. Prints "removed ..." lines;
 /// failures go to stderr as "error: ..." lines. Exits 1 when the clock could not be stepped
 /// back, so that the folder holding its record is kept.
 pub fn cleanup_script(dir: &str) -> String {
@@ -202,6 +218,12 @@ if [ -f \"$R\" ]; then
     while flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
     flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && echo \"error: process ${{pb%%:*}} survived SIGKILL\" >&2
   done
+  while read -r kind m; do
+    [ \"$kind\" = lazyfs ] || continue
+    eval \"m=$m\"
+    grep -q \"^{fs} $m \" /proc/mounts || continue
+    if umount -l \"$m\"; then echo \"removed lazyfs mount $m\"; else echo \"error: cannot unmount $m\" >&2; fi
+  done < \"$R\"
   tac \"$R\" | while read -r kind table rest; do
     [ \"$kind\" = rule ] || continue
     eval \"set -- $rest\"
@@ -231,6 +253,7 @@ if [ \"$off\" != 0 ]; then
 fi
 true",
         rec = quote(&format!("{dir}/{RECORD}")),
+        fs = fle_node::lazyfs::FS_NAME,
         state = quote(&format!("{dir}/{}", host_clock::STATE)),
         clock = clock_script(dir, 0),
     )
@@ -315,5 +338,37 @@ async fn run_removal(host: &HostSession, what: &str, script: &str, r: &mut Remov
             ));
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lazyfs_mount_is_recorded_before_it_is_made_and_unmounted_by_cleanup() {
+        let dir = "/tmp/flc-r1-n1";
+        let mount = [
+            "lazyfs",
+            "mount",
+            "--backing",
+            "/b",
+            "--mount",
+            "/tmp/flc-r1-n1/data",
+        ];
+        let rec = record_lazyfs(dir, &mount).unwrap();
+        assert!(
+            rec.contains("'lazyfs /tmp/flc-r1-n1/data' >> /tmp/flc-r1-n1/"),
+            "{rec}"
+        );
+        assert!(rec.contains(RECORD));
+        assert_eq!(
+            record_lazyfs(dir, &["lazyfs", "drop", "--control", "/s"]),
+            None
+        );
+        assert_eq!(record_lazyfs(dir, &["--config", "/c"]), None);
+        let clean = cleanup_script(dir);
+        assert!(clean.contains("umount -l"), "{clean}");
+        assert!(clean.contains(fle_node::lazyfs::FS_NAME));
     }
 }
