@@ -1,0 +1,119 @@
+//! availability (judged within the recovery checker, which owns the view it asks): whenever a
+//! calm group stands (a quorum of nodes up, answering, under no fault but clock steps,
+//! mutually connected and cleanly separated from the rest: `View::calm_group`), a
+//! quorum-backed leader exists within a bound; and after the final heal every node that is up
+//! rejoins that leader within a bound; and a calm group that stood for the settle time never
+//! loses its leader to a new election (a leader deposed while nothing touched its quorum). Liveness, not safety: the seeded bugs that stop a
+//! cluster electing (a blocking connect, a deaf receiver, wall-clock timeouts, a node that
+//! cannot join) leave every safety checker valid.
+//!
+//! Both bounds come from the run's own settings (test.json), never from this machine: see
+//! [`stall_bound_ms`] and [`rejoin_bound_ms`].
+
+use super::finding::{secs, EvRef, Item};
+use crate::history::test_info::TestInfo;
+use crate::history::view::Stall;
+
+/// A stall seen through fewer successful reads of some group member than this cannot be told
+/// from observers that could not reach the nodes: unknown, not invalid.
+pub const MIN_READS: u32 = 2;
+
+/// The longest a calm group may go without a quorum-backed leader: a follower notices a
+/// silent leader after syncLimit ticks; the election waits finalizeWait; a dial may take the
+/// connect timeout; followers get initLimit ticks to connect and sync; a read may be up to the
+/// observers' read timeout old at either end of the stall.
+pub fn stall_bound_ms(info: &TestInfo) -> u64 {
+    let ticks = (info.sync_limit as u64 + info.init_limit as u64) * info.tick_ms;
+    let read = info.settings.status_timeout_ms.unwrap_or(500);
+    ticks + info.finalize_wait_ms() + connect_timeout_ms(info) + 2 * read
+}
+
+/// The servers' election connect timeout: ZooKeeper's cnxTimeout (5 s), fle-node's own.
+fn connect_timeout_ms(info: &TestInfo) -> u64 {
+    let t = if info.target == "zookeeper" {
+        fle_node::peers::ZOOKEEPER_CONNECT_TIMEOUT
+    } else {
+        fle_node::peers::CONNECT_TIMEOUT
+    };
+    t.as_millis() as u64
+}
+
+/// How long a calm group must have stood before a re-election in it counts as deposing a
+/// healthy leader: the stall bound (everything a fault before it may still be settling).
+pub fn settle_ms(info: &TestInfo) -> u64 {
+    stall_bound_ms(info)
+}
+
+/// How long after the final heal every node that is up may take to rejoin: the recovery
+/// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync.
+pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {
+    recovery_bound_ms + info.init_limit as u64 * info.tick_ms
+}
+
+/// Violations (stalls at least `bound_ms` long, each member read often enough) and gaps
+/// (as long, too few reads) among `stalls`.
+pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Item>, Vec<Item>) {
+    let (mut violations, mut gaps) = (Vec::new(), Vec::new());
+    let deposed = stalls.iter().filter(|s| {
+        s.ms < bound_ms
+            && s.calm_for_ms >= settle_ms
+            && matches!((s.before, s.after), (Some(b), Some(a)) if a != b)
+    });
+    for s in deposed {
+        let (b, a) = (s.before.expect("matched"), s.after.expect("matched"));
+        let evidence = vec![
+            EvRef::new(
+                s.start_pos,
+                format!("n{} (epoch {}) lost its quorum here", b.0, b.1),
+            ),
+            EvRef::new(s.end_pos, format!("n{} (epoch {}) elected", a.0, a.1)),
+        ];
+        let what = format!(
+            "{} (a quorum) had stood up, connected and under no fault but clock steps for {} ms when their leader n{} (epoch {}) lost its quorum at {}, and they elected n{} (epoch {}) {} ms later: a healthy leader was deposed with nothing touching its quorum (settle time {settle_ms} ms)",
+            s.group.join(", "),
+            s.calm_for_ms,
+            b.0,
+            b.1,
+            secs(s.start_ns),
+            a.0,
+            a.1,
+            s.ms
+        );
+        if s.fewest_reads >= MIN_READS {
+            violations.push((format!("{what}."), evidence));
+        } else {
+            gaps.push((
+                format!(
+                    "{what}, but some of them were read only {} time(s) then.",
+                    s.fewest_reads
+                ),
+                evidence,
+            ));
+        }
+    }
+    for s in stalls.iter().filter(|s| s.ms >= bound_ms) {
+        let evidence = vec![
+            EvRef::new(
+                s.start_pos,
+                "the calm group stood without a quorum-backed leader from here",
+            ),
+            EvRef::new(s.end_pos, "until here"),
+        ];
+        let what = format!(
+            "{} (a quorum) were up, connected and under no fault but clock steps from {} for {} ms{} with no quorum-backed leader (bound {bound_ms} ms)",
+            s.group.join(", "),
+            secs(s.start_ns),
+            s.ms,
+            if s.open_at_end { ", until the history ends," } else { "" }
+        );
+        if s.fewest_reads >= MIN_READS {
+            violations.push((format!("{what}."), evidence));
+        } else {
+            gaps.push((
+                format!("{what}, but some of them were read only {} time(s) then: the observers may not have seen a leader that existed.", s.fewest_reads),
+                evidence,
+            ));
+        }
+    }
+    (violations, gaps)
+}
