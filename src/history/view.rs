@@ -1234,4 +1234,100 @@ mod tests {
         assert_eq!((p.kind, p.end_ns), (FaultKind::Packet, Some(180 * MS)));
         assert_eq!(f.view.active_faults().count(), 0);
     }
+
+    fn group(f: &Feed) -> Vec<&str> {
+        let g = f.view.calm_group();
+        (0..f.view.nodes().len())
+            .filter(|i| g & (1 << i) != 0)
+            .map(|i| f.view.nodes()[i].name.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_calm_group_is_a_clean_quorum_under_no_fault_but_clock_steps() {
+        let mut f = Feed::new();
+        // Nobody answered yet: no group.
+        assert!(group(&f).is_empty());
+        f.read(1, 1, "?", 0).read(2, 2, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.read(3, 3, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // A clock step touches nothing (the servers time on the monotonic clock)...
+        f.nemesis(
+            10,
+            "clock",
+            r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#,
+        );
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // ... unless the run fakes the monotonic clock too.
+        f.view.set_clock_faults_touch(true);
+        assert_eq!(group(&f), vec!["n1", "n3"]);
+        f.view.set_clock_faults_touch(false);
+        // A killed node is out until it answers again after its restart.
+        f.nemesis(20, "kill", r#"{"nodes":["n3"]}"#);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.nemesis(30, "start", r#"{"nodes":["n3"]}"#);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.read(31, 3, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // A packet fault touches its nodes: one of three left, no quorum.
+        f.nemesis(40, "packet", r#"{"nodes":["n1","n2"]}"#);
+        assert!(group(&f).is_empty());
+        f.nemesis(50, "heal", r#"{"nodes":["n1","n2"],"undoes":"packet"}"#);
+        // A clean cut: the majority side is calm.
+        f.nemesis(
+            60,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}"#,
+        );
+        assert_eq!(group(&f), vec!["n2", "n3"]);
+        f.nemesis(70, "heal", r#"{"nodes":["n1","n2","n3"]}"#);
+        // A bridge: n2 hears both, n1 and n3 do not hear each other. {n1,n2} is connected
+        // but n3 is cut from only part of it: not cleanly separated, no calm group.
+        f.nemesis(
+            80,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n3"],"n3":["n1"]}}"#,
+        );
+        assert!(group(&f).is_empty());
+    }
+
+    #[test]
+    fn stalls_measure_a_calm_group_without_a_leader_and_name_a_deposed_one() {
+        let mut f = settled();
+        // Calm and led from 12 ms: n1 loses its quorum at 6100 ms (n2 alone looking leaves
+        // it two of three), n2 leads epoch 2 at 6310.
+        f.read(6000, 2, "?", 1)
+            .read(6100, 3, "?", 1)
+            .read(6200, 1, "?", 1)
+            .read(6250, 2, "?", 1)
+            .read(6300, 2, "L", 2)
+            .read(6310, 3, "F2", 2);
+        // A kill: the two left elect within 2 s; the group changed, so nothing was deposed.
+        f.nemesis(7000, "kill", r#"{"nodes":["n2"]}"#)
+            .read(8000, 1, "L", 3)
+            .read(9000, 3, "F1", 3);
+        let done = f.view.finish();
+        let stalls: Vec<(u64, u64, Option<(u64, u64)>, Option<(u64, u64)>)> = done
+            .stalls
+            .iter()
+            .filter(|s| s.ms > 0)
+            .map(|s| (s.start_ns / MS, s.ms, s.before, s.after))
+            .collect();
+        assert_eq!(
+            stalls,
+            vec![
+                (6100, 210, Some((1, 1)), Some((2, 2))),
+                (7000, 2000, None, Some((1, 3)))
+            ]
+        );
+        let deposed = done
+            .stalls
+            .iter()
+            .find(|s| s.start_ns == 6100 * MS)
+            .unwrap();
+        assert_eq!(deposed.calm_for_ms, 6100 - 12);
+        assert_eq!(deposed.group, vec!["n1", "n2", "n3"]);
+        assert!(deposed.fewest_reads >= 1);
+    }
 }
