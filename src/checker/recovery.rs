@@ -185,7 +185,7 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let (stalled, unsure) = availability::judge_stalls(&v.stalls, stall_ms, settle);
     if stalled.is_empty() && unsure.is_empty() && !ok.is_empty() {
         ok.push_str(&format!(
-            " No calm quorum was without a quorum-backed leader for {stall_ms} ms or more, or lost one it had stood with for {settle} ms."
+            " No calm quorum was without a quorum-backed leader for {stall_ms} ms or more, or deposed {} healthy leaders after standing {settle} ms.", availability::MIN_DEPOSED
         ));
     }
     violations.extend(stalled);
