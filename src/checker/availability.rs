@@ -45,12 +45,6 @@ fn connect_timeout_ms(info: &TestInfo) -> u64 {
     t.as_millis() as u64
 }
 
-/// How long a calm group must have stood before a re-election in it counts as deposing a
-/// healthy leader: the stall bound (everything a fault before it may still be settling).
-pub fn settle_ms(info: &TestInfo) -> u64 {
-    stall_bound_ms(info)
-}
-
 /// How long after the final heal every node that is up may take to rejoin: the recovery
 /// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync.
 pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {

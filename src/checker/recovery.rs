@@ -180,8 +180,11 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
     }
-    let stall_ms = availability::stall_bound_ms(info);
-    let settle = availability::settle_ms(info);
+    // `--recovery-bound-ms` bounds every election it judges: the stall bound too.
+    let stall_ms = opts
+        .recovery_bound_ms
+        .unwrap_or_else(|| availability::stall_bound_ms(info));
+    let settle = stall_ms;
     let (stalled, unsure) = availability::judge_stalls(&v.stalls, stall_ms, settle);
     if stalled.is_empty() && unsure.is_empty() && !ok.is_empty() {
         ok.push_str(&format!(
@@ -304,7 +307,7 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
         stalls_count: v.stalls.len(),
         stalls: {
             let mut s = v.stalls;
-            s.sort_by(|a, b| b.ms.cmp(&a.ms));
+            s.sort_by_key(|x| std::cmp::Reverse(x.ms));
             s.truncate(100);
             s
         },

@@ -1308,7 +1308,8 @@ mod tests {
             .read(8000, 1, "L", 3)
             .read(9000, 3, "F1", 3);
         let done = f.view.finish();
-        let stalls: Vec<(u64, u64, Option<(u64, u64)>, Option<(u64, u64)>)> = done
+        type Leader = Option<(u64, u64)>;
+        let stalls: Vec<(u64, u64, Leader, Leader)> = done
             .stalls
             .iter()
             .filter(|s| s.ms > 0)
