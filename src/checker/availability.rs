@@ -134,3 +134,63 @@ pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Ite
     }
     (violations, gaps)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn stall(start_ms: u64, ms: u64, reads: u32, calm_for_ms: u64) -> Stall {
+        Stall {
+            start_ns: start_ms * MS,
+            end_ns: (start_ms + ms) * MS,
+            ms,
+            group: vec!["n1".into(), "n2".into(), "n3".into()],
+            fewest_reads: reads,
+            calm_for_ms,
+            before: None,
+            after: None,
+            open_at_end: false,
+            start_pos: 0,
+            end_pos: 1,
+        }
+    }
+
+    #[test]
+    fn a_long_stall_is_invalid_unless_too_few_reads_saw_it() {
+        let (bad, unsure) = judge_stalls(&[stall(0, 4699, 50, 0)], 4700, 4700);
+        assert!(bad.is_empty() && unsure.is_empty());
+        let (bad, unsure) = judge_stalls(&[stall(0, 4700, 50, 0)], 4700, 4700);
+        assert_eq!((bad.len(), unsure.len()), (1, 0), "{bad:?}");
+        let (bad, unsure) = judge_stalls(&[stall(0, 9000, MIN_READS - 1, 0)], 4700, 4700);
+        assert_eq!((bad.len(), unsure.len()), (0, 1), "{unsure:?}");
+    }
+
+    #[test]
+    fn leaders_deposed_in_one_calm_stretch_count_from_the_third() {
+        // A calm stretch from 1000 ms; each stall a new leader (epoch k -> k+1).
+        let deposed = |k: u64, calm_since_ms: u64| {
+            let start = 10_000 + 1000 * k;
+            let mut s = stall(start, 300, 20, start - calm_since_ms);
+            s.before = Some((1, k));
+            s.after = Some((1, k + 1));
+            s
+        };
+        let two = [deposed(1, 1000), deposed(2, 1000)];
+        assert_eq!(judge_stalls(&two, 4700, 4700).0.len(), 0);
+        let three = [deposed(1, 1000), deposed(2, 1000), deposed(3, 1000)];
+        let (bad, _) = judge_stalls(&three, 4700, 4700);
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].0.starts_with("3 healthy leaders"), "{}", bad[0].0);
+        // Three, but in different calm stretches: none of them reaches three.
+        let apart = [deposed(1, 1000), deposed(2, 5000), deposed(3, 6000)];
+        assert_eq!(judge_stalls(&apart, 4700, 4700).0.len(), 0);
+        // The same leader and epoch back after a stall (a read timed out): not deposed.
+        let mut same = [deposed(1, 1000), deposed(2, 1000), deposed(3, 1000)];
+        same[2].after = same[2].before;
+        assert_eq!(judge_stalls(&same, 4700, 4700).0.len(), 0);
+        // Too soon after the group formed: not counted.
+        assert_eq!(judge_stalls(&three, 4700, 60_000).0.len(), 0);
+    }
+}
