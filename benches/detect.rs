@@ -43,10 +43,19 @@ const NAMED: &[(&str, &[&str])] = &[
         &["restart-in-election", "kill-leader"],
     ),
     ("follow-single-leading", &["isolate-leader"]),
-    ("out-of-election-wrong-fields", &["kill-leader"]),
-    ("blocking-connect", &["partition-halves"]),
+    (
+        "out-of-election-wrong-fields",
+        &["staggered-restarts", "kill-leader"],
+    ),
+    (
+        "blocking-connect",
+        &["blackhole-restart", "partition-halves"],
+    ),
     ("deaf-on-truncated", &["kill-leader"]),
-    ("wall-clock-timeouts", &["clock-strobe"]),
+    (
+        "wall-clock-timeouts",
+        &["clock-strobe-majority", "clock-strobe"],
+    ),
     (
         "diff-without-trunc",
         // A leader cut off with a minority logs proposals nobody else has (measured: mixed's

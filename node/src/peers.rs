@@ -38,10 +38,10 @@ use crate::wire::{self, HelloStart, Notification};
 
 /// One dial attempt. Shorter than ZooKeeper's cnxTimeout (5 s): a SYN dropped by a partition is
 /// retransmitted only after 1 s anyway, and a fresh attempt notices a heal sooner.
-const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// ZooKeeper's default election connect timeout (cnxTimeout), used by the seeded
 /// `blocking-connect` bug so that it stalls as ZooKeeper did.
-const ZOOKEEPER_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const ZOOKEEPER_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long an accepted connection may take to say hello unless the config says otherwise.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod ack_zxids;
+pub mod availability;
 pub mod cli;
 pub mod crash;
 pub mod durability;

@@ -1,4 +1,6 @@
-//! recovery: after the final heal, a quorum-backed leader is observed within a bound; and,
+//! recovery: after the final heal, a quorum-backed leader is observed within a bound and every
+//! node that is up rejoins it within a bound; during the run, a calm group is never without a
+//! quorum-backed leader beyond a bound (availability, see `availability`); and,
 //! measured for the report: for every fault, the time until a quorum-backed leader is observed
 //! again; every leaderless window; every overlap where two servers both claim to lead (in
 //! different epochs: a stale leader, reported but not invalid; the same epoch is
@@ -11,11 +13,12 @@
 //! only reads taken after it count, so a leader seen just before a kill, or a leader a
 //! partition just cut off from its followers, does not count as "observed again".
 
+use super::availability;
 use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
-use crate::history::view::{FaultInterval, FaultRecovery, Finished, Overlap, View, Window};
+use crate::history::view::{FaultInterval, FaultRecovery, Finished, Overlap, Stall, View, Window};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "recovery";
@@ -31,6 +34,17 @@ pub struct RecoveryMeasurements {
     /// (`View::settled`).
     #[serde(default)]
     pub final_heal_to_all_rejoined_ms: Option<u64>,
+    /// The bound on `final_heal_to_all_rejoined_ms` (`availability::rejoin_bound_ms`).
+    #[serde(default)]
+    pub rejoin_bound_ms: u64,
+    /// The bound on a stall (`availability::stall_bound_ms`).
+    #[serde(default)]
+    pub stall_bound_ms: u64,
+    /// Stretches a calm group had no quorum-backed leader, longest first (the first 100).
+    #[serde(default)]
+    pub stalls: Vec<Stall>,
+    #[serde(default)]
+    pub stalls_count: usize,
     /// Every fault (the first 1000), in start order, with its time to a quorum-backed leader.
     pub faults: Vec<FaultRecovery>,
     /// Each fault from start to undo (the first 1000).
@@ -68,6 +82,7 @@ pub fn view_with(
 ) -> Finished {
     // The digest's nodes are test.json's first: a quorum is a majority of those.
     let mut view = View::new(&info.nodes);
+    view.set_clock_faults_touch(info.fake_monotonic());
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
     for r in d.records() {
@@ -93,6 +108,8 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
         .unwrap_or_else(|| default_bound_ms(info));
 
     let bound_ns = bound_ms * 1_000_000;
+    let rejoin_ms = availability::rejoin_bound_ms(bound_ms, info);
+    let rejoin_ns = rejoin_ms * 1_000_000;
     let mut violations: Vec<Item> = Vec::new();
     let mut gaps: Vec<Item> = Vec::new();
     let mut ok = String::new();
@@ -110,7 +127,7 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
                     if took > bound_ns {
                         violations.push((
                             format!("After the final heal a quorum-backed leader (n{l}, epoch {e}) was observed only after {}, beyond the bound of {bound_ms} ms.", secs(took)),
-                            vec![heal.clone(), agreed],
+                            vec![heal.clone(), agreed.clone()],
                         ));
                     } else {
                         ok = format!("After the final heal a quorum followed n{l} (epoch {e}) within {} (bound {bound_ms} ms).", secs(took));
@@ -119,8 +136,14 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
                     // before its final reads: one that never did is a liveness failure.
                     let seen = v.end_ns.saturating_sub(h.time);
                     match h.rejoined {
-                        Some(all) => ok.push_str(&format!(" Every node had rejoined it {} after the heal.", secs(all))),
-                        None if !v.final_stragglers.is_empty() && seen >= bound_ns => {
+                        Some(all) if all > rejoin_ns => {
+                            violations.push((
+                                format!("After the final heal every node that was up rejoined n{l} (epoch {e}) only {} after it, beyond the bound of {rejoin_ms} ms.", secs(all)),
+                                vec![heal.clone(), agreed.clone()],
+                            ));
+                        }
+                        Some(all) => ok.push_str(&format!(" Every node had rejoined it {} after the heal (bound {rejoin_ms} ms).", secs(all))),
+                        None if !v.final_stragglers.is_empty() && seen >= rejoin_ns => {
                             let who: Vec<String> = v
                                 .final_stragglers
                                 .iter()
@@ -133,7 +156,7 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
                                 .chain([heal.clone()])
                                 .collect();
                             violations.push((
-                                format!("After the final heal not every node rejoined n{l} (epoch {e}) in the {} the history covers: {}.", secs(seen), who.join("; ")),
+                                format!("After the final heal not every node rejoined n{l} (epoch {e}) in the {} the history covers (bound {rejoin_ms} ms): {}.", secs(seen), who.join("; ")),
                                 evidence,
                             ));
                         }
@@ -157,10 +180,25 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
             }
         }
     }
+    // `--recovery-bound-ms` bounds every election it judges: the stall bound too.
+    let stall_ms = opts
+        .recovery_bound_ms
+        .unwrap_or_else(|| availability::stall_bound_ms(info));
+    let settle = stall_ms;
+    let (stalled, unsure) = availability::judge_stalls(&v.stalls, stall_ms, settle);
+    if stalled.is_empty() && unsure.is_empty() && !ok.is_empty() {
+        ok.push_str(&format!(
+            " No calm quorum was without a quorum-backed leader for {stall_ms} ms or more, or deposed {} healthy leaders after standing {settle} ms.", availability::MIN_DEPOSED
+        ));
+    }
+    violations.extend(stalled);
+    gaps.extend(unsure);
     let story = narrative(&v);
     let mut f = Finding::judge(violations, gaps, ok);
     f.explanation = format!("{} {story}", f.explanation).trim().to_string();
-    let m = measurements(v, bound_ms);
+    let mut m = measurements(v, bound_ms);
+    m.rejoin_bound_ms = rejoin_ms;
+    m.stall_bound_ms = stall_ms;
     f.with_measurements(m)
 }
 
@@ -264,6 +302,15 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
         fault_intervals: capped(v.intervals),
         leaderless_windows: capped(v.windows),
         leader_overlaps: capped(v.overlaps),
+        rejoin_bound_ms: 0,
+        stall_bound_ms: 0,
+        stalls_count: v.stalls.len(),
+        stalls: {
+            let mut s = v.stalls;
+            s.sort_by_key(|x| std::cmp::Reverse(x.ms));
+            s.truncate(100);
+            s
+        },
     }
 }
 

@@ -102,6 +102,28 @@ impl TestInfo {
             .unwrap_or(&self.workload)
     }
 
+    /// The election's finalize wait: `--finalize-wait-ms` as the run was given it (test.json
+    /// `settings.args`), else the node's default.
+    pub fn finalize_wait_ms(&self) -> u64 {
+        self.settings
+            .rest
+            .get("args")
+            .and_then(|a| a.get("finalize_wait_ms"))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(fle_node::election::INITIAL_NOTIFICATION_TIMEOUT.as_millis() as u64)
+    }
+
+    /// Whether the run faked the servers' monotonic clock too (test.json
+    /// `settings.fake_monotonic`, a schedule's `fake_monotonic`): clock faults then skew
+    /// their timeouts.
+    pub fn fake_monotonic(&self) -> bool {
+        self.settings
+            .rest
+            .get("fake_monotonic")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))

@@ -16,7 +16,12 @@
 //!   direction), none down, every read counted taken at or after `since`;
 //! - leaderless windows (no quorum-backed leader), leader overlaps (two or more nodes claim to
 //!   lead established epochs at once), and per fault the time until a quorum-backed leader is
-//!   observed again, counting only reads taken after the fault started.
+//!   observed again, counting only reads taken after the fault started;
+//! - THE calm group ([`View::calm_group`]): the largest quorum of nodes that are up, have
+//!   answered a read since they (re)started, are under no fault but clock steps (a correct
+//!   server times on the monotonic clock), are mutually connected and cleanly separated from
+//!   the rest; and stalls: stretches in which one calm group stood unchanged and no
+//!   quorum-backed leader existed (the availability checker judges their length).
 //!
 //! Times are the history's (ns since the run started); lines appended concurrently may step
 //! back a little, so the view keeps a running maximum as "now".
@@ -78,6 +83,8 @@ pub struct NodeNow {
     pub down: bool,
     /// Nodes (by index) whose traffic this node drops under the active partition.
     pub drops: Vec<usize>,
+    /// Answered a read since it last started (a killed node has not until it answers again).
+    pub answered: bool,
 }
 
 /// A quorum-backed leader.
@@ -172,6 +179,36 @@ pub struct FinalHeal {
     pub rejoined: Option<u64>,
 }
 
+/// A stretch in which one calm group ([`View::calm_group`]) stood unchanged and there was no
+/// quorum-backed leader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub ms: u64,
+    /// The calm group's nodes.
+    pub group: Vec<String>,
+    /// Successful reads of each group member during the stall, fewest first: a stall seen
+    /// through too few reads cannot be told from observers that could not reach the nodes.
+    pub fewest_reads: u32,
+    /// How long the group had stood unchanged when the stall began.
+    pub calm_for_ms: u64,
+    /// The quorum-backed leader (sid, epoch) this group had before the stall, if any: a
+    /// leader lost while nothing touched its quorum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<(u64, u64)>,
+    /// The quorum-backed leader (sid, epoch) that ended it, if one did while the group stood.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_at_end: bool,
+    /// History positions where it began and ended (for evidence).
+    #[serde(skip)]
+    pub start_pos: u32,
+    #[serde(skip)]
+    pub end_pos: u32,
+}
+
 /// Where a cluster stands against [`View::settled`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settle {
@@ -209,6 +246,18 @@ pub struct View {
     events: u64,
     /// Faults (recovered from or not) whose every-node rejoin is not yet measured.
     awaiting_rejoin: usize,
+    /// The calm group now (bit i: node i) and whether it must be recomputed.
+    calm: u64,
+    calm_dirty: bool,
+    /// When the calm group last changed, and its latest quorum-backed leader since.
+    calm_since: u64,
+    calm_leader: Option<(u64, u64)>,
+    /// The run faked the monotonic clock too (a schedule's `fake_monotonic`): then a clock
+    /// fault skews the servers' timeouts, and touches its nodes like any other fault.
+    clock_touches: bool,
+    /// The open stall, with each node's successful reads since it began.
+    stall: Option<(Stall, Vec<u32>)>,
+    stalls: Vec<Stall>,
 }
 
 impl View {
@@ -229,11 +278,25 @@ impl View {
             final_heal: None,
             events: 0,
             awaiting_rejoin: 0,
+            calm: 0,
+            calm_dirty: true,
+            calm_since: 0,
+            calm_leader: None,
+            clock_touches: false,
+            stall: None,
+            stalls: Vec::new(),
         };
         for n in nodes {
             v.node_ix(n);
         }
         v
+    }
+
+    /// Whether clock faults keep their nodes out of the calm group ([`View::calm_group`]):
+    /// only when the run faked the monotonic clock as well as the wall clock.
+    pub fn set_clock_faults_touch(&mut self, yes: bool) {
+        self.clock_touches = yes;
+        self.calm_dirty = true;
     }
 
     /// The quorum size: a majority of the configured cluster.
@@ -324,6 +387,13 @@ impl View {
     fn status(&mut self, ix: usize, mut read: NodeRead) {
         read.time = self.at(read.time);
         self.nodes[ix].read = Some(read);
+        if !self.nodes[ix].answered {
+            self.nodes[ix].answered = true;
+            self.calm_dirty = true;
+        }
+        if let Some((_, reads)) = &mut self.stall {
+            reads[ix] += 1;
+        }
         self.judge(read.time, read.pos);
     }
 
@@ -380,6 +450,7 @@ impl View {
                         nodes.iter().for_each(|&i| {
                             self.nodes[i].down = true;
                             self.nodes[i].read = None;
+                            self.nodes[i].answered = false;
                         })
                     }
                     FaultKind::Pause => nodes.iter().for_each(|&i| self.nodes[i].down = true),
@@ -453,6 +524,7 @@ impl View {
             }
             None => {}
         }
+        self.calm_dirty = true;
         if v.r#final && self.final_heal.is_none() {
             self.final_heal = Some(FinalHeal {
                 time,
@@ -505,6 +577,7 @@ impl View {
             _ => {}
         }
         self.judge_rejoin(time);
+        self.judge_stall(time, pos, leader.map(|l| (l.sid, l.epoch)));
         let waiting =
             !self.pending.is_empty() || self.final_heal.is_some_and(|h| h.recovered.is_none());
         if !waiting {
@@ -526,6 +599,117 @@ impl View {
                 h.recovered = Some((time - h.time, fresh));
             }
         }
+    }
+
+    /// Opens, extends or closes the stall (a calm group without a quorum-backed leader).
+    fn judge_stall(&mut self, time: u64, pos: u32, leader: Option<(u64, u64)>) {
+        let before = self.calm;
+        if self.calm_dirty {
+            self.calm = self.calm_group();
+            self.calm_dirty = false;
+        }
+        let stalled = leader.is_none() && self.calm != 0;
+        let same = self.calm == before;
+        if !same {
+            self.calm_since = time;
+            self.calm_leader = None;
+        }
+        if self.stall.is_some() && (!stalled || !same) {
+            let (mut s, reads) = self.stall.take().expect("checked");
+            s.end_ns = time;
+            s.end_pos = pos;
+            s.ms = (time - s.start_ns) / 1_000_000;
+            s.after = if same { leader } else { None };
+            s.fewest_reads = self.members(before).map(|i| reads[i]).min().unwrap_or(0);
+            self.stalls.push(s);
+        }
+        if stalled && self.stall.is_none() {
+            let group = self
+                .members(self.calm)
+                .map(|i| self.nodes[i].name.clone())
+                .collect();
+            let stall = Stall {
+                start_ns: time,
+                end_ns: time,
+                ms: 0,
+                group,
+                fewest_reads: 0,
+                calm_for_ms: (time - self.calm_since.min(time)) / 1_000_000,
+                before: self.calm_leader,
+                after: None,
+                open_at_end: false,
+                start_pos: pos,
+                end_pos: pos,
+            };
+            self.stall = Some((stall, vec![0; self.nodes.len()]));
+        }
+        if self.calm != 0 && leader.is_some() {
+            self.calm_leader = leader;
+        }
+    }
+
+    /// The nodes (indices) of a group's bitmask.
+    fn members(&self, group: u64) -> impl Iterator<Item = usize> {
+        (0..self.nodes.len().min(64)).filter(move |i| group & (1 << i) != 0)
+    }
+
+    /// THE calm group now, as a bitmask of node indices (0: none): the largest set of at
+    /// least a quorum of nodes that are up (not killed, paused or powered off), have answered
+    /// a read since they last started, are in no active fault but a clock step (the servers
+    /// time elections and Zab on the monotonic clock, which the clock faults leave alone), are
+    /// mutually connected under the active partition, and are cleanly separated from every
+    /// other node (each other node is either cut from all of them or from none: a node that
+    /// bridges the group and the rest makes the election's inputs the partition's). Such a
+    /// group must have a quorum-backed leader (see the availability checker). Clusters of
+    /// more than 16 nodes are not searched (no group).
+    pub fn calm_group(&self) -> u64 {
+        let n = self.nodes.len();
+        if n > 16 {
+            return 0;
+        }
+        let faulted = |i: usize| {
+            self.active_faults().any(|f| {
+                let touches = match f.kind {
+                    FaultKind::Partition => false,
+                    FaultKind::Clock => self.clock_touches,
+                    _ => true,
+                };
+                touches && f.nodes.iter().any(|x| *x == self.nodes[i].name)
+            })
+        };
+        let mut eligible = 0u64;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !node.down && node.answered && !faulted(i) {
+                eligible |= 1 << i;
+            }
+        }
+        let mut best = 0u64;
+        // Every subset of the eligible nodes (at most 2^16), largest wins.
+        let mut sub = eligible;
+        while sub != 0 {
+            let size = sub.count_ones();
+            if size as usize >= self.quorum && size > best.count_ones() && self.clean(sub) {
+                best = sub;
+            }
+            sub = (sub - 1) & eligible;
+        }
+        best
+    }
+
+    /// Whether the nodes of `group` are mutually connected and every other node is cut from
+    /// all of them or from none.
+    fn clean(&self, group: u64) -> bool {
+        let inside: Vec<usize> = self.members(group).collect();
+        let mutual = inside
+            .iter()
+            .all(|&a| inside.iter().all(|&b| a == b || !self.cut(a, b)));
+        mutual
+            && (0..self.nodes.len())
+                .filter(|o| group & (1 << o) == 0)
+                .all(|o| {
+                    let cuts = inside.iter().filter(|&&a| self.cut(a, o)).count();
+                    cuts == 0 || cuts == inside.len()
+                })
     }
 
     /// Measures, for faults and the final heal still waiting for it, the time until every node
@@ -635,6 +819,11 @@ impl View {
         &self.overlaps
     }
 
+    /// Stalls closed so far.
+    pub fn stalls(&self) -> &[Stall] {
+        &self.stalls
+    }
+
     pub fn events(&self) -> u64 {
         self.events
     }
@@ -649,6 +838,13 @@ impl View {
                 ms: (end - start) / 1_000_000,
                 open_at_end: true,
             });
+        }
+        if let Some((mut s, reads)) = self.stall.take() {
+            s.end_ns = end;
+            s.ms = (end - s.start_ns) / 1_000_000;
+            s.fewest_reads = self.members(self.calm).map(|i| reads[i]).min().unwrap_or(0);
+            s.open_at_end = true;
+            self.stalls.push(s);
         }
         if let Some(mut o) = self.overlap.take() {
             o.end_ns = end;
@@ -676,6 +872,7 @@ impl View {
             recoveries,
             windows: self.windows,
             overlaps: self.overlaps,
+            stalls: self.stalls,
             final_heal: self.final_heal,
             final_stragglers,
         }
@@ -747,6 +944,7 @@ pub fn quorum_leader_of<'a>(
             }),
             down: false,
             drops: Vec::new(),
+            answered: true,
         })
         .collect();
     quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
@@ -792,6 +990,8 @@ pub struct Finished {
     pub recoveries: Vec<FaultRecovery>,
     pub windows: Vec<Window>,
     pub overlaps: Vec<Overlap>,
+    /// Stretches a calm group had no quorum-backed leader ([`View::calm_group`]).
+    pub stalls: Vec<Stall>,
     pub final_heal: Option<FinalHeal>,
     /// After a final heal that never settled: the nodes that had not rejoined the leader when
     /// the history ends, with their latest read (None: no read since... or never).
@@ -1033,5 +1233,102 @@ mod tests {
         let p = &f.view.intervals()[1];
         assert_eq!((p.kind, p.end_ns), (FaultKind::Packet, Some(180 * MS)));
         assert_eq!(f.view.active_faults().count(), 0);
+    }
+
+    fn group(f: &Feed) -> Vec<&str> {
+        let g = f.view.calm_group();
+        (0..f.view.nodes().len())
+            .filter(|i| g & (1 << i) != 0)
+            .map(|i| f.view.nodes()[i].name.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_calm_group_is_a_clean_quorum_under_no_fault_but_clock_steps() {
+        let mut f = Feed::new();
+        // Nobody answered yet: no group.
+        assert!(group(&f).is_empty());
+        f.read(1, 1, "?", 0).read(2, 2, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.read(3, 3, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // A clock step touches nothing (the servers time on the monotonic clock)...
+        f.nemesis(
+            10,
+            "clock",
+            r#"{"nodes":["n2"],"mode":"bump","offset_ms":5000}"#,
+        );
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // ... unless the run fakes the monotonic clock too.
+        f.view.set_clock_faults_touch(true);
+        assert_eq!(group(&f), vec!["n1", "n3"]);
+        f.view.set_clock_faults_touch(false);
+        // A killed node is out until it answers again after its restart.
+        f.nemesis(20, "kill", r#"{"nodes":["n3"]}"#);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.nemesis(30, "start", r#"{"nodes":["n3"]}"#);
+        assert_eq!(group(&f), vec!["n1", "n2"]);
+        f.read(31, 3, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // A packet fault touches its nodes: one of three left, no quorum.
+        f.nemesis(40, "packet", r#"{"nodes":["n1","n2"]}"#);
+        assert!(group(&f).is_empty());
+        f.nemesis(50, "heal", r#"{"nodes":["n1","n2"],"undoes":"packet"}"#);
+        // A clean cut: the majority side is calm.
+        f.nemesis(
+            60,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}"#,
+        );
+        assert_eq!(group(&f), vec!["n2", "n3"]);
+        f.nemesis(70, "heal", r#"{"nodes":["n1","n2","n3"]}"#);
+        // A bridge: n2 hears both, n1 and n3 do not hear each other. {n1,n2} is connected
+        // but n3 is cut from only part of it: not cleanly separated, no calm group.
+        f.nemesis(
+            80,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n3"],"n3":["n1"]}}"#,
+        );
+        assert!(group(&f).is_empty());
+    }
+
+    #[test]
+    fn stalls_measure_a_calm_group_without_a_leader_and_name_a_deposed_one() {
+        let mut f = settled();
+        // Calm and led from 12 ms: n1 loses its quorum at 6100 ms (n2 alone looking leaves
+        // it two of three), n2 leads epoch 2 at 6310.
+        f.read(6000, 2, "?", 1)
+            .read(6100, 3, "?", 1)
+            .read(6200, 1, "?", 1)
+            .read(6250, 2, "?", 1)
+            .read(6300, 2, "L", 2)
+            .read(6310, 3, "F2", 2);
+        // A kill: the two left elect within 2 s; the group changed, so nothing was deposed.
+        f.nemesis(7000, "kill", r#"{"nodes":["n2"]}"#)
+            .read(8000, 1, "L", 3)
+            .read(9000, 3, "F1", 3);
+        let done = f.view.finish();
+        type Leader = Option<(u64, u64)>;
+        let stalls: Vec<(u64, u64, Leader, Leader)> = done
+            .stalls
+            .iter()
+            .filter(|s| s.ms > 0)
+            .map(|s| (s.start_ns / MS, s.ms, s.before, s.after))
+            .collect();
+        assert_eq!(
+            stalls,
+            vec![
+                (6100, 210, Some((1, 1)), Some((2, 2))),
+                (7000, 2000, None, Some((1, 3)))
+            ]
+        );
+        let deposed = done
+            .stalls
+            .iter()
+            .find(|s| s.start_ns == 6100 * MS)
+            .unwrap();
+        assert_eq!(deposed.calm_for_ms, 6100 - 12);
+        assert_eq!(deposed.group, vec!["n1", "n2", "n3"]);
+        assert!(deposed.fewest_reads >= 1);
     }
 }

@@ -70,6 +70,19 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "stale-voter",
         include_str!("../../nemesis/stale-voter.toml"),
     ),
+    // Liveness: faults that leave a correct cluster electing (issue 16, session 5).
+    (
+        "clock-strobe-majority",
+        include_str!("../../nemesis/clock-strobe-majority.toml"),
+    ),
+    (
+        "blackhole-restart",
+        include_str!("../../nemesis/blackhole-restart.toml"),
+    ),
+    (
+        "staggered-restarts",
+        include_str!("../../nemesis/staggered-restarts.toml"),
+    ),
     (
         "packet-loss",
         include_str!("../../nemesis/packet-loss.toml"),

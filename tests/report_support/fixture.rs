@@ -692,6 +692,10 @@ fn write_results(
             leader_overlaps: vec![],
             leader_overlaps_count: 0,
             leader_overlap_ms_total: 0,
+            rejoin_bound_ms: 4700,
+            stall_bound_ms: 4700,
+            stalls: vec![],
+            stalls_count: 0,
         }
         .into()
     } else {

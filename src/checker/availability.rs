@@ -1,0 +1,196 @@
+//! availability (judged within the recovery checker, which owns the view it asks): whenever a
+//! calm group stands (a quorum of nodes up, answering, under no fault but clock steps,
+//! mutually connected and cleanly separated from the rest: `View::calm_group`), a
+//! quorum-backed leader exists within a bound; and after the final heal every node that is up
+//! rejoins that leader within a bound; and a calm group that stood for the settle time does
+//! not keep losing its leaders to new elections (leaders deposed while nothing touched their
+//! quorum, `MIN_DEPOSED` times in one calm stretch). Liveness, not safety: the seeded bugs that stop a
+//! cluster electing (a blocking connect, a deaf receiver, wall-clock timeouts, a node that
+//! cannot join) leave every safety checker valid.
+//!
+//! Both bounds come from the run's own settings (test.json), never from this machine: see
+//! [`stall_bound_ms`] and [`rejoin_bound_ms`].
+
+use super::finding::{secs, EvRef, Item};
+use crate::history::test_info::TestInfo;
+use crate::history::view::Stall;
+
+/// A stall seen through fewer successful reads of some group member than this cannot be told
+/// from observers that could not reach the nodes: unknown, not invalid.
+pub const MIN_READS: u32 = 2;
+
+/// Depositions in one calm stretch that make it invalid. One is possible on a correct
+/// cluster whose host starves a process for syncLimit ticks (seen once in 11 runs of `mixed`
+/// on the loaded 2-core machine); a cluster that deposes healthy leaders again and again
+/// while nothing touches it does so itself.
+pub const MIN_DEPOSED: usize = 3;
+
+/// The longest a calm group may go without a quorum-backed leader: a follower notices a
+/// silent leader after syncLimit ticks; the election waits finalizeWait; a dial may take the
+/// connect timeout; followers get initLimit ticks to connect and sync; a read may be up to the
+/// observers' read timeout old at either end of the stall.
+pub fn stall_bound_ms(info: &TestInfo) -> u64 {
+    let ticks = (info.sync_limit as u64 + info.init_limit as u64) * info.tick_ms;
+    let read = info.settings.status_timeout_ms.unwrap_or(500);
+    ticks + info.finalize_wait_ms() + connect_timeout_ms(info) + 2 * read
+}
+
+/// The servers' election connect timeout: ZooKeeper's cnxTimeout (5 s), fle-node's own.
+fn connect_timeout_ms(info: &TestInfo) -> u64 {
+    let t = if info.target == "zookeeper" {
+        fle_node::peers::ZOOKEEPER_CONNECT_TIMEOUT
+    } else {
+        fle_node::peers::CONNECT_TIMEOUT
+    };
+    t.as_millis() as u64
+}
+
+/// How long after the final heal every node that is up may take to rejoin: the recovery
+/// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync.
+pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {
+    recovery_bound_ms + info.init_limit as u64 * info.tick_ms
+}
+
+/// Violations (stalls at least `bound_ms` long, each member read often enough) and gaps
+/// (as long, too few reads) among `stalls`.
+pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Item>, Vec<Item>) {
+    let (mut violations, mut gaps) = (Vec::new(), Vec::new());
+    let deposed: Vec<&Stall> = stalls
+        .iter()
+        .filter(|s| {
+            s.ms < bound_ms
+                && s.calm_for_ms >= settle_ms
+                && matches!((s.before, s.after), (Some(b), Some(a)) if a != b)
+        })
+        .collect();
+    // Per calm stretch (the group and when it formed), in history order.
+    let mut stretches: Vec<(u64, &[String], Vec<&Stall>)> = Vec::new();
+    for s in deposed {
+        let since = s.start_ns.saturating_sub(s.calm_for_ms * 1_000_000);
+        // calm_for_ms is rounded down to ms: one stretch's stalls may differ by under 1 ms.
+        match stretches
+            .iter_mut()
+            .find(|(t, g, _)| *g == s.group.as_slice() && t.abs_diff(since) < 1_000_000)
+        {
+            Some((_, _, v)) => v.push(s),
+            None => stretches.push((since, &s.group, vec![s])),
+        }
+    }
+    for (_, _, all) in stretches.iter().filter(|(_, _, v)| v.len() >= MIN_DEPOSED) {
+        let s = all[0];
+        let (b, a) = (s.before.expect("matched"), s.after.expect("matched"));
+        let evidence = vec![
+            EvRef::new(
+                s.start_pos,
+                format!("n{} (epoch {}) lost its quorum here", b.0, b.1),
+            ),
+            EvRef::new(s.end_pos, format!("n{} (epoch {}) elected", a.0, a.1)),
+        ];
+        let what = format!(
+            "{} healthy leaders were deposed while nothing touched their quorum (at least {MIN_DEPOSED} make it invalid); the first: {} (a quorum) had stood up, connected and under no fault but clock steps for {} ms when their leader n{} (epoch {}) lost its quorum at {}, and they elected n{} (epoch {}) {} ms later (settle time {settle_ms} ms)",
+            all.len(),
+            s.group.join(", "),
+            s.calm_for_ms,
+            b.0,
+            b.1,
+            secs(s.start_ns),
+            a.0,
+            a.1,
+            s.ms
+        );
+        let fewest = all.iter().map(|s| s.fewest_reads).min().unwrap_or(0);
+        if fewest >= MIN_READS {
+            violations.push((format!("{what}."), evidence));
+        } else {
+            gaps.push((
+                format!("{what}, but some of them were read only {fewest} time(s) then."),
+                evidence,
+            ));
+        }
+    }
+    for s in stalls.iter().filter(|s| s.ms >= bound_ms) {
+        let evidence = vec![
+            EvRef::new(
+                s.start_pos,
+                "the calm group stood without a quorum-backed leader from here",
+            ),
+            EvRef::new(s.end_pos, "until here"),
+        ];
+        let what = format!(
+            "{} (a quorum) were up, connected and under no fault but clock steps from {} for {} ms{} with no quorum-backed leader (bound {bound_ms} ms)",
+            s.group.join(", "),
+            secs(s.start_ns),
+            s.ms,
+            if s.open_at_end { ", until the history ends," } else { "" }
+        );
+        if s.fewest_reads >= MIN_READS {
+            violations.push((format!("{what}."), evidence));
+        } else {
+            gaps.push((
+                format!("{what}, but some of them were read only {} time(s) then: the observers may not have seen a leader that existed.", s.fewest_reads),
+                evidence,
+            ));
+        }
+    }
+    (violations, gaps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn stall(start_ms: u64, ms: u64, reads: u32, calm_for_ms: u64) -> Stall {
+        Stall {
+            start_ns: start_ms * MS,
+            end_ns: (start_ms + ms) * MS,
+            ms,
+            group: vec!["n1".into(), "n2".into(), "n3".into()],
+            fewest_reads: reads,
+            calm_for_ms,
+            before: None,
+            after: None,
+            open_at_end: false,
+            start_pos: 0,
+            end_pos: 1,
+        }
+    }
+
+    #[test]
+    fn a_long_stall_is_invalid_unless_too_few_reads_saw_it() {
+        let (bad, unsure) = judge_stalls(&[stall(0, 4699, 50, 0)], 4700, 4700);
+        assert!(bad.is_empty() && unsure.is_empty());
+        let (bad, unsure) = judge_stalls(&[stall(0, 4700, 50, 0)], 4700, 4700);
+        assert_eq!((bad.len(), unsure.len()), (1, 0), "{bad:?}");
+        let (bad, unsure) = judge_stalls(&[stall(0, 9000, MIN_READS - 1, 0)], 4700, 4700);
+        assert_eq!((bad.len(), unsure.len()), (0, 1), "{unsure:?}");
+    }
+
+    #[test]
+    fn leaders_deposed_in_one_calm_stretch_count_from_the_third() {
+        // A calm stretch from 1000 ms; each stall a new leader (epoch k -> k+1).
+        let deposed = |k: u64, calm_since_ms: u64| {
+            let start = 10_000 + 1000 * k;
+            let mut s = stall(start, 300, 20, start - calm_since_ms);
+            s.before = Some((1, k));
+            s.after = Some((1, k + 1));
+            s
+        };
+        let two = [deposed(1, 1000), deposed(2, 1000)];
+        assert_eq!(judge_stalls(&two, 4700, 4700).0.len(), 0);
+        let three = [deposed(1, 1000), deposed(2, 1000), deposed(3, 1000)];
+        let (bad, _) = judge_stalls(&three, 4700, 4700);
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].0.starts_with("3 healthy leaders"), "{}", bad[0].0);
+        // Three, but in different calm stretches: none of them reaches three.
+        let apart = [deposed(1, 1000), deposed(2, 5000), deposed(3, 6000)];
+        assert_eq!(judge_stalls(&apart, 4700, 4700).0.len(), 0);
+        // The same leader and epoch back after a stall (a read timed out): not deposed.
+        let mut same = [deposed(1, 1000), deposed(2, 1000), deposed(3, 1000)];
+        same[2].after = same[2].before;
+        assert_eq!(judge_stalls(&same, 4700, 4700).0.len(), 0);
+        // Too soon after the group formed: not counted.
+        assert_eq!(judge_stalls(&three, 4700, 60_000).0.len(), 0);
+    }
+}
