@@ -138,7 +138,8 @@ fn sigkill_leaves_resources_that_clean_removes() {
 }
 
 /// Power-loss runs put every node's dataDir on a lazyfs mount: a SIGKILLed controller leaves
-/// the mounts (and their filesystem processes), and `clean` removes them.
+/// the mounts (and their filesystem processes), and `clean` removes them. (netns: the
+/// `power-loss` file partitions the leader off, which loopback cannot do.)
 #[test]
 fn sigkill_leaves_lazyfs_mounts_that_clean_removes() {
     if !root_or_skip("sigkill_leaves_lazyfs_mounts_that_clean_removes") {
@@ -153,7 +154,7 @@ fn sigkill_leaves_lazyfs_mounts_that_clean_removes() {
             "--nodes",
             "3",
             "--net",
-            "loopback",
+            "netns",
             "--time-limit",
             "300",
             "--nemesis-file",

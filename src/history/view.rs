@@ -392,6 +392,10 @@ impl View {
             self.calm_dirty = true;
         }
         if let Some((_, reads)) = &mut self.stall {
+            // A node first seen after the stall opened has no count yet.
+            if reads.len() <= ix {
+                reads.resize(ix + 1, 0);
+            }
             reads[ix] += 1;
         }
         self.judge(read.time, read.pos);
@@ -620,7 +624,11 @@ impl View {
             s.end_pos = pos;
             s.ms = (time - s.start_ns) / 1_000_000;
             s.after = if same { leader } else { None };
-            s.fewest_reads = self.members(before).map(|i| reads[i]).min().unwrap_or(0);
+            s.fewest_reads = self
+                .members(before)
+                .map(|i| reads.get(i).copied().unwrap_or(0))
+                .min()
+                .unwrap_or(0);
             self.stalls.push(s);
         }
         if stalled && self.stall.is_none() {
@@ -842,7 +850,11 @@ impl View {
         if let Some((mut s, reads)) = self.stall.take() {
             s.end_ns = end;
             s.ms = (end - s.start_ns) / 1_000_000;
-            s.fewest_reads = self.members(self.calm).map(|i| reads[i]).min().unwrap_or(0);
+            s.fewest_reads = self
+                .members(self.calm)
+                .map(|i| reads.get(i).copied().unwrap_or(0))
+                .min()
+                .unwrap_or(0);
             s.open_at_end = true;
             self.stalls.push(s);
         }
@@ -1058,6 +1070,31 @@ mod tests {
                 .quorum_leader(since_ms * MS)
                 .map(|l| (l.sid, l.epoch))
         }
+    }
+
+    /// A node the view first hears of while a stall is open (a live recorder's view learns
+    /// nodes as their lines arrive) is counted, not indexed past the stall's read counts.
+    #[test]
+    fn a_node_first_seen_during_a_stall_is_counted() {
+        let mut f = Feed::new();
+        f.read(10, 1, "?", 0)
+            .read(11, 2, "?", 0)
+            .read(12, 3, "?", 0);
+        f.read(20, 4, "?", 0);
+        for (ms, n) in [(30, 1), (31, 2), (32, 3), (33, 4)] {
+            f.read(ms, n, "?", 0);
+        }
+        let stalls = f.view.stalls().len();
+        f.read(40, 1, "L", 1)
+            .read(41, 2, "F1", 1)
+            .read(42, 3, "F1", 1);
+        f.read(43, 4, "F1", 1);
+        assert!(
+            f.view.stalls().len() > stalls,
+            "the stall closed when n1 led"
+        );
+        let s = f.view.stalls().last().expect("a stall");
+        assert!(s.group.len() >= 3 && s.fewest_reads >= 1, "{s:?}");
     }
 
     /// n1 leads epoch 1, followed by n2 and n3.

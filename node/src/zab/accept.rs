@@ -4,7 +4,9 @@
 //! its leader leads), so strangers can reach it while nobody leads. Each accepted connection must
 //! send a FOLLOWERINFO of another voter within tickTime·initLimit (ZooKeeper's socket timeout for
 //! a learner's first packet) in at most `MAX_HANDSHAKE_BYTES`; at most `MAX_UNIDENTIFIED` may be
-//! waiting for theirs, more are closed at once. An identified connection waits in the [`Lobby`]
+//! waiting for theirs: a new one beyond that closes the OLDEST waiting one, not itself, because
+//! a real follower speaks within milliseconds of connecting while a flood's connections sit
+//! silent (refusing new ones let a flood that filled the slots shut out the next follower). An identified connection waits in the [`Lobby`]
 //! for a leader to take it, and is closed (not left in CLOSE-WAIT) once its deadline passes:
 //! its follower gives up after initLimit anyway.
 
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{oneshot, Notify};
 
 use crate::peers::{bump, WireCounters, MAX_UNIDENTIFIED};
 use crate::warn_limit::WarnLimiter;
@@ -91,7 +93,8 @@ pub async fn accept_loop(
     warnings: Arc<WarnLimiter>,
 ) {
     let cfg = Arc::new(cfg);
-    let slots = Arc::new(Semaphore::new(MAX_UNIDENTIFIED));
+    // One cancel handle per connection still waiting for its FOLLOWERINFO, oldest first.
+    let mut waiting: VecDeque<oneshot::Sender<()>> = VecDeque::new();
     loop {
         let (stream, from) = match listener.accept().await {
             Ok(a) => a,
@@ -103,13 +106,17 @@ pub async fn accept_loop(
             }
         };
         bump(&counters.quorum_accepted);
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        waiting.retain(|c| !c.is_closed());
+        if waiting.len() >= MAX_UNIDENTIFIED {
+            // Dropping its sender ends the oldest handshake, which closes its connection.
+            waiting.pop_front();
             bump(&counters.quorum_refused);
             if let Some(n) = warnings.allow(&from.ip().to_string(), Instant::now()) {
-                tracing::warn!(from = %from, suppressed = n, limit = MAX_UNIDENTIFIED, "quorum port: too many connections without a FOLLOWERINFO; closing new ones");
+                tracing::warn!(from = %from, suppressed = n, limit = MAX_UNIDENTIFIED, "quorum port: too many connections without a FOLLOWERINFO; closing the oldest");
             }
-            continue;
-        };
+        }
+        let (cancel, mut cancelled) = oneshot::channel::<()>();
+        waiting.push_back(cancel);
         let (cfg, lobby, counters, warnings) = (
             cfg.clone(),
             lobby.clone(),
@@ -118,8 +125,12 @@ pub async fn accept_loop(
         );
         tokio::spawn(async move {
             let accepted = Instant::now();
-            let first = tokio::time::timeout(cfg.deadline, first_frame(stream)).await;
-            drop(slot);
+            let first = tokio::select! {
+                first = tokio::time::timeout(cfg.deadline, first_frame(stream)) => first,
+                _ = &mut cancelled => return,
+            };
+            // No longer waiting: frees its place among the unidentified.
+            drop(cancelled);
             let why = match first {
                 Ok(Ok((stream, prefix, Msg::FollowerInfo { sid, .. })))
                     if sid != cfg.my_sid && cfg.voters.contains(&sid) =>
