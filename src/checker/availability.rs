@@ -66,11 +66,10 @@ pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Ite
     // Per calm stretch (the group and when it formed), in history order.
     let mut stretches: Vec<(u64, &[String], Vec<&Stall>)> = Vec::new();
     for s in deposed {
-        let since = s.start_ns.saturating_sub(s.calm_for_ms * 1_000_000);
-        // calm_for_ms is rounded down to ms: one stretch's stalls may differ by under 1 ms.
+        let since = s.calm_since_ns;
         match stretches
             .iter_mut()
-            .find(|(t, g, _)| *g == s.group.as_slice() && t.abs_diff(since) < 1_000_000)
+            .find(|(t, g, _)| *t == since && *g == s.group.as_slice())
         {
             Some((_, _, v)) => v.push(s),
             None => stretches.push((since, &s.group, vec![s])),
@@ -149,6 +148,7 @@ mod tests {
             group: vec!["n1".into(), "n2".into(), "n3".into()],
             fewest_reads: reads,
             calm_for_ms,
+            calm_since_ns: (start_ms - calm_for_ms) * MS,
             before: None,
             after: None,
             open_at_end: false,

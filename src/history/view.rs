@@ -193,6 +193,9 @@ pub struct Stall {
     pub fewest_reads: u32,
     /// How long the group had stood unchanged when the stall began.
     pub calm_for_ms: u64,
+    /// When that group formed: the stalls of one calm stretch share it.
+    #[serde(default)]
+    pub calm_since_ns: u64,
     /// The quorum-backed leader (sid, epoch) this group had before the stall, if any: a
     /// leader lost while nothing touched its quorum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -643,6 +646,7 @@ impl View {
                 group,
                 fewest_reads: 0,
                 calm_for_ms: (time - self.calm_since.min(time)) / 1_000_000,
+                calm_since_ns: self.calm_since.min(time),
                 before: self.calm_leader,
                 after: None,
                 open_at_end: false,
