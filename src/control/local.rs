@@ -309,8 +309,9 @@ impl LocalCluster {
             .spawn()
             .with_context(|| format!("cannot start {} for {node}", spec.program.display()))?;
         let pid = child.id();
-        // Recorded right after spawn (a pid cannot be known before): the window in which a
-        // SIGKILLed controller would leak it is a few microseconds.
+        // Recorded right after spawn (a pid cannot be known before): a controller SIGKILLed
+        // in that window (the exec included: milliseconds) leaks the node. Known gap: record
+        // the node's config path before the spawn and let `clean` match it.
         let start_time = process_start_time(pid).unwrap_or(0);
         let comm = process_comm(pid).unwrap_or_default();
         self.registry.record(Resource::Process {
