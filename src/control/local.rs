@@ -9,7 +9,7 @@
 //! `Net` (iptables in the node's namespace); on loopback it is not. It never steps clocks.
 
 use super::netns::{self, NetnsCluster};
-use super::registry::{process_comm, process_start_time, Registry, Resource};
+use super::registry::{process_comm, process_start_time, Registry, Resource, SPAWN_ENV};
 use super::teardown::{remove_all, TeardownReport};
 use super::{blocking, iptables, Control, DaemonSpec, Net, Signal};
 use anyhow::{bail, Context, Result};
@@ -35,6 +35,8 @@ pub struct LocalCluster {
     /// Loopback mode: 127.x.y.z base chosen per run (less contention for ports between runs).
     loopback_base: Ipv4Addr,
     daemons: Mutex<HashMap<String, Child>>,
+    /// Spawns so far: numbers each spawn's token (`Resource::Spawn`).
+    spawns: std::sync::atomic::AtomicU64,
     torn_down: Mutex<bool>,
 }
 
@@ -63,6 +65,7 @@ impl LocalCluster {
                 Ipv4Addr::new(127, rng.gen_range(1..=250), rng.gen_range(0..=255), 0)
             },
             daemons: Mutex::new(HashMap::new()),
+            spawns: Default::default(),
             torn_down: Mutex::new(false),
         };
         if mode == NetMode::Netns {
@@ -305,13 +308,24 @@ impl LocalCluster {
         if let Some(net) = &self.net {
             netns::enter_netns_on_spawn(&mut cmd, &net.netns_of(node)?)?;
         }
+        // A pid cannot be known before the spawn, so the process is recorded first by a token
+        // in its environment: a controller SIGKILLed between the spawn and the pid's record
+        // leaves a process teardown and `clean` still find.
+        let token = format!(
+            "{}/{node}/{}",
+            self.registry.run_id(),
+            self.spawns
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        self.registry.record(Resource::Spawn {
+            node: node.to_string(),
+            token: token.clone(),
+        })?;
+        cmd.env(SPAWN_ENV, &token);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {} for {node}", spec.program.display()))?;
         let pid = child.id();
-        // Recorded right after spawn (a pid cannot be known before): a controller SIGKILLed
-        // in that window (the exec included: milliseconds) leaks the node. Known gap: record
-        // the node's config path before the spawn and let `clean` match it.
         let start_time = process_start_time(pid).unwrap_or(0);
         let comm = process_comm(pid).unwrap_or_default();
         self.registry.record(Resource::Process {

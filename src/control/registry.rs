@@ -33,6 +33,10 @@ pub enum Resource {
         comm: String,
         node: String,
     },
+    /// A process about to be started: its environment carries `FLC_SPAWN=<token>` (`SPAWN_ENV`),
+    /// so a controller killed between the spawn and the `Process` record (the exec included:
+    /// milliseconds) leaves a process that teardown and `clean` still find, by that exact token.
+    Spawn { node: String, token: String },
     /// An iptables chain (in a node's namespace when `netns` is set, else on the host).
     Chain {
         netns: Option<String>,
@@ -178,6 +182,27 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     // comm may contain spaces and parentheses: fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
     rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The environment variable that marks a process the tool started (`Resource::Spawn`).
+pub const SPAWN_ENV: &str = "FLC_SPAWN";
+
+/// Every live process whose environment holds `FLC_SPAWN=token` exactly: the process spawned
+/// with that token and whatever it started (children inherit the environment). A zombie's
+/// environment reads empty, so a killed process is not found twice.
+pub fn processes_with_spawn_token(token: &str) -> Vec<u32> {
+    let wanted = format!("{SPAWN_ENV}={token}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+        })
+        .collect()
 }
 
 /// The command name of a process (/proc/PID/comm).

@@ -4,7 +4,7 @@
 //! pid and start time still match the record (pids get reused).
 
 use super::netns;
-use super::registry::{is_same_process, Resource};
+use super::registry::{is_same_process, process_start_time, processes_with_spawn_token, Resource};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::process::Command;
@@ -46,6 +46,27 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
                         killed.push((*pid, *start_time));
                     }
                     // Exited between the check and the kill: gone, as wanted.
+                    Err(nix::errno::Errno::ESRCH) => {}
+                    Err(e) => report.errors.push(format!("kill {pid}: {e}")),
+                }
+            }
+        }
+    }
+    // A process recorded only by its spawn token (the controller died before its pid was
+    // written down), and whatever it started.
+    for r in resources {
+        if let Resource::Spawn { node, token } = r {
+            for pid in processes_with_spawn_token(token) {
+                let Some(start_time) = process_start_time(pid) else {
+                    continue;
+                };
+                match kill(Pid::from_raw(pid as i32), Signal::SIGKILL) {
+                    Ok(()) => {
+                        report
+                            .removed
+                            .push(format!("process {pid} (spawned for node {node}, {token})"));
+                        killed.push((pid, start_time));
+                    }
                     Err(nix::errno::Errno::ESRCH) => {}
                     Err(e) => report.errors.push(format!("kill {pid}: {e}")),
                 }
@@ -229,6 +250,41 @@ fn iptables(netns: Option<&str>, args: &[&str]) -> Result<(), ()> {
 mod tests {
     use super::*;
     use crate::control::registry::process_start_time;
+
+    /// A process recorded only by its spawn token (the controller was killed between the
+    /// spawn and the pid's record) is found and killed by that exact token; a process whose
+    /// token differs by a suffix is not ours and is left alone.
+    #[test]
+    fn a_process_known_only_by_its_spawn_token_is_removed() {
+        let token = format!("flc-test-{}/n1/0", std::process::id());
+        let spawn = |t: &str| {
+            Command::new("sleep")
+                .arg("30")
+                .env(super::super::registry::SPAWN_ENV, t)
+                .spawn()
+                .unwrap()
+        };
+        let mut ours = spawn(&token);
+        let mut other = spawn(&format!("{token}0"));
+        let report = remove_all(&[Resource::Spawn {
+            node: "n1".into(),
+            token: token.clone(),
+        }]);
+        assert_eq!(report.errors, Vec::<String>::new());
+        assert_eq!(report.removed.len(), 1, "{:?}", report.removed);
+        assert!(report.removed[0].contains(&ours.id().to_string()));
+        let status = ours.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "another token's process was killed"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
 
     /// What `clean` meets when a run removes its own resources between `clean`'s listing and
     /// its removal: every resource listed, none of them there any more. Gone is what was
