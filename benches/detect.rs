@@ -13,7 +13,7 @@
 //!   or schedule names to run every bug under;
 //! - FLC_PARALLEL [2]: runs at once (each run picks its own subnet and names);
 //! - FLC_WORKLOAD [writes]: the workload of every run (`election`: no writes, for states that
-//!   writes close at once, e.g. `stale-voter`'s equal zxids);
+//!   writes close at once; `stale-voter` is aimed at the moment before the first write);
 //! - FLC_NODES [5]; FLC_OUT [a temporary folder, removed at the end; set it to keep the runs].
 //!
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
