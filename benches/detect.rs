@@ -13,7 +13,7 @@
 //!   or schedule names to run every bug under;
 //! - FLC_PARALLEL [2]: runs at once (each run picks its own subnet and names);
 //! - FLC_WORKLOAD [writes]: the workload of every run (`election`: no writes, for states that
-//!   writes close at once, e.g. `stale-voter`'s equal zxids);
+//!   writes close at once; `stale-voter` is aimed at the moment before the first write);
 //! - FLC_NODES [5]; FLC_OUT [a temporary folder, removed at the end; set it to keep the runs].
 //!
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
@@ -35,12 +35,16 @@ use std::time::Duration;
 /// one this build has is used (the aimed ones are newer than the plain ones).
 const NAMED: &[(&str, &[&str])] = &[
     ("quorum-minority", &["partition-halves"]),
-    // Equal zxids with different peerEpochs in one round: only without writes
-    // (FLC_WORKLOAD=election); under writes it is `kill-leader`'s 0/2 again.
+    // Equal zxids with different peerEpochs in one round: `stale-voter` kills everyone at the
+    // first read of a new epoch with no write (session 6: under writes too).
     ("vote-order-not-total", &["stale-voter", "kill-leader"]),
     (
         "follow-older-round",
-        &["restart-in-election", "kill-leader"],
+        &[
+            "older-round-followers",
+            "restart-in-election",
+            "kill-leader",
+        ],
     ),
     ("follow-single-leading", &["isolate-leader"]),
     (

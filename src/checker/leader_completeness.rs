@@ -12,6 +12,8 @@
 //!   leader's log only grows);
 //! - the election the leader reported deciding for itself (its `last_election` at that read)
 //!   was won with a zxid at least that high (the zxid it voted with is its last logged one);
+//!   not judged when it led on FOLLOWING/LEADING notices (a restarted leader rejoining the
+//!   ensemble that still follows it: the notices carry that ensemble's older vote);
 //! - its final log holds each of them (a committed write is never truncated).
 //!
 //! What it cannot see: a leadership that begins and ends between two reads of its leader, and a
@@ -152,7 +154,18 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             .elections
             .iter()
             .rfind(|el| el.node == first.node && el.pos <= first.pos)
-            .filter(|el| Some(el.summary.leader) == sid);
+            .filter(|el| Some(el.summary.leader) == sid)
+            // Led on FOLLOWING/LEADING notices (a restarted leader rejoining its ensemble): the
+            // vote is the standing ensemble's, from the election that first elected it, so its
+            // zxid is older by construction; its log is judged by its first read above.
+            .filter(|el| {
+                !el.summary.votes.iter().any(|v| {
+                    matches!(
+                        v.state,
+                        Some(crate::api::ServerState::Following | crate::api::ServerState::Leading)
+                    )
+                })
+            });
         if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
             violations.push((
                 format!(

@@ -70,6 +70,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "stale-voter",
         include_str!("../../nemesis/stale-voter.toml"),
     ),
+    // ZOOKEEPER-1514's state: late-joined followers that miss their leader's restart.
+    (
+        "older-round-followers",
+        include_str!("../../nemesis/older-round-followers.toml"),
+    ),
     // Liveness: faults that leave a correct cluster electing (issue 16, session 5).
     (
         "clock-strobe-majority",

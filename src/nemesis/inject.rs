@@ -94,62 +94,69 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         FaultKind::Corrupt => F::Corrupt,
         FaultKind::Packet => F::Packet,
     };
-    let result =
-        match t.kind {
-            FaultKind::Kill => signal_all(ctx, &resolved.nodes, f, &base, |n| ctx.target.kill(n))
-                .map(|()| Active::Killed {
-                    nodes: resolved.nodes.clone(),
-                }),
-            FaultKind::Pause => signal_all(ctx, &resolved.nodes, f, &base, |n| ctx.target.pause(n))
-                .map(|()| Active::Paused {
-                    nodes: resolved.nodes.clone(),
-                }),
-            FaultKind::Partition => {
-                let shape = t.shape.unwrap_or(PartitionShape::RandomHalves);
-                let targets = if matches!(
-                    shape,
-                    PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
-                ) {
-                    resolve(
-                        &super::schedule::TargetSpec::Leader,
-                        &nodes,
-                        leader.as_deref(),
-                        fault.pick,
-                    )
-                    .nodes
-                } else {
-                    resolved.nodes.clone()
-                };
-                partition(
-                    ctx,
-                    shape,
+    let result = match t.kind {
+        FaultKind::Kill => {
+            // Its undo restarts only what it killed: a node already down (another part of
+            // a composition killed it) comes back with that part's undo.
+            let up: Vec<String> = resolved
+                .nodes
+                .iter()
+                .filter(|n| ctx.target.is_running(n))
+                .cloned()
+                .collect();
+            signal_all(ctx, &resolved.nodes, f, &base, |n| ctx.target.kill(n))
+                .map(|()| Active::Killed { nodes: up })
+        }
+        FaultKind::Pause => signal_all(ctx, &resolved.nodes, f, &base, |n| ctx.target.pause(n))
+            .map(|()| Active::Paused {
+                nodes: resolved.nodes.clone(),
+            }),
+        FaultKind::Partition => {
+            let shape = t.shape.unwrap_or(PartitionShape::RandomHalves);
+            let targets = if matches!(
+                shape,
+                PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
+            ) {
+                resolve(
+                    &super::schedule::TargetSpec::Leader,
                     &nodes,
-                    &targets,
-                    (t.groups.as_deref(), t.drops.as_ref()),
+                    leader.as_deref(),
                     fault.pick,
-                    &base,
                 )
-            }
-            FaultKind::Clock => skew(ctx, t.clock, fault, &resolved.nodes, &base),
-            FaultKind::PowerLoss => power_loss(ctx, fault, &resolved.nodes, &base),
-            FaultKind::Corrupt => corrupt(
+                .nodes
+            } else {
+                resolved.nodes.clone()
+            };
+            partition(
                 ctx,
-                fault,
-                t.file.as_deref().unwrap_or("txnlog"),
-                &resolved.nodes,
-                &base,
-            ),
-            FaultKind::Packet => packets(
-                ctx,
-                t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 }),
-                t.shape,
+                shape,
                 &nodes,
-                &resolved.nodes,
-                t.groups.as_deref(),
+                &targets,
+                (t.groups.as_deref(), t.drops.as_ref()),
                 fault.pick,
                 &base,
-            ),
-        };
+            )
+        }
+        FaultKind::Clock => skew(ctx, t.clock, fault, &resolved.nodes, &base),
+        FaultKind::PowerLoss => power_loss(ctx, fault, &resolved.nodes, &base),
+        FaultKind::Corrupt => corrupt(
+            ctx,
+            fault,
+            t.file.as_deref().unwrap_or("txnlog"),
+            &resolved.nodes,
+            &base,
+        ),
+        FaultKind::Packet => packets(
+            ctx,
+            t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 }),
+            t.shape,
+            &nodes,
+            &resolved.nodes,
+            t.groups.as_deref(),
+            fault.pick,
+            &base,
+        ),
+    };
     match result {
         Ok(active) => Some(active),
         Err(e) => {

@@ -128,7 +128,22 @@ impl ScheduledNemesis {
                     continue;
                 }
                 let mut f = all[i].clone();
-                if i > 0 && f.template.target == TargetSpec::Trigger {
+                if let Some(trigger) = f.template.when.filter(|_| i > 0) {
+                    // A part with its own trigger waits from its start for the observation,
+                    // at most `wait` and never past its undo (the span stays as planned);
+                    // steps due meanwhile follow when it fires.
+                    let wait = f.template.wait.unwrap_or(DEFAULT_WAIT);
+                    let undo_at = t0 + f.start + f.duration;
+                    let until = (t0 + f.start + wait).min(undo_at);
+                    match wait_for(ctx, stop, trigger, until).await {
+                        Waited::Stopped => {
+                            stopped = true;
+                            continue;
+                        }
+                        Waited::Fired(fired) => aim(&mut f, trigger, Some(fired)),
+                        Waited::TimedOut => aim(&mut f, trigger, None),
+                    }
+                } else if i > 0 && f.template.target == TargetSpec::Trigger {
                     // A part aimed at the main fault's trigger node.
                     if let Some(node) = fault
                         .annotations

@@ -27,6 +27,14 @@ pub enum TargetSpec {
     /// The node a triggered fault's observation names (`when`): the node that went LOOKING,
     /// the follower that ACKed, the new leader.
     Trigger,
+    /// The node with the largest sid (`highest`): the one whose vote wins ties on zxid.
+    Highest,
+    /// Every node but the observed leader (`followers`).
+    Followers,
+    /// The lower half (by sid) of the followers (`followers-low`), or the rest
+    /// (`followers-high`): kill one half, then the other, and the leader keeps its quorum.
+    FollowersLow,
+    FollowersHigh,
 }
 
 impl TargetSpec {
@@ -38,6 +46,10 @@ impl TargetSpec {
             "majority" => TargetSpec::Majority,
             "all" => TargetSpec::All,
             "trigger" => TargetSpec::Trigger,
+            "highest" => TargetSpec::Highest,
+            "followers" => TargetSpec::Followers,
+            "followers-low" => TargetSpec::FollowersLow,
+            "followers-high" => TargetSpec::FollowersHigh,
             _ => {
                 let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
                 if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
@@ -58,6 +70,10 @@ impl TargetSpec {
             TargetSpec::All => "all".into(),
             TargetSpec::Nodes(n) => n.join(","),
             TargetSpec::Trigger => "trigger".into(),
+            TargetSpec::Highest => "highest".into(),
+            TargetSpec::Followers => "followers".into(),
+            TargetSpec::FollowersLow => "followers-low".into(),
+            TargetSpec::FollowersHigh => "followers-high".into(),
         }
     }
 }
@@ -440,7 +456,7 @@ impl RawFault {
         let mut t = default_template(kind);
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
-                format!("target = \"{target}\" is unknown; use leader, random, minority, majority, all, or node names like \"n1,n2\"")
+                format!("target = \"{target}\" is unknown; use leader, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, or node names like \"n1,n2\"")
             })?;
         }
         if let Some(shape) = &self.shape {
@@ -521,7 +537,7 @@ impl RawFault {
         }
         if let Some(w) = &self.when {
             t.when = Some(Trigger::parse(w).ok_or_else(|| {
-                format!("when = \"{w}\" is unknown; use election, leader-in-sync, after-write-ack or new-leader")
+                format!("when = \"{w}\" is unknown; use election, leader-in-sync, after-write-ack, new-leader or epoch-without-write")
             })?);
         }
         if let Some(w) = &self.wait {
@@ -546,20 +562,17 @@ impl RawFault {
                     "a [[fault.with]] part takes no with, compose or weight of its own".into(),
                 );
             }
-            if part.when.is_some() {
-                return Err(
-                    "a [[fault.with]] part fires at its `after`; put `when` on the main fault"
-                        .into(),
-                );
-            }
             let after = match &part.after {
                 Some(a) => parse_duration(a).map_err(|e| format!("with: after: {e}"))?,
                 None => Duration::ZERO,
             };
+            // A part with its own `when` waits from its `after` for its observation (and may
+            // hit the node that names, `target = "trigger"`); the others fire at `after`.
+            let own_trigger = part.when.is_some();
             let mut raw = part;
             raw.after = None;
             // A part may hit the node the main fault's trigger names.
-            let at_trigger = raw.target.as_deref() == Some("trigger");
+            let at_trigger = !own_trigger && raw.target.as_deref() == Some("trigger");
             if at_trigger {
                 if t.when.is_none() {
                     return Err(
@@ -573,6 +586,13 @@ impl RawFault {
                 p.target = TargetSpec::Trigger;
             }
             p.after = after;
+            if let (Some(wait), Some(d)) = (p.wait.filter(|_| own_trigger), p.duration) {
+                if wait >= d {
+                    return Err(format!(
+                        "with: wait ({wait:?}) must be shorter than the part's duration ({d:?}): a triggered part is undone at after + duration, fired or not"
+                    ));
+                }
+            }
             t.with.push(p);
         }
         Ok(t)
@@ -957,6 +977,12 @@ mod aim_tests {
             Duration::from_secs(3)
         );
         assert_eq!(s.faults[1].line, Some(7));
+        // A part with its own trigger, aimed at the node it names.
+        let text = "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"kill\"\ntarget = \"trigger\"\nwhen = \"epoch-without-write\"\nwait = \"2s\"\nafter = \"100ms\"\nduration = \"3s\"\n";
+        let part = &Schedule::from_toml("t", text).unwrap().faults[0].with[0];
+        assert_eq!(part.when, Some(Trigger::EpochWithoutWrite));
+        assert_eq!(part.target, TargetSpec::Trigger);
+        assert_eq!(part.after, Duration::from_millis(100));
     }
 
     #[test]
@@ -990,8 +1016,8 @@ mod aim_tests {
             "add [[fault.with]]",
         );
         bad(
-            "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\nwhen = \"election\"\n",
-            "put `when` on the main fault",
+            "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\nwhen = \"election\"\nwait = \"5s\"\nduration = \"2s\"\n",
+            "shorter than the part's duration",
         );
         bad(
             "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"trigger\"\n",

@@ -46,6 +46,33 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
         TargetSpec::Minority => plain(shuffled().into_iter().take((n - 1) / 2).collect()),
         TargetSpec::Majority => plain(shuffled().into_iter().take(n / 2 + 1).collect()),
         TargetSpec::All => plain(nodes.to_vec()),
+        TargetSpec::Followers | TargetSpec::FollowersLow | TargetSpec::FollowersHigh => {
+            let (mut followers, note) = match leader {
+                Some(l) if nodes.iter().any(|x| x == l) => {
+                    (nodes.iter().filter(|x| *x != l).cloned().collect(), None)
+                }
+                _ => (
+                    nodes.to_vec(),
+                    Some("no leader observed: counted every node as a follower".to_string()),
+                ),
+            };
+            followers.sort_by_key(|s| crate::history::sid_of(s));
+            let half = followers.len() / 2;
+            let nodes = match spec {
+                TargetSpec::FollowersLow => followers[..half].to_vec(),
+                TargetSpec::FollowersHigh => followers[half..].to_vec(),
+                _ => followers,
+            };
+            Resolved { nodes, note }
+        }
+        TargetSpec::Highest => plain(
+            nodes
+                .iter()
+                .max_by_key(|x| crate::history::sid_of(x))
+                .cloned()
+                .into_iter()
+                .collect(),
+        ),
         TargetSpec::Nodes(list) => {
             plain(list.iter().filter(|x| nodes.contains(x)).cloned().collect())
         }
@@ -79,6 +106,22 @@ mod tests {
             1
         );
         assert_eq!(resolve(&TargetSpec::All, &all, None, 1).nodes, all);
+        assert_eq!(
+            resolve(&TargetSpec::Highest, &all, None, 1).nodes,
+            vec!["n5"]
+        );
+        assert_eq!(
+            resolve(&TargetSpec::Followers, &all, Some("n2"), 1).nodes,
+            vec!["n1", "n3", "n4", "n5"]
+        );
+        assert_eq!(
+            resolve(&TargetSpec::FollowersLow, &all, Some("n2"), 1).nodes,
+            vec!["n1", "n3"]
+        );
+        assert_eq!(
+            resolve(&TargetSpec::FollowersHigh, &all, Some("n2"), 1).nodes,
+            vec!["n4", "n5"]
+        );
         let named = TargetSpec::Nodes(vec!["n2".into(), "n1".into()]);
         assert_eq!(resolve(&named, &all, None, 1).nodes, vec!["n1", "n2"]);
     }

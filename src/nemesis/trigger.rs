@@ -25,14 +25,22 @@ pub enum Trigger {
     AfterWriteAck,
     /// A node leads that did not lead (in that epoch) when the wait began: fires at it.
     NewLeader,
+    /// A leader in broadcast whose epoch is newer than its last logged zxid's epoch: it synced
+    /// a quorum of followers into the new epoch and no write of it is logged yet (the only
+    /// time synced servers and one that missed the epoch hold equal zxids with different
+    /// peerEpochs, ZOOKEEPER-1419's state). Fires at the leader, on the leader's own read (a
+    /// follower's would do sooner, but a leader killed before any read shows it leading leaves
+    /// election-safety unable to tell who led that epoch).
+    EpochWithoutWrite,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] = [
+    pub const ALL: [Trigger; 5] = [
         Trigger::Election,
         Trigger::LeaderInSync,
         Trigger::AfterWriteAck,
         Trigger::NewLeader,
+        Trigger::EpochWithoutWrite,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +49,7 @@ impl Trigger {
             Trigger::LeaderInSync => "leader-in-sync",
             Trigger::AfterWriteAck => "after-write-ack",
             Trigger::NewLeader => "new-leader",
+            Trigger::EpochWithoutWrite => "epoch-without-write",
         }
     }
 
@@ -131,6 +140,10 @@ impl Watch {
                     .iter()
                     .any(|(n, e)| n == node && *e == s.peer_epoch))
             .then(|| node.to_string()),
+            Trigger::EpochWithoutWrite => (s.state == ServerState::Leading
+                && s.zab_phase == ZabPhase::Broadcast
+                && s.peer_epoch > s.last_zxid >> 32)
+                .then(|| node.to_string()),
         }
     }
 }
@@ -140,6 +153,7 @@ mod tests {
     use super::*;
     use crate::workload::observe::NodeView;
 
+    /// `zxid` counts within epoch 2 (the steady cluster's): the logged zxid is `2 << 32 | zxid`.
     fn status(sid: u64, state: ServerState, phase: ZabPhase, epoch: u64, zxid: u64) -> NodeStatus {
         NodeStatus {
             sid,
@@ -148,7 +162,7 @@ mod tests {
             peer_epoch: epoch,
             accepted_epoch: epoch,
             election_epoch: 1,
-            last_zxid: zxid,
+            last_zxid: 2 << 32 | zxid,
             last_zxid_hex: String::new(),
             last_committed_zxid: 0,
             zab_phase: phase,
@@ -242,5 +256,26 @@ mod tests {
         assert_eq!(w.poll(&o), None);
         read(&o, "n2", 25, status(2, Leading, ZabPhase::Discovery, 3, 5));
         assert_eq!(w.poll(&o).map(|f| f.node), Some("n2".into()));
+        // epoch-without-write: a leader in broadcast in epoch 3 with a zxid of epoch 2; not
+        // while it syncs, not a follower's read, not once a write of epoch 3 is logged.
+        let o = cluster();
+        let mut w = Watch::new(Trigger::EpochWithoutWrite, &o);
+        read(&o, "n2", 26, status(2, Leading, ZabPhase::Sync, 3, 5));
+        read(
+            &o,
+            "n3",
+            27,
+            status(3, Following, ZabPhase::Broadcast, 3, 5),
+        );
+        assert_eq!(w.poll(&o), None, "syncing, or a follower");
+        let mut written = status(2, Leading, ZabPhase::Broadcast, 3, 5);
+        written.last_zxid = 3 << 32 | 1;
+        read(&o, "n2", 28, written);
+        assert_eq!(w.poll(&o), None, "a write of the new epoch is logged");
+        read(&o, "n2", 29, status(2, Leading, ZabPhase::Broadcast, 3, 5));
+        assert_eq!(
+            w.poll(&o).map(|f| (f.node, f.index)),
+            Some(("n2".into(), 29))
+        );
     }
 }
