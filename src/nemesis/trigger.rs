@@ -25,14 +25,19 @@ pub enum Trigger {
     AfterWriteAck,
     /// A node leads that did not lead (in that epoch) when the wait began: fires at it.
     NewLeader,
+    /// A follower reads a currentEpoch above every epoch seen when the wait began: it was
+    /// synced by a new leader and ACKed its NEWLEADER (ZOOKEEPER-4785's moment: a buggy
+    /// follower's synced txns may not be durable yet): fires at that follower.
+    FollowerSynced,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] = [
+    pub const ALL: [Trigger; 5] = [
         Trigger::Election,
         Trigger::LeaderInSync,
         Trigger::AfterWriteAck,
         Trigger::NewLeader,
+        Trigger::FollowerSynced,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +46,7 @@ impl Trigger {
             Trigger::LeaderInSync => "leader-in-sync",
             Trigger::AfterWriteAck => "after-write-ack",
             Trigger::NewLeader => "new-leader",
+            Trigger::FollowerSynced => "follower-synced",
         }
     }
 
@@ -66,6 +72,8 @@ pub struct Watch {
     zxid: HashMap<String, u64>,
     /// (node, epoch) of every node leading when the watch began (new-leader).
     leaders: Vec<(String, u64)>,
+    /// The highest epoch any node read when the watch began (follower-synced).
+    epoch: u64,
 }
 
 impl Watch {
@@ -75,12 +83,14 @@ impl Watch {
             seen: HashMap::new(),
             zxid: HashMap::new(),
             leaders: Vec::new(),
+            epoch: 0,
         };
         for node in obs.nodes() {
             let v = obs.latest(node);
             w.seen.insert(node.clone(), v.index);
             if let Some(s) = v.status.filter(|_| v.error.is_none() && v.time > 0) {
                 w.zxid.insert(node.clone(), s.last_zxid);
+                w.epoch = w.epoch.max(s.peer_epoch);
                 if s.state == ServerState::Leading {
                     w.leaders.push((node.clone(), s.peer_epoch));
                 }
@@ -131,6 +141,9 @@ impl Watch {
                     .iter()
                     .any(|(n, e)| n == node && *e == s.peer_epoch))
             .then(|| node.to_string()),
+            Trigger::FollowerSynced => (s.state == ServerState::Following
+                && s.peer_epoch > self.epoch)
+                .then(|| node.to_string()),
         }
     }
 }
@@ -242,5 +255,16 @@ mod tests {
         assert_eq!(w.poll(&o), None);
         read(&o, "n2", 25, status(2, Leading, ZabPhase::Discovery, 3, 5));
         assert_eq!(w.poll(&o).map(|f| f.node), Some("n2".into()));
+        let o = cluster();
+        let mut w = Watch::new(Trigger::FollowerSynced, &o);
+        // A leader of a new epoch, or a follower still in the old one, is not a synced follower.
+        read(&o, "n1", 26, status(1, Leading, ZabPhase::Sync, 3, 5));
+        read(&o, "n2", 27, status(2, Following, ZabPhase::Sync, 2, 5));
+        assert_eq!(w.poll(&o), None);
+        read(&o, "n3", 28, status(3, Following, ZabPhase::Sync, 3, 9));
+        assert_eq!(
+            w.poll(&o).map(|f| (f.node, f.index)),
+            Some(("n3".into(), 28))
+        );
     }
 }
