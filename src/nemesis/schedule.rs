@@ -432,7 +432,7 @@ pub(super) struct RawFault {
     file: Option<String>,
     duration: Option<String>,
     weight: Option<u32>,
-    /// Aimed: "election" | "leader-in-sync" | "after-write-ack" | "new-leader".
+    /// Aimed: "election" | "leader-in-sync" | "after-write-ack" | "new-leader" | "follower-synced".
     when: Option<String>,
     /// How long a triggered fault waits for its observation.
     wait: Option<String>,

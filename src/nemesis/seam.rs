@@ -34,6 +34,9 @@ pub struct NemesisSettings {
     pub interval: Duration,
     /// A schedule file (nemesis/*.toml), when given; it takes precedence over `kinds`.
     pub file: Option<PathBuf>,
+    /// What the default schedule left out because this run cannot do it, one line per kind
+    /// naming why (`crate::nemesis::Chosen::left_out`); empty when nothing was.
+    pub left_out: Vec<String>,
 }
 
 /// Everything a nemesis may use.

@@ -32,15 +32,20 @@ pub enum Trigger {
     /// follower's would do sooner, but a leader killed before any read shows it leading leaves
     /// election-safety unable to tell who led that epoch).
     EpochWithoutWrite,
+    /// A follower reads a currentEpoch above every epoch seen when the wait began: it was
+    /// synced by a new leader and ACKed its NEWLEADER (ZOOKEEPER-4785's moment: a buggy
+    /// follower's synced txns may not be durable yet): fires at that follower.
+    FollowerSynced,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 5] = [
+    pub const ALL: [Trigger; 6] = [
         Trigger::Election,
         Trigger::LeaderInSync,
         Trigger::AfterWriteAck,
         Trigger::NewLeader,
         Trigger::EpochWithoutWrite,
+        Trigger::FollowerSynced,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +55,7 @@ impl Trigger {
             Trigger::AfterWriteAck => "after-write-ack",
             Trigger::NewLeader => "new-leader",
             Trigger::EpochWithoutWrite => "epoch-without-write",
+            Trigger::FollowerSynced => "follower-synced",
         }
     }
 
@@ -75,6 +81,8 @@ pub struct Watch {
     zxid: HashMap<String, u64>,
     /// (node, epoch) of every node leading when the watch began (new-leader).
     leaders: Vec<(String, u64)>,
+    /// The highest epoch any node read when the watch began (follower-synced).
+    epoch: u64,
 }
 
 impl Watch {
@@ -84,12 +92,14 @@ impl Watch {
             seen: HashMap::new(),
             zxid: HashMap::new(),
             leaders: Vec::new(),
+            epoch: 0,
         };
         for node in obs.nodes() {
             let v = obs.latest(node);
             w.seen.insert(node.clone(), v.index);
             if let Some(s) = v.status.filter(|_| v.error.is_none() && v.time > 0) {
                 w.zxid.insert(node.clone(), s.last_zxid);
+                w.epoch = w.epoch.max(s.peer_epoch);
                 if s.state == ServerState::Leading {
                     w.leaders.push((node.clone(), s.peer_epoch));
                 }
@@ -143,6 +153,9 @@ impl Watch {
             Trigger::EpochWithoutWrite => (s.state == ServerState::Leading
                 && s.zab_phase == ZabPhase::Broadcast
                 && s.peer_epoch > s.last_zxid >> 32)
+                .then(|| node.to_string()),
+            Trigger::FollowerSynced => (s.state == ServerState::Following
+                && s.peer_epoch > self.epoch)
                 .then(|| node.to_string()),
         }
     }
@@ -276,6 +289,18 @@ mod tests {
         assert_eq!(
             w.poll(&o).map(|f| (f.node, f.index)),
             Some(("n2".into(), 29))
+        );
+        // follower-synced:
+        let o = cluster();
+        let mut w = Watch::new(Trigger::FollowerSynced, &o);
+        // A leader of a new epoch, or a follower still in the old one, is not a synced follower.
+        read(&o, "n1", 26, status(1, Leading, ZabPhase::Sync, 3, 5));
+        read(&o, "n2", 27, status(2, Following, ZabPhase::Sync, 2, 5));
+        assert_eq!(w.poll(&o), None);
+        read(&o, "n3", 28, status(3, Following, ZabPhase::Sync, 3, 9));
+        assert_eq!(
+            w.poll(&o).map(|f| (f.node, f.index)),
+            Some(("n3".into(), 28))
         );
     }
 }

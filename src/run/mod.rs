@@ -82,7 +82,7 @@ fn warn_real_clock(hosts: &[String], kinds: &[String]) {
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
 /// times; the exit code is the worst verdict, or the signal's code when one interrupted it.
 pub async fn test(args: TestArgs) -> Result<i32> {
-    let plan = Plan::from_args(args)?;
+    let mut plan = Plan::from_args(args)?;
     let interrupts = Interrupts::install()?;
     let needs = Needs {
         netns: plan.mode == NetMode::Netns,
@@ -93,24 +93,39 @@ pub async fn test(args: TestArgs) -> Result<i32> {
             .any(|k| k == "partition" || k == "packet"),
         faketime: plan.faketime,
     };
-    match &plan.hosts {
+    match plan.hosts.clone() {
         // Remote nodes: the tools are needed on the hosts (installed at setup), and every
         // host is checked now, before anything is created anywhere.
         Some(hosts) => {
             if plan.args.ssh.real_clock_skew {
-                warn_real_clock(hosts, &plan.nemesis_settings.kinds);
+                warn_real_clock(&hosts, &plan.nemesis_settings.kinds);
             }
-            ssh::check_hosts(
-                hosts,
+            // The default schedule leaves power loss out where a host has no FUSE (recorded
+            // in test.json); an explicit one is refused by the preflight.
+            let strict = plan.power_loss() && !plan.default_schedule();
+            let facts = ssh::check_hosts(
+                &hosts,
                 &plan.args.ssh.options(),
                 plan.args.ssh.real_clock_skew,
-                plan.nemesis_settings
-                    .kinds
-                    .iter()
-                    .any(|k| k == "power-loss"),
-            )?
+                strict,
+            )?;
+            let no_fuse: Vec<&str> = hosts
+                .iter()
+                .zip(&facts)
+                .filter(|(_, f)| !f.has_fuse)
+                .map(|(h, _)| h.as_str())
+                .collect();
+            if plan.power_loss() && !no_fuse.is_empty() {
+                plan.leave_out_power_loss(format!(
+                    "no /dev/fuse on {} (lazyfs needs FUSE)",
+                    no_fuse.join(", ")
+                ));
+            }
         }
         None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
+    }
+    for why in &plan.nemesis_settings.left_out {
+        eprintln!("fle-chaos: the default schedule leaves out {why} (recorded in test.json)");
     }
     // Debian's package on this machine; remote hosts get theirs at setup, a home is checked.
     if plan.args.target == plan::TargetKind::Zookeeper

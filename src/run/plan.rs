@@ -273,11 +273,27 @@ impl Plan {
             }
             workload.rate = r;
         }
-        let mut schedule = crate::nemesis::schedule_from_flags(
+        // Power loss mounts lazyfs under fle-node's dataDir: not ZooKeeper's; locally it needs
+        // FUSE and root (over SSH each host's FUSE is probed at preflight: `leave_out_power_loss`).
+        let no_power_loss = if args.target == TargetKind::Zookeeper {
+            Some("--target zookeeper (lazyfs is wired under fle-node's dataDir only, see docs/faults.md)".into())
+        } else if hosts.is_none() {
+            crate::nemesis::local_power_loss_blocker()
+        } else {
+            None
+        };
+        let abilities = crate::nemesis::Abilities {
+            partitions: mode == NetMode::Netns,
+            no_power_loss,
+        };
+        let crate::nemesis::Chosen {
+            mut schedule,
+            mut left_out,
+        } = crate::nemesis::schedule_from_flags(
             args.nemesis.as_deref(),
             args.nemesis_file.as_deref(),
             interval,
-            mode == NetMode::Netns,
+            &abilities,
         )?;
         let clock = crate::nemesis::schedule::FaultKind::Clock;
         // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
@@ -293,15 +309,11 @@ impl Plan {
                      on throwaway VMs use --ssh --real-clock-skew, or drop the clock faults",
                 ));
             }
-            schedule.faults.retain(|f| f.kind != clock);
-        }
-        let power = crate::nemesis::schedule::FaultKind::PowerLoss;
-        if schedule.kinds().contains(&power) && args.target == TargetKind::Zookeeper {
-            return Err(bad_input(
-                "power-loss faults run only with --target fle (lazyfs under fle-node's \
-                 dataDir; ZooKeeper's is not wired yet, see docs/faults.md); drop the \
-                 power-loss faults",
-            ));
+            crate::nemesis::leave_out(&mut schedule, clock);
+            left_out.push(
+                "clock: --target zookeeper without --real-clock-skew (libfaketime stalls the JVM)"
+                    .into(),
+            );
         }
         let engine_mode = |f: &crate::nemesis::schedule::FaultTemplate| {
             f.packet
@@ -309,7 +321,14 @@ impl Plan {
         };
         if hosts.is_some() && args.nemesis.is_none() && args.nemesis_file.is_none() {
             // The default `mixed`: its delayed leader needs the local engine; leave it out.
+            let before = schedule.faults.len();
             schedule.faults.retain(|f| !engine_mode(f));
+            if schedule.faults.len() < before {
+                left_out.push(
+                    "packet delay/reorder: --ssh (the packet engine runs on local namespaces)"
+                        .into(),
+                );
+            }
         }
         if hosts.is_some() {
             let over_ssh = schedule.faults.iter().find(|f| engine_mode(f));
@@ -343,6 +362,7 @@ impl Plan {
                 .collect(),
             interval,
             file: args.nemesis_file.clone(),
+            left_out,
         };
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
@@ -398,6 +418,35 @@ impl Plan {
             recovery_timeout,
             args,
         })
+    }
+
+    /// Whether the schedule is the default one (no --nemesis, no --nemesis-file).
+    pub fn default_schedule(&self) -> bool {
+        self.args.nemesis.is_none() && self.args.nemesis_file.is_none()
+    }
+
+    /// Whether the schedule has power-loss faults (every dataDir then is a lazyfs mount).
+    pub fn power_loss(&self) -> bool {
+        self.nemesis_settings
+            .kinds
+            .iter()
+            .any(|k| k == "power-loss")
+    }
+
+    /// Drops the power-loss faults of the default schedule (hosts without FUSE), recording why.
+    pub fn leave_out_power_loss(&mut self, why: String) {
+        use crate::nemesis::schedule::FaultKind;
+        crate::nemesis::leave_out(&mut self.schedule, FaultKind::PowerLoss);
+        self.nemesis_settings.kinds = self
+            .schedule
+            .kinds()
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        self.nemesis_settings
+            .left_out
+            .push(format!("power-loss: {why}"));
+        self.nemesis = crate::nemesis::build(self.schedule.clone());
     }
 
     /// How many faults the seeded plan of the run with `seed` holds (recorded in test.json, so

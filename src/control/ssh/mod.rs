@@ -29,22 +29,21 @@ use super::registry::Resource;
 use session::{ConnectionLog, HostSession};
 use std::sync::Arc;
 
-/// Preflights `hosts` (see `preflight`) from any thread: a `BadInput` naming every problem.
+/// Preflights `hosts` (see `preflight`) from any thread: a `BadInput` naming every problem,
+/// else what each host has, in `hosts` order.
 pub fn check_hosts(
     hosts: &[String],
     options: &SshOptions,
     real_clock: bool,
     power_loss: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<preflight::HostFacts>> {
     let log = Arc::new(ConnectionLog::new(None));
     let sessions: Vec<Arc<HostSession>> = hosts
         .iter()
         .map(|h| Arc::new(HostSession::new(h, options.clone(), log.clone())))
         .collect();
     bridge::run_detached(async move {
-        let result = preflight::preflight(&sessions, real_clock, power_loss)
-            .await
-            .map(|_| ());
+        let result = preflight::preflight(&sessions, real_clock, power_loss).await;
         for s in &sessions {
             s.close().await;
         }
