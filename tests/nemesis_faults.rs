@@ -322,6 +322,9 @@ fn frames_then_kill_leader(bug: Option<&str>, dir: &Path) -> (Vec<Event>, (bool,
         "5",
         "--nemesis-file",
         file.to_str().unwrap(),
+        // The deaf n1 never rejoins: do not wait the default for it to settle.
+        "--recovery-timeout",
+        "2",
     ];
     if let Some(b) = bug {
         args.extend(["--bug", b]);
