@@ -55,7 +55,7 @@ const NAMED: &[(&str, &[&str])] = &[
         "blocking-connect",
         &["blackhole-restart", "partition-halves"],
     ),
-    ("deaf-on-truncated", &["kill-leader"]),
+    ("deaf-on-truncated", &["truncated-frames"]),
     (
         "wall-clock-timeouts",
         &["clock-strobe-majority", "clock-strobe"],

@@ -302,3 +302,122 @@ fn the_same_seed_gives_the_same_faults() {
     assert_eq!(first, second);
     assert_ne!(first, other, "another seed should give other faults");
 }
+
+/// `frames` at n1 (a follower: n3 wins the first election), then the leader killed a second
+/// later, so n1's vote is needed for the next quorum (2 of 3). Returns the history and
+/// what n1's `/status` said at some read: (`wire.receiver_dead`, a bad notification counted).
+fn frames_then_kill_leader(bug: Option<&str>, dir: &Path) -> (Vec<Event>, (bool, bool)) {
+    let schedule = "interval = \"2s\"\nduration = \"4s\"\n\
+        [[fault]]\nkind = \"frames\"\nmode = \"truncated\"\ntarget = \"n1\"\ncompose = \"frames+kill\"\n\
+        [[fault.with]]\nkind = \"kill\"\ntarget = \"leader\"\nafter = \"1s\"\n";
+    let file = dir.join("schedule.toml");
+    std::fs::write(&file, schedule).unwrap();
+    let out = dir.join("reports");
+    let mut args = vec![
+        "--nodes",
+        "3",
+        "--time-limit",
+        "10",
+        "--seed",
+        "5",
+        "--nemesis-file",
+        file.to_str().unwrap(),
+        // The deaf n1 never rejoins: do not wait the default for it to settle.
+        "--recovery-timeout",
+        "2",
+    ];
+    if let Some(b) = bug {
+        args.extend(["--bug", b]);
+    }
+    let mut child = spawn_test(&args, &out, &run_support::fle_node());
+    // n1's own /status (the history keeps only the shared fields), while the run goes on.
+    let (mut dead, mut bad) = (false, false);
+    run_support::wait_for(Duration::from_secs(30), || {
+        let cfg =
+            run_dir(&out).and_then(|r| std::fs::read_to_string(r.join("nodes/n1/zoo.cfg")).ok());
+        if let Some(s) = cfg.and_then(|c| node_status(&c)) {
+            dead |= s["wire"]["receiver_dead"] == true;
+            bad |= s["wire"]["bad_notifications"].as_u64() > Some(0);
+        }
+        (dead && bad) || matches!(child.try_wait(), Ok(Some(_)))
+    });
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert!(matches!(code, Some(0..=2)), "exited {code:?}: {stderr}");
+    let run = run_dir(&out).expect("the run folder");
+    let left = leftovers(&resources(&run));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    (
+        read_history(&run.join("history.jsonl")).unwrap(),
+        (dead, bad),
+    )
+}
+
+/// One `GET /status` of the node whose zoo.cfg is `cfg` (its admin address), as JSON.
+fn node_status(cfg: &str) -> Option<serde_json::Value> {
+    use std::io::{Read, Write};
+    let key = |k: &str| {
+        cfg.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim().to_string())
+    };
+    let addr = format!(
+        "{}:{}",
+        key("admin.serverAddress=")?,
+        key("admin.serverPort=")?
+    );
+    let addr: std::net::SocketAddr = addr.parse().ok()?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    s.write_all(b"GET /status HTTP/1.1\r\nHost: n1\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    serde_json::from_str(text.split("\r\n\r\n").nth(1)?).ok()
+}
+
+#[test]
+fn truncated_frames_are_shrugged_off_by_a_correct_node_and_deafen_the_buggy_one() {
+    if !root_or_skip("truncated_frames_are_shrugged_off_by_a_correct_node_and_deafen_the_buggy_one")
+    {
+        return;
+    }
+    // Both clusters at once: the suite's time budget.
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let buggy_dir = b.path().to_path_buf();
+    let buggy =
+        std::thread::spawn(move || frames_then_kill_leader(Some("deaf-on-truncated"), &buggy_dir));
+    let (correct, correct_dead) = frames_then_kill_leader(None, a.path());
+    let (buggy, buggy_dead) = buggy.join().unwrap();
+    for (h, bug) in [(&correct, false), (&buggy, true)] {
+        let frames = nemesis_done(h, F::Frames)[0];
+        let sent = &frames.value["sent"]["n1"];
+        assert_eq!(sent["as_sid"], 3, "n1 hears n3's connection: {frames:?}");
+        assert_eq!(sent["mode"], "truncated");
+        assert!(sent["bytes_sent"].as_u64().unwrap() > sent["hello_bytes"].as_u64().unwrap());
+        let kill = nemesis_done(h, F::Kill)[0];
+        let start = nemesis_done(h, F::Start)[0];
+        assert_eq!(fault_node(kill), "n3", "the leader was n3 (bug: {bug})");
+        let next = new_quorum_leader(h, "n3", kill.time, start.time);
+        if bug {
+            assert!(next.is_none(), "a deaf n1 cannot vote: {next:?}");
+        } else {
+            let (_, sid) = next.expect("n1 and n2 elect without n3");
+            assert!(sid == 1 || sid == 2);
+        }
+        // The heal that closes the fault's interval.
+        assert!(nemesis_done(h, F::Heal)
+            .iter()
+            .any(|e| e.value["undoes"] == "frames"));
+    }
+    assert_eq!(
+        buggy_dead,
+        (true, true),
+        "the buggy n1's /status: receiver_dead, bad"
+    );
+    assert_eq!(
+        correct_dead,
+        (false, true),
+        "the correct n1 dropped the message and lives"
+    );
+}

@@ -377,4 +377,9 @@ impl Target for FleNode {
     fn clock(&self) -> Option<&dyn Clock> {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
+
+    fn election_addr(&self, node: &str) -> Option<SocketAddr> {
+        let host = self.control.node_host(node).ok()?;
+        Some(SocketAddr::new(host, self.ports(node).ok()?.election))
+    }
 }

@@ -43,6 +43,7 @@ pub mod clock;
 pub mod corrupt;
 pub mod faketime;
 pub mod fle_node;
+pub mod frames;
 pub mod iptables;
 pub mod lazyfs;
 /// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).

@@ -111,6 +111,11 @@ pub trait Target: Send + Sync {
     fn software(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Where the controller reaches the node's election port (the `frames` fault); None when
+    /// it does not know it.
+    fn election_addr(&self, _node: &str) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 /// The clock of a cluster: the hosts' own clocks when the control may step them

@@ -123,6 +123,9 @@ pub enum F {
     PowerLoss,
     Corrupt,
     Packet,
+    /// Bad election frames written to a node's election port (issue 16): started and healed
+    /// at once, recorded like the others.
+    Frames,
     /// A node process exited without the controller asking ([`NodeExitValue`]).
     NodeExit,
     /// The controller was interrupted by a signal ([`InterruptedValue`]).
@@ -150,6 +153,7 @@ impl F {
             "power-loss" => F::PowerLoss,
             "corrupt" => F::Corrupt,
             "packet" => F::Packet,
+            "frames" => F::Frames,
             "node-exit" => F::NodeExit,
             "interrupted" => F::Interrupted,
             _ => F::Other,
@@ -170,6 +174,7 @@ impl F {
                 | F::PowerLoss
                 | F::Corrupt
                 | F::Packet
+                | F::Frames
         )
     }
 }
@@ -191,10 +196,14 @@ pub enum FaultKind {
     /// Lost, delayed, duplicated, reordered or throttled packets on directed links; undone by
     /// `heal` (value `undoes: "packet"`).
     Packet,
+    /// Garbage or truncated frames written to a node's election port by the controller, as
+    /// a peer that names itself with a larger sid; instantaneous, its `heal` (value
+    /// `undoes: "frames"`) only closes its record.
+    Frames,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
@@ -202,6 +211,7 @@ impl FaultKind {
         FaultKind::PowerLoss,
         FaultKind::Corrupt,
         FaultKind::Packet,
+        FaultKind::Frames,
     ];
 
     pub fn name(self) -> &'static str {
@@ -213,6 +223,7 @@ impl FaultKind {
             FaultKind::PowerLoss => "power-loss",
             FaultKind::Corrupt => "corrupt",
             FaultKind::Packet => "packet",
+            FaultKind::Frames => "frames",
         }
     }
 
@@ -230,6 +241,7 @@ impl FaultKind {
             FaultKind::PowerLoss => F::PowerLoss,
             FaultKind::Corrupt => F::Corrupt,
             FaultKind::Packet => F::Packet,
+            FaultKind::Frames => F::Frames,
         }
     }
 }
@@ -298,6 +310,7 @@ impl FaultValue {
             F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
             F::Corrupt => FaultStep::Starts(FaultKind::Corrupt),
             F::Packet => FaultStep::Starts(FaultKind::Packet),
+            F::Frames => FaultStep::Starts(FaultKind::Frames),
             F::Start if self.undoes.as_deref() == Some("power-loss") => {
                 FaultStep::Undoes(FaultKind::PowerLoss)
             }
@@ -308,6 +321,9 @@ impl FaultValue {
             F::Resume => FaultStep::Undoes(FaultKind::Pause),
             F::Heal if self.undoes.as_deref() == Some("packet") => {
                 FaultStep::Undoes(FaultKind::Packet)
+            }
+            F::Heal if self.undoes.as_deref() == Some("frames") => {
+                FaultStep::Undoes(FaultKind::Frames)
             }
             F::Heal => FaultStep::Undoes(FaultKind::Partition),
             _ => return None,

@@ -473,7 +473,7 @@ impl View {
                         }
                     }
                     // Packet faults slow or thin links; they cut nothing.
-                    FaultKind::Clock | FaultKind::Packet => {}
+                    FaultKind::Clock | FaultKind::Packet | FaultKind::Frames => {}
                 }
                 let nodes: Vec<String> = names(self, &nodes);
                 self.intervals.push(FaultInterval {
@@ -514,7 +514,7 @@ impl View {
                     }
                     FaultKind::Partition => self.nodes.iter_mut().for_each(|n| n.drops.clear()),
                     // Packet faults slow or thin links; they cut nothing.
-                    FaultKind::Clock | FaultKind::Packet => {}
+                    FaultKind::Clock | FaultKind::Packet | FaultKind::Frames => {}
                 }
                 let undone: Vec<String> = names(self, &nodes);
                 for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {

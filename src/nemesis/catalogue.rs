@@ -96,6 +96,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "packet-delay",
         include_str!("../../nemesis/packet-delay.toml"),
     ),
+    // ZOOKEEPER-3769: truncated election frames, then the leader killed (issue 16, session 6).
+    (
+        "truncated-frames",
+        include_str!("../../nemesis/truncated-frames.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

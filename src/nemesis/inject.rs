@@ -10,12 +10,12 @@
 
 use super::partition::{components, groups_grudge, grudge, Grudge};
 use super::plan::PlannedFault;
-use super::schedule::{ClockMode, FaultKind, PartitionShape};
+use super::schedule::{ClockMode, FaultKind, FrameMode, PartitionShape};
 use super::seam::NemesisContext;
 use super::targets::resolve;
 use crate::control::clock::{Clock, ClockChange, ClockSetting};
 use crate::control::packet::{self, engine::Engine, PacketMode};
-use crate::control::{iptables, Net};
+use crate::control::{frames, iptables, Net};
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
@@ -52,6 +52,11 @@ pub enum Active {
         slot: packet::Slot,
         qdisc: bool,
     },
+    /// Bad frames were written to these nodes' election ports (done at once); the undo only
+    /// records the heal that closes the fault's interval.
+    Framed {
+        nodes: Vec<String>,
+    },
     /// `strobe` = Some((delta_ms, period)) while the clock flips.
     Skewed {
         nodes: Vec<String>,
@@ -70,7 +75,11 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS)
         .map(|(name, _)| name);
     let t = &fault.template;
-    let resolved = resolve(&t.target, &nodes, leader.as_deref(), fault.pick);
+    let resolved = if t.kind == FaultKind::Frames {
+        frames_targets(&t.target, &nodes, leader.as_deref(), fault.pick)
+    } else {
+        resolve(&t.target, &nodes, leader.as_deref(), fault.pick)
+    };
     let mut base = json!({
         "nodes": resolved.nodes,
         "target": t.target.describe(),
@@ -93,6 +102,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
         FaultKind::PowerLoss => F::PowerLoss,
         FaultKind::Corrupt => F::Corrupt,
         FaultKind::Packet => F::Packet,
+        FaultKind::Frames => F::Frames,
     };
     let result = match t.kind {
         FaultKind::Kill => {
@@ -156,6 +166,14 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
             fault.pick,
             &base,
         ),
+        FaultKind::Frames => frames(
+            ctx,
+            t.frames.unwrap_or(FrameMode::Truncated),
+            fault,
+            &nodes,
+            &resolved.nodes,
+            &base,
+        ),
     };
     match result {
         Ok(active) => Some(active),
@@ -201,6 +219,10 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
             }
         }
         Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
+        Active::Framed { nodes } => {
+            let value = json!({ "nodes": nodes, "undoes": "frames" });
+            record_undo(ctx, F::Heal, single(nodes), value, false, BTreeMap::new);
+        }
         Active::Packets {
             nodes,
             engines,
@@ -439,6 +461,127 @@ pub fn heal_packets(
         EventType::Fail
     };
     ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+}
+
+/// Whom a frames fault may hit: a server keeps only the election connections a larger sid
+/// dialed, so the largest sid is left out of the drawn targets (leader, trigger and named
+/// nodes are kept, and refused with the reason at apply). A minority is drawn among the
+/// followers: what the next election needs is voters that cannot hear.
+fn frames_targets(
+    spec: &super::schedule::TargetSpec,
+    nodes: &[String],
+    leader: Option<&str>,
+    pick: u64,
+) -> super::targets::Resolved {
+    use super::schedule::TargetSpec;
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let largest = nodes
+        .iter()
+        .max_by_key(|n| crate::history::sid_of(n))
+        .cloned();
+    let smaller: Vec<String> = nodes
+        .iter()
+        .filter(|n| Some(*n) != largest.as_ref())
+        .cloned()
+        .collect();
+    let drawn = |size: usize, from: Vec<String>| {
+        let mut v = from;
+        v.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(pick));
+        v.truncate(size);
+        v.sort_by_key(|n| crate::history::sid_of(n));
+        super::targets::Resolved {
+            nodes: v,
+            note: None,
+        }
+    };
+    let n = nodes.len();
+    match spec {
+        TargetSpec::Leader | TargetSpec::Trigger | TargetSpec::Nodes(_) => {
+            resolve(spec, nodes, leader, pick)
+        }
+        _ if smaller.is_empty() => resolve(spec, nodes, leader, pick),
+        TargetSpec::Minority => {
+            let followers: Vec<String> = smaller
+                .iter()
+                .filter(|x| Some(x.as_str()) != leader)
+                .cloned()
+                .collect();
+            drawn((n - 1) / 2, followers)
+        }
+        TargetSpec::Majority => drawn(n / 2 + 1, smaller),
+        _ => resolve(spec, &smaller, leader, pick),
+    }
+}
+
+/// Bad frames: for each node, the controller dials its election port as the largest larger
+/// sid and writes `mode`'s bytes (seeded), then hangs up (`control::frames`). Done at once;
+/// the value says per node the sid used, the seed and the bytes sent.
+fn frames(
+    ctx: &NemesisContext,
+    mode: FrameMode,
+    fault: &PlannedFault,
+    all: &[String],
+    nodes: &[String],
+    base: &Value,
+) -> Result<Active> {
+    let f = F::Frames;
+    let mut value = base.clone();
+    value["mode"] = json!(mode.name());
+    ctx.recorder
+        .record(NEMESIS, EventType::Invoke, f, single(nodes), value.clone());
+    let sids: Vec<u64> = all
+        .iter()
+        .filter_map(|n| crate::history::sid_of(n))
+        .collect();
+    let (mut sent, mut errors) = (BTreeMap::new(), BTreeMap::new());
+    for (i, node) in nodes.iter().enumerate() {
+        let seed = fault.pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64);
+        let result = (|| -> Result<frames::Sent> {
+            let sid = crate::history::sid_of(node).ok_or_else(|| anyhow!("no sid"))?;
+            let Some(as_sid) = frames::impersonate(sid, &sids) else {
+                bail!(
+                    "{node} has the largest sid: a server keeps no election connection another \
+                     server dialed, so nothing can be written to it as a peer"
+                );
+            };
+            let as_node = all
+                .iter()
+                .find(|n| crate::history::sid_of(n) == Some(as_sid))
+                .ok_or_else(|| anyhow!("no node with sid {as_sid}"))?;
+            let unknown = |n: &str| anyhow!("{n}'s election port is not known to the controller");
+            let to = ctx
+                .target
+                .election_addr(node)
+                .ok_or_else(|| unknown(node))?;
+            let as_addr = ctx
+                .target
+                .election_addr(as_node)
+                .ok_or_else(|| unknown(as_node))?;
+            frames::send(to, as_sid, as_addr, mode, seed)
+        })();
+        match result {
+            Ok(s) => {
+                sent.insert(node.clone(), json!(s));
+            }
+            Err(e) => {
+                errors.insert(node.clone(), format!("{e:#}"));
+            }
+        }
+    }
+    value["sent"] = json!(sent);
+    if !errors.is_empty() {
+        value["errors"] = json!(errors);
+    }
+    let ok = !sent.is_empty();
+    let kind = if ok { EventType::Info } else { EventType::Fail };
+    ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
+    if !ok {
+        bail!("no frame was written");
+    }
+    Ok(Active::Framed {
+        nodes: sent.keys().cloned().collect(),
+    })
 }
 
 /// Power loss: each node is SIGKILLed, then its filesystem forgets every write not yet fsynced

@@ -9,6 +9,8 @@ use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
 
+/// What a frames fault writes to an election port: one definition, the controller's.
+pub use crate::control::frames::FrameMode;
 /// What a packet fault does to a link: one definition, the controller's.
 pub use crate::control::packet::PacketMode;
 /// The kinds of fault: one definition, the history's.
@@ -35,6 +37,8 @@ pub enum TargetSpec {
     /// (`followers-high`): kill one half, then the other, and the leader keeps its quorum.
     FollowersLow,
     FollowersHigh,
+    /// A random node other than the observed leader (any random node when none is seen).
+    Follower,
 }
 
 impl TargetSpec {
@@ -50,6 +54,7 @@ impl TargetSpec {
             "followers" => TargetSpec::Followers,
             "followers-low" => TargetSpec::FollowersLow,
             "followers-high" => TargetSpec::FollowersHigh,
+            "follower" => TargetSpec::Follower,
             _ => {
                 let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
                 if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
@@ -74,6 +79,7 @@ impl TargetSpec {
             TargetSpec::Followers => "followers".into(),
             TargetSpec::FollowersLow => "followers-low".into(),
             TargetSpec::FollowersHigh => "followers-high".into(),
+            TargetSpec::Follower => "follower".into(),
         }
     }
 }
@@ -165,6 +171,8 @@ pub struct FaultTemplate {
     pub packet: Option<PacketMode>,
     /// Corrupt faults only: the data file to damage (`CORRUPT_FILES`); None = the txnlog.
     pub file: Option<String>,
+    /// Frames faults only: what is written to the election port.
+    pub frames: Option<FrameMode>,
     /// How long the fault lasts before it is undone; None = the schedule's duration.
     pub duration: Option<Duration>,
     /// Relative chance of being picked.
@@ -281,7 +289,7 @@ impl Schedule {
         for word in list.split(',').map(str::trim) {
             let kind = FaultKind::parse(word).ok_or_else(|| {
                 bad_input(format!(
-                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock, power-loss, corrupt (or none), or --nemesis-file nemesis/NAME.toml"
+                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock, power-loss, corrupt, packet, frames (or none), or --nemesis-file nemesis/NAME.toml"
                 ))
             })?;
             schedule.faults.push(default_template(kind));
@@ -360,6 +368,8 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         }
         // Every link of every node: packet faults degrade a network rather than cut it.
         FaultKind::Packet => (TargetSpec::All, None, None),
+        // A follower: a deaf one is what the next election needs.
+        FaultKind::Frames => (TargetSpec::Follower, None, None),
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
         FaultKind::Clock => (
             TargetSpec::Random,
@@ -378,6 +388,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         clock,
         packet: (kind == FaultKind::Packet).then_some(PacketMode::Loss { percent: 30.0 }),
         file: None,
+        frames: (kind == FaultKind::Frames).then_some(FrameMode::Truncated),
         duration: None,
         weight: 1,
         line: None,
@@ -412,7 +423,7 @@ pub(super) struct RawFault {
     /// Partition shape "groups": the groups, e.g. [["n1", "n2"], ["n3", "n4"]].
     groups: Option<Vec<Vec<String>>>,
     /// Clock: "bump" | "strobe" | "rate"; packet: "loss" | "delay" | "duplicate" | "reorder" |
-    /// "bandwidth".
+    /// "bandwidth"; frames: "truncated" | "garbage".
     mode: Option<String>,
     /// Clock: "+300s", "-2m", "500ms"; bump without a sign picks one from the seed.
     delta: Option<String>,
@@ -449,14 +460,14 @@ impl RawFault {
     pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
             format!(
-                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss, corrupt or packet",
+                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss, corrupt, packet or frames",
                 self.kind
             )
         })?;
         let mut t = default_template(kind);
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
-                format!("target = \"{target}\" is unknown; use leader, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, or node names like \"n1,n2\"")
+                format!("target = \"{target}\" is unknown; use leader, follower, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, or node names like \"n1,n2\"")
             })?;
         }
         if let Some(shape) = &self.shape {
@@ -503,8 +514,21 @@ impl RawFault {
         if packet_keys && kind != FaultKind::Packet {
             return Err("percent, delay, jitter and rate are only for kind = \"packet\"".into());
         }
-        if self.mode.is_some() && kind != FaultKind::Clock && kind != FaultKind::Packet {
-            return Err("mode is only for kind = \"clock\" or \"packet\"".into());
+        if self.mode.is_some()
+            && kind != FaultKind::Clock
+            && kind != FaultKind::Packet
+            && kind != FaultKind::Frames
+        {
+            return Err("mode is only for kind = \"clock\", \"packet\" or \"frames\"".into());
+        }
+        if kind == FaultKind::Frames {
+            if let Some(m) = &self.mode {
+                t.frames = Some(FrameMode::parse(m).ok_or_else(|| {
+                    format!(
+                        "mode = \"{m}\" is unknown for kind = \"frames\"; use truncated or garbage"
+                    )
+                })?);
+            }
         }
         if kind == FaultKind::Clock {
             t.clock = Some(self.clock_mode()?);
@@ -928,6 +952,36 @@ target = "n1,n2"
         )
         .unwrap_err();
         assert!(err.starts_with("line 4") && err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn frames_faults_parse_and_their_mistakes_are_named() {
+        let s = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"frames\"\nmode = \"garbage\"\ntarget = \"leader\"\n",
+        )
+        .unwrap();
+        let f = &s.faults[0];
+        assert_eq!(
+            (f.kind, f.frames),
+            (FaultKind::Frames, Some(FrameMode::Garbage))
+        );
+        assert_eq!(f.target, TargetSpec::Leader);
+        let d = Schedule::from_toml("t", "[[fault]]\nkind = \"frames\"\n").unwrap();
+        assert_eq!(d.faults[0].frames, Some(FrameMode::Truncated));
+        assert_eq!(d.faults[0].target, TargetSpec::Follower);
+        let err = Schedule::from_toml("t", "\n[[fault]]\nkind = \"frames\"\nmode = \"cut\"\n")
+            .unwrap_err();
+        assert!(
+            err.starts_with("line 2") && err.contains("truncated or garbage"),
+            "{err}"
+        );
+        let err =
+            Schedule::from_toml("t", "[[fault]]\nkind = \"frames\"\ndelta = \"1s\"\n").unwrap_err();
+        assert!(err.contains("only for kind = \"clock\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nmode = \"garbage\"\n")
+            .unwrap_err();
+        assert!(err.contains("\"frames\""), "{err}");
     }
 }
 

@@ -43,6 +43,21 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
             nodes: vec![nodes[(pick % n as u64) as usize].clone()],
             note: Some("no trigger observed: hit a random node instead".into()),
         },
+        TargetSpec::Follower => {
+            let others: Vec<&String> = nodes
+                .iter()
+                .filter(|x| Some(x.as_str()) != leader)
+                .collect();
+            match leader {
+                Some(_) if !others.is_empty() && others.len() < n => {
+                    plain(vec![others[(pick % others.len() as u64) as usize].clone()])
+                }
+                _ => Resolved {
+                    nodes: vec![nodes[(pick % n as u64) as usize].clone()],
+                    note: Some("no leader observed: hit a random node instead".into()),
+                },
+            }
+        }
         TargetSpec::Minority => plain(shuffled().into_iter().take((n - 1) / 2).collect()),
         TargetSpec::Majority => plain(shuffled().into_iter().take(n / 2 + 1).collect()),
         TargetSpec::All => plain(nodes.to_vec()),
@@ -122,6 +137,12 @@ mod tests {
             resolve(&TargetSpec::FollowersHigh, &all, Some("n2"), 1).nodes,
             vec!["n4", "n5"]
         );
+        for pick in 0..20 {
+            let f = resolve(&TargetSpec::Follower, &all, Some("n3"), pick);
+            assert_eq!(f.nodes.len(), 1);
+            assert_ne!(f.nodes[0], "n3", "a follower is never the leader");
+        }
+        assert!(resolve(&TargetSpec::Follower, &all, None, 0).note.is_some());
         let named = TargetSpec::Nodes(vec!["n2".into(), "n1".into()]);
         assert_eq!(resolve(&named, &all, None, 1).nodes, vec!["n1", "n2"]);
     }

@@ -22,8 +22,8 @@
 use super::partition::{components, groups_grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{
-    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, PartitionShape, RawFault,
-    Schedule, TargetSpec,
+    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, FrameMode, PartitionShape,
+    RawFault, Schedule, TargetSpec,
 };
 use crate::exit::bad_input;
 use crate::history::line::Body;
@@ -376,6 +376,9 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
             }
             None => {}
         }
+        if let (FaultKind::Frames, Some(mode)) = (t.kind, t.frames) {
+            out.push_str(&format!("mode = \"{}\"\n", mode.name()));
+        }
         out.push_str(&format!("duration = \"{}\"\n", secs(s.duration)));
     }
     out
@@ -470,6 +473,10 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                 }
             }
             FaultKind::Clock => t.clock = Some(clock_of(&value)),
+            FaultKind::Frames => {
+                let recorded = value.mode.as_deref().and_then(FrameMode::parse);
+                t.frames = recorded.or(t.frames);
+            }
             _ => {}
         }
         // As long as the nemesis held it: the planned duration, unless the run's stop cut it

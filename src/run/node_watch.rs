@@ -137,6 +137,9 @@ impl Target for Watched {
     fn software(&self) -> Option<serde_json::Value> {
         self.inner.software()
     }
+    fn election_addr(&self, node: &str) -> Option<std::net::SocketAddr> {
+        self.inner.election_addr(node)
+    }
 }
 
 /// The last `n` non-empty lines of a node's logs.

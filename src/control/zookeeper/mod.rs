@@ -501,6 +501,11 @@ impl Target for ZooKeeper {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 
+    fn election_addr(&self, node: &str) -> Option<SocketAddr> {
+        let s = self.servers.get(node)?;
+        Some(SocketAddr::new(s.host, s.ports.election))
+    }
+
     fn software(&self) -> Option<serde_json::Value> {
         let mut software = serde_json::json!({
             "install": self.opts.install.describe(),

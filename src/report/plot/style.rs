@@ -34,6 +34,7 @@ pub fn fault_color(kind: FaultKind) -> RGBColor {
         FaultKind::PowerLoss => RGBColor(140, 86, 75),
         FaultKind::Corrupt => RGBColor(227, 119, 194),
         FaultKind::Packet => RGBColor(188, 189, 34),
+        FaultKind::Frames => RGBColor(82, 84, 163),
     }
 }
 
