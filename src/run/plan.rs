@@ -352,6 +352,9 @@ impl Plan {
             real_clock_schedule_ok(&schedule)?;
         }
         let nodes: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
+        if args.nemesis.is_none() && args.nemesis_file.is_none() {
+            left_out.extend(super::preflight::fit_default(&mut schedule, time_limit));
+        }
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
