@@ -166,19 +166,25 @@ fn bad_timed_files_and_bad_shrink_input_are_one_line_254() {
     );
 }
 
-/// Runs the original: 3 nodes, the default mixed schedule, the seeded bug.
+/// Runs the original: 3 nodes, kills, pauses and partitions (an explicit schedule, so that the
+/// test does not change whenever `mixed` is retuned, nor carry its packet faults, which shrink
+/// refuses), the seeded bug.
 fn original(out: &Path, seed: &str) -> (Option<i32>, std::path::PathBuf) {
     let args = [
         "--nodes",
         "3",
         "--time-limit",
-        "20",
+        "12",
         "--recovery-timeout",
         "3",
         "--seed",
         seed,
         "--bug",
         "quorum-minority",
+        "--nemesis",
+        "kill,pause,partition",
+        "--nemesis-interval",
+        "2",
     ];
     let mut child = spawn_test(&args, out, &fle_node());
     let code = wait_exit(&mut child, Duration::from_secs(180));
@@ -198,11 +204,10 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    // The seed fixes the faults; whether two leaders show in one epoch is timing. Seeds 4 and 5
-    // of today's `mixed` showed it in 4 of 4 runs (2026-11-30); the next seed is tried if the
-    // machine hid it.
+    // The seed fixes the faults; whether two leaders show in one epoch is timing. Seeds 1 and
+    // 3 showed it (2026-11-30, one run each); the next seed is tried if the machine hid it.
     let mut failing = None;
-    for seed in ["4", "5", "1"] {
+    for seed in ["1", "3", "2"] {
         let (code, run) = original(&tmp.path().join(format!("orig{seed}")), seed);
         if code == Some(1) && election_safety_failed(&run) {
             failing = Some(run);
