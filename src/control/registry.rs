@@ -187,22 +187,35 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 /// The environment variable that marks a process the tool started (`Resource::Spawn`).
 pub const SPAWN_ENV: &str = "FLC_SPAWN";
 
-/// Every live process whose environment holds `FLC_SPAWN=token` exactly: the process spawned
-/// with that token and whatever it started (children inherit the environment). A zombie's
-/// environment reads empty, so a killed process is not found twice.
-pub fn processes_with_spawn_token(token: &str) -> Vec<u32> {
-    let wanted = format!("{SPAWN_ENV}={token}");
+/// Every live process whose environment holds `FLC_SPAWN=<token>` for one of `tokens`, with
+/// that token: the processes spawned with them and whatever they started (children inherit the
+/// environment). One pass over /proc, whatever the number of tokens (a long run restarts nodes
+/// hundreds of times). A zombie's environment reads empty, so a killed process is not found.
+pub fn processes_with_spawn_tokens<'a>(tokens: &[&'a str]) -> Vec<(u32, &'a str)> {
+    if tokens.is_empty() {
+        return Vec::new();
+    }
+    let prefix = format!("{SPAWN_ENV}=");
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    entries
+    let mut found = Vec::new();
+    for pid in entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
-        })
-        .collect()
+    {
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let token = env
+            .split(|b| *b == 0)
+            .find_map(|var| var.strip_prefix(prefix.as_bytes()))
+            .and_then(|t| tokens.iter().find(|want| want.as_bytes() == t));
+        if let Some(token) = token {
+            found.push((pid, *token));
+        }
+    }
+    found
 }
 
 /// The command name of a process (/proc/PID/comm).

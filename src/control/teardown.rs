@@ -4,7 +4,7 @@
 //! pid and start time still match the record (pids get reused).
 
 use super::netns;
-use super::registry::{is_same_process, process_start_time, processes_with_spawn_token, Resource};
+use super::registry::{is_same_process, process_start_time, processes_with_spawn_tokens, Resource};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::process::Command;
@@ -54,23 +54,31 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     }
     // A process recorded only by its spawn token (the controller died before its pid was
     // written down), and whatever it started.
-    for r in resources {
-        if let Resource::Spawn { node, token } = r {
-            for pid in processes_with_spawn_token(token) {
-                let Some(start_time) = process_start_time(pid) else {
-                    continue;
-                };
-                match kill(Pid::from_raw(pid as i32), Signal::SIGKILL) {
-                    Ok(()) => {
-                        report
-                            .removed
-                            .push(format!("process {pid} (spawned for node {node}, {token})"));
-                        killed.push((pid, start_time));
-                    }
-                    Err(nix::errno::Errno::ESRCH) => {}
-                    Err(e) => report.errors.push(format!("kill {pid}: {e}")),
-                }
+    let spawned: Vec<(&str, &str)> = resources
+        .iter()
+        .filter_map(|r| match r {
+            Resource::Spawn { node, token } => Some((token.as_str(), node.as_str())),
+            _ => None,
+        })
+        .collect();
+    let tokens: Vec<&str> = spawned.iter().map(|(t, _)| *t).collect();
+    for (pid, token) in processes_with_spawn_tokens(&tokens) {
+        let Some(start_time) = process_start_time(pid) else {
+            continue;
+        };
+        let node = spawned
+            .iter()
+            .find(|(t, _)| *t == token)
+            .map_or("?", |(_, n)| n);
+        match kill(Pid::from_raw(pid as i32), Signal::SIGKILL) {
+            Ok(()) => {
+                report
+                    .removed
+                    .push(format!("process {pid} (spawned for node {node}, {token})"));
+                killed.push((pid, start_time));
             }
+            Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => report.errors.push(format!("kill {pid}: {e}")),
         }
     }
     // A killed process keeps its sockets until it is gone; wait (bounded) so namespaces go cleanly.

@@ -474,27 +474,15 @@ fn frames_targets(
     pick: u64,
 ) -> super::targets::Resolved {
     use super::schedule::TargetSpec;
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
-    let largest = nodes
-        .iter()
-        .max_by_key(|n| crate::history::sid_of(n))
-        .cloned();
+    use super::targets::drawn;
+    let largest = resolve(&TargetSpec::Highest, nodes, leader, pick)
+        .nodes
+        .pop();
     let smaller: Vec<String> = nodes
         .iter()
         .filter(|n| Some(*n) != largest.as_ref())
         .cloned()
         .collect();
-    let drawn = |size: usize, from: Vec<String>| {
-        let mut v = from;
-        v.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(pick));
-        v.truncate(size);
-        v.sort_by_key(|n| crate::history::sid_of(n));
-        super::targets::Resolved {
-            nodes: v,
-            note: None,
-        }
-    };
     let n = nodes.len();
     match spec {
         TargetSpec::Leader | TargetSpec::Trigger | TargetSpec::Nodes(_) => {
@@ -507,9 +495,9 @@ fn frames_targets(
                 .filter(|x| Some(x.as_str()) != leader)
                 .cloned()
                 .collect();
-            drawn((n - 1) / 2, followers)
+            drawn(followers, (n - 1) / 2, pick)
         }
-        TargetSpec::Majority => drawn(n / 2 + 1, smaller),
+        TargetSpec::Majority => drawn(smaller, n / 2 + 1, pick),
         _ => resolve(spec, &smaller, leader, pick),
     }
 }

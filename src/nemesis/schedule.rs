@@ -289,7 +289,8 @@ impl Schedule {
         for word in list.split(',').map(str::trim) {
             let kind = FaultKind::parse(word).ok_or_else(|| {
                 bad_input(format!(
-                    "--nemesis: unknown fault '{word}'; use a comma-separated list of kill, pause, partition, clock, power-loss, corrupt, packet, frames (or none), or --nemesis-file nemesis/NAME.toml"
+                    "--nemesis: unknown fault '{word}'; use a comma-separated list of {} (or none), or --nemesis-file nemesis/NAME.toml",
+                    kind_names()
                 ))
             })?;
             schedule.faults.push(default_template(kind));
@@ -358,6 +359,12 @@ impl Schedule {
             timed: None,
         })
     }
+}
+
+/// Every fault kind's name, comma-separated, for the messages that list them.
+fn kind_names() -> String {
+    let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+    names.join(", ")
 }
 
 /// The defaults `--nemesis KIND` uses.
@@ -443,7 +450,7 @@ pub(super) struct RawFault {
     file: Option<String>,
     duration: Option<String>,
     weight: Option<u32>,
-    /// Aimed: "election" | "leader-in-sync" | "after-write-ack" | "new-leader" | "follower-synced".
+    /// Aimed: a `Trigger` name ("election", "new-leader", ...).
     when: Option<String>,
     /// How long a triggered fault waits for its observation.
     wait: Option<String>,
@@ -458,12 +465,8 @@ pub(super) struct RawFault {
 
 impl RawFault {
     pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
-        let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
-            format!(
-                "kind = \"{}\" is unknown; use kill, pause, partition, clock, power-loss, corrupt, packet or frames",
-                self.kind
-            )
-        })?;
+        let kind = FaultKind::parse(&self.kind)
+            .ok_or_else(|| format!("kind = \"{}\" is unknown; use {}", self.kind, kind_names()))?;
         let mut t = default_template(kind);
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
@@ -561,7 +564,8 @@ impl RawFault {
         }
         if let Some(w) = &self.when {
             t.when = Some(Trigger::parse(w).ok_or_else(|| {
-                format!("when = \"{w}\" is unknown; use election, leader-in-sync, after-write-ack, new-leader or epoch-without-write")
+                let names: Vec<&str> = Trigger::ALL.iter().map(|t| t.name()).collect();
+                format!("when = \"{w}\" is unknown; use {}", names.join(", "))
             })?);
         }
         if let Some(w) = &self.wait {

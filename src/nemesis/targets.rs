@@ -14,21 +14,29 @@ pub struct Resolved {
     pub note: Option<String>,
 }
 
+/// `size` nodes of `from` drawn with `pick` (same pick, same draw), sorted by sid.
+pub fn drawn(mut from: Vec<String>, size: usize, pick: u64) -> Resolved {
+    from.shuffle(&mut ChaCha8Rng::seed_from_u64(pick));
+    from.truncate(size);
+    plain(from)
+}
+
+/// `v` sorted by sid, as drawn (no note).
+fn plain(mut v: Vec<String>) -> Resolved {
+    v.sort_by_key(|s| crate::history::sid_of(s));
+    Resolved {
+        nodes: v,
+        note: None,
+    }
+}
+
 /// Resolves `spec` over `nodes` (sorted by sid), given the leader the observers see now.
 pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: u64) -> Resolved {
     let n = nodes.len();
-    let shuffled = || {
-        let mut v = nodes.to_vec();
-        v.shuffle(&mut ChaCha8Rng::seed_from_u64(pick));
-        v
-    };
-    let plain = |mut v: Vec<String>| {
-        v.sort_by_key(|s| crate::history::sid_of(s));
-        Resolved {
-            nodes: v,
-            note: None,
-        }
-    };
+    // Every node but the observed leader; None when no leader in `nodes` is seen.
+    let followers: Option<Vec<String>> = leader
+        .filter(|l| nodes.iter().any(|x| x == l))
+        .map(|l| nodes.iter().filter(|x| *x != l).cloned().collect());
     match spec {
         TargetSpec::Leader => match leader {
             Some(l) if nodes.iter().any(|x| x == l) => plain(vec![l.to_string()]),
@@ -43,30 +51,20 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
             nodes: vec![nodes[(pick % n as u64) as usize].clone()],
             note: Some("no trigger observed: hit a random node instead".into()),
         },
-        TargetSpec::Follower => {
-            let others: Vec<&String> = nodes
-                .iter()
-                .filter(|x| Some(x.as_str()) != leader)
-                .collect();
-            match leader {
-                Some(_) if !others.is_empty() && others.len() < n => {
-                    plain(vec![others[(pick % others.len() as u64) as usize].clone()])
-                }
-                _ => Resolved {
-                    nodes: vec![nodes[(pick % n as u64) as usize].clone()],
-                    note: Some("no leader observed: hit a random node instead".into()),
-                },
-            }
-        }
-        TargetSpec::Minority => plain(shuffled().into_iter().take((n - 1) / 2).collect()),
-        TargetSpec::Majority => plain(shuffled().into_iter().take(n / 2 + 1).collect()),
+        TargetSpec::Follower => match &followers {
+            Some(f) if !f.is_empty() => plain(vec![f[(pick % f.len() as u64) as usize].clone()]),
+            _ => Resolved {
+                nodes: vec![nodes[(pick % n as u64) as usize].clone()],
+                note: Some("no leader observed: hit a random node instead".into()),
+            },
+        },
+        TargetSpec::Minority => drawn(nodes.to_vec(), (n - 1) / 2, pick),
+        TargetSpec::Majority => drawn(nodes.to_vec(), n / 2 + 1, pick),
         TargetSpec::All => plain(nodes.to_vec()),
         TargetSpec::Followers | TargetSpec::FollowersLow | TargetSpec::FollowersHigh => {
-            let (mut followers, note) = match leader {
-                Some(l) if nodes.iter().any(|x| x == l) => {
-                    (nodes.iter().filter(|x| *x != l).cloned().collect(), None)
-                }
-                _ => (
+            let (mut followers, note) = match followers {
+                Some(f) => (f, None),
+                None => (
                     nodes.to_vec(),
                     Some("no leader observed: counted every node as a follower".to_string()),
                 ),

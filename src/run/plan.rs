@@ -201,6 +201,15 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
 
 /// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
 /// and it moves only the wall clock.
+/// The names of the fault kinds in `schedule` (recorded in test.json).
+fn kind_names(schedule: &crate::nemesis::schedule::Schedule) -> Vec<String> {
+    schedule
+        .kinds()
+        .iter()
+        .map(|k| k.name().to_string())
+        .collect()
+}
+
 fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Result<()> {
     use crate::nemesis::schedule::{ClockMode, FaultKind};
     let rate = schedule
@@ -319,7 +328,8 @@ impl Plan {
             f.packet
                 .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
         };
-        if hosts.is_some() && args.nemesis.is_none() && args.nemesis_file.is_none() {
+        let default_schedule = args.nemesis.is_none() && args.nemesis_file.is_none();
+        if hosts.is_some() && default_schedule {
             // The default `mixed`: its delayed leader needs the local engine; leave it out.
             let before = schedule.faults.len();
             schedule.faults.retain(|f| !engine_mode(f));
@@ -352,17 +362,13 @@ impl Plan {
             real_clock_schedule_ok(&schedule)?;
         }
         let nodes: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
-        if args.nemesis.is_none() && args.nemesis_file.is_none() {
+        if default_schedule {
             left_out.extend(super::preflight::fit_default(&mut schedule, time_limit));
         }
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
-            kinds: schedule
-                .kinds()
-                .iter()
-                .map(|k| k.name().to_string())
-                .collect(),
+            kinds: kind_names(&schedule),
             interval,
             file: args.nemesis_file.clone(),
             left_out,
@@ -430,22 +436,15 @@ impl Plan {
 
     /// Whether the schedule has power-loss faults (every dataDir then is a lazyfs mount).
     pub fn power_loss(&self) -> bool {
-        self.nemesis_settings
-            .kinds
-            .iter()
-            .any(|k| k == "power-loss")
+        use crate::nemesis::schedule::FaultKind;
+        self.schedule.kinds().contains(&FaultKind::PowerLoss)
     }
 
     /// Drops the power-loss faults of the default schedule (hosts without FUSE), recording why.
     pub fn leave_out_power_loss(&mut self, why: String) {
         use crate::nemesis::schedule::FaultKind;
         crate::nemesis::leave_out(&mut self.schedule, FaultKind::PowerLoss);
-        self.nemesis_settings.kinds = self
-            .schedule
-            .kinds()
-            .iter()
-            .map(|k| k.name().to_string())
-            .collect();
+        self.nemesis_settings.kinds = kind_names(&self.schedule);
         self.nemesis_settings
             .left_out
             .push(format!("power-loss: {why}"));
