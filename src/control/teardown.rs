@@ -257,7 +257,7 @@ fn iptables(netns: Option<&str>, args: &[&str]) -> Result<(), ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::registry::process_start_time;
+    use crate::control::registry::{process_start_time, SPAWN_ENV};
 
     /// A process recorded only by its spawn token (the controller was killed between the
     /// spawn and the pid's record) is found and killed by that exact token; a process whose
@@ -268,12 +268,28 @@ mod tests {
         let spawn = |t: &str| {
             Command::new("sleep")
                 .arg("30")
-                .env(super::super::registry::SPAWN_ENV, t)
+                .env(SPAWN_ENV, t)
                 .spawn()
                 .unwrap()
         };
         let mut ours = spawn(&token);
         let mut other = spawn(&format!("{token}0"));
+        // The kernel lets the parent of a vfork-style spawn go on before the child's new
+        // environment is published in /proc (it reads empty for a moment); wait for both.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let published = |pid: u32| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.windows(SPAWN_ENV.len())
+                    .any(|w| w == SPAWN_ENV.as_bytes())
+            })
+        };
+        while !(published(ours.id()) && published(other.id())) {
+            assert!(
+                Instant::now() < deadline,
+                "the children's environments never showed"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let report = remove_all(&[Resource::Spawn {
             node: "n1".into(),
             token: token.clone(),
