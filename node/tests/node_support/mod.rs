@@ -426,8 +426,11 @@ impl PrivateNet {
         })
     }
 
-    /// Drops everything from `a` to `b` (one way).
+    /// Drops everything from `a` to `b` (one way); a cut already in place stays as it is.
     pub fn cut(&mut self, a: u64, b: u64) {
+        if self.cuts.contains(&(a, b)) {
+            return;
+        }
         self.rule("add", a, b);
         self.cuts.push((a, b));
     }
