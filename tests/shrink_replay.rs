@@ -1,7 +1,8 @@
 //! Timed schedules on a real cluster, and shrinking a real failure.
 //!
 //! - A timed schedule (`[[step]]`s) is run at its times on its nodes, and the steps read back
-//!   from the run's history (`nemesis::timed::of_run`) are the same faults at the same times.
+//!   from the run's history (`nemesis::timed::of_run`) are the same faults at the same times,
+//!   a packet fault with its mode and links.
 //! - Bad timed files and bad `shrink` input: one line, exit 254, nothing started.
 //! - `fle-chaos shrink` on a run of the seeded `--bug quorum-minority` (FLE and Zab count n/2
 //!   servers as a quorum) under the default mixed schedule: the minimal sequence has at most
@@ -12,7 +13,7 @@ mod run_support;
 
 use fle_chaos::checker::Validity;
 use fle_chaos::history::FaultKind;
-use fle_chaos::nemesis::schedule::{Schedule, TargetSpec};
+use fle_chaos::nemesis::schedule::{PacketMode, Schedule, TargetSpec};
 use fle_chaos::nemesis::timed;
 use fle_chaos::shrink::{ShrinkOutcome, Status};
 use run_support::{
@@ -33,6 +34,14 @@ at = "3.5s"
 kind = "partition"
 drops = { n1 = ["n3"], n2 = ["n3"] }
 duration = "1.5s"
+
+[[step]]
+at = "5.2s"
+kind = "packet"
+links = [["n1", "n3"]]
+mode = "loss"
+percent = 50.0
+duration = "1s"
 "#;
 
 #[test]
@@ -48,7 +57,7 @@ fn a_timed_schedule_runs_at_its_times_and_reads_back_from_the_history() {
         "--nodes",
         "3",
         "--time-limit",
-        "6",
+        "7",
         "--seed",
         "1",
         "--recovery-timeout",
@@ -65,8 +74,8 @@ fn a_timed_schedule_runs_at_its_times_and_reads_back_from_the_history() {
     let dir = run_dir(&out).unwrap();
     assert!(leftovers(&resources(&dir)).is_empty());
     let rec = timed::of_run(&dir).unwrap();
-    assert_eq!(rec.steps.len(), 2, "{:#?}", rec.steps);
-    let (kill, cut) = (&rec.steps[0], &rec.steps[1]);
+    assert_eq!(rec.steps.len(), 3, "{:#?}", rec.steps);
+    let (kill, cut, packet) = (&rec.steps[0], &rec.steps[1], &rec.steps[2]);
     assert_eq!(kill.template.kind, FaultKind::Kill);
     assert_eq!(kill.template.target, TargetSpec::Nodes(vec!["n2".into()]));
     assert_eq!(cut.template.kind, FaultKind::Partition);
@@ -101,9 +110,30 @@ fn a_timed_schedule_runs_at_its_times_and_reads_back_from_the_history() {
         kill.duration,
         cut.duration
     );
+    // The packet fault as it was: its mode and its one link (n3 loses what n1 sends it).
+    assert_eq!(packet.template.kind, FaultKind::Packet);
+    assert_eq!(
+        packet.template.packet,
+        Some(PacketMode::Loss { percent: 50.0 })
+    );
+    let links = packet
+        .template
+        .drops
+        .as_ref()
+        .expect("the packet fault's links");
+    assert_eq!(
+        format!("{links:?}"),
+        r#"{"n3": {"n1"}}"#,
+        "{:#?}",
+        packet.template
+    );
+    assert!(near(packet.start, 5200), "{:?}", packet.start);
     // Written back, it is a timed schedule with the same faults.
     let again = Schedule::from_toml("again", &timed::to_toml(&rec.steps, "x", false)).unwrap();
-    assert_eq!(again.timed.unwrap().len(), 2);
+    let again = again.timed.unwrap();
+    assert_eq!(again.len(), 3);
+    assert_eq!(again[2].template.packet, packet.template.packet);
+    assert_eq!(again[2].template.drops, packet.template.drops);
 }
 
 #[test]
@@ -167,8 +197,7 @@ fn bad_timed_files_and_bad_shrink_input_are_one_line_254() {
 }
 
 /// Runs the original: 3 nodes, kills, pauses and partitions (an explicit schedule, so that the
-/// test does not change whenever `mixed` is retuned, nor carry its packet faults, which shrink
-/// refuses), the seeded bug.
+/// test does not change whenever `mixed` is retuned), the seeded bug.
 fn original(out: &Path, seed: &str) -> (Option<i32>, std::path::PathBuf) {
     let args = [
         "--nodes",
@@ -274,31 +303,46 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
     }
 }
 
+/// A recorded packet fault is replayed with exactly its mode and links; one whose start does
+/// not record them (a damaged line, an older run) is refused rather than replayed as another.
 #[test]
-fn a_run_with_a_packet_fault_is_refused_not_replayed_as_another_fault() {
+fn a_packet_fault_replays_as_recorded_or_is_refused() {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quorum-minority-two-leaders");
     let tmp = tempfile::tempdir().unwrap();
     std::fs::copy(fixture.join("test.json"), tmp.path().join("test.json")).unwrap();
     let history = std::fs::read_to_string(fixture.join("history.jsonl")).unwrap();
     std::fs::write(tmp.path().join("history.jsonl"), &history).unwrap();
-    // The partition run reads back as a partition step (the refusal below is about the kind).
+    // The partition run reads back as a partition step.
     let rec = timed::of_run(tmp.path()).unwrap();
     assert_eq!(rec.steps[0].template.kind, FaultKind::Partition);
-    // The same run with that fault a packet fault.
-    let packet = history.replace(
-        "\"f\":\"partition\",\"value\":{",
-        "\"f\":\"packet\",\"value\":{\"mode\":\"loss\",",
+    let as_packet = |fields: &str| {
+        let text = history.replace(
+            "\"f\":\"partition\",\"value\":{",
+            &format!("\"f\":\"packet\",\"value\":{{{fields}"),
+        );
+        assert_ne!(text, history);
+        std::fs::write(tmp.path().join("history.jsonl"), text).unwrap();
+        timed::of_run(tmp.path())
+    };
+    // With its mode and links: the same packet fault.
+    let rec = as_packet(r#""mode":"duplicate","percent":12.5,"links":[["n1","n2"],["n3","n2"]],"#)
+        .unwrap();
+    let step = &rec.steps[0].template;
+    assert_eq!(step.kind, FaultKind::Packet);
+    assert_eq!(step.packet, Some(PacketMode::Duplicate { percent: 12.5 }));
+    assert_eq!(
+        format!("{:?}", step.drops.as_ref().unwrap()),
+        r#"{"n2": {"n1", "n3"}}"#
     );
-    assert_ne!(packet, history);
-    std::fs::write(tmp.path().join("history.jsonl"), packet).unwrap();
-    let Err(err) = timed::of_run(tmp.path()) else {
-        panic!("a run with a packet fault was turned into steps")
+    // Without its links: refused, naming the event.
+    let Err(err) = as_packet(r#""mode":"loss","percent":30.0,"#) else {
+        panic!("a packet fault without its links was turned into a step")
     };
     let err = format!("{err:#}");
     // Index 1: the fault's start as done (the nemesis's info event).
     assert!(
-        err.contains("packet fault") && err.contains("history index 1"),
+        err.contains("packet fault") && err.contains("history index 1") && err.contains("links"),
         "{err}"
     );
 }

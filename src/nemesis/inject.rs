@@ -14,7 +14,7 @@ use super::schedule::{ClockMode, FaultKind, FrameMode, PartitionShape};
 use super::seam::NemesisContext;
 use super::targets::resolve;
 use crate::control::clock::{Clock, ClockChange, ClockSetting};
-use crate::control::packet::{self, engine::Engine, PacketMode};
+use crate::control::packet::{self, engine::Engine, PacketMode, PacketRecord};
 use crate::control::{frames, iptables, Net};
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::{anyhow, bail, Result};
@@ -162,7 +162,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
             t.shape,
             &nodes,
             &resolved.nodes,
-            t.groups.as_deref(),
+            (t.groups.as_deref(), t.drops.as_ref()),
             fault.pick,
             &base,
         ),
@@ -241,20 +241,22 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
     }
 }
 
-/// The directed links (from -> the peers it sends to) a packet fault degrades: a partition
-/// shape's cut links when a shape is given, else every link from or to a target.
+/// The directed links (from -> the peers it sends to) a packet fault degrades: an exact grudge
+/// (a replayed step's links) or a partition shape's cut links when given, else every link
+/// from or to a target.
 pub fn packet_links(
     shape: Option<PartitionShape>,
     nodes: &[String],
     targets: &[String],
-    groups: Option<&[Vec<String>]>,
+    (groups, exact): (Option<&[Vec<String>]>, Option<&Grudge>),
     pick: u64,
 ) -> BTreeMap<String, Vec<String>> {
     let mut links: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let g = match (groups, shape) {
-        (Some(groups), _) => Some(groups_grudge(nodes, groups)),
-        (None, Some(shape)) => Some(grudge(shape, nodes, targets, pick)),
-        (None, None) => None,
+    let g = match (exact, groups, shape) {
+        (Some(g), _, _) => Some(g.clone()),
+        (None, Some(groups), _) => Some(groups_grudge(nodes, groups)),
+        (None, None, Some(shape)) => Some(grudge(shape, nodes, targets, pick)),
+        (None, None, None) => None,
     };
     match g {
         // A grudge says who drops whose packets: `to` drops `from`, so the link is from -> to.
@@ -292,7 +294,7 @@ fn packets(
     shape: Option<PartitionShape>,
     nodes: &[String],
     targets: &[String],
-    groups: Option<&[Vec<String>]>,
+    (groups, exact): (Option<&[Vec<String>]>, Option<&Grudge>),
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
@@ -301,28 +303,30 @@ fn packets(
             "packet faults need nodes with their own network stack (--net netns, or hosts over SSH)"
         );
     };
-    if let Some(unknown) = groups
-        .into_iter()
-        .flatten()
-        .flatten()
-        .find(|n| !nodes.contains(n))
-    {
-        bail!("groups name {unknown}, which is not a node of this cluster");
+    let named = groups.into_iter().flatten().flatten();
+    let named = named.chain(exact.into_iter().flat_map(|g| {
+        g.iter()
+            .flat_map(|(to, froms)| std::iter::once(to).chain(froms))
+    }));
+    if let Some(unknown) = named.into_iter().find(|n| !nodes.contains(n)) {
+        bail!("the links name {unknown}, which is not a node of this cluster");
     }
-    let links = packet_links(shape, nodes, targets, groups, pick);
+    let links = packet_links(shape, nodes, targets, (groups, exact), pick);
+    let record = PacketRecord {
+        mode,
+        links: links
+            .iter()
+            .flat_map(|(from, tos)| tos.iter().map(move |to| [from.clone(), to.clone()]))
+            .collect(),
+    };
     let mut value = base.clone();
-    if let (Some(Value::Object(fields)), Some(v)) = (Some(mode.fields()), value.as_object_mut()) {
+    if let (Value::Object(fields), Some(v)) = (json!(record), value.as_object_mut()) {
         v.extend(fields);
     }
     if let Some(shape) = shape {
         value["shape"] = json!(shape.name());
     }
-    let pairs: Vec<[&String; 2]> = links
-        .iter()
-        .flat_map(|(from, tos)| tos.iter().map(move |to| [from, to]))
-        .collect();
-    value["links"] = json!(pairs);
-    let mut ends: Vec<&String> = pairs.iter().flatten().copied().collect();
+    let mut ends: Vec<&String> = record.links.iter().flatten().collect();
     ends.sort_by_key(|n| crate::history::sid_of(n));
     ends.dedup();
     value["nodes"] = json!(ends);
@@ -936,9 +940,9 @@ mod packet_link_tests {
     #[test]
     fn without_a_shape_every_link_of_the_targets_is_hit() {
         let all = nodes(3);
-        let links = packet_links(None, &all, &all, None, 0);
+        let links = packet_links(None, &all, &all, (None, None), 0);
         assert_eq!(links.values().map(Vec::len).sum::<usize>(), 6);
-        let one = packet_links(None, &all, &["n2".to_string()], None, 0);
+        let one = packet_links(None, &all, &["n2".to_string()], (None, None), 0);
         // n2 -> n1, n2 -> n3, n1 -> n2, n3 -> n2.
         assert_eq!(one["n2"], vec!["n1", "n3"]);
         assert_eq!(one["n1"], vec!["n2"]);
@@ -952,10 +956,29 @@ mod packet_link_tests {
             Some(PartitionShape::OneWay),
             &all,
             &["n1".to_string()],
-            None,
+            (None, None),
             0,
         );
         // One-way from n1: only n1's packets to the others.
+        assert_eq!(links.len(), 1, "{links:?}");
+        assert_eq!(links["n1"], vec!["n2", "n3"]);
+    }
+
+    #[test]
+    fn an_exact_grudge_hits_exactly_its_links_whatever_the_shape() {
+        let all = nodes(3);
+        // n2 and n3 lose what n1 sends them: the links n1 -> n2 and n1 -> n3.
+        let g: Grudge = [("n2", "n1"), ("n3", "n1")]
+            .iter()
+            .map(|(to, from)| (to.to_string(), [from.to_string()].into()))
+            .collect();
+        let links = packet_links(
+            Some(PartitionShape::Halves),
+            &all,
+            &all,
+            (None, Some(&g)),
+            7,
+        );
         assert_eq!(links.len(), 1, "{links:?}");
         assert_eq!(links["n1"], vec!["n2", "n3"]);
     }

@@ -13,7 +13,7 @@
 //! time; a replay of a recorded run (and shrinking it, `crate::shrink`) needs what *did*
 //! happen, exactly, on the same nodes. A step takes the keys of a `[[fault]]` (validated by the
 //! same code) plus `at` and, for partitions no named shape can say (one-way cuts, rings,
-//! bridges), `drops`: the exact grudge. Steps run one at a time in order of `at`, through
+//! bridges), `drops`: the exact grudge; a packet step names its directed `links`. Steps run one at a time in order of `at`, through
 //! the same nemesis as a seeded plan (`plan::plan` hands them out as written).
 //!
 //! [`of_run`] makes the steps of a recorded run from its history's fault intervals
@@ -22,9 +22,10 @@
 use super::partition::{components, groups_grudge, Grudge};
 use super::plan::PlannedFault;
 use super::schedule::{
-    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, FrameMode, PartitionShape,
-    RawFault, Schedule, TargetSpec,
+    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, FrameMode, PacketMode,
+    PartitionShape, RawFault, Schedule, TargetSpec,
 };
+use crate::control::packet::PacketRecord;
 use crate::exit::bad_input;
 use crate::history::line::Body;
 use crate::history::read::{self, BadLine};
@@ -142,6 +143,10 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
         None => None,
         Some(v) => Some(parse_drops(&v)?),
     };
+    let links = match rest.remove("links") {
+        None => None,
+        Some(v) => Some(parse_links(&v)?),
+    };
     // groups alone means shape "groups", as the recorded replays write it.
     if rest.contains_key("groups") && !rest.contains_key("shape") {
         rest.insert("shape".into(), toml::Value::String("groups".into()));
@@ -151,6 +156,24 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
         .map_err(|e: toml::de::Error| e.message().trim().to_string())?;
     let mut t: FaultTemplate = raw.into_template()?;
     t.duration = Some(duration);
+    match (t.kind, links) {
+        (FaultKind::Packet, Some(links)) => {
+            if step.contains_key("target") || step.contains_key("shape") {
+                return Err("links are the whole packet fault: leave out target and shape".into());
+            }
+            let mut ends: Vec<String> = links
+                .iter()
+                .flat_map(|(to, froms)| std::iter::once(to).chain(froms))
+                .cloned()
+                .collect();
+            ends.sort_by_key(|n| sid_of(n));
+            ends.dedup();
+            t.target = TargetSpec::Nodes(ends);
+            t.drops = Some(links);
+        }
+        (_, Some(_)) => return Err("links is only for kind = \"packet\"".into()),
+        _ => {}
+    }
     if !matches!(t.target, TargetSpec::Nodes(_))
         && (t.kind != FaultKind::Partition || step.contains_key("target"))
     {
@@ -279,6 +302,43 @@ fn parse_drops(v: &toml::Value) -> Result<Grudge, String> {
     Ok(g)
 }
 
+/// `links = [["n1", "n2"], ["n3", "n2"]]`: a packet step's directed links, `[from, to]`, as the
+/// history records them; kept as a grudge (to -> the nodes whose packets to it are hit), the
+/// form `inject::packet_links` takes.
+fn parse_links(v: &toml::Value) -> Result<Grudge, String> {
+    let usage = "links must be a list of [from, to] pairs, e.g. links = [[\"n1\", \"n2\"]]";
+    let pairs = v.as_array().ok_or(usage)?;
+    let mut g = Grudge::new();
+    for pair in pairs {
+        let ends: Vec<&str> = pair
+            .as_array()
+            .ok_or(usage)?
+            .iter()
+            .map(|n| n.as_str().ok_or(usage))
+            .collect::<Result<_, _>>()?;
+        let [from, to] = ends[..] else {
+            return Err(usage.into());
+        };
+        for name in [from, to] {
+            if sid_of(name).is_none() {
+                return Err(format!("links: '{name}' is not a node name like n1"));
+            }
+        }
+        if from == to {
+            return Err(format!(
+                "links: {from} -> {to} is not a link between two nodes"
+            ));
+        }
+        g.entry(to.to_string())
+            .or_default()
+            .insert(from.to_string());
+    }
+    if g.is_empty() {
+        return Err("links hits nothing: name at least one [from, to] pair".into());
+    }
+    Ok(g)
+}
+
 /// The 1-based line of the `index`-th `[[step]]` header.
 fn step_line(text: &str, index: usize) -> usize {
     text.lines()
@@ -347,6 +407,13 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
                 })
                 .collect();
             out.push_str(&format!("drops = {{ {} }}\n", entries.join(", ")));
+        } else if let (FaultKind::Packet, Some(g)) = (t.kind, &t.drops) {
+            let pairs: Vec<String> = g
+                .iter()
+                .flat_map(|(to, froms)| froms.iter().map(move |from| (from, to)))
+                .map(|(from, to)| quoted_list(&[from.clone(), to.clone()]))
+                .collect();
+            out.push_str(&format!("links = [{}]\n", pairs.join(", ")));
         } else if let (FaultKind::Partition, Some(g)) = (t.kind, &t.groups) {
             let groups: Vec<String> = g.iter().map(|g| quoted_list(g)).collect();
             out.push_str(&format!("groups = [{}]\n", groups.join(", ")));
@@ -379,9 +446,30 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
         if let (FaultKind::Frames, Some(mode)) = (t.kind, t.frames) {
             out.push_str(&format!("mode = \"{}\"\n", mode.name()));
         }
+        if let (FaultKind::Packet, Some(mode)) = (t.kind, t.packet) {
+            out.push_str(&packet_keys(mode));
+        }
         out.push_str(&format!("duration = \"{}\"\n", secs(s.duration)));
     }
     out
+}
+
+/// A packet mode as the keys of a `[[fault]]` (what `RawFault` reads back to the same mode).
+fn packet_keys(mode: PacketMode) -> String {
+    let name = format!("mode = \"{}\"\n", mode.name());
+    name + &match mode {
+        PacketMode::Loss { percent } | PacketMode::Duplicate { percent } => {
+            format!("percent = {percent:?}\n")
+        }
+        PacketMode::Delay {
+            delay_ms,
+            jitter_ms,
+        } => format!("delay = \"{delay_ms}ms\"\njitter = \"{jitter_ms}ms\"\n"),
+        PacketMode::Reorder { percent, delay_ms } => {
+            format!("percent = {percent:?}\ndelay = \"{delay_ms}ms\"\n")
+        }
+        PacketMode::Bandwidth { rate_kbit } => format!("rate = \"{rate_kbit}kbit\"\n"),
+    }
 }
 
 /// What a recorded run did: its settings and its faults as timed steps.
@@ -406,6 +494,8 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     })?;
     let mut view = View::new(&info.nodes);
     let mut starts: BTreeMap<u64, FaultValue> = BTreeMap::new();
+    // A packet fault's mode and links, from its done start (None: not recorded, or damaged).
+    let mut packets: BTreeMap<u64, Option<PacketRecord>> = BTreeMap::new();
     let mut first_ns: Option<u64> = None;
     let history = run_dir.join("history.jsonl");
     read::for_each(&history, |at, line, _| {
@@ -416,6 +506,14 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
             let done = line.kind == EventType::Info && line.process == NEMESIS;
             if done && matches!(v.step(line.f), Some(FaultStep::Starts(_))) {
                 starts.insert(line.index, v.clone());
+            }
+            if done && v.step(line.f) == Some(FaultStep::Starts(FaultKind::Packet)) {
+                #[derive(serde::Deserialize)]
+                struct Start {
+                    value: PacketRecord,
+                }
+                let record = serde_json::from_str::<Start>(line.text).ok();
+                packets.insert(line.index, record.map(|s| s.value));
             }
         }
     })
@@ -438,16 +536,6 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         .unwrap_or(0);
     let mut steps = Vec::new();
     for (i, interval) in done.intervals.iter().enumerate() {
-        // The history does not keep a packet fault's parameters and directed links in a form
-        // a step can replay yet: refuse rather than replay a different fault.
-        if interval.kind == FaultKind::Packet {
-            return Err(bad_input(format!(
-                "{}: its packet fault (history index {}) cannot be replayed as a timed step yet; \
-                 shrink runs without packet faults",
-                run_dir.display(),
-                interval.start_index
-            )));
-        }
         let value = starts
             .get(&interval.start_index)
             .cloned()
@@ -476,6 +564,28 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
             FaultKind::Frames => {
                 let recorded = value.mode.as_deref().and_then(FrameMode::parse);
                 t.frames = recorded.or(t.frames);
+            }
+            FaultKind::Packet => {
+                // Exactly the mode and links it had, or no replay: another packet fault would
+                // shrink a different run.
+                let Some(Some(record)) = packets.get(&interval.start_index) else {
+                    return Err(bad_input(format!(
+                        "{}: its packet fault (history index {}) does not record its mode and \
+                         links, so it cannot be replayed as it was; shrink a run made by this \
+                         version of fle-chaos",
+                        run_dir.display(),
+                        interval.start_index
+                    )));
+                };
+                if record.links.is_empty() {
+                    continue; // it degraded nothing
+                }
+                t.packet = Some(record.mode);
+                let mut g = Grudge::new();
+                for [from, to] in &record.links {
+                    g.entry(to.clone()).or_default().insert(from.clone());
+                }
+                t.drops = Some(g);
             }
             _ => {}
         }
@@ -555,6 +665,23 @@ target = "n1,n2"
 mode = "bump"
 delta = "-60s"
 duration = "2s"
+
+[[step]]
+at = "30s"
+kind = "packet"
+links = [["n1", "n2"], ["n3", "n2"], ["n1", "n3"]]
+mode = "delay"
+delay = "80ms"
+jitter = "20ms"
+duration = "3s"
+
+[[step]]
+at = "34s"
+kind = "packet"
+target = "n2"
+mode = "bandwidth"
+rate = "2mbit"
+duration = "1s"
 "#;
 
     #[test]
@@ -562,7 +689,7 @@ duration = "2s"
         let s = Schedule::from_toml("t", FILE).unwrap();
         let steps = s.timed.as_ref().unwrap();
         let at: Vec<u128> = steps.iter().map(|f| f.start.as_millis()).collect();
-        assert_eq!(at, vec![3200, 9000, 20_000, 25_000]);
+        assert_eq!(at, vec![3200, 9000, 20_000, 25_000, 30_000, 34_000]);
         assert_eq!(steps[0].template.line, Some(8));
         assert_eq!(
             steps[0].template.groups,
@@ -574,9 +701,36 @@ duration = "2s"
         );
         assert_eq!(steps[2].template.drops.as_ref().unwrap().len(), 2);
         assert_eq!(steps[3].clock_delta_ms, Some(-60_000));
+        // Links are kept as whose packets each node's side of a link gets (to <- from).
+        let links = steps[4].template.drops.as_ref().unwrap();
+        let links: Vec<(&str, Vec<&str>)> = links
+            .iter()
+            .map(|(to, from)| (to.as_str(), from.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(links, vec![("n2", vec!["n1", "n3"]), ("n3", vec!["n1"])]);
+        assert_eq!(
+            steps[4].template.target,
+            TargetSpec::Nodes(vec!["n1".into(), "n2".into(), "n3".into()])
+        );
+        assert_eq!(
+            steps[4].template.packet,
+            Some(PacketMode::Delay {
+                delay_ms: 80,
+                jitter_ms: 20
+            })
+        );
+        assert_eq!(
+            steps[5].template.packet,
+            Some(PacketMode::Bandwidth { rate_kbit: 2000 })
+        );
         assert_eq!(
             s.kinds(),
-            vec![FaultKind::Partition, FaultKind::Kill, FaultKind::Clock]
+            vec![
+                FaultKind::Partition,
+                FaultKind::Kill,
+                FaultKind::Clock,
+                FaultKind::Packet
+            ]
         );
         // The plan is the steps, as written, seed or not.
         let p = super::super::plan::plan(&s, 1, Duration::from_secs(60));
@@ -604,7 +758,9 @@ duration = "2s"
                 (&a.template.target, &a.template.groups, a.template.clock),
                 (&b.template.target, &b.template.groups, b.template.clock)
             );
+            assert_eq!(a.template.packet, b.template.packet);
         }
+        assert_eq!(again.len(), steps.len());
     }
 
     #[test]
@@ -637,5 +793,18 @@ duration = "2s"
         assert!(e.contains("cannot drop itself"), "{e}");
         let e = err("[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"1s\"\nweight = 2\n");
         assert!(e.contains("weight"), "{e}");
+        let packet = |links: &str| {
+            err(&format!(
+                "[[step]]\nat = \"1s\"\nkind = \"packet\"\n{links}\nduration = \"1s\"\n"
+            ))
+        };
+        let e = packet("links = [[\"n1\", \"n1\"]]");
+        assert!(e.starts_with("line 1") && e.contains("n1 -> n1"), "{e}");
+        let e = packet("links = [[\"n1\"]]");
+        assert!(e.contains("[from, to] pairs"), "{e}");
+        let e = packet("links = [[\"n1\", \"n2\"]]\ntarget = \"n3\"");
+        assert!(e.contains("leave out target"), "{e}");
+        let e = err("[[step]]\nat = \"1s\"\nkind = \"kill\"\ntarget = \"n1\"\nlinks = [[\"n1\", \"n2\"]]\nduration = \"1s\"\n");
+        assert!(e.contains("links is only for kind = \"packet\""), "{e}");
     }
 }

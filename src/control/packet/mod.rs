@@ -29,8 +29,7 @@ use super::iptables::{args, run_program};
 use super::registry::Resource;
 use super::Control;
 use anyhow::{bail, Result};
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
 /// The prefix of the chains packet faults put in a node's namespace (or on a host).
@@ -68,7 +67,7 @@ impl Slot {
 }
 
 /// What a packet fault does to each link it affects.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum PacketMode {
     /// Drop `percent` of the packets, at random.
@@ -84,6 +83,17 @@ pub enum PacketMode {
     Bandwidth { rate_kbit: u64 },
 }
 
+/// What a packet fault's start records of what it does, beside the rest of its value: the mode
+/// with its parameters (`mode`, `percent`, `delay_ms`, ...) and the directed links. Written by
+/// the nemesis and read back by replays (`nemesis::timed`), so both use this one type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacketRecord {
+    #[serde(flatten)]
+    pub mode: PacketMode,
+    /// Each degraded link as `[from, to]`.
+    pub links: Vec<[String; 2]>,
+}
+
 impl PacketMode {
     pub fn name(&self) -> &'static str {
         match self {
@@ -93,12 +103,6 @@ impl PacketMode {
             PacketMode::Reorder { .. } => "reorder",
             PacketMode::Bandwidth { .. } => "bandwidth",
         }
-    }
-
-    /// The history value's fields: `mode` plus `percent` / `delay_ms` / `jitter_ms` /
-    /// `rate_kbit` as apply (CONTRACTS.md).
-    pub fn fields(&self) -> Value {
-        json!(self)
     }
 
     /// Whether the fault is put on the receiving node of a link (loss: dropped on arrival),
@@ -406,6 +410,7 @@ pub fn has_qdisc(control: &dyn Control, node: &str) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn peers() -> Vec<IpAddr> {
         vec!["10.1.2.12".parse().unwrap(), "10.1.2.13".parse().unwrap()]
@@ -505,14 +510,27 @@ mod tests {
     }
 
     #[test]
-    fn the_history_value_names_the_mode_and_its_settings() {
-        let v = PacketMode::Delay {
-            delay_ms: 80,
-            jitter_ms: 20,
-        }
-        .fields();
-        assert_eq!(v, json!({"mode": "delay", "delay_ms": 80, "jitter_ms": 20}));
-        let v = PacketMode::Bandwidth { rate_kbit: 64 }.fields();
+    fn the_history_value_names_the_mode_its_settings_and_links_and_reads_back() {
+        let record = PacketRecord {
+            mode: PacketMode::Delay {
+                delay_ms: 80,
+                jitter_ms: 20,
+            },
+            links: vec![["n1".into(), "n2".into()]],
+        };
+        let v = json!(record);
+        assert_eq!(
+            v,
+            json!({"mode": "delay", "delay_ms": 80, "jitter_ms": 20, "links": [["n1", "n2"]]})
+        );
+        assert_eq!(serde_json::from_value::<PacketRecord>(v).unwrap(), record);
+        let v = json!(PacketMode::Bandwidth { rate_kbit: 64 });
         assert_eq!(v, json!({"mode": "bandwidth", "rate_kbit": 64}));
+        // The rest of a start's value (chain, rules, nodes...) does not get in the way.
+        let start = json!({"mode": "loss", "percent": 30.0, "links": [], "chain": "flc-packet-1"});
+        assert_eq!(
+            serde_json::from_value::<PacketRecord>(start).unwrap().mode,
+            PacketMode::Loss { percent: 30.0 }
+        );
     }
 }
