@@ -570,9 +570,9 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                 // shrink a different run.
                 let Some(Some(record)) = packets.get(&interval.start_index) else {
                     return Err(bad_input(format!(
-                        "{}: its packet fault (history index {}) does not record its mode and \
-                         links, so it cannot be replayed as it was; shrink a run made by this \
-                         version of fle-chaos",
+                        "{}: its packet fault (history index {}) does not record a mode and \
+                         links that read back (a damaged or edited line), so it cannot be \
+                         replayed as it was; shrink a run whose history is as fle-chaos wrote it",
                         run_dir.display(),
                         interval.start_index
                     )));
