@@ -1,8 +1,9 @@
 //! availability (judged within the recovery checker, which owns the view it asks): whenever a
 //! calm group stands (a quorum of nodes up, answering, under no fault but clock steps,
 //! mutually connected and cleanly separated from the rest: `View::calm_group`), a
-//! quorum-backed leader exists within a bound; and after the final heal every node that is up
-//! rejoins that leader within a bound; and a calm group that stood for the settle time does
+//! quorum-backed leader exists within a bound; and no member of it stays LOOKING beside that
+//! leader past the rejoin bound (a node that cannot join); and after the final heal every node
+//! that is up rejoins that leader within a bound; and a calm group that stood for the settle time does
 //! not keep losing its leaders to new elections (leaders deposed while nothing touched their
 //! quorum, `MIN_DEPOSED` times in one calm stretch). Liveness, not safety: the seeded bugs that stop a
 //! cluster electing (a blocking connect, a deaf receiver, wall-clock timeouts, a node that
@@ -13,7 +14,7 @@
 
 use super::finding::{secs, EvRef, Item};
 use crate::history::test_info::TestInfo;
-use crate::history::view::Stall;
+use crate::history::view::{Stall, Stray};
 
 /// A stall seen through fewer successful reads of some group member than this cannot be told
 /// from observers that could not reach the nodes: unknown, not invalid.
@@ -49,6 +50,61 @@ fn connect_timeout_ms(info: &TestInfo) -> u64 {
 /// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync.
 pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {
     recovery_bound_ms + info.init_limit as u64 * info.tick_ms
+}
+
+/// ZooKeeper's `maxNotificationInterval`: a LOOKING ZooKeeper server re-sends its vote (and
+/// re-dials peers it has no connection to) at most this far apart, its back-off grown while it
+/// was cut off; fle-node re-dials a down link within a second (`fle_node::peers`).
+const ZOOKEEPER_MAX_NOTIFICATION_MS: u64 = 60_000;
+
+/// How long a calm-group member may stay LOOKING beside the group's standing leader during
+/// the run: as long as every node gets to rejoin after the final heal (`rejoin_ms`), plus, on
+/// ZooKeeper, its notification back-off, which nothing resets when a partition heals.
+pub fn stray_bound_ms(rejoin_ms: u64, info: &TestInfo) -> u64 {
+    if info.target == "zookeeper" {
+        rejoin_ms + ZOOKEEPER_MAX_NOTIFICATION_MS
+    } else {
+        rejoin_ms
+    }
+}
+
+/// Violations (strays at least `bound_ms` long, seen LOOKING often enough) and gaps (as long,
+/// too few reads) among `strays` that began before `until_ns` (the final heal: after it, the
+/// final rejoin check judges the same nodes).
+pub fn judge_strays(strays: &[Stray], bound_ms: u64, until_ns: u64) -> (Vec<Item>, Vec<Item>) {
+    let (mut violations, mut gaps) = (Vec::new(), Vec::new());
+    for s in strays
+        .iter()
+        .filter(|s| s.ms >= bound_ms && s.start_ns < until_ns)
+    {
+        let (l, e) = s.leader;
+        let evidence = vec![
+            EvRef::new(
+                s.start_pos,
+                format!("{} LOOKING beside n{l} (epoch {e}) from here", s.node),
+            ),
+            EvRef::new(s.end_pos, "until here"),
+        ];
+        let what = format!(
+            "{} stayed LOOKING for {} ms{} from {} while n{l} (epoch {e}) led a calm quorum it belonged to (up, connected to every member, under no fault but clock steps): it could not join a standing leader (bound {bound_ms} ms)",
+            s.node,
+            s.ms,
+            if s.open_at_end { ", until the history ends," } else { "" },
+            secs(s.start_ns),
+        );
+        if s.looking_reads >= MIN_READS {
+            violations.push((format!("{what}."), evidence));
+        } else {
+            gaps.push((
+                format!(
+                    "{what}, but it was read LOOKING only {} time(s) then.",
+                    s.looking_reads
+                ),
+                evidence,
+            ));
+        }
+    }
+    (violations, gaps)
 }
 
 /// Violations (stalls at least `bound_ms` long, each member read often enough) and gaps

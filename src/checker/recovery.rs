@@ -1,6 +1,7 @@
 //! recovery: after the final heal, a quorum-backed leader is observed within a bound and every
 //! node that is up rejoins it within a bound; during the run, a calm group is never without a
-//! quorum-backed leader beyond a bound (availability, see `availability`); and,
+//! quorum-backed leader beyond a bound, and none of its members stays LOOKING beside that
+//! leader beyond the rejoin bound (availability, see `availability`); and,
 //! measured for the report: for every fault, the time until a quorum-backed leader is observed
 //! again; every leaderless window; every overlap where two servers both claim to lead (in
 //! different epochs: a stale leader, reported but not invalid; the same epoch is
@@ -18,7 +19,9 @@ use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
-use crate::history::view::{FaultInterval, FaultRecovery, Finished, Overlap, Stall, View, Window};
+use crate::history::view::{
+    FaultInterval, FaultRecovery, Finished, Overlap, Stall, Stray, View, Window,
+};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "recovery";
@@ -45,6 +48,12 @@ pub struct RecoveryMeasurements {
     pub stalls: Vec<Stall>,
     #[serde(default)]
     pub stalls_count: usize,
+    /// The bound on a stray (`availability::stray_bound_ms`).
+    #[serde(default)]
+    pub stray_bound_ms: u64,
+    /// Stretches a calm-group member stayed LOOKING beside its leader, longest first (10).
+    #[serde(default)]
+    pub strays: Vec<Stray>,
     /// Every fault (the first 1000), in start order, with its time to a quorum-backed leader.
     pub faults: Vec<FaultRecovery>,
     /// Each fault from start to undo (the first 1000).
@@ -193,12 +202,23 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     }
     violations.extend(stalled);
     gaps.extend(unsure);
+    let stray_ms = availability::stray_bound_ms(rejoin_ms, info);
+    let until = v.final_heal.map_or(u64::MAX, |h| h.time);
+    let (strays, unsure) = availability::judge_strays(&v.strays, stray_ms, until);
+    if strays.is_empty() && unsure.is_empty() && !ok.is_empty() {
+        ok.push_str(&format!(
+            " No node stayed LOOKING beside a standing leader of its calm quorum for {stray_ms} ms or more."
+        ));
+    }
+    violations.extend(strays);
+    gaps.extend(unsure);
     let story = narrative(&v);
     let mut f = Finding::judge(violations, gaps, ok);
     f.explanation = format!("{} {story}", f.explanation).trim().to_string();
     let mut m = measurements(v, bound_ms);
     m.rejoin_bound_ms = rejoin_ms;
     m.stall_bound_ms = stall_ms;
+    m.stray_bound_ms = stray_ms;
     f.with_measurements(m)
 }
 
@@ -309,6 +329,13 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
             let mut s = v.stalls;
             s.sort_by_key(|x| std::cmp::Reverse(x.ms));
             s.truncate(100);
+            s
+        },
+        stray_bound_ms: 0,
+        strays: {
+            let mut s = v.strays;
+            s.sort_by_key(|x| std::cmp::Reverse(x.ms));
+            s.truncate(10);
             s
         },
     }

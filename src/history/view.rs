@@ -212,6 +212,27 @@ pub struct Stall {
     pub end_pos: u32,
 }
 
+/// A node of the calm group that stayed LOOKING while that group had a quorum-backed leader:
+/// it was up, answering, under no fault but clock steps and connected to every member, so it
+/// had nothing to do but join (ZOOKEEPER-1732's restarted server that cannot join looks
+/// like this). Open from the first such read to the first read that is not, or to a change of
+/// the group or its leader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stray {
+    pub node: String,
+    /// The standing leader and its epoch.
+    pub leader: (u64, u64),
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub ms: u64,
+    /// Successful reads of the node that showed it LOOKING meanwhile.
+    pub looking_reads: u32,
+    /// Still open when the history ends.
+    pub open_at_end: bool,
+    pub start_pos: u32,
+    pub end_pos: u32,
+}
+
 /// Where a cluster stands against [`View::settled`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settle {
@@ -261,6 +282,9 @@ pub struct View {
     /// The open stall, with each node's successful reads since it began.
     stall: Option<(Stall, Vec<u32>)>,
     stalls: Vec<Stall>,
+    /// Per node (index): its open stray, if any.
+    straying: Vec<Option<Stray>>,
+    strays: Vec<Stray>,
 }
 
 impl View {
@@ -288,6 +312,8 @@ impl View {
             clock_touches: false,
             stall: None,
             stalls: Vec::new(),
+            straying: Vec::new(),
+            strays: Vec::new(),
         };
         for n in nodes {
             v.node_ix(n);
@@ -400,6 +426,11 @@ impl View {
                 reads.resize(ix + 1, 0);
             }
             reads[ix] += 1;
+        }
+        if let Some(Some(stray)) = self.straying.get_mut(ix) {
+            if read.state == ServerState::Looking {
+                stray.looking_reads += 1;
+            }
         }
         self.judge(read.time, read.pos);
     }
@@ -585,6 +616,7 @@ impl View {
         }
         self.judge_rejoin(time);
         self.judge_stall(time, pos, leader.map(|l| (l.sid, l.epoch)));
+        self.judge_strays(time, pos, leader.as_ref());
         let waiting =
             !self.pending.is_empty() || self.final_heal.is_some_and(|h| h.recovered.is_none());
         if !waiting {
@@ -657,6 +689,43 @@ impl View {
         }
         if self.calm != 0 && leader.is_some() {
             self.calm_leader = leader;
+        }
+    }
+
+    /// Opens, extends or closes each node's stray (see [`Stray`]): a calm-group member LOOKING
+    /// while the group's quorum-backed leader stands.
+    fn judge_strays(&mut self, time: u64, pos: u32, leader: Option<&QuorumLeader>) {
+        let standing = leader.filter(|l| self.calm & (1 << l.node.min(63)) != 0);
+        if self.straying.len() < self.nodes.len() {
+            self.straying.resize(self.nodes.len(), None);
+        }
+        for i in 0..self.nodes.len() {
+            let looking = self.calm & (1 << i.min(63)) != 0
+                && self.nodes[i]
+                    .read
+                    .is_some_and(|r| r.state == ServerState::Looking);
+            let now = standing.filter(|_| looking).map(|l| (l.sid, l.epoch));
+            let open = self.straying[i].as_ref().map(|s| s.leader);
+            if open.is_some() && open != now {
+                let mut s = self.straying[i].take().expect("checked");
+                s.end_ns = time;
+                s.end_pos = pos;
+                s.ms = (time - s.start_ns) / 1_000_000;
+                self.strays.push(s);
+            }
+            if let (Some(leader), None) = (now, &self.straying[i]) {
+                self.straying[i] = Some(Stray {
+                    node: self.nodes[i].name.clone(),
+                    leader,
+                    start_ns: time,
+                    end_ns: time,
+                    ms: 0,
+                    looking_reads: 0,
+                    open_at_end: false,
+                    start_pos: pos,
+                    end_pos: pos,
+                });
+            }
         }
     }
 
@@ -862,6 +931,12 @@ impl View {
             s.open_at_end = true;
             self.stalls.push(s);
         }
+        for mut s in self.straying.drain(..).flatten() {
+            s.end_ns = end;
+            s.ms = (end - s.start_ns) / 1_000_000;
+            s.open_at_end = true;
+            self.strays.push(s);
+        }
         if let Some(mut o) = self.overlap.take() {
             o.end_ns = end;
             o.ms = (end - o.start_ns) / 1_000_000;
@@ -889,6 +964,7 @@ impl View {
             windows: self.windows,
             overlaps: self.overlaps,
             stalls: self.stalls,
+            strays: self.strays,
             final_heal: self.final_heal,
             final_stragglers,
         }
@@ -1008,6 +1084,8 @@ pub struct Finished {
     pub overlaps: Vec<Overlap>,
     /// Stretches a calm group had no quorum-backed leader ([`View::calm_group`]).
     pub stalls: Vec<Stall>,
+    /// Stretches a calm-group member stayed LOOKING beside its standing leader ([`Stray`]).
+    pub strays: Vec<Stray>,
     pub final_heal: Option<FinalHeal>,
     /// After a final heal that never settled: the nodes that had not rejoined the leader when
     /// the history ends, with their latest read (None: no read since... or never).
@@ -1371,5 +1449,40 @@ mod tests {
         assert_eq!(deposed.calm_for_ms, 6100 - 12);
         assert_eq!(deposed.group, vec!["n1", "n2", "n3"]);
         assert!(deposed.fewest_reads >= 1);
+    }
+    /// A calm member LOOKING beside the group's standing leader is a stray until it follows;
+    /// one cut off by a partition is not (it cannot join); after the heal it is again, until
+    /// it follows.
+    #[test]
+    fn strays_are_calm_members_looking_beside_a_standing_leader() {
+        let mut f = settled();
+        f.read(1000, 3, "?", 1)
+            .read(1010, 1, "L", 1)
+            .read(1020, 2, "F1", 1)
+            .read(2500, 3, "?", 1)
+            .read(4000, 3, "F1", 1);
+        f.nemesis(
+            5000,
+            "partition",
+            r#"{"nodes":["n1","n2","n3"],"drops":{"n3":["n1","n2"],"n1":["n3"],"n2":["n3"]}}"#,
+        );
+        f.read(5100, 3, "?", 1).read(9000, 3, "?", 1);
+        f.nemesis(9500, "heal", r#"{"nodes":["n1","n2","n3"]}"#)
+            .read(9550, 3, "?", 1)
+            .read(9600, 3, "F1", 1);
+        let done = f.view.finish();
+        type Row<'a> = (&'a str, u64, u64, u32, (u64, u64));
+        let strays: Vec<Row> = done
+            .strays
+            .iter()
+            .map(|s| {
+                let at = s.start_ns / MS;
+                (s.node.as_str(), at, s.ms, s.looking_reads, s.leader)
+            })
+            .collect();
+        assert_eq!(
+            strays,
+            vec![("n3", 1000, 3000, 1, (1, 1)), ("n3", 9500, 100, 1, (1, 1))]
+        );
     }
 }

@@ -696,6 +696,8 @@ fn write_results(
             stall_bound_ms: 4700,
             stalls: vec![],
             stalls_count: 0,
+            stray_bound_ms: 7200,
+            strays: vec![],
         }
         .into()
     } else {
