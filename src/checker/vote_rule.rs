@@ -99,11 +99,15 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             ));
             continue;
         }
-        if let Some(v) = s
-            .votes
-            .iter()
-            .find(|v| (v.peer_epoch, v.zxid, v.leader) > decided)
-        {
+        // FOLLOWING/LEADING notices for the decided leader carry the zxid and round of whichever
+        // election their sender took part in: followers of one leader may hold votes of two of
+        // its terms (ZOOKEEPER-1732; ZooKeeper compares them on leader and epoch only), so
+        // those are not ranked against the decision.
+        if let Some(v) = s.votes.iter().find(|v| {
+            let settled_for_it = v.leader == s.leader
+                && matches!(v.state, Some(ServerState::Following | ServerState::Leading));
+            !settled_for_it && (v.peer_epoch, v.zxid, v.leader) > decided
+        }) {
             violations.push((
                 format!(
                     "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it counted n{}'s vote for n{} (peerEpoch {}, zxid {:#x}), which beats it.",
