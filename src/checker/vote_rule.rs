@@ -3,7 +3,10 @@
 //! and the votes for the decided leader come from a quorum of distinct servers.
 //!
 //! Why "every counted vote": FLE adopts any better vote of its round as its proposal, so a
-//! decided proposal that some counted vote beats was decided without looking at it. The
+//! decided proposal that some counted vote beats was decided without looking at it. Counted
+//! FOLLOWING/LEADING notices for the decided leader itself are not ranked: followers of one
+//! leader may answer with votes of two of its terms (a follower that reached the leader's next
+//! term without an election), which ZooKeeper compares on leader and epoch only (ZOOKEEPER-1732). The
 //! decided leader's own rank is (decided peer_epoch, decided zxid, leader sid): what it was
 //! elected with. Each distinct summary a node reports is judged once.
 //!
