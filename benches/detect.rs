@@ -49,7 +49,7 @@ const NAMED: &[(&str, &[&str])] = &[
     ("follow-single-leading", &["isolate-leader"]),
     (
         "out-of-election-wrong-fields",
-        &["staggered-restarts", "kill-leader"],
+        &["stale-joiners", "staggered-restarts"],
     ),
     (
         "blocking-connect",

@@ -203,6 +203,85 @@ fn out_of_election_wrong_fields_cannot_join() {
     }
 }
 
+/// A follower of leader 5 that joined it on its notices `(5, zxid, round, epoch)`.
+fn joined_follower(sid: u64, zxid: u64, round: u64, epoch: u64, bugs: Bugs) -> Election {
+    let t = Instant::now();
+    let mut e = election(sid, 5, bugs);
+    e.start_looking(t, zxid, epoch);
+    let others: Vec<u64> = (1..=4).filter(|&o| o != sid).take(2).collect();
+    for o in others {
+        e.step(t, o, note(Following, 5, zxid, round, epoch));
+    }
+    e.step(t, 5, note(Leading, 5, zxid, round, epoch));
+    assert_eq!((e.state(), e.leader()), (Following, Some(5)));
+    e
+}
+
+/// What `settled` answers a LOOKING notice from `to`.
+fn answer(settled: &mut Election, to: u64, looking: &Notification) -> Notification {
+    let out = settled.step(Instant::now(), to, looking.clone());
+    out.into_iter()
+        .find_map(|o| match o {
+            Output::Send {
+                to: t,
+                notification,
+            } if t == to => Some(notification),
+            _ => None,
+        })
+        .expect("a settled server answers a looking one")
+}
+
+/// ZOOKEEPER-1732 in the sequence ZooKeeper's `updateElectionVote` comment tells: n1 and n2
+/// joined leader n5 on its notices (round 3, zxid (1,9), epoch 1) but reached it only in its
+/// next term: n5 was restarted and re-elected by n3, n4 (round 4, zxid (2,4), epoch 2) while
+/// they were still dialing. Now all of them serve epoch 3, and n4 restarts. Correct (3.5+):
+/// each settled server answers with epoch 3 (`update_peer_epoch`), leader and epoch agree, n4
+/// joins. Bug (pre-fix path: no update, notices compared on round and zxid): 2 against 2, never
+/// the quorum of 3 others, n4 looks for ever. Without the update even the correct comparison
+/// splits them (epochs 1 and 2): why the correct path has it.
+#[test]
+fn out_of_election_wrong_fields_cannot_join_followers_of_two_terms() {
+    for (bugs, buggy) in both(Bug::OutOfElectionWrongFields) {
+        for update in [true, false] {
+            let t = Instant::now();
+            let (old, new) = ((z(1, 9), 3, 1), (z(2, 4), 4, 2));
+            let mut n1 = joined_follower(1, old.0, old.1, old.2, bugs);
+            let mut n2 = joined_follower(2, old.0, old.1, old.2, bugs);
+            let mut n3 = joined_follower(3, new.0, new.1, new.2, bugs);
+            // n5 leads round 4 on its own vote and n3's, n4's (n4 then restarts).
+            let mut n5 = election(5, 5, bugs);
+            n5.start_looking(t, new.0, new.2);
+            n5.step(t, 3, note(Looking, 5, new.0, new.1, new.2));
+            n5.step(t, 4, note(Following, 5, new.0, new.1, new.2));
+            n5.step(t, 3, note(Following, 5, new.0, new.1, new.2));
+            assert_eq!((n5.state(), n5.leader()), (Leading, Some(5)));
+            if update {
+                for e in [&mut n1, &mut n2, &mut n3, &mut n5] {
+                    e.update_peer_epoch(3);
+                }
+            }
+            let mut n4 = election(4, 5, bugs);
+            n4.start_looking(t, new.0, new.2);
+            let looking = note(Looking, 4, new.0, 1, new.2);
+            for (sid, e) in [(1, &mut n1), (2, &mut n2), (3, &mut n3), (5, &mut n5)] {
+                let a = answer(e, 4, &looking);
+                n4.step(t, sid, a);
+            }
+            let joins = !buggy && update;
+            let want = if joins {
+                (Following, Some(5))
+            } else {
+                (Looking, None)
+            };
+            assert_eq!(
+                (n4.state(), n4.leader()),
+                want,
+                "bug {buggy}, update {update}"
+            );
+        }
+    }
+}
+
 /// The decision lists every vote heard in the deciding round, losing and superseded ones and
 /// my own proposals included; votes of an earlier round are not in it.
 #[test]

@@ -73,7 +73,7 @@ pub const CATALOGUE: &[BugInfo] = &[
         bug: Bug::OutOfElectionWrongFields,
         name: "out-of-election-wrong-fields",
         jira: "ZOOKEEPER-1732",
-        fault: "staggered restarts",
+        fault: "followers that reach the leader's next term without an election (stale-joiners)",
         description: "FOLLOWING/LEADING notices are compared on round and zxid, not leader and peerEpoch: a restarted server cannot join",
     },
     BugInfo {

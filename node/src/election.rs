@@ -13,6 +13,15 @@
 //!   lost until its 200 ms re-send and the others can elect a worse leader without it.
 //!   Replaying is the same as that message arriving a little later, which the protocol must
 //!   tolerate anyway, so safety is unchanged.
+//!
+//! Like ZooKeeper 3.5+ (`QuorumPeer.updateElectionVote`, called by the Leader once its term
+//! is up and by a Learner once synced): the vote a settled server answers LOOKING peers with
+//! takes the epoch it now serves (`update_peer_epoch`). Followers of one leader can hold votes
+//! of different rounds, zxids and epochs: one that joined on notices and reached the leader
+//! only in its NEXT term, after the leader was restarted and re-elected by the others without
+//! it (the follower was still dialing; ZooKeeper's comment on `updateElectionVote` tells that
+//! sequence). Out of election only the leader and the epoch are compared (ZOOKEEPER-1732), so
+//! with the epoch brought up to date a restarted server can still join them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -176,6 +185,18 @@ impl Election {
     pub fn counters(&self) -> ElectionCounters {
         self.counters
     }
+    /// ZooKeeper 3.5+'s `updateElectionVote`: this server now serves `epoch` (it leads a term
+    /// that a quorum acknowledged, or has synced with its leader), so the vote it answers
+    /// LOOKING peers with says that epoch; round and zxid stay those of the decision (see the
+    /// module doc). The seeded ZOOKEEPER-1732 bug keeps the pre-fix code path, which had no
+    /// such update.
+    pub fn update_peer_epoch(&mut self, epoch: u64) {
+        if self.state == ServerState::Looking || self.cfg.bugs.has(Bug::OutOfElectionWrongFields) {
+            return;
+        }
+        self.current.vote.peer_epoch = epoch;
+    }
+
     /// The leader this server follows or leads, None while looking.
     pub fn leader(&self) -> Option<u64> {
         (self.state != ServerState::Looking).then_some(self.current.vote.leader)

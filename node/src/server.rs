@@ -218,6 +218,8 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             Some(p) = progress_changed(&mut shell.progress) => {
                 if p.zab_phase == ZabPhase::Broadcast {
                     shell.follow_streak.reached_broadcast();
+                    // Leading an acknowledged term or synced: answer with its epoch.
+                    election.update_peer_epoch(p.peer_epoch);
                 }
                 shell.status.send_modify(|s| p.apply_to(s));
                 if p.sync_mode.is_some() {

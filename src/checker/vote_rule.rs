@@ -3,7 +3,10 @@
 //! and the votes for the decided leader come from a quorum of distinct servers.
 //!
 //! Why "every counted vote": FLE adopts any better vote of its round as its proposal, so a
-//! decided proposal that some counted vote beats was decided without looking at it. The
+//! decided proposal that some counted vote beats was decided without looking at it. Counted
+//! FOLLOWING/LEADING notices for the decided leader itself are not ranked: followers of one
+//! leader may answer with votes of two of its terms (a follower that reached the leader's next
+//! term without an election), which ZooKeeper compares on leader and epoch only (ZOOKEEPER-1732). The
 //! decided leader's own rank is (decided peer_epoch, decided zxid, leader sid): what it was
 //! elected with. Each distinct summary a node reports is judged once.
 //!
@@ -99,11 +102,15 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             ));
             continue;
         }
-        if let Some(v) = s
-            .votes
-            .iter()
-            .find(|v| (v.peer_epoch, v.zxid, v.leader) > decided)
-        {
+        // FOLLOWING/LEADING notices for the decided leader carry the zxid and round of whichever
+        // election their sender took part in: followers of one leader may hold votes of two of
+        // its terms (ZOOKEEPER-1732; ZooKeeper compares them on leader and epoch only), so
+        // those are not ranked against the decision.
+        if let Some(v) = s.votes.iter().find(|v| {
+            let settled_for_it = v.leader == s.leader
+                && matches!(v.state, Some(ServerState::Following | ServerState::Leading));
+            !settled_for_it && (v.peer_epoch, v.zxid, v.leader) > decided
+        }) {
             violations.push((
                 format!(
                     "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it counted n{}'s vote for n{} (peerEpoch {}, zxid {:#x}), which beats it.",

@@ -101,6 +101,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "truncated-frames",
         include_str!("../../nemesis/truncated-frames.toml"),
     ),
+    // ZOOKEEPER-1732: followers of one leader from two of its terms (issue 16, session 7).
+    (
+        "stale-joiners",
+        include_str!("../../nemesis/stale-joiners.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).
