@@ -101,6 +101,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "truncated-frames",
         include_str!("../../nemesis/truncated-frames.toml"),
     ),
+    // ZOOKEEPER-4785's sequence: lagging followers synced into a new epoch lose power.
+    (
+        "epoch-before-txns",
+        include_str!("../../nemesis/epoch-before-txns.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).
