@@ -71,7 +71,10 @@ const NAMED: &[(&str, &[&str])] = &[
     ("ack-before-fsync", &["power-loss", "power-loss-after-ack"]),
     // ZOOKEEPER-4785's sequence: lagging followers synced by DIFF into a new epoch lose power
     // (session 7, docs/bugs.md "Session 7: synced").
-    ("epoch-before-txns", &["epoch-before-txns", "power-loss-after-ack"]),
+    (
+        "epoch-before-txns",
+        &["epoch-before-txns", "power-loss-after-ack"],
+    ),
     (
         "commit-quorum-minority",
         &["leader-minority", "partition-halves"],
