@@ -106,6 +106,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "stale-joiners",
         include_str!("../../nemesis/stale-joiners.toml"),
     ),
+    // ZOOKEEPER-4785's sequence: lagging followers synced into a new epoch lose power.
+    (
+        "epoch-before-txns",
+        include_str!("../../nemesis/epoch-before-txns.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).
@@ -161,6 +166,37 @@ mod tests {
         for (name, _) in BUILT_IN {
             let s = load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!s.faults.is_empty(), "{name} has no faults");
+        }
+    }
+
+    /// ZOOKEEPER-4785's sequence needs its steps in order whatever `mixed` draws: the main
+    /// pause is undone before the first part, F1/F2 are back before the power loss watches,
+    /// and L, F1, F2 return together before A and B.
+    #[test]
+    fn the_epoch_before_txns_steps_keep_their_order_under_any_draw() {
+        use crate::nemesis::plan::plan;
+        for name in ["epoch-before-txns", "mixed"] {
+            let s = load(name).unwrap();
+            let mut seen = 0;
+            for seed in 0..40 {
+                for f in plan(&s, seed, std::time::Duration::from_secs(300)) {
+                    if f.annotations.get("composed").and_then(|c| c.as_str())
+                        != Some("epoch-before-txns")
+                    {
+                        continue;
+                    }
+                    seen += 1;
+                    let [lag, leader, power, others] = &f.parts[..] else {
+                        panic!("{name}: four parts");
+                    };
+                    assert!(f.duration < lag.start, "{name}: main undone first");
+                    assert!(lag.start + lag.duration < power.start, "{name}");
+                    assert!(leader.start < lag.start + lag.duration, "{name}");
+                    assert_eq!(leader.start + leader.duration, power.start + power.duration);
+                    assert!(power.start + power.duration < others.start + others.duration);
+                }
+            }
+            assert!(seen > 0, "{name} never planned it");
         }
     }
 

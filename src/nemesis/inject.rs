@@ -64,6 +64,22 @@ pub enum Active {
     },
 }
 
+impl Active {
+    /// The nodes it holds (a composition's `main` nodes, for its parts).
+    pub fn nodes(&self) -> &[String] {
+        match self {
+            Active::Killed { nodes }
+            | Active::PowerLost { nodes }
+            | Active::Corrupted { nodes }
+            | Active::Paused { nodes }
+            | Active::Partitioned { nodes }
+            | Active::Packets { nodes, .. }
+            | Active::Framed { nodes }
+            | Active::Skewed { nodes, .. } => nodes,
+        }
+    }
+}
+
 /// How stale an observation may be to count as "the leader now".
 const LEADER_MAX_AGE_NS: u64 = 1_000_000_000;
 

@@ -118,6 +118,8 @@ impl ScheduledNemesis {
         }
         steps.sort_by_key(|(t, apply, i)| (*t, *apply, *i));
         let mut actives: Vec<Option<Active>> = vec![None; all.len()];
+        // The nodes the main fault hit (`target = "main"` / `"others"` of the parts).
+        let mut main_nodes: Vec<String> = Vec::new();
         let mut stopped = false;
         for (when, apply, i) in steps {
             if !stopped && sleep_or_stop(stop, when).await {
@@ -135,7 +137,8 @@ impl ScheduledNemesis {
                     let wait = f.template.wait.unwrap_or(DEFAULT_WAIT);
                     let undo_at = t0 + f.start + f.duration;
                     let until = (t0 + f.start + wait).min(undo_at);
-                    match wait_for(ctx, stop, trigger, until).await {
+                    let among = (f.template.target == TargetSpec::Main).then(|| main_nodes.clone());
+                    match wait_for_among(ctx, stop, trigger, until, among).await {
                         Waited::Stopped => {
                             stopped = true;
                             continue;
@@ -153,8 +156,14 @@ impl ScheduledNemesis {
                         f.template.target = TargetSpec::Nodes(vec![node.to_string()]);
                     }
                 }
+                if i > 0 {
+                    aim_at_main(&mut f, ctx, &main_nodes);
+                }
                 actives[i] = inject::apply(ctx, &f);
                 if let Some(a) = &actives[i] {
+                    if i == 0 {
+                        main_nodes = a.nodes().to_vec();
+                    }
                     self.active.lock().unwrap().push(a.clone());
                 }
             } else if let Some(a) = actives[i].take() {
@@ -358,7 +367,21 @@ async fn wait_for(
     trigger: Trigger,
     until: Instant,
 ) -> Waited {
+    wait_for_among(ctx, stop, trigger, until, None).await
+}
+
+/// `wait_for`, fired only by the reads of `among` (when given).
+async fn wait_for_among(
+    ctx: &NemesisContext,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    trigger: Trigger,
+    until: Instant,
+    among: Option<Vec<String>>,
+) -> Waited {
     let mut watch = Watch::new(trigger, &ctx.observations);
+    if let Some(nodes) = among {
+        watch = watch.among(nodes);
+    }
     loop {
         if let Some(fired) = watch.poll(&ctx.observations) {
             return Waited::Fired(fired);
@@ -390,6 +413,26 @@ fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
         None => {
             a.insert("trigger_missed".into(), true.into());
         }
+    }
+}
+
+/// Points a part's `main` target at the nodes its composition's main fault hit, and `others`
+/// at the running nodes it did not (resolved when the part fires, after the parts before it).
+fn aim_at_main(part: &mut PlannedFault, ctx: &NemesisContext, main_nodes: &[String]) {
+    let nodes = match part.template.target {
+        TargetSpec::Main => main_nodes.to_vec(),
+        TargetSpec::Others => ctx
+            .observations
+            .nodes()
+            .iter()
+            .filter(|n| !main_nodes.contains(n) && ctx.target.is_running(n))
+            .cloned()
+            .collect(),
+        _ => return,
+    };
+    // Nothing to aim at (the main fault hit nothing): the fallback in `targets` says so.
+    if !nodes.is_empty() {
+        part.template.target = TargetSpec::Nodes(nodes);
     }
 }
 

@@ -39,6 +39,13 @@ pub enum TargetSpec {
     FollowersHigh,
     /// A random node other than the observed leader (any random node when none is seen).
     Follower,
+    /// In a composed part (`main`): the nodes its composition's main fault hit (the followers
+    /// a main kill made lag, say), whoever leads by then. A triggered part aimed at them fires
+    /// only on their own reads.
+    Main,
+    /// In a composed part (`others`): the running nodes the main fault did not hit, when the
+    /// part fires (after earlier parts killed or powered off theirs).
+    Others,
 }
 
 impl TargetSpec {
@@ -55,6 +62,8 @@ impl TargetSpec {
             "followers-low" => TargetSpec::FollowersLow,
             "followers-high" => TargetSpec::FollowersHigh,
             "follower" => TargetSpec::Follower,
+            "main" => TargetSpec::Main,
+            "others" => TargetSpec::Others,
             _ => {
                 let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
                 if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
@@ -80,6 +89,8 @@ impl TargetSpec {
             TargetSpec::FollowersLow => "followers-low".into(),
             TargetSpec::FollowersHigh => "followers-high".into(),
             TargetSpec::Follower => "follower".into(),
+            TargetSpec::Main => "main".into(),
+            TargetSpec::Others => "others".into(),
         }
     }
 }
@@ -342,6 +353,12 @@ impl Schedule {
             let mut t = f
                 .into_template()
                 .map_err(|e| format!("line {line}: in this [[fault]]: {e}"))?;
+            if matches!(t.target, TargetSpec::Main | TargetSpec::Others) {
+                return Err(format!(
+                    "line {line}: in this [[fault]]: target = \"{}\" names nodes of a composition's main fault: use it in a [[fault.with]] part",
+                    t.target.describe()
+                ));
+            }
             t.line = Some(line);
             faults.push(t);
         }
@@ -470,7 +487,7 @@ impl RawFault {
         let mut t = default_template(kind);
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
-                format!("target = \"{target}\" is unknown; use leader, follower, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, or node names like \"n1,n2\"")
+                format!("target = \"{target}\" is unknown; use leader, follower, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, main or others (composed parts), or node names like \"n1,n2\"")
             })?;
         }
         if let Some(shape) = &self.shape {
@@ -1041,6 +1058,11 @@ mod aim_tests {
         assert_eq!(part.when, Some(Trigger::EpochWithoutWrite));
         assert_eq!(part.target, TargetSpec::Trigger);
         assert_eq!(part.after, Duration::from_millis(100));
+        // Parts aimed at the main fault's nodes and at the rest.
+        let text = "[[fault]]\nkind = \"kill\"\ntarget = \"followers-low\"\n[[fault.with]]\nkind = \"power-loss\"\ntarget = \"main\"\nwhen = \"follower-synced\"\nwait = \"2s\"\nduration = \"3s\"\n[[fault.with]]\nkind = \"kill\"\ntarget = \"others\"\n";
+        let parts = &Schedule::from_toml("t", text).unwrap().faults[0].with;
+        assert_eq!(parts[0].target, TargetSpec::Main);
+        assert_eq!(parts[1].target, TargetSpec::Others);
     }
 
     #[test]
@@ -1080,6 +1102,10 @@ mod aim_tests {
         bad(
             "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"trigger\"\n",
             "needs when",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\ntarget = \"main\"\n",
+            "use it in a [[fault.with]] part",
         );
     }
 }

@@ -51,6 +51,12 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
             nodes: vec![nodes[(pick % n as u64) as usize].clone()],
             note: Some("no trigger observed: hit a random node instead".into()),
         },
+        // The runner puts the composition's nodes in place of `main` / `others`; left here, no
+        // main fault hit anything.
+        TargetSpec::Main | TargetSpec::Others => Resolved {
+            nodes: vec![nodes[(pick % n as u64) as usize].clone()],
+            note: Some("no composed main fault's nodes: hit a random node instead".into()),
+        },
         TargetSpec::Follower => match &followers {
             Some(f) if !f.is_empty() => plain(vec![f[(pick % f.len() as u64) as usize].clone()]),
             _ => Resolved {

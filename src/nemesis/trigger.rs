@@ -83,6 +83,8 @@ pub struct Watch {
     leaders: Vec<(String, u64)>,
     /// The highest epoch any node read when the watch began (follower-synced).
     epoch: u64,
+    /// Only these nodes' reads may fire it (None: any node's).
+    among: Option<Vec<String>>,
 }
 
 impl Watch {
@@ -93,6 +95,7 @@ impl Watch {
             zxid: HashMap::new(),
             leaders: Vec::new(),
             epoch: 0,
+            among: None,
         };
         for node in obs.nodes() {
             let v = obs.latest(node);
@@ -108,9 +111,19 @@ impl Watch {
         w
     }
 
+    /// Only `nodes`' reads fire it (a part aimed at its composition's main nodes waits for one
+    /// of them, not for whichever node shows the moment first).
+    pub fn among(mut self, nodes: Vec<String>) -> Watch {
+        self.among = Some(nodes);
+        self
+    }
+
     /// Looks at the reads made since the last call; the first that shows the trigger fires it.
     pub fn poll(&mut self, obs: &Observations) -> Option<Fired> {
         for node in obs.nodes() {
+            if self.among.as_ref().is_some_and(|a| !a.contains(node)) {
+                continue;
+            }
             let v = obs.latest(node);
             if v.time == 0 || self.seen.get(node).is_some_and(|i| *i >= v.index) {
                 continue;
@@ -302,5 +315,12 @@ mod tests {
             w.poll(&o).map(|f| (f.node, f.index)),
             Some(("n3".into(), 28))
         );
+        // Watching only n2: n3's synced read does not fire it, n2's does.
+        let o = cluster();
+        let mut w = Watch::new(Trigger::FollowerSynced, &o).among(vec!["n2".into()]);
+        read(&o, "n3", 30, status(3, Following, ZabPhase::Sync, 3, 9));
+        assert_eq!(w.poll(&o), None);
+        read(&o, "n2", 31, status(2, Following, ZabPhase::Sync, 3, 9));
+        assert_eq!(w.poll(&o).map(|f| f.node), Some("n2".into()));
     }
 }
