@@ -47,7 +47,10 @@ fn chain_commands(matches: Vec<Vec<String>>) -> Vec<Vec<String>> {
     let mut cmds = vec![args(&["-w", "-N", CHAIN])];
     for m in matches {
         let mut cmd = args(&["-w", "-A", CHAIN]);
-        cmd.extend(m.iter().flat_map(|a| a.split_whitespace().map(str::to_string)));
+        cmd.extend(
+            m.iter()
+                .flat_map(|a| a.split_whitespace().map(str::to_string)),
+        );
         cmd.extend(args(&["-j", "DROP"]));
         cmds.push(cmd);
     }

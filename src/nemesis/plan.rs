@@ -257,9 +257,8 @@ mod tests {
         )
         .unwrap();
         let p = plan(&s, 2, Duration::from_secs(600));
-        let (fixed, drawn): (Vec<_>, Vec<_>) = p
-            .iter()
-            .partition(|f| f.template.kind == FaultKind::Pause);
+        let (fixed, drawn): (Vec<_>, Vec<_>) =
+            p.iter().partition(|f| f.template.kind == FaultKind::Pause);
         assert!(!fixed.is_empty() && !drawn.is_empty());
         assert!(fixed.iter().all(|f| f.duration == Duration::from_secs(7)));
         let kills: std::collections::BTreeSet<_> = drawn.iter().map(|f| f.duration).collect();

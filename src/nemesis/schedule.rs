@@ -1009,7 +1009,10 @@ target = "n1,n2"
             "[[fault]]\nkind = \"partition\"\nport = \"election\"\n",
         )
         .unwrap_err();
-        assert!(err.contains("election") && err.contains("\"quorum\""), "{err}");
+        assert!(
+            err.contains("election") && err.contains("\"quorum\""),
+            "{err}"
+        );
         let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nport = \"quorum\"\n")
             .unwrap_err();
         assert!(err.contains("only for kind = \"partition\""), "{err}");
