@@ -3,12 +3,14 @@
 
 mod run_support;
 
+use fle_chaos::control::iptables::QUORUM_PORT;
 use fle_chaos::control::local::NetMode;
 use fle_chaos::control::Control;
-use fle_chaos::nemesis::inject::{cut, uncut};
+use fle_chaos::nemesis::inject::{cut, cut_quorum, uncut};
 use fle_chaos::nemesis::partition::grudge;
 use fle_chaos::nemesis::schedule::PartitionShape;
 use run_support::{in_netns, root_or_skip, Cluster};
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
 
@@ -131,4 +133,62 @@ fn one_way_drops_only_one_direction() {
         datagram_arrives(&c, "n1", "n2", 7205),
         "after healing n1 reaches n2 again"
     );
+}
+
+/// `port = "quorum"`: only the Zab connections are cut. An established connection to the
+/// leader's quorum port does not see the leader's side close (its FIN is dropped) until the
+/// heal, while other ports (the election's) still connect: what `older-round-followers` needs.
+#[test]
+fn a_quorum_port_cut_hides_the_zab_connection_end_and_passes_the_rest() {
+    if !root_or_skip("a_quorum_port_cut_hides_the_zab_connection_end_and_passes_the_rest") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = run_support::cluster(NetMode::Netns, 3, dir.path());
+    let n1: IpAddr = c.node_host("n1").unwrap();
+    let zab = SocketAddr::new(n1, c.node_port("n1", QUORUM_PORT).unwrap());
+    let other = SocketAddr::new(n1, 7300);
+    let (zab_listener, other_listener) = in_node(&c, "n1", move || {
+        (
+            TcpListener::bind(zab).unwrap(),
+            TcpListener::bind(other).unwrap(),
+        )
+    });
+    let mut follower = in_node(&c, "n2", move || TcpStream::connect(zab).unwrap());
+    let (leader_side, _) = zab_listener.accept().unwrap();
+
+    let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
+    let rules = cut_quorum(c.net().unwrap(), &g).unwrap();
+    assert!(
+        rules["n2"].iter().all(|r| r.contains("-p tcp")),
+        "only TCP to or from a quorum port: {rules:?}"
+    );
+    assert!(
+        in_node(&c, "n2", move || connects(other)),
+        "n2 still reaches n1's other ports"
+    );
+    drop(other_listener);
+    drop(leader_side);
+    follower
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 8];
+    let hidden = follower.read(&mut buf);
+    assert!(
+        hidden.is_err(),
+        "the leader's FIN must not reach n2 through the cut: {hidden:?}"
+    );
+
+    assert!(uncut(c.net().unwrap(), &nodes(3)).is_empty());
+    // TCP retransmits the FIN with back-off (0.2, 0.6, 1.4, 3 s ...): wait for it, bounded.
+    follower
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let end = follower.read(&mut buf);
+    let ended = match &end {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    };
+    assert!(ended, "after the heal n2 sees the connection end: {end:?}");
 }

@@ -13,19 +13,46 @@ use std::net::IpAddr;
 /// The chain a partition puts in a node's namespace (or on a host).
 pub const CHAIN: &str = "flc-partition";
 
+/// The quorum (Zab) port every target asks for (`node_port(node, 2888)`); nodes with their own
+/// network stack, the only ones partitions run on, get it as asked.
+pub const QUORUM_PORT: u16 = 2888;
+
 /// `iptables` argument lists that make the node drop packets from `sources`.
 pub fn cut_commands(sources: &[IpAddr]) -> Vec<Vec<String>> {
+    chain_commands(sources.iter().map(|s| vec![format!("-s {s}")]).collect())
+}
+
+/// `iptables` argument lists that make the node drop only the Zab packets from `sources`: those
+/// from a source's quorum port (it leads, the node follows) or to the node's own `my_port` (the
+/// node leads). Election connections (and new ones of any kind) pass: a leader that dies
+/// inside such a cut has its connections' FIN and RST hidden from its followers while it can
+/// still be heard electing (a crashed host sends neither).
+pub fn quorum_cut_commands(sources: &[(IpAddr, u16)], my_port: u16) -> Vec<Vec<String>> {
+    chain_commands(
+        sources
+            .iter()
+            .flat_map(|(s, port)| {
+                [
+                    vec![format!("-s {s} -p tcp --sport {port}")],
+                    vec![format!("-s {s} -p tcp --dport {my_port}")],
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// Creates the chain, a DROP rule per match (each match one string of iptables arguments),
+/// then hooks the chain into INPUT.
+fn chain_commands(matches: Vec<Vec<String>>) -> Vec<Vec<String>> {
     let mut cmds = vec![args(&["-w", "-N", CHAIN])];
-    for src in sources {
-        cmds.push(args(&[
-            "-w",
-            "-A",
-            CHAIN,
-            "-s",
-            &src.to_string(),
-            "-j",
-            "DROP",
-        ]));
+    for m in matches {
+        let mut cmd = args(&["-w", "-A", CHAIN]);
+        cmd.extend(
+            m.iter()
+                .flat_map(|a| a.split_whitespace().map(str::to_string)),
+        );
+        cmd.extend(args(&["-j", "DROP"]));
+        cmds.push(cmd);
     }
     cmds.push(args(&["-w", "-I", "INPUT", "1", "-j", CHAIN]));
     cmds
@@ -62,6 +89,37 @@ pub fn drop_from(
     node: &str,
     sources: &[String],
 ) -> Result<Vec<String>> {
+    let addrs = sources
+        .iter()
+        .map(|s| control.node_host(s))
+        .collect::<Result<Vec<_>>>()?;
+    install(control, netns, node, cut_commands(&addrs))
+}
+
+/// `drop_from` for the Zab connections only (`quorum_cut_commands`): the partition option
+/// `port = "quorum"`.
+pub fn drop_quorum_from(
+    control: &dyn Control,
+    netns: Option<String>,
+    node: &str,
+    sources: &[String],
+) -> Result<Vec<String>> {
+    let peers = sources
+        .iter()
+        .map(|s| Ok((control.node_host(s)?, control.node_port(s, QUORUM_PORT)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let mine = control.node_port(node, QUORUM_PORT)?;
+    install(control, netns, node, quorum_cut_commands(&peers, mine))
+}
+
+/// Records the hook rule and the chain (in namespace `netns`), then runs `cmds`; returns the
+/// DROP rules as text.
+fn install(
+    control: &dyn Control,
+    netns: Option<String>,
+    node: &str,
+    cmds: Vec<Vec<String>>,
+) -> Result<Vec<String>> {
     control.registry().record(Resource::Rule {
         netns: netns.clone(),
         table: "filter".into(),
@@ -72,14 +130,14 @@ pub fn drop_from(
         table: "filter".into(),
         chain: CHAIN.into(),
     })?;
-    let addrs = sources
-        .iter()
-        .map(|s| control.node_host(s))
-        .collect::<Result<Vec<_>>>()?;
-    for cmd in cut_commands(&addrs) {
-        run(control, node, &cmd)?;
+    for cmd in &cmds {
+        run(control, node, cmd)?;
     }
-    Ok(addrs.iter().map(|a| format!("-s {a} -j DROP")).collect())
+    Ok(cmds
+        .iter()
+        .filter(|c| c.last().is_some_and(|a| a == "DROP"))
+        .map(|c| c[3..].join(" "))
+        .collect())
 }
 
 /// Removes the tool's chain from `node`, then checks that it is gone.
@@ -149,6 +207,28 @@ mod tests {
                 .count(),
             2
         );
+        assert_eq!(
+            cmds.last().unwrap(),
+            &args(&["-w", "-I", "INPUT", "1", "-j", CHAIN])
+        );
+    }
+
+    #[test]
+    fn a_quorum_port_cut_drops_only_zab_packets() {
+        let cmds = quorum_cut_commands(&[("10.1.2.15".parse().unwrap(), 2888)], 2888);
+        let drops: Vec<String> = cmds
+            .iter()
+            .filter(|c| c.last().is_some_and(|a| a == "DROP"))
+            .map(|c| c.join(" "))
+            .collect();
+        assert_eq!(
+            drops,
+            [
+                format!("-w -A {CHAIN} -s 10.1.2.15 -p tcp --sport 2888 -j DROP"),
+                format!("-w -A {CHAIN} -s 10.1.2.15 -p tcp --dport 2888 -j DROP"),
+            ]
+        );
+        assert_eq!(cmds.first().unwrap(), &args(&["-w", "-N", CHAIN]));
         assert_eq!(
             cmds.last().unwrap(),
             &args(&["-w", "-I", "INPUT", "1", "-j", CHAIN])

@@ -96,6 +96,11 @@ impl Net for LocalCluster {
         iptables::drop_from(self, netns, node, sources)
     }
 
+    fn drop_quorum_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
+        let netns = self.net.as_ref().map(|n| n.names.netns(node));
+        iptables::drop_quorum_from(self, netns, node, sources)
+    }
+
     fn heal(&self, node: &str) -> Result<()> {
         iptables::heal(self, node)
     }

@@ -272,6 +272,9 @@ pub struct FaultValue {
     /// Partition: `drops[a]` lists the nodes whose traffic `a` drops.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub drops: BTreeMap<String, Vec<String>>,
+    /// Partition: "quorum" when only the Zab connections were cut (`port = "quorum"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
     /// `start`: the kind of fault it ends when not a kill ("power-loss", "corrupt"); `heal`:
     /// "packet" when it ends packet faults rather than a partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]

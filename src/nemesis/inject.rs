@@ -155,7 +155,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
             };
             partition(
                 ctx,
-                shape,
+                (shape, t.quorum_port_only),
                 &nodes,
                 &targets,
                 (t.groups.as_deref(), t.drops.as_ref()),
@@ -734,7 +734,7 @@ fn signal_all(
 
 fn partition(
     ctx: &NemesisContext,
-    shape: PartitionShape,
+    (shape, quorum_port_only): (PartitionShape, bool),
     nodes: &[String],
     targets: &[String],
     (groups, drops): (Option<&[Vec<String>]>, Option<&Grudge>),
@@ -775,6 +775,10 @@ fn partition(
     value["nodes"] = json!(g.keys().collect::<Vec<_>>());
     value["drops"] = json!(g);
     value["components"] = json!(components(nodes, &g));
+    if quorum_port_only {
+        // Additive history field: only the Zab connections were cut.
+        value["port"] = json!("quorum");
+    }
     ctx.recorder.record(
         NEMESIS,
         EventType::Invoke,
@@ -782,7 +786,11 @@ fn partition(
         None,
         value.clone(),
     );
-    let rules = cut(net, &g)?;
+    let rules = if quorum_port_only {
+        cut_quorum(net, &g)?
+    } else {
+        cut(net, &g)?
+    };
     value["chain"] = json!(iptables::CHAIN);
     value["rules"] = json!(rules);
     ctx.recorder
@@ -799,6 +807,16 @@ pub fn cut(net: &dyn Net, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
     for (node, sources) in g {
         let sources: Vec<String> = sources.iter().cloned().collect();
         rules.insert(node.clone(), net.drop_from(node, &sources)?);
+    }
+    Ok(rules)
+}
+
+/// `cut` for the Zab connections only (`port = "quorum"`).
+pub fn cut_quorum(net: &dyn Net, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
+    let mut rules = BTreeMap::new();
+    for (node, sources) in g {
+        let sources: Vec<String> = sources.iter().cloned().collect();
+        rules.insert(node.clone(), net.drop_quorum_from(node, &sources)?);
     }
     Ok(rules)
 }

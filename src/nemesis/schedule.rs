@@ -203,6 +203,14 @@ pub struct FaultTemplate {
     /// Partitions of a timed step (`timed`): the exact grudge (node -> the nodes whose traffic
     /// it drops), for shapes that groups cannot express (one-way, majorities-ring, bridge).
     pub drops: Option<super::partition::Grudge>,
+    /// Partitions only (`port = "quorum"`): cut only the Zab connections (packets to or from
+    /// a quorum port); election traffic passes.
+    pub quorum_port_only: bool,
+    /// How this fault's own duration is drawn (`timing = "fixed"` in its table), instead of
+    /// the schedule's `timing`: a fault that shows its bug only after some time (a strobe
+    /// against a checker's settle time) is not cut short by a random draw. Gaps keep the
+    /// schedule's timing; parts' durations are never drawn.
+    pub duration_timing: Option<Timing>,
 }
 
 /// How long a triggered fault waits for its observation unless it says (`wait`).
@@ -422,6 +430,8 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         after: Duration::ZERO,
         compose: None,
         drops: None,
+        quorum_port_only: false,
+        duration_timing: None,
     }
 }
 
@@ -478,6 +488,11 @@ pub(super) struct RawFault {
     after: Option<String>,
     /// The composed group's name.
     compose: Option<String>,
+    /// Partition: "quorum" cuts only the Zab connections (the election ones pass).
+    port: Option<String>,
+    /// How this fault's own duration is drawn ("fixed" | "exponential" | "jittered"); the
+    /// schedule's `timing` by default.
+    timing: Option<String>,
 }
 
 impl RawFault {
@@ -522,6 +537,21 @@ impl RawFault {
             }
             (Some(_), _) => return Err("groups is only for shape = \"groups\"".into()),
             (None, _) => {}
+        }
+        if let Some(timing) = &self.timing {
+            t.duration_timing = Some(Timing::parse(timing).ok_or_else(|| {
+                let names: Vec<&str> = Timing::ALL.iter().map(|t| t.name()).collect();
+                format!("timing = \"{timing}\" is unknown; use {}", names.join(", "))
+            })?);
+        }
+        if let Some(port) = &self.port {
+            if kind != FaultKind::Partition {
+                return Err("port is only for kind = \"partition\"".into());
+            }
+            if port != "quorum" {
+                return Err(format!("port = \"{port}\" is unknown; use \"quorum\" (only the Zab connections are cut) or leave it out (every packet)"));
+            }
+            t.quorum_port_only = true;
         }
         let clock_keys = self.delta.is_some() || self.period.is_some() || self.factor.is_some();
         if clock_keys && kind != FaultKind::Clock {
@@ -605,6 +635,12 @@ impl RawFault {
             if !part.with.is_empty() || part.compose.is_some() || part.weight.is_some() {
                 return Err(
                     "a [[fault.with]] part takes no with, compose or weight of its own".into(),
+                );
+            }
+            if part.timing.is_some() {
+                return Err(
+                    "with: timing is for a [[fault]]'s own duration; a part's is never drawn"
+                        .into(),
                 );
             }
             let after = match &part.after {
@@ -973,6 +1009,30 @@ target = "n1,n2"
         )
         .unwrap_err();
         assert!(err.starts_with("line 4") && err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn a_partition_may_cut_only_the_quorum_port() {
+        let s = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"partition\"\nshape = \"one-way\"\nport = \"quorum\"\n",
+        )
+        .unwrap();
+        assert!(s.faults[0].quorum_port_only);
+        let s = Schedule::from_toml("t", "[[fault]]\nkind = \"partition\"\n").unwrap();
+        assert!(!s.faults[0].quorum_port_only, "every packet by default");
+        let err = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"partition\"\nport = \"election\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("election") && err.contains("\"quorum\""),
+            "{err}"
+        );
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nport = \"quorum\"\n")
+            .unwrap_err();
+        assert!(err.contains("only for kind = \"partition\""), "{err}");
     }
 
     #[test]

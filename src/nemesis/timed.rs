@@ -426,6 +426,9 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
                 out.push_str(&format!("target = \"{}\"\n", n.join(",")));
             }
         }
+        if t.quorum_port_only {
+            out.push_str("port = \"quorum\"\n");
+        }
         match t.clock {
             Some(ClockMode::Bump { delta_ms, .. }) => out.push_str(&format!(
                 "mode = \"bump\"\ndelta = \"{}\"\n",
@@ -553,6 +556,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                     .map(|(n, from)| (n.clone(), from.iter().cloned().collect()))
                     .collect();
                 let comps = components(&info.nodes, &g);
+                t.quorum_port_only = value.port.as_deref() == Some("quorum");
                 if groups_grudge(&info.nodes, &comps) == g {
                     t.shape = Some(PartitionShape::Groups);
                     t.groups = Some(comps);

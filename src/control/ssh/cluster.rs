@@ -305,6 +305,10 @@ impl Net for SshCluster {
         iptables::drop_from(self, None, node, sources)
     }
 
+    fn drop_quorum_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
+        iptables::drop_quorum_from(self, None, node, sources)
+    }
+
     fn heal(&self, node: &str) -> Result<()> {
         iptables::heal(self, node)
     }
