@@ -58,13 +58,15 @@ pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {
 const ZOOKEEPER_MAX_NOTIFICATION_MS: u64 = 60_000;
 
 /// How long a calm-group member may stay LOOKING beside the group's standing leader during
-/// the run: as long as every node gets to rejoin after the final heal (`rejoin_ms`), plus, on
-/// ZooKeeper, its notification back-off, which nothing resets when a partition heals.
-pub fn stray_bound_ms(rejoin_ms: u64, info: &TestInfo) -> u64 {
+/// the run: as long as the whole group may go without a leader (`stall_ms`, which also covers
+/// noticing a silent leader and syncing, neither of which a LOOKING member beside a leader
+/// waits for), plus, on ZooKeeper, its notification back-off, which nothing resets when a
+/// partition heals.
+pub fn stray_bound_ms(stall_ms: u64, info: &TestInfo) -> u64 {
     if info.target == "zookeeper" {
-        rejoin_ms + ZOOKEEPER_MAX_NOTIFICATION_MS
+        stall_ms + ZOOKEEPER_MAX_NOTIFICATION_MS
     } else {
-        rejoin_ms
+        stall_ms
     }
 }
 

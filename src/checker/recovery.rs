@@ -202,7 +202,7 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     }
     violations.extend(stalled);
     gaps.extend(unsure);
-    let stray_ms = availability::stray_bound_ms(rejoin_ms, info);
+    let stray_ms = availability::stray_bound_ms(stall_ms, info);
     let until = v.final_heal.map_or(u64::MAX, |h| h.time);
     let (strays, unsure) = availability::judge_strays(&v.strays, stray_ms, until);
     if strays.is_empty() && unsure.is_empty() && !ok.is_empty() {
