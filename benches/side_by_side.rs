@@ -24,6 +24,7 @@ mod ssh_support;
 
 use fle_chaos::api::{NodeStatus, ServerState, ZabPhase};
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
+use fle_chaos::control::iptables::Cut;
 use fle_chaos::control::local::{LocalCluster, NetMode};
 use fle_chaos::control::os_setup::Needs;
 use fle_chaos::control::registry::Registry;
@@ -151,9 +152,9 @@ async fn rejoin_rows(
                 .ok_or_else(|| anyhow::anyhow!("no settled cluster before the partition"))?;
             let cut_off = format!("n{old}");
             let rest: Vec<String> = nodes.iter().filter(|n| **n != cut_off).cloned().collect();
-            net.drop_from(&cut_off, &rest)?;
+            net.drop_from(&cut_off, &rest, Cut::Every)?;
             for n in &rest {
-                net.drop_from(n, std::slice::from_ref(&cut_off))?;
+                net.drop_from(n, std::slice::from_ref(&cut_off), Cut::Every)?;
             }
             tokio::time::sleep(Duration::from_secs(secs)).await;
             for n in nodes {

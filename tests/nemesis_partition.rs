@@ -3,10 +3,11 @@
 
 mod run_support;
 
+use fle_chaos::control::iptables::Cut;
 use fle_chaos::control::iptables::QUORUM_PORT;
 use fle_chaos::control::local::NetMode;
 use fle_chaos::control::Control;
-use fle_chaos::nemesis::inject::{cut, cut_quorum, uncut};
+use fle_chaos::nemesis::inject::{cut, uncut};
 use fle_chaos::nemesis::partition::grudge;
 use fle_chaos::nemesis::schedule::PartitionShape;
 use run_support::{in_netns, root_or_skip, Cluster};
@@ -66,7 +67,7 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
     );
 
     let g = grudge(PartitionShape::IsolateOne, &nodes(3), &["n1".into()], 0);
-    let rules = cut(c.net().unwrap(), &g).unwrap();
+    let rules = cut(c.net().unwrap(), &g, Cut::Every).unwrap();
     assert_eq!(rules["n1"].len(), 2, "n1 drops both peers: {rules:?}");
     assert!(
         !in_node(&c, "n2", move || connects(addr)),
@@ -110,7 +111,7 @@ fn one_way_drops_only_one_direction() {
     );
 
     let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
-    cut(c.net().unwrap(), &g).unwrap();
+    cut(c.net().unwrap(), &g, Cut::Every).unwrap();
     assert!(
         !datagram_arrives(&c, "n1", "n2", 7201),
         "n1 -> n2 must be dropped"
@@ -158,7 +159,7 @@ fn a_quorum_port_cut_hides_the_zab_connection_end_and_passes_the_rest() {
     let (leader_side, _) = zab_listener.accept().unwrap();
 
     let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
-    let rules = cut_quorum(c.net().unwrap(), &g).unwrap();
+    let rules = cut(c.net().unwrap(), &g, Cut::Quorum).unwrap();
     assert!(
         rules["n2"].iter().all(|r| r.contains("-p tcp")),
         "only TCP to or from a quorum port: {rules:?}"

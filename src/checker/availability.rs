@@ -2,12 +2,12 @@
 //! calm group stands (a quorum of nodes up, answering, under no fault but clock steps,
 //! mutually connected and cleanly separated from the rest: `View::calm_group`), a
 //! quorum-backed leader exists within a bound; and no member of it stays LOOKING beside that
-//! leader past the rejoin bound (a node that cannot join); and after the final heal every node
-//! that is up rejoins that leader within a bound; and a calm group that stood for the settle time does
-//! not keep losing its leaders to new elections (leaders deposed while nothing touched their
-//! quorum, `MIN_DEPOSED` times in one calm stretch). Liveness, not safety: the seeded bugs that stop a
-//! cluster electing (a blocking connect, a deaf receiver, wall-clock timeouts, a node that
-//! cannot join) leave every safety checker valid.
+//! leader past the stall bound (a node that cannot join); and after the final heal every node
+//! that is up rejoins that leader within a bound; and a calm group that stood for the settle
+//! time does not keep losing its leaders to new elections (leaders deposed while nothing
+//! touched their quorum, `MIN_DEPOSED` times in one calm stretch). Liveness, not safety: the
+//! seeded bugs that stop a cluster electing (a blocking connect, a deaf receiver, wall-clock
+//! timeouts, a node that cannot join) leave every safety checker valid.
 //!
 //! Both bounds come from the run's own settings (test.json), never from this machine: see
 //! [`stall_bound_ms`] and [`rejoin_bound_ms`].

@@ -1,7 +1,7 @@
 //! recovery: after the final heal, a quorum-backed leader is observed within a bound and every
 //! node that is up rejoins it within a bound; during the run, a calm group is never without a
 //! quorum-backed leader beyond a bound, and none of its members stays LOOKING beside that
-//! leader beyond the rejoin bound (availability, see `availability`); and,
+//! leader beyond the stall bound (availability, see `availability`); and,
 //! measured for the report: for every fault, the time until a quorum-backed leader is observed
 //! again; every leaderless window; every overlap where two servers both claim to lead (in
 //! different epochs: a stale leader, reported but not invalid; the same epoch is

@@ -80,46 +80,43 @@ pub fn mentions_chain(listing: &str) -> bool {
         .any(|l| l.split_whitespace().any(|w| w == CHAIN))
 }
 
-/// Installs the chain on `node`, dropping packets from `sources`; the hook rule and the chain are
-/// recorded in the registry (in namespace `netns`, None: on the node's host) before they exist.
-/// Returns the rules as text.
+/// What a partition's rules drop from a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Every packet (`cut_commands`).
+    Every,
+    /// Only the Zab connections' packets (`quorum_cut_commands`): the partition option
+    /// `port = "quorum"`.
+    Quorum,
+}
+
+/// Installs the chain on `node`, dropping packets from `sources` (all of them, or only their
+/// Zab connections' as `cut` says); the hook rule and the chain are recorded in the registry
+/// (in namespace `netns`, None: on the node's host) before they exist. Returns the DROP rules
+/// as text.
 pub fn drop_from(
     control: &dyn Control,
     netns: Option<String>,
     node: &str,
     sources: &[String],
+    cut: Cut,
 ) -> Result<Vec<String>> {
-    let addrs = sources
-        .iter()
-        .map(|s| control.node_host(s))
-        .collect::<Result<Vec<_>>>()?;
-    install(control, netns, node, cut_commands(&addrs))
-}
-
-/// `drop_from` for the Zab connections only (`quorum_cut_commands`): the partition option
-/// `port = "quorum"`.
-pub fn drop_quorum_from(
-    control: &dyn Control,
-    netns: Option<String>,
-    node: &str,
-    sources: &[String],
-) -> Result<Vec<String>> {
-    let peers = sources
-        .iter()
-        .map(|s| Ok((control.node_host(s)?, control.node_port(s, QUORUM_PORT)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let mine = control.node_port(node, QUORUM_PORT)?;
-    install(control, netns, node, quorum_cut_commands(&peers, mine))
-}
-
-/// Records the hook rule and the chain (in namespace `netns`), then runs `cmds`; returns the
-/// DROP rules as text.
-fn install(
-    control: &dyn Control,
-    netns: Option<String>,
-    node: &str,
-    cmds: Vec<Vec<String>>,
-) -> Result<Vec<String>> {
+    let cmds = match cut {
+        Cut::Every => {
+            let addrs = sources
+                .iter()
+                .map(|s| control.node_host(s))
+                .collect::<Result<Vec<_>>>()?;
+            cut_commands(&addrs)
+        }
+        Cut::Quorum => {
+            let peers = sources
+                .iter()
+                .map(|s| Ok((control.node_host(s)?, control.node_port(s, QUORUM_PORT)?)))
+                .collect::<Result<Vec<_>>>()?;
+            quorum_cut_commands(&peers, control.node_port(node, QUORUM_PORT)?)
+        }
+    };
     control.registry().record(Resource::Rule {
         netns: netns.clone(),
         table: "filter".into(),

@@ -91,14 +91,9 @@ impl LocalCluster {
 
 /// Namespaces give every node its own iptables; the cuts are recorded with their namespace.
 impl Net for LocalCluster {
-    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
+    fn drop_from(&self, node: &str, sources: &[String], cut: iptables::Cut) -> Result<Vec<String>> {
         let netns = self.net.as_ref().map(|n| n.names.netns(node));
-        iptables::drop_from(self, netns, node, sources)
-    }
-
-    fn drop_quorum_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
-        let netns = self.net.as_ref().map(|n| n.names.netns(node));
-        iptables::drop_quorum_from(self, netns, node, sources)
+        iptables::drop_from(self, netns, node, sources, cut)
     }
 
     fn heal(&self, node: &str) -> Result<()> {

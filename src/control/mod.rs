@@ -149,15 +149,10 @@ pub trait Control: Send + Sync {
 /// Cutting and healing links between nodes (Jepsen's `Net`). A cut node drops every packet
 /// from the nodes it is cut from; the controller's own traffic always passes.
 pub trait Net: Send + Sync {
-    /// Makes `node` drop every packet from `sources` (node names), recording what it creates
-    /// before creating it; returns the rules installed, as text.
-    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>>;
-    /// Like `drop_from`, but only the Zab connections' packets (to or from a quorum port):
-    /// the partition option `port = "quorum"`. A backend without it says so.
-    fn drop_quorum_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
-        let _ = (node, sources);
-        anyhow::bail!("this cluster cannot cut only the quorum port (port = \"quorum\")")
-    }
+    /// Makes `node` drop every packet from `sources` (node names), or only their Zab
+    /// connections' (`iptables::Cut`), recording what it creates before creating it; returns
+    /// the rules installed, as text.
+    fn drop_from(&self, node: &str, sources: &[String], cut: iptables::Cut) -> Result<Vec<String>>;
     /// Removes every cut on `node` (nothing to remove is fine); an error when one is still
     /// there afterwards.
     fn heal(&self, node: &str) -> Result<()>;

@@ -786,11 +786,12 @@ fn partition(
         None,
         value.clone(),
     );
-    let rules = if quorum_port_only {
-        cut_quorum(net, &g)?
+    let how = if quorum_port_only {
+        iptables::Cut::Quorum
     } else {
-        cut(net, &g)?
+        iptables::Cut::Every
     };
+    let rules = cut(net, &g, how)?;
     value["chain"] = json!(iptables::CHAIN);
     value["rules"] = json!(rules);
     ctx.recorder
@@ -800,23 +801,13 @@ fn partition(
     })
 }
 
-/// Installs the grudge's cuts, each recorded before it exists; returns the rules per node as
-/// text.
-pub fn cut(net: &dyn Net, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
+/// Installs the grudge's cuts (every packet, or only the Zab connections'), each recorded
+/// before it exists; returns the rules per node as text.
+pub fn cut(net: &dyn Net, g: &Grudge, how: iptables::Cut) -> Result<BTreeMap<String, Vec<String>>> {
     let mut rules = BTreeMap::new();
     for (node, sources) in g {
         let sources: Vec<String> = sources.iter().cloned().collect();
-        rules.insert(node.clone(), net.drop_from(node, &sources)?);
-    }
-    Ok(rules)
-}
-
-/// `cut` for the Zab connections only (`port = "quorum"`).
-pub fn cut_quorum(net: &dyn Net, g: &Grudge) -> Result<BTreeMap<String, Vec<String>>> {
-    let mut rules = BTreeMap::new();
-    for (node, sources) in g {
-        let sources: Vec<String> = sources.iter().cloned().collect();
-        rules.insert(node.clone(), net.drop_quorum_from(node, &sources)?);
+        rules.insert(node.clone(), net.drop_from(node, &sources, how)?);
     }
     Ok(rules)
 }

@@ -55,7 +55,7 @@ impl ScheduledNemesis {
                 // planned time.
                 let wait = fault.template.wait.unwrap_or(DEFAULT_WAIT);
                 let until = (at + wait).min(window_end - fault.span());
-                match wait_for(ctx, &mut stop, trigger, until).await {
+                match wait_for(ctx, &mut stop, trigger, until, None).await {
                     Waited::Stopped => break,
                     Waited::Fired(fired) => aim(&mut fault, trigger, Some(fired)),
                     Waited::TimedOut => aim(&mut fault, trigger, None),
@@ -138,7 +138,7 @@ impl ScheduledNemesis {
                     let undo_at = t0 + f.start + f.duration;
                     let until = (t0 + f.start + wait).min(undo_at);
                     let among = (f.template.target == TargetSpec::Main).then(|| main_nodes.clone());
-                    match wait_for_among(ctx, stop, trigger, until, among).await {
+                    match wait_for(ctx, stop, trigger, until, among).await {
                         Waited::Stopped => {
                             stopped = true;
                             continue;
@@ -360,18 +360,9 @@ enum Waited {
     Stopped,
 }
 
-/// Waits until the observers' reads show `trigger`, `until` passes, or the run stops.
+/// Waits until the observers' reads (of `among` only, when given) show `trigger`, `until`
+/// passes, or the run stops.
 async fn wait_for(
-    ctx: &NemesisContext,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-    trigger: Trigger,
-    until: Instant,
-) -> Waited {
-    wait_for_among(ctx, stop, trigger, until, None).await
-}
-
-/// `wait_for`, fired only by the reads of `among` (when given).
-async fn wait_for_among(
     ctx: &NemesisContext,
     stop: &mut tokio::sync::watch::Receiver<bool>,
     trigger: Trigger,

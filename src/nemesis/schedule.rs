@@ -388,7 +388,12 @@ impl Schedule {
 
 /// Every fault kind's name, comma-separated, for the messages that list them.
 fn kind_names() -> String {
-    let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+    listed(&FaultKind::ALL, FaultKind::name)
+}
+
+/// The names of `all`, comma-separated: what a message about an unknown value offers instead.
+fn listed<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> String {
+    let names: Vec<&str> = all.iter().map(|t| name(*t)).collect();
     names.join(", ")
 }
 
@@ -510,11 +515,8 @@ impl RawFault {
                 return Err("shape is only for kind = \"partition\" or \"packet\"".into());
             }
             t.shape = Some(PartitionShape::parse(shape).ok_or_else(|| {
-                let names: Vec<&str> = PartitionShape::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "shape = \"{shape}\" is unknown; use one of {}",
-                    names.join(", ")
-                )
+                let names = listed(&PartitionShape::ALL, PartitionShape::name);
+                format!("shape = \"{shape}\" is unknown; use one of {names}")
             })?);
         }
         match (&self.groups, t.shape) {
@@ -540,8 +542,8 @@ impl RawFault {
         }
         if let Some(timing) = &self.timing {
             t.duration_timing = Some(Timing::parse(timing).ok_or_else(|| {
-                let names: Vec<&str> = Timing::ALL.iter().map(|t| t.name()).collect();
-                format!("timing = \"{timing}\" is unknown; use {}", names.join(", "))
+                let names = listed(&Timing::ALL, Timing::name);
+                format!("timing = \"{timing}\" is unknown; use {names}")
             })?);
         }
         if let Some(port) = &self.port {
@@ -611,8 +613,8 @@ impl RawFault {
         }
         if let Some(w) = &self.when {
             t.when = Some(Trigger::parse(w).ok_or_else(|| {
-                let names: Vec<&str> = Trigger::ALL.iter().map(|t| t.name()).collect();
-                format!("when = \"{w}\" is unknown; use {}", names.join(", "))
+                let names = listed(&Trigger::ALL, Trigger::name);
+                format!("when = \"{w}\" is unknown; use {names}")
             })?);
         }
         if let Some(w) = &self.wait {

@@ -497,8 +497,8 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     })?;
     let mut view = View::new(&info.nodes);
     let mut starts: BTreeMap<u64, FaultValue> = BTreeMap::new();
-    // A packet fault's mode and links, from its done start (None: not recorded, or damaged).
-    let mut packets: BTreeMap<u64, Option<PacketRecord>> = BTreeMap::new();
+    // A packet fault's mode and links, from its done start (absent: not recorded, or damaged).
+    let mut packets: BTreeMap<u64, PacketRecord> = BTreeMap::new();
     let mut first_ns: Option<u64> = None;
     let history = run_dir.join("history.jsonl");
     read::for_each(&history, |at, line, _| {
@@ -515,8 +515,9 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                 struct Start {
                     value: PacketRecord,
                 }
-                let record = serde_json::from_str::<Start>(line.text).ok();
-                packets.insert(line.index, record.map(|s| s.value));
+                if let Ok(start) = serde_json::from_str::<Start>(line.text) {
+                    packets.insert(line.index, start.value);
+                }
             }
         }
     })
@@ -572,7 +573,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
             FaultKind::Packet => {
                 // Exactly the mode and links it had, or no replay: another packet fault would
                 // shrink a different run.
-                let Some(Some(record)) = packets.get(&interval.start_index) else {
+                let Some(record) = packets.get(&interval.start_index) else {
                     return Err(bad_input(format!(
                         "{}: its packet fault (history index {}) does not record a mode and \
                          links that read back (a damaged or edited line), so it cannot be \

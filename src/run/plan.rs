@@ -199,8 +199,6 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
     cmd.status().is_ok_and(|s| s.success()) && expected.is_file()
 }
 
-/// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
-/// and it moves only the wall clock.
 /// The names of the fault kinds in `schedule` (recorded in test.json).
 fn kind_names(schedule: &crate::nemesis::schedule::Schedule) -> Vec<String> {
     schedule
@@ -210,6 +208,8 @@ fn kind_names(schedule: &crate::nemesis::schedule::Schedule) -> Vec<String> {
         .collect()
 }
 
+/// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
+/// and it moves only the wall clock.
 fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Result<()> {
     use crate::nemesis::schedule::{ClockMode, FaultKind};
     let rate = schedule

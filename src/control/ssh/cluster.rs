@@ -301,12 +301,8 @@ impl SshCluster {
 /// Each host has its own iptables; the cuts are recorded with no namespace (host-level), and
 /// `exec` writes them into the host-side record too.
 impl Net for SshCluster {
-    fn drop_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
-        iptables::drop_from(self, None, node, sources)
-    }
-
-    fn drop_quorum_from(&self, node: &str, sources: &[String]) -> Result<Vec<String>> {
-        iptables::drop_quorum_from(self, None, node, sources)
+    fn drop_from(&self, node: &str, sources: &[String], cut: iptables::Cut) -> Result<Vec<String>> {
+        iptables::drop_from(self, None, node, sources, cut)
     }
 
     fn heal(&self, node: &str) -> Result<()> {
