@@ -373,7 +373,8 @@ fn packets(
             if mode.needs_engine() {
                 let Some(ns) = &netns else {
                     bail!(
-                        "{} faults need the controller's packet engine in the node's namespace                          (--net netns on this machine); over SSH only loss works without netem",
+                        "{} faults need the controller's packet engine in the node's namespace \
+                         (--net netns on this machine); over SSH only loss works without netem",
                         mode.name()
                     );
                 };

@@ -28,7 +28,7 @@ pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 
 use crate::exit::bad_input;
 use anyhow::Result;
-use schedule::{FaultKind, Schedule};
+use schedule::{FaultKind, FaultTemplate, Schedule};
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,6 +39,69 @@ pub struct Abilities {
     pub partitions: bool,
     /// Why power loss cannot run here (`None`: it can): lazyfs needs fle-node, FUSE and root.
     pub no_power_loss: Option<String>,
+    /// Why clock faults cannot run here (`None`: they can): ZooKeeper's JVM under libfaketime.
+    pub no_clock: Option<String>,
+    /// Why packet faults other than loss cannot run here (`None`: they can): the engine and
+    /// qdiscs work in local namespaces only.
+    pub no_local_packets: Option<String>,
+}
+
+/// One thing the machines cannot do: the faults that need it, why not, and what to do instead.
+struct Limit {
+    /// Names the faults in messages ("partition", "power-loss", ...).
+    label: &'static str,
+    /// Whether a fault or composed part needs it.
+    needs: fn(&FaultTemplate) -> bool,
+    why: String,
+    /// The way out offered to an explicit schedule.
+    fix: &'static str,
+}
+
+impl Abilities {
+    /// What these machines cannot do, each once.
+    fn limits(&self) -> Vec<Limit> {
+        let loopback = "--net loopback (nodes share one network stack)";
+        let mut limits = Vec::new();
+        if !self.partitions {
+            limits.push(Limit {
+                label: "partition",
+                needs: |f| f.kind == FaultKind::Partition,
+                why: format!("{loopback}: iptables cannot cut one off"),
+                fix: "drop the partition faults or run as root with --net netns",
+            });
+            limits.push(Limit {
+                label: "packet",
+                needs: |f| f.kind == FaultKind::Packet,
+                why: format!("{loopback}: a rule for one link would hit every link"),
+                fix: "drop the packet faults or run as root with --net netns",
+            });
+        }
+        if let Some(why) = &self.no_power_loss {
+            limits.push(Limit {
+                label: "power-loss",
+                needs: |f| f.kind == FaultKind::PowerLoss,
+                why: why.clone(),
+                fix: "drop the power-loss faults",
+            });
+        }
+        if let Some(why) = &self.no_clock {
+            limits.push(Limit {
+                label: "clock",
+                needs: |f| f.kind == FaultKind::Clock,
+                why: why.clone(),
+                fix: "on throwaway VMs use --ssh --real-clock-skew, or drop the clock faults",
+            });
+        }
+        if let Some(why) = &self.no_local_packets {
+            limits.push(Limit {
+                label: "packet delay/duplicate/reorder/bandwidth",
+                needs: |f| f.packet.is_some_and(|m| m.needs_local_netns()),
+                why: why.clone(),
+                fix: "use mode = \"loss\" (an iptables rule) or drop those packet faults (docs/faults.md)",
+            });
+        }
+        limits
+    }
 }
 
 /// The schedule to run and what the default left out of it (recorded in test.json).
@@ -52,8 +115,8 @@ pub struct Chosen {
 /// The schedule a run's flags ask for: `--nemesis-file` (a path or a built-in name) wins, then
 /// `--nemesis KIND,..` (each fault lasting `interval`, with `interval` of quiet between), else the
 /// built-in `mixed`. What the machines cannot do (`abilities`) is an error in an explicit
-/// schedule; the default `mixed` leaves it out instead and says so in `left_out`, so a run
-/// never silently tests less than it says.
+/// schedule; the default `mixed` leaves it out instead (with every composed entry that has
+/// such a part) and says so in `left_out`, so a run never silently tests less than it says.
 pub fn schedule_from_flags(
     kinds: Option<&str>,
     file: Option<&Path>,
@@ -67,37 +130,19 @@ pub fn schedule_from_flags(
         (None, None) => catalogue::load("mixed")?,
     };
     let mut left_out = Vec::new();
-    if !abilities.partitions && schedule.kinds().contains(&FaultKind::Partition) {
+    for limit in abilities.limits() {
+        let hit = |f: &FaultTemplate| (limit.needs)(f) || f.with.iter().any(limit.needs);
+        if !schedule.faults.iter().any(hit) {
+            continue;
+        }
         if explicit {
-            return Err(bad_input(
-                "partition faults need --net netns: loopback nodes share one network stack, so \
-                 iptables cannot cut one off; drop the partition faults or run as root with --net netns",
-            ));
+            return Err(bad_input(format!(
+                "{} faults cannot run: {}; {}",
+                limit.label, limit.why, limit.fix
+            )));
         }
-        leave_out(&mut schedule, FaultKind::Partition);
-        left_out.push("partition: --net loopback (nodes share one network stack)".to_string());
-    }
-    if !abilities.partitions && schedule.kinds().contains(&FaultKind::Packet) {
-        if explicit {
-            return Err(bad_input(
-                "packet faults need --net netns: loopback nodes share one network stack, so a \
-                 rule for one link would hit every link; drop the packet faults or run as root \
-                 with --net netns",
-            ));
-        }
-        leave_out(&mut schedule, FaultKind::Packet);
-        left_out.push("packet: --net loopback (nodes share one network stack)".to_string());
-    }
-    if let Some(why) = &abilities.no_power_loss {
-        if schedule.kinds().contains(&FaultKind::PowerLoss) {
-            if explicit {
-                return Err(bad_input(format!(
-                    "power-loss faults cannot run: {why}; drop the power-loss faults"
-                )));
-            }
-            leave_out(&mut schedule, FaultKind::PowerLoss);
-            left_out.push(format!("power-loss: {why}"));
-        }
+        schedule.faults.retain(|f| !hit(f));
+        left_out.push(format!("{}: {}", limit.label, limit.why));
     }
     Ok(Chosen { schedule, left_out })
 }
@@ -137,7 +182,7 @@ mod tests {
     fn able() -> Abilities {
         Abilities {
             partitions: true,
-            no_power_loss: None,
+            ..Abilities::default()
         }
     }
 
@@ -169,13 +214,47 @@ mod tests {
         assert_eq!(others(&chosen), others(&full));
         assert!(chosen.schedule.faults.len() < full.schedule.faults.len());
         // Under loopback the composed entry goes with the partitions, and both are named.
-        let loopback = Abilities {
-            partitions: false,
-            no_power_loss: None,
-        };
+        let loopback = Abilities::default();
         let chosen = schedule_from_flags(None, None, s, &loopback).unwrap();
         assert!(chosen.left_out.iter().any(|l| l.starts_with("partition:")));
         assert!(!chosen.schedule.kinds().contains(&FaultKind::Partition));
+    }
+
+    #[test]
+    fn over_ssh_the_default_mixed_leaves_out_every_entry_with_a_local_packet_part() {
+        // stale-joiners is a kill whose composed parts slow two followers' links (the engine):
+        // judging main faults only kept it, and its delay failed on the remote hosts.
+        let ssh = Abilities {
+            no_local_packets: Some("--ssh (local namespaces only)".into()),
+            ..able()
+        };
+        let s = Duration::from_secs(4);
+        let full = schedule_from_flags(None, None, s, &able()).unwrap();
+        let chosen = schedule_from_flags(None, None, s, &ssh).unwrap();
+        let groups = |c: &Chosen| -> Vec<Option<String>> {
+            c.schedule.faults.iter().map(|f| f.group_name()).collect()
+        };
+        assert!(groups(&full).contains(&Some("stale-joiners".into())));
+        assert!(!groups(&chosen).contains(&Some("stale-joiners".into())));
+        let local = |f: &schedule::FaultTemplate| f.packet.is_some_and(|m| m.needs_local_netns());
+        for f in &chosen.schedule.faults {
+            assert!(!local(f) && !f.with.iter().any(local), "{f:?}");
+        }
+        // Packet loss (an iptables rule) still runs over SSH.
+        assert!(chosen.schedule.kinds().contains(&FaultKind::Packet));
+        assert_eq!(
+            chosen.left_out,
+            vec!["packet delay/duplicate/reorder/bandwidth: --ssh (local namespaces only)"]
+        );
+        let err = schedule_from_flags(None, Some(Path::new("stale-joiners")), s, &ssh)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("packet delay/duplicate/reorder/bandwidth faults cannot run: --ssh")
+                && err.contains("mode = \"loss\"")
+                && !err.contains('\n'),
+            "{err}"
+        );
     }
 
     #[test]

@@ -294,6 +294,20 @@ impl Plan {
         let abilities = crate::nemesis::Abilities {
             partitions: mode == NetMode::Netns,
             no_power_loss,
+            // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
+            no_clock: (args.target == TargetKind::Zookeeper && !args.ssh.real_clock_skew).then(
+                || {
+                    "--target zookeeper without --real-clock-skew (libfaketime stalls the JVM: \
+                     every clock read takes its locks, the servers miss their sync deadlines and \
+                     never serve; docs/zookeeper.md)"
+                        .into()
+                },
+            ),
+            no_local_packets: hosts.is_some().then(|| {
+                "--ssh (the packet engine and qdiscs run in local namespaces; over SSH only \
+                 loss, an iptables rule, runs)"
+                    .into()
+            }),
         };
         let crate::nemesis::Chosen {
             mut schedule,
@@ -304,53 +318,7 @@ impl Plan {
             interval,
             &abilities,
         )?;
-        let clock = crate::nemesis::schedule::FaultKind::Clock;
-        // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
-        if args.target == TargetKind::Zookeeper
-            && !args.ssh.real_clock_skew
-            && schedule.kinds().contains(&clock)
-        {
-            if args.nemesis.is_some() || args.nemesis_file.is_some() {
-                return Err(bad_input(
-                    "clock faults with --target zookeeper: they would run ZooKeeper's JVM under \
-                     libfaketime, where every clock read takes libfaketime's locks and the \
-                     servers miss their sync deadlines and never serve (docs/zookeeper.md); \
-                     on throwaway VMs use --ssh --real-clock-skew, or drop the clock faults",
-                ));
-            }
-            crate::nemesis::leave_out(&mut schedule, clock);
-            left_out.push(
-                "clock: --target zookeeper without --real-clock-skew (libfaketime stalls the JVM)"
-                    .into(),
-            );
-        }
-        let engine_mode = |f: &crate::nemesis::schedule::FaultTemplate| {
-            f.packet
-                .is_some_and(|m| !matches!(m, crate::control::packet::PacketMode::Loss { .. }))
-        };
         let default_schedule = args.nemesis.is_none() && args.nemesis_file.is_none();
-        if hosts.is_some() && default_schedule {
-            // The default `mixed`: its delayed leader needs the local engine; leave it out.
-            let before = schedule.faults.len();
-            schedule.faults.retain(|f| !engine_mode(f));
-            if schedule.faults.len() < before {
-                left_out.push(
-                    "packet delay/reorder: --ssh (the packet engine runs on local namespaces)"
-                        .into(),
-                );
-            }
-        }
-        if hosts.is_some() {
-            let over_ssh = schedule.faults.iter().find(|f| engine_mode(f));
-            if let Some(f) = over_ssh {
-                let mode = f.packet.map(|m| m.name()).unwrap_or_default();
-                return Err(bad_input(format!(
-                    "packet faults with mode = \"{mode}\" over --ssh: this tool makes them with \
-                     its own packet engine (NFQUEUE) or qdisc inside local namespaces, not on \
-                     remote hosts; over SSH only mode = \"loss\" runs (see docs/faults.md)"
-                )));
-            }
-        }
         let corrupt = crate::nemesis::schedule::FaultKind::Corrupt;
         if schedule.kinds().contains(&corrupt) && args.target == TargetKind::Zookeeper {
             return Err(bad_input(

@@ -111,6 +111,12 @@ impl PacketMode {
         matches!(self, PacketMode::Loss { .. })
     }
 
+    /// Whether it needs the node's namespace on this machine: the engine (NFQUEUE) or a qdisc.
+    /// Only loss is an iptables rule, which runs on a remote host too (over SSH).
+    pub fn needs_local_netns(&self) -> bool {
+        !matches!(self, PacketMode::Loss { .. })
+    }
+
     /// Whether the controller's engine must see the packets (NFQUEUE).
     pub fn needs_engine(&self) -> bool {
         matches!(
