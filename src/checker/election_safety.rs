@@ -12,12 +12,17 @@
 //! - A follower whose leader was never seen leading that epoch is a violation only with proof:
 //!   a read of that leader, taken after the follower's read (plus the read slack), whose
 //!   currentEpoch is still below the epoch (currentEpoch never decreases; a leader sets it
-//!   before any follower can reach broadcast). Without proof the leader may have led between
+//!   before any follower can reach broadcast). The follow is confirmed instead when the
+//!   leader's last read before the follower's showed it LEADING in discovery with an
+//!   acceptedEpoch not past the epoch: it was establishing that epoch, and discovery and sync
+//!   take milliseconds (a composed fault that kills a new leader the moment a follower syncs
+//!   leaves no read of it in sync). Without proof or that read, the leader may have led between
 //!   two reads, and the verdict is unknown.
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NodeIx, Status};
 use super::CheckOptions;
+use crate::api::{ServerState, ZabPhase};
 use crate::history::test_info::TestInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -92,18 +97,34 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         let slack = opts.read_slack_ns();
         let leader_nodes: Vec<Option<NodeIx>> =
             unconfirmed.iter().map(|u| d.node_of_sid(u.0)).collect();
+        // The leader's last read before each follower's read.
+        let mut before: Vec<Option<Status>> = vec![None; unconfirmed.len()];
         for s in d.statuses() {
-            for (u, ln) in unconfirmed.iter_mut().zip(&leader_nodes) {
+            for ((u, ln), last) in unconfirmed.iter_mut().zip(&leader_nodes).zip(&mut before) {
                 let (_, f, proof) = u;
-                if proof.is_none()
-                    && *ln == Some(s.node)
-                    && s.time >= f.time + slack
-                    && s.peer_epoch < f.peer_epoch
-                {
+                if *ln != Some(s.node) {
+                    continue;
+                }
+                if s.time < f.time {
+                    *last = Some(*s);
+                }
+                if proof.is_none() && s.time >= f.time + slack && s.peer_epoch < f.peer_epoch {
                     *proof = Some(*s);
                 }
             }
         }
+        // Leading, in discovery, not past the epoch: it was establishing this epoch.
+        let establishing = |s: &Option<Status>, e: u64| {
+            s.is_some_and(|s| {
+                s.state == ServerState::Leading
+                    && s.phase == ZabPhase::Discovery
+                    && s.accepted_epoch <= e
+            })
+        };
+        unconfirmed = (unconfirmed.into_iter().zip(before))
+            .filter(|((_, f, proof), last)| proof.is_some() || !establishing(last, f.peer_epoch))
+            .map(|(u, _)| u)
+            .collect();
     }
     for (leader, f, proof) in &unconfirmed {
         let e = f.peer_epoch;
