@@ -52,6 +52,8 @@ pub struct Planner<'a> {
     /// The undealt rest of the deck: indices into `schedule.faults`, dealt from the end.
     deck: Vec<usize>,
     next_start: Duration,
+    /// The least gap before the next fault: the previous one's `quiet_after`.
+    quiet: Duration,
 }
 
 impl<'a> Planner<'a> {
@@ -61,6 +63,7 @@ impl<'a> Planner<'a> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             deck: Vec::new(),
             next_start: Duration::ZERO,
+            quiet: Duration::ZERO,
         }
     }
 
@@ -84,7 +87,9 @@ impl Iterator for Planner<'_> {
         let template = self.deal()?;
         // Fixed timing draws nothing here, so a fixed schedule's plan for a seed is unchanged.
         let timing = self.schedule.timing;
-        let gap = timing.draw(self.schedule.interval, &mut self.rng);
+        let gap = timing
+            .draw(self.schedule.interval, &mut self.rng)
+            .max(self.quiet);
         let duration = template.duration_timing.unwrap_or(timing).draw(
             template.duration.unwrap_or(self.schedule.duration),
             &mut self.rng,
@@ -105,6 +110,7 @@ impl Iterator for Planner<'_> {
         fault.start = self.next_start + gap;
         fault.gap = gap;
         self.next_start = fault.start + fault.span();
+        self.quiet = template.quiet_after;
         Some(fault)
     }
 }
@@ -177,7 +183,10 @@ pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault
         }
         let timing = schedule.timing;
         let free = out.last().map_or(Duration::ZERO, |p| p.start + p.span());
-        f.gap = timing.shortest(schedule.interval);
+        let quiet = out
+            .last()
+            .map_or(Duration::ZERO, |p| p.template.quiet_after);
+        f.gap = timing.shortest(schedule.interval).max(quiet);
         f.start = free + f.gap;
         f.duration = (f.template.duration_timing.unwrap_or(timing))
             .shortest(f.template.duration.unwrap_or(schedule.duration));
@@ -290,6 +299,37 @@ mod tests {
                 f.group_name()
             );
         }
+    }
+
+    #[test]
+    fn quiet_after_holds_the_next_fault_back_and_a_part_cannot_have_one() {
+        let s = Schedule::from_toml(
+            "t",
+            "interval = \"1s\"\nduration = \"1s\"\ntiming = \"exponential\"\n[[fault]]\nkind = \"kill\"\nquiet_after = \"6s\"\n[[fault]]\nkind = \"pause\"\n",
+        )
+        .unwrap();
+        let p = plan(&s, 4, Duration::from_secs(600));
+        let mut held = 0;
+        for pair in p.windows(2) {
+            if pair[0].template.kind == FaultKind::Kill {
+                assert!(pair[1].gap >= Duration::from_secs(6), "{:?}", pair[1].gap);
+                held += 1;
+            }
+        }
+        assert!(held > 10, "{held} kills followed by a fault");
+        // Pauses are not held: their gaps are drawn around the 1 s interval.
+        let after_pause = p
+            .windows(2)
+            .filter(|w| w[0].template.kind == FaultKind::Pause)
+            .filter(|w| w[1].gap < Duration::from_secs(6))
+            .count();
+        assert!(after_pause > 10, "{after_pause}");
+        let err = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\nquiet_after = \"1s\"\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("quiet_after"), "{err}");
     }
 
     #[test]

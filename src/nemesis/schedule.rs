@@ -211,6 +211,10 @@ pub struct FaultTemplate {
     /// against a checker's settle time) is not cut short by a random draw. Gaps keep the
     /// schedule's timing; parts' durations are never drawn.
     pub duration_timing: Option<Timing>,
+    /// The quiet kept after its span before the next fault (`quiet_after = "6s"`; at least
+    /// this, the drawn gap when longer): a fault whose damage shows only as a stall (a server
+    /// that cannot join) needs the checkers' stall bound of calm after it to be judged.
+    pub quiet_after: Duration,
 }
 
 /// How long a triggered fault waits for its observation unless it says (`wait`).
@@ -437,6 +441,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         drops: None,
         quorum_port_only: false,
         duration_timing: None,
+        quiet_after: Duration::ZERO,
     }
 }
 
@@ -498,6 +503,8 @@ pub(super) struct RawFault {
     /// How this fault's own duration is drawn ("fixed" | "exponential" | "jittered"); the
     /// schedule's `timing` by default.
     timing: Option<String>,
+    /// The least quiet after its span before the next fault ("6s").
+    quiet_after: Option<String>,
 }
 
 impl RawFault {
@@ -545,6 +552,9 @@ impl RawFault {
                 let names = listed(&Timing::ALL, Timing::name);
                 format!("timing = \"{timing}\" is unknown; use {names}")
             })?);
+        }
+        if let Some(q) = &self.quiet_after {
+            t.quiet_after = parse_duration(q).map_err(|e| format!("quiet_after: {e}"))?;
         }
         if let Some(port) = &self.port {
             if kind != FaultKind::Partition {
@@ -642,6 +652,12 @@ impl RawFault {
             if part.timing.is_some() {
                 return Err(
                     "with: timing is for a [[fault]]'s own duration; a part's is never drawn"
+                        .into(),
+                );
+            }
+            if part.quiet_after.is_some() {
+                return Err(
+                    "with: quiet_after is for the [[fault]]: the quiet follows the whole group"
                         .into(),
                 );
             }

@@ -139,6 +139,9 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
     if rest.contains_key("weight") {
         return Err("weight is for [[fault]] tables; a step happens exactly once".into());
     }
+    if rest.contains_key("quiet_after") {
+        return Err("quiet_after is for [[fault]] tables; a step starts at its `at`".into());
+    }
     let drops = match rest.remove("drops") {
         None => None,
         Some(v) => Some(parse_drops(&v)?),
