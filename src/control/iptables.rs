@@ -90,6 +90,26 @@ pub enum Cut {
     Quorum,
 }
 
+impl Cut {
+    /// A partition's `port` value (schedule files, history lines): "quorum" for the Zab
+    /// connections only, none for every packet.
+    pub fn port(self) -> Option<&'static str> {
+        match self {
+            Cut::Every => None,
+            Cut::Quorum => Some("quorum"),
+        }
+    }
+
+    /// The cut a `port` value names (None: a value that names none).
+    pub fn of_port(port: Option<&str>) -> Option<Cut> {
+        match port {
+            None => Some(Cut::Every),
+            Some("quorum") => Some(Cut::Quorum),
+            Some(_) => None,
+        }
+    }
+}
+
 /// Installs the chain on `node`, dropping packets from `sources` (all of them, or only their
 /// Zab connections' as `cut` says); the hook rule and the chain are recorded in the registry
 /// (in namespace `netns`, None: on the node's host) before they exist. Returns the DROP rules

@@ -155,7 +155,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
             };
             partition(
                 ctx,
-                (shape, t.quorum_port_only),
+                (shape, t.cut),
                 &nodes,
                 &targets,
                 (t.groups.as_deref(), t.drops.as_ref()),
@@ -735,7 +735,7 @@ fn signal_all(
 
 fn partition(
     ctx: &NemesisContext,
-    (shape, quorum_port_only): (PartitionShape, bool),
+    (shape, how): (PartitionShape, iptables::Cut),
     nodes: &[String],
     targets: &[String],
     (groups, drops): (Option<&[Vec<String>]>, Option<&Grudge>),
@@ -776,9 +776,9 @@ fn partition(
     value["nodes"] = json!(g.keys().collect::<Vec<_>>());
     value["drops"] = json!(g);
     value["components"] = json!(components(nodes, &g));
-    if quorum_port_only {
+    if let Some(port) = how.port() {
         // Additive history field: only the Zab connections were cut.
-        value["port"] = json!("quorum");
+        value["port"] = json!(port);
     }
     ctx.recorder.record(
         NEMESIS,
@@ -787,11 +787,6 @@ fn partition(
         None,
         value.clone(),
     );
-    let how = if quorum_port_only {
-        iptables::Cut::Quorum
-    } else {
-        iptables::Cut::Every
-    };
     let rules = cut(net, &g, how)?;
     value["chain"] = json!(iptables::CHAIN);
     value["rules"] = json!(rules);

@@ -3,6 +3,7 @@
 
 use super::timing::Timing;
 use super::trigger::Trigger;
+use crate::control::iptables::Cut;
 use crate::exit::bad_input;
 use anyhow::Result;
 use serde::Deserialize;
@@ -203,9 +204,9 @@ pub struct FaultTemplate {
     /// Partitions of a timed step (`timed`): the exact grudge (node -> the nodes whose traffic
     /// it drops), for shapes that groups cannot express (one-way, majorities-ring, bridge).
     pub drops: Option<super::partition::Grudge>,
-    /// Partitions only (`port = "quorum"`): cut only the Zab connections (packets to or from
-    /// a quorum port); election traffic passes.
-    pub quorum_port_only: bool,
+    /// Partitions: every packet, or (`port = "quorum"`) only the Zab connections' (packets to
+    /// or from a quorum port), election traffic passing.
+    pub cut: Cut,
     /// How this fault's own duration is drawn (`timing = "fixed"` in its table), instead of
     /// the schedule's `timing`: a fault that shows its bug only after some time (a strobe
     /// against a checker's settle time) is not cut short by a random draw. Gaps keep the
@@ -439,7 +440,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         after: Duration::ZERO,
         compose: None,
         drops: None,
-        quorum_port_only: false,
+        cut: Cut::Every,
         duration_timing: None,
         quiet_after: Duration::ZERO,
     }
@@ -560,10 +561,7 @@ impl RawFault {
             if kind != FaultKind::Partition {
                 return Err("port is only for kind = \"partition\"".into());
             }
-            if port != "quorum" {
-                return Err(format!("port = \"{port}\" is unknown; use \"quorum\" (only the Zab connections are cut) or leave it out (every packet)"));
-            }
-            t.quorum_port_only = true;
+            t.cut = Cut::of_port(Some(port)).ok_or_else(|| format!("port = \"{port}\" is unknown; use \"quorum\" (only the Zab connections are cut) or leave it out (every packet)"))?;
         }
         let clock_keys = self.delta.is_some() || self.period.is_some() || self.factor.is_some();
         if clock_keys && kind != FaultKind::Clock {
@@ -1036,9 +1034,9 @@ target = "n1,n2"
             "[[fault]]\nkind = \"partition\"\nshape = \"one-way\"\nport = \"quorum\"\n",
         )
         .unwrap();
-        assert!(s.faults[0].quorum_port_only);
+        assert_eq!(s.faults[0].cut, Cut::Quorum);
         let s = Schedule::from_toml("t", "[[fault]]\nkind = \"partition\"\n").unwrap();
-        assert!(!s.faults[0].quorum_port_only, "every packet by default");
+        assert_eq!(s.faults[0].cut, Cut::Every, "every packet by default");
         let err = Schedule::from_toml(
             "t",
             "[[fault]]\nkind = \"partition\"\nport = \"election\"\n",

@@ -25,6 +25,7 @@ use super::schedule::{
     parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, FrameMode, PacketMode,
     PartitionShape, RawFault, Schedule, TargetSpec,
 };
+use crate::control::iptables::Cut;
 use crate::control::packet::PacketRecord;
 use crate::exit::bad_input;
 use crate::history::line::Body;
@@ -429,8 +430,8 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
                 out.push_str(&format!("target = \"{}\"\n", n.join(",")));
             }
         }
-        if t.quorum_port_only {
-            out.push_str("port = \"quorum\"\n");
+        if let Some(port) = t.cut.port() {
+            out.push_str(&format!("port = \"{port}\"\n"));
         }
         match t.clock {
             Some(ClockMode::Bump { delta_ms, .. }) => out.push_str(&format!(
@@ -560,7 +561,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                     .map(|(n, from)| (n.clone(), from.iter().cloned().collect()))
                     .collect();
                 let comps = components(&info.nodes, &g);
-                t.quorum_port_only = value.port.as_deref() == Some("quorum");
+                t.cut = Cut::of_port(value.port.as_deref()).unwrap_or(Cut::Every);
                 if groups_grudge(&info.nodes, &comps) == g {
                     t.shape = Some(PartitionShape::Groups);
                     t.groups = Some(comps);
