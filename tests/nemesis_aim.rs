@@ -1,7 +1,8 @@
 //! The aiming nemesis on a real 3-node cluster, through `fle-chaos test`: a fault triggered by an
 //! election fires at a node the observers saw LOOKING, and records the read that fired it; a
 //! composed fault applies its part `after` its main fault's start, inside it, marked with the
-//! group's name.
+//! group's name; a fault's `quiet_after` holds back the next one even when that one is
+//! triggered, and a part's `watch` lets only the named nodes' reads fire it.
 
 mod run_support;
 
@@ -131,5 +132,96 @@ fn triggered_and_composed_faults_fire_where_and_when_they_aim() {
             pause.time < heal.time,
             "the pause came after the heal:\n{story}"
         );
+    }
+}
+
+/// The leader paused 2.5 s (after an election read, else at its time) and, while it is out, a
+/// pause fired by a read of n2 only. A resumed leader finds its followers gone and steps down:
+/// `quiet_after` keeps 3 s after that, where without it the next fault would fire on the
+/// election it starts.
+const WATCHED: &str = r#"
+interval = "1s"
+duration = "2500ms"
+
+[[fault]]
+kind = "pause"
+target = "leader"
+when = "election"
+wait = "1s"
+quiet_after = "3s"
+compose = "pause+watched-pause"
+
+[[fault.with]]
+kind = "pause"
+target = "trigger"
+when = "election"
+watch = "n2"
+after = "500ms"
+wait = "1500ms"
+duration = "1800ms"
+"#;
+
+#[test]
+fn a_triggered_fault_keeps_the_quiet_and_a_watch_fires_on_its_nodes_only() {
+    if !root_or_skip("a_triggered_fault_keeps_the_quiet_and_a_watch_fires_on_its_nodes_only") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("watched.toml");
+    std::fs::write(&file, WATCHED).unwrap();
+    let out = dir.path().join("reports");
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        "30",
+        "--seed",
+        "3",
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &run_support::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(180));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert!(matches!(code, Some(0..=2)), "exit {code:?}: {stderr}");
+    let run = run_dir(&out).expect("the run folder");
+    assert!(leftovers(&resources(&run)).is_empty());
+    let h = read_history(&run.join("history.jsonl")).unwrap();
+    let story: Vec<String> = h
+        .iter()
+        .filter(|e| e.process == fle_chaos::history::NEMESIS && e.kind != EventType::Invoke)
+        .map(|e| format!("{:.2}s {:?} {}", e.time as f64 / 1e9, e.f, e.value))
+        .collect();
+    let story = story.join("\n");
+
+    // Each main pause (target leader) comes no sooner than its predecessor's 2.5 s plus the
+    // 3 s quiet.
+    let pauses = nemesis_done(&h, F::Pause);
+    let mains: Vec<&Event> = pauses
+        .iter()
+        .filter(|e| e.value["target"] == "leader")
+        .copied()
+        .collect();
+    assert!(mains.len() >= 3, "{} main pauses:\n{story}", mains.len());
+    for pair in mains.windows(2) {
+        let gap = pair[1].time - pair[0].time;
+        assert!(
+            gap >= SEC * 54 / 10,
+            "a pause {gap} ns after the one before, inside its quiet:\n{story}"
+        );
+    }
+    // Every part a read fired was fired by a read of n2, which showed it LOOKING.
+    let fired: Vec<&Event> = pauses
+        .iter()
+        .filter(|e| e.value["target"] != "leader" && e.value.get("trigger_index").is_some())
+        .copied()
+        .collect();
+    assert!(!fired.is_empty(), "no part fired on a read:\n{story}");
+    for pause in &fired {
+        let index = pause.value["trigger_index"].as_u64().unwrap();
+        let read = h.iter().find(|e| e.index == index).expect("the read");
+        assert_eq!(read.node.as_deref(), Some("n2"), "{pause:?}\n{story}");
+        assert_eq!(read.value["state"], "LOOKING", "{read:?}");
+        assert_eq!(pause.value["nodes"], serde_json::json!(["n2"]), "{pause:?}");
     }
 }

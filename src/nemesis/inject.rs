@@ -10,7 +10,7 @@
 
 use super::partition::{components, groups_grudge, grudge, Grudge};
 use super::plan::PlannedFault;
-use super::schedule::{ClockMode, FaultKind, FrameMode, PartitionShape};
+use super::schedule::{ClockMode, FaultKind, FrameMode, PartitionShape, TargetSpec};
 use super::seam::NemesisContext;
 use super::targets::resolve;
 use crate::control::clock::{Clock, ClockChange, ClockSetting};
@@ -83,13 +83,23 @@ impl Active {
 /// How stale an observation may be to count as "the leader now".
 const LEADER_MAX_AGE_NS: u64 = 1_000_000_000;
 
+/// The leader the observers' fresh reads show, if any.
+fn leader_now(ctx: &NemesisContext) -> Option<String> {
+    ctx.observations
+        .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS)
+        .map(|(name, _)| name)
+}
+
+/// `spec`'s nodes now (a trigger's `watch`), resolved as a fault's target would be.
+pub fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) -> Vec<String> {
+    let nodes = ctx.observations.nodes().to_vec();
+    resolve(spec, &nodes, leader_now(ctx).as_deref(), pick).nodes
+}
+
 /// Applies `fault`, recording it. Returns None when nothing was done (recorded as `fail`).
 pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     let nodes = ctx.observations.nodes().to_vec();
-    let leader = ctx
-        .observations
-        .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS)
-        .map(|(name, _)| name);
+    let leader = leader_now(ctx);
     let t = &fault.template;
     let resolved = if t.kind == FaultKind::Frames {
         frames_targets(&t.target, &nodes, leader.as_deref(), fault.pick)
@@ -143,13 +153,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                 shape,
                 PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
             ) {
-                resolve(
-                    &super::schedule::TargetSpec::Leader,
-                    &nodes,
-                    leader.as_deref(),
-                    fault.pick,
-                )
-                .nodes
+                resolve(&TargetSpec::Leader, &nodes, leader.as_deref(), fault.pick).nodes
             } else {
                 resolved.nodes.clone()
             };
@@ -489,12 +493,11 @@ pub fn heal_packets(
 /// nodes are kept, and refused with the reason at apply). A minority is drawn among the
 /// followers: what the next election needs is voters that cannot hear.
 fn frames_targets(
-    spec: &super::schedule::TargetSpec,
+    spec: &TargetSpec,
     nodes: &[String],
     leader: Option<&str>,
     pick: u64,
 ) -> super::targets::Resolved {
-    use super::schedule::TargetSpec;
     use super::targets::drawn;
     let largest = resolve(&TargetSpec::Highest, nodes, leader, pick)
         .nodes

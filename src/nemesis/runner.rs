@@ -44,6 +44,8 @@ impl ScheduledNemesis {
         // When the last fault was undone: a trigger's wait delays the faults after it, which
         // keep their drawn gap.
         let mut free_at = start;
+        // The previous fault's `quiet_after`: no fault, triggered or not, comes sooner.
+        let mut quiet = std::time::Duration::ZERO;
         for mut fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
             let at = (start + fault.start).max(free_at + fault.gap);
             if at + fault.span() > window_end {
@@ -51,11 +53,15 @@ impl ScheduledNemesis {
             }
             if let Some(trigger) = fault.template.when {
                 // A triggered fault watches from the end of the one before (the re-election
-                // that a heal or restart sets off is what it aims at) until `wait` after its
-                // planned time.
+                // that a heal or restart sets off is what it aims at), after that one's
+                // quiet, until `wait` after its planned time.
+                if sleep_or_stop(&mut stop, free_at + quiet).await {
+                    break;
+                }
                 let wait = fault.template.wait.unwrap_or(DEFAULT_WAIT);
                 let until = (at + wait).min(window_end - fault.span());
-                match wait_for(ctx, &mut stop, trigger, until, None).await {
+                let among = watched(ctx, &fault, &[]);
+                match wait_for(ctx, &mut stop, trigger, until, among).await {
                     Waited::Stopped => break,
                     Waited::Fired(fired) => aim(&mut fault, trigger, Some(fired)),
                     Waited::TimedOut => aim(&mut fault, trigger, None),
@@ -69,6 +75,7 @@ impl ScheduledNemesis {
                 self.composed(ctx, &mut stop, &fault).await
             };
             free_at = Instant::now();
+            quiet = fault.template.quiet_after;
             if stopped {
                 break;
             }
@@ -137,7 +144,7 @@ impl ScheduledNemesis {
                     let wait = f.template.wait.unwrap_or(DEFAULT_WAIT);
                     let undo_at = t0 + f.start + f.duration;
                     let until = (t0 + f.start + wait).min(undo_at);
-                    let among = (f.template.target == TargetSpec::Main).then(|| main_nodes.clone());
+                    let among = watched(ctx, &f, &main_nodes);
                     match wait_for(ctx, stop, trigger, until, among).await {
                         Waited::Stopped => {
                             stopped = true;
@@ -407,19 +414,46 @@ fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
     }
 }
 
+/// The nodes whose reads may fire `f`'s trigger, resolved as its wait begins: its `watch`,
+/// or for a part aimed at `main` the main fault's nodes (it waits for one of them, not for
+/// whichever node shows the moment first); None: any node's.
+fn watched(ctx: &NemesisContext, f: &PlannedFault, main_nodes: &[String]) -> Option<Vec<String>> {
+    let spec = match (&f.template.watch, &f.template.target) {
+        (Some(spec), _) | (None, spec @ TargetSpec::Main) => spec,
+        _ => return None,
+    };
+    Some(
+        composition_nodes(spec, ctx, main_nodes)
+            .unwrap_or_else(|| inject::resolve_now(ctx, spec, f.pick)),
+    )
+}
+
+/// A composition's `main` nodes (those its main fault hit) or `others` (the running nodes it
+/// did not); None for any other target.
+fn composition_nodes(
+    spec: &TargetSpec,
+    ctx: &NemesisContext,
+    main_nodes: &[String],
+) -> Option<Vec<String>> {
+    match spec {
+        TargetSpec::Main => Some(main_nodes.to_vec()),
+        TargetSpec::Others => Some(
+            ctx.observations
+                .nodes()
+                .iter()
+                .filter(|n| !main_nodes.contains(n) && ctx.target.is_running(n))
+                .cloned()
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// Points a part's `main` target at the nodes its composition's main fault hit, and `others`
 /// at the running nodes it did not (resolved when the part fires, after the parts before it).
 fn aim_at_main(part: &mut PlannedFault, ctx: &NemesisContext, main_nodes: &[String]) {
-    let nodes = match part.template.target {
-        TargetSpec::Main => main_nodes.to_vec(),
-        TargetSpec::Others => ctx
-            .observations
-            .nodes()
-            .iter()
-            .filter(|n| !main_nodes.contains(n) && ctx.target.is_running(n))
-            .cloned()
-            .collect(),
-        _ => return,
+    let Some(nodes) = composition_nodes(&part.template.target, ctx, main_nodes) else {
+        return;
     };
     // Nothing to aim at (the main fault hit nothing): the fallback in `targets` says so.
     if !nodes.is_empty() {

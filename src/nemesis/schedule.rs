@@ -195,6 +195,9 @@ pub struct FaultTemplate {
     /// Aimed: wait (at most `wait`) for this observation before firing (`when = "election"`).
     pub when: Option<Trigger>,
     pub wait: Option<Duration>,
+    /// Aimed: only these nodes' reads fire the trigger (`watch = "followers-high"`), resolved
+    /// when the wait begins; None: any node's (a part aimed at `main` watches the main nodes).
+    pub watch: Option<TargetSpec>,
     /// Composed: faults started with this one (`[[fault.with]]`), each `after` its start.
     pub with: Vec<FaultTemplate>,
     /// For a composed part: how long after the main fault's start it begins.
@@ -366,11 +369,13 @@ impl Schedule {
             let mut t = f
                 .into_template()
                 .map_err(|e| format!("line {line}: in this [[fault]]: {e}"))?;
-            if matches!(t.target, TargetSpec::Main | TargetSpec::Others) {
-                return Err(format!(
-                    "line {line}: in this [[fault]]: target = \"{}\" names nodes of a composition's main fault: use it in a [[fault.with]] part",
-                    t.target.describe()
-                ));
+            for (key, spec) in [("target", Some(&t.target)), ("watch", t.watch.as_ref())] {
+                if let Some(TargetSpec::Main | TargetSpec::Others) = spec {
+                    return Err(format!(
+                        "line {line}: in this [[fault]]: {key} = \"{}\" names nodes of a composition's main fault: use it in a [[fault.with]] part",
+                        spec.map(TargetSpec::describe).unwrap_or_default()
+                    ));
+                }
             }
             t.line = Some(line);
             faults.push(t);
@@ -436,6 +441,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         line: None,
         when: None,
         wait: None,
+        watch: None,
         with: Vec::new(),
         after: Duration::ZERO,
         compose: None,
@@ -492,6 +498,8 @@ pub(super) struct RawFault {
     when: Option<String>,
     /// How long a triggered fault waits for its observation.
     wait: Option<String>,
+    /// Whose reads may fire the trigger: a target ("followers-high", "n1,n2").
+    watch: Option<String>,
     /// Composed: `[[fault.with]]` tables, faults started with this one.
     #[serde(default)]
     with: Vec<RawFault>,
@@ -630,6 +638,17 @@ impl RawFault {
                 return Err("wait is only for a triggered fault (when = ...)".into());
             }
             t.wait = Some(parse_duration(w).map_err(|e| format!("wait: {e}"))?);
+        }
+        if let Some(w) = &self.watch {
+            if t.when.is_none() {
+                return Err("watch is only for a triggered fault (when = ...)".into());
+            }
+            t.watch = match TargetSpec::parse(w) {
+                Some(TargetSpec::Trigger) | None => {
+                    return Err(format!("watch = \"{w}\" is not a set of nodes to watch; use a target such as leader, followers-high, main (composed parts) or node names like \"n1,n2\""));
+                }
+                spec => spec,
+            };
         }
         if t.target == TargetSpec::Trigger && t.when.is_none() {
             return Err("target = \"trigger\" needs when = \"election\" (or another trigger): it is the node the observation names".into());
@@ -1183,6 +1202,26 @@ mod aim_tests {
             "[[fault]]\nkind = \"kill\"\ntarget = \"main\"\n",
             "use it in a [[fault.with]] part",
         );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nwatch = \"n1\"\n",
+            "watch is only for a triggered fault",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nwhen = \"election\"\nwatch = \"trigger\"\n",
+            "not a set of nodes to watch",
+        );
+        bad(
+            "[[fault]]\nkind = \"kill\"\nwhen = \"election\"\nwatch = \"main\"\n",
+            "watch = \"main\" names nodes of a composition's main fault",
+        );
+    }
+
+    #[test]
+    fn a_part_watches_the_nodes_it_names() {
+        let text = "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"kill\"\nwhen = \"leader-in-sync\"\nwatch = \"followers-high\"\nwait = \"1s\"\nduration = \"2s\"\n";
+        let s = Schedule::from_toml("t", text).unwrap();
+        assert_eq!(s.faults[0].watch, None);
+        assert_eq!(s.faults[0].with[0].watch, Some(TargetSpec::FollowersHigh));
     }
 }
 
