@@ -57,6 +57,13 @@ struct Limit {
     fix: &'static str,
 }
 
+impl Limit {
+    /// Whether `f` or one of its composed parts needs what is missing.
+    fn hits(&self, f: &FaultTemplate) -> bool {
+        (self.needs)(f) || f.with.iter().any(self.needs)
+    }
+}
+
 impl Abilities {
     /// What these machines cannot do, each once.
     fn limits(&self) -> Vec<Limit> {
@@ -129,29 +136,35 @@ pub fn schedule_from_flags(
         (None, Some(k)) => Schedule::from_flags(k, interval, interval)?,
         (None, None) => catalogue::load("mixed")?,
     };
-    let mut left_out = Vec::new();
-    for limit in abilities.limits() {
-        let hit = |f: &FaultTemplate| (limit.needs)(f) || f.with.iter().any(limit.needs);
-        if !schedule.faults.iter().any(hit) {
-            continue;
-        }
-        if explicit {
+    if explicit {
+        let limits = abilities.limits();
+        if let Some(limit) = limits
+            .iter()
+            .find(|l| schedule.faults.iter().any(|f| l.hits(f)))
+        {
             return Err(bad_input(format!(
                 "{} faults cannot run: {}; {}",
                 limit.label, limit.why, limit.fix
             )));
         }
-        schedule.faults.retain(|f| !hit(f));
-        left_out.push(format!("{}: {}", limit.label, limit.why));
     }
+    let left_out = leave_out_unable(&mut schedule, abilities);
     Ok(Chosen { schedule, left_out })
 }
 
-/// Drops every fault of `kind`, and every composed fault with a part of that kind.
-pub fn leave_out(schedule: &mut Schedule, kind: FaultKind) {
-    schedule
-        .faults
-        .retain(|f| f.kind != kind && f.with.iter().all(|p| p.kind != kind));
+/// Drops from `schedule` every fault that `abilities` rules out, composed entries with such a
+/// part included; one line per limit that dropped something ("power-loss: why"), for
+/// `left_out`.
+pub fn leave_out_unable(schedule: &mut Schedule, abilities: &Abilities) -> Vec<String> {
+    let mut lines = Vec::new();
+    for limit in abilities.limits() {
+        let before = schedule.faults.len();
+        schedule.faults.retain(|f| !limit.hits(f));
+        if schedule.faults.len() < before {
+            lines.push(format!("{}: {}", limit.label, limit.why));
+        }
+    }
+    lines
 }
 
 /// Why power loss cannot run on this machine (lazyfs mounts with mount(2) on /dev/fuse), if it

@@ -410,12 +410,14 @@ impl Plan {
 
     /// Drops the power-loss faults of the default schedule (hosts without FUSE), recording why.
     pub fn leave_out_power_loss(&mut self, why: String) {
-        use crate::nemesis::schedule::FaultKind;
-        crate::nemesis::leave_out(&mut self.schedule, FaultKind::PowerLoss);
+        let only = crate::nemesis::Abilities {
+            partitions: true,
+            no_power_loss: Some(why),
+            ..Default::default()
+        };
+        let lines = crate::nemesis::leave_out_unable(&mut self.schedule, &only);
         self.nemesis_settings.kinds = kind_names(&self.schedule);
-        self.nemesis_settings
-            .left_out
-            .push(format!("power-loss: {why}"));
+        self.nemesis_settings.left_out.extend(lines);
         self.nemesis = crate::nemesis::build(self.schedule.clone());
     }
 
