@@ -37,39 +37,45 @@ after = "1s"
 duration = "1s"
 "#;
 
-#[test]
-fn triggered_and_composed_faults_fire_where_and_when_they_aim() {
-    if !root_or_skip("triggered_and_composed_faults_fire_where_and_when_they_aim") {
-        return;
-    }
+/// Runs `schedule` on 3 nodes for `time_limit` seconds with `seed`, checks that the run ended
+/// with a verdict and left nothing behind, and returns its history and what the nemesis did
+/// (for the failure messages).
+fn run_schedule(schedule: &str, time_limit: &str, seed: &str) -> (Vec<Event>, String) {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("aim.toml");
-    std::fs::write(&file, SCHEDULE).unwrap();
+    let file = dir.path().join("schedule.toml");
+    std::fs::write(&file, schedule).unwrap();
     let out = dir.path().join("reports");
     let args = [
         "--nodes",
         "3",
         "--time-limit",
-        "20",
+        time_limit,
         "--seed",
-        "2",
+        seed,
         "--nemesis-file",
         file.to_str().unwrap(),
     ];
     let mut child = spawn_test(&args, &out, &run_support::fle_node());
-    let code = wait_exit(&mut child, Duration::from_secs(150));
+    let code = wait_exit(&mut child, Duration::from_secs(180));
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
     assert!(matches!(code, Some(0..=2)), "exit {code:?}: {stderr}");
     let run = run_dir(&out).expect("the run folder");
     assert!(leftovers(&resources(&run)).is_empty());
     let h = read_history(&run.join("history.jsonl")).unwrap();
-    // What the nemesis did, for the failure messages.
     let story: Vec<String> = h
         .iter()
         .filter(|e| e.process == fle_chaos::history::NEMESIS && e.kind != EventType::Invoke)
         .map(|e| format!("{:.2}s {:?} {}", e.time as f64 / 1e9, e.f, e.value))
         .collect();
-    let story = story.join("\n");
+    (h, story.join("\n"))
+}
+
+#[test]
+fn triggered_and_composed_faults_fire_where_and_when_they_aim() {
+    if !root_or_skip("triggered_and_composed_faults_fire_where_and_when_they_aim") {
+        return;
+    }
+    let (h, story) = run_schedule(SCHEDULE, "20", "2");
 
     let cuts = nemesis_done(&h, F::Partition);
     let fired: Vec<&&Event> = cuts
@@ -166,33 +172,7 @@ fn a_triggered_fault_keeps_the_quiet_and_a_watch_fires_on_its_nodes_only() {
     if !root_or_skip("a_triggered_fault_keeps_the_quiet_and_a_watch_fires_on_its_nodes_only") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("watched.toml");
-    std::fs::write(&file, WATCHED).unwrap();
-    let out = dir.path().join("reports");
-    let args = [
-        "--nodes",
-        "3",
-        "--time-limit",
-        "30",
-        "--seed",
-        "3",
-        "--nemesis-file",
-        file.to_str().unwrap(),
-    ];
-    let mut child = spawn_test(&args, &out, &run_support::fle_node());
-    let code = wait_exit(&mut child, Duration::from_secs(180));
-    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
-    assert!(matches!(code, Some(0..=2)), "exit {code:?}: {stderr}");
-    let run = run_dir(&out).expect("the run folder");
-    assert!(leftovers(&resources(&run)).is_empty());
-    let h = read_history(&run.join("history.jsonl")).unwrap();
-    let story: Vec<String> = h
-        .iter()
-        .filter(|e| e.process == fle_chaos::history::NEMESIS && e.kind != EventType::Invoke)
-        .map(|e| format!("{:.2}s {:?} {}", e.time as f64 / 1e9, e.f, e.value))
-        .collect();
-    let story = story.join("\n");
+    let (h, story) = run_schedule(WATCHED, "30", "3");
 
     // Each main pause (target leader) comes no sooner than its predecessor's 2.5 s plus the
     // 3 s quiet.

@@ -91,7 +91,7 @@ fn leader_now(ctx: &NemesisContext) -> Option<String> {
 }
 
 /// `spec`'s nodes now (a trigger's `watch`), resolved as a fault's target would be.
-pub fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) -> Vec<String> {
+pub(super) fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) -> Vec<String> {
     let nodes = ctx.observations.nodes().to_vec();
     resolve(spec, &nodes, leader_now(ctx).as_deref(), pick).nodes
 }

@@ -60,11 +60,19 @@ struct Limit {
 impl Limit {
     /// Whether `f` or one of its composed parts needs what is missing.
     fn hits(&self, f: &FaultTemplate) -> bool {
-        (self.needs)(f) || f.with.iter().any(self.needs)
+        f.self_and_parts().any(self.needs)
     }
 }
 
 impl Abilities {
+    /// Machines that can do every fault (limits are then added one by one).
+    pub fn all() -> Abilities {
+        Abilities {
+            partitions: true,
+            ..Default::default()
+        }
+    }
+
     /// What these machines cannot do, each once.
     fn limits(&self) -> Vec<Limit> {
         let loopback = "--net loopback (nodes share one network stack)";

@@ -23,6 +23,10 @@ pub struct PlannedFault {
     /// The quiet drawn before it (what the runner keeps after the previous fault ends, when a
     /// trigger delayed that one).
     pub gap: Duration,
+    /// The least quiet before it: the previous fault's `quiet_after` (at most `gap`). A
+    /// triggered fault watches only after it, so it cannot fire on what the previous fault set
+    /// off.
+    pub quiet: Duration,
     /// Composed parts, each with `start` counted from this fault's start.
     pub parts: Vec<PlannedFault>,
     /// Keys added to its recorded value: `trigger`, `trigger_index`, `composed`.
@@ -119,6 +123,7 @@ impl Iterator for Planner<'_> {
         }
         fault.start = self.next_start + gap;
         fault.gap = gap;
+        fault.quiet = self.quiet;
         self.next_start = fault.start + fault.span();
         self.quiet = template.quiet_after;
         Some(fault)
@@ -152,6 +157,7 @@ impl Planner<'_> {
             pick,
             clock_delta_ms,
             gap: Duration::ZERO,
+            quiet: Duration::ZERO,
             parts: Vec::new(),
             annotations: serde_json::Map::new(),
         }
@@ -193,10 +199,10 @@ pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault
         }
         let timing = schedule.timing;
         let free = out.last().map_or(Duration::ZERO, |p| p.start + p.span());
-        let quiet = out
+        f.quiet = out
             .last()
             .map_or(Duration::ZERO, |p| p.template.quiet_after);
-        f.gap = timing.shortest(schedule.interval).max(quiet);
+        f.gap = timing.shortest(schedule.interval).max(f.quiet);
         f.start = free + f.gap;
         f.duration = (f.template.duration_timing.unwrap_or(timing))
             .shortest(f.template.duration.unwrap_or(schedule.duration));
@@ -336,6 +342,9 @@ mod tests {
         let p = plan(&s, 4, Duration::from_secs(600));
         let mut held = 0;
         for pair in p.windows(2) {
+            // The quiet (what a triggered fault waits before it watches) is the kill's, exactly.
+            let quiet = pair[0].template.quiet_after;
+            assert_eq!(pair[1].quiet, quiet);
             if pair[0].template.kind == FaultKind::Kill {
                 assert!(pair[1].gap >= Duration::from_secs(6), "{:?}", pair[1].gap);
                 held += 1;

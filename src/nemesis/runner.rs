@@ -44,8 +44,6 @@ impl ScheduledNemesis {
         // When the last fault was undone: a trigger's wait delays the faults after it, which
         // keep their drawn gap.
         let mut free_at = start;
-        // The previous fault's `quiet_after`: no fault, triggered or not, comes sooner.
-        let mut quiet = std::time::Duration::ZERO;
         for mut fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
             let at = (start + fault.start).max(free_at + fault.gap);
             if at + fault.span() > window_end {
@@ -55,12 +53,12 @@ impl ScheduledNemesis {
                 // A triggered fault watches from the end of the one before (the re-election
                 // that a heal or restart sets off is what it aims at), after that one's
                 // quiet, until `wait` after its planned time.
-                if sleep_or_stop(&mut stop, free_at + quiet).await {
+                if sleep_or_stop(&mut stop, free_at + fault.quiet).await {
                     break;
                 }
                 let wait = fault.template.wait.unwrap_or(DEFAULT_WAIT);
                 let until = (at + wait).min(window_end - fault.span());
-                let among = watched(ctx, &fault, &[]);
+                let among = watched(ctx, &mut fault, &[]);
                 match wait_for(ctx, &mut stop, trigger, until, among).await {
                     Waited::Stopped => break,
                     Waited::Fired(fired) => aim(&mut fault, trigger, Some(fired)),
@@ -75,7 +73,6 @@ impl ScheduledNemesis {
                 self.composed(ctx, &mut stop, &fault).await
             };
             free_at = Instant::now();
-            quiet = fault.template.quiet_after;
             if stopped {
                 break;
             }
@@ -144,7 +141,7 @@ impl ScheduledNemesis {
                     let wait = f.template.wait.unwrap_or(DEFAULT_WAIT);
                     let undo_at = t0 + f.start + f.duration;
                     let until = (t0 + f.start + wait).min(undo_at);
-                    let among = watched(ctx, &f, &main_nodes);
+                    let among = watched(ctx, &mut f, &main_nodes);
                     match wait_for(ctx, stop, trigger, until, among).await {
                         Waited::Stopped => {
                             stopped = true;
@@ -416,16 +413,21 @@ fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
 
 /// The nodes whose reads may fire `f`'s trigger, resolved as its wait begins: its `watch`,
 /// or for a part aimed at `main` the main fault's nodes (it waits for one of them, not for
-/// whichever node shows the moment first); None: any node's.
-fn watched(ctx: &NemesisContext, f: &PlannedFault, main_nodes: &[String]) -> Option<Vec<String>> {
+/// whichever node shows the moment first); None: any node's. Recorded with the fault
+/// (`watched`): an empty set (the main fault hit nothing) can only time out.
+fn watched(
+    ctx: &NemesisContext,
+    f: &mut PlannedFault,
+    main_nodes: &[String],
+) -> Option<Vec<String>> {
     let spec = match (&f.template.watch, &f.template.target) {
         (Some(spec), _) | (None, spec @ TargetSpec::Main) => spec,
         _ => return None,
     };
-    Some(
-        composition_nodes(spec, ctx, main_nodes)
-            .unwrap_or_else(|| inject::resolve_now(ctx, spec, f.pick)),
-    )
+    let nodes = composition_nodes(spec, ctx, main_nodes)
+        .unwrap_or_else(|| inject::resolve_now(ctx, spec, f.pick));
+    f.annotations.insert("watched".into(), nodes.clone().into());
+    Some(nodes)
 }
 
 /// A composition's `main` nodes (those its main fault hit) or `others` (the running nodes it

@@ -42,7 +42,7 @@ pub enum TargetSpec {
     Follower,
     /// In a composed part (`main`): the nodes its composition's main fault hit (the followers
     /// a main kill made lag, say), whoever leads by then. A triggered part aimed at them fires
-    /// only on their own reads.
+    /// only on their own reads, unless its `watch` names others.
     Main,
     /// In a composed part (`others`): the running nodes the main fault did not hit, when the
     /// part fires (after earlier parts killed or powered off theirs).
@@ -225,6 +225,11 @@ pub struct FaultTemplate {
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(20);
 
 impl FaultTemplate {
+    /// This fault, then its composed parts.
+    pub fn self_and_parts(&self) -> impl Iterator<Item = &FaultTemplate> {
+        std::iter::once(self).chain(&self.with)
+    }
+
     /// How long it lasts with its composed parts, given its own duration.
     pub fn span(&self, own: Duration, default: Duration) -> Duration {
         self.with
@@ -287,11 +292,7 @@ impl Schedule {
     /// The fault kinds this schedule can inject (for OS setup and test.json).
     pub fn kinds(&self) -> Vec<FaultKind> {
         let mut kinds: Vec<FaultKind> = Vec::new();
-        for f in self
-            .faults
-            .iter()
-            .flat_map(|f| std::iter::once(f).chain(&f.with))
-        {
+        for f in self.faults.iter().flat_map(FaultTemplate::self_and_parts) {
             if !kinds.contains(&f.kind) {
                 kinds.push(f.kind);
             }

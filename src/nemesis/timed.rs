@@ -243,6 +243,7 @@ fn planned_step(
         pick: step_pick(i),
         clock_delta_ms,
         gap: Duration::ZERO,
+        quiet: Duration::ZERO,
         parts: Vec::new(),
         annotations: Default::default(),
     }

@@ -111,8 +111,8 @@ impl Watch {
         w
     }
 
-    /// Only `nodes`' reads fire it (a part aimed at its composition's main nodes waits for one
-    /// of them, not for whichever node shows the moment first).
+    /// Only `nodes`' reads fire it (a fault's `watch`, or a part aimed at its composition's main
+    /// nodes: it waits for one of them, not for whichever node shows the moment first).
     pub fn among(mut self, nodes: Vec<String>) -> Watch {
         self.among = Some(nodes);
         self

@@ -411,9 +411,8 @@ impl Plan {
     /// Drops the power-loss faults of the default schedule (hosts without FUSE), recording why.
     pub fn leave_out_power_loss(&mut self, why: String) {
         let only = crate::nemesis::Abilities {
-            partitions: true,
             no_power_loss: Some(why),
-            ..Default::default()
+            ..crate::nemesis::Abilities::all()
         };
         let lines = crate::nemesis::leave_out_unable(&mut self.schedule, &only);
         self.nemesis_settings.kinds = kind_names(&self.schedule);

@@ -38,10 +38,13 @@ pub fn check_schedule(schedule: &Schedule, time_limit: Duration, nodes: &[String
     let window = fault_window(time_limit);
     // A timed schedule's steps come at their own times: each must be undone within the window.
     for step in schedule.timed.iter().flatten() {
+        check_nodes(schedule, &step.template, nodes)?;
         let end = step.start + step.duration;
         if end > window {
             return Err(bad_input(format!(
-                "{}this {} step starts at {} and lasts {}: it cannot be undone within                  --time-limit {} (faults get its first {}); raise --time-limit to at least {:.0},                  or move the step earlier or shorten it",
+                "{}this {} step starts at {} and lasts {}: it cannot be undone within \
+                 --time-limit {} (faults get its first {}); raise --time-limit to at least {:.0}, \
+                 or move the step earlier or shorten it",
                 at(schedule, &step.template),
                 step.template.kind.name(),
                 secs(step.start),
@@ -115,12 +118,24 @@ pub fn fit_default(schedule: &mut Schedule, time_limit: Duration) -> Vec<String>
 }
 
 fn check_nodes(schedule: &Schedule, fault: &FaultTemplate, nodes: &[String]) -> Result<()> {
-    let named: Vec<&String> = match (&fault.target, &fault.groups) {
-        (TargetSpec::Nodes(n), Some(g)) => n.iter().chain(g.iter().flatten()).collect(),
-        (TargetSpec::Nodes(n), None) => n.iter().collect(),
-        (_, Some(g)) => g.iter().flatten().collect(),
-        (_, None) => Vec::new(),
+    let listed = |spec: Option<&TargetSpec>| match spec {
+        Some(TargetSpec::Nodes(n)) => n.clone(),
+        _ => Vec::new(),
     };
+    // The fault's own names and its composed parts' (reported at the [[fault]]'s line).
+    let named: Vec<String> = (fault.self_and_parts())
+        .flat_map(|f| {
+            (listed(Some(&f.target)).into_iter())
+                .chain(listed(f.watch.as_ref()))
+                .chain(f.groups.iter().flatten().flatten().cloned())
+                .chain(
+                    f.drops
+                        .iter()
+                        .flatten()
+                        .flat_map(|(a, b)| std::iter::once(a.clone()).chain(b.iter().cloned())),
+                )
+        })
+        .collect();
     match named.into_iter().find(|n| !nodes.contains(n)) {
         None => Ok(()),
         Some(stranger) => Err(bad_input(format!(
@@ -341,6 +356,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("n4 is not in the cluster"), "{err}");
+        let w = toml("[[fault]]\nkind = \"kill\"\nwhen = \"election\"\nwatch = \"n1,n7\"\n");
+        let err = check_schedule(&w, Duration::from_secs(60), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("n7 is not in the cluster"), "{err}");
+        let part =
+            toml("[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"n5\"\n");
+        let err = check_schedule(&part, Duration::from_secs(60), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1: n5 is not in the cluster"), "{err}");
+        let step = toml(
+            "[[step]]\nat = \"1s\"\nkind = \"partition\"\ndrops = { n2 = [\"n6\"] }\nduration = \"1s\"\n",
+        );
+        let err = check_schedule(&step, Duration::from_secs(60), &nodes(3))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("n6 is not in the cluster"), "{err}");
     }
 
     #[test]
