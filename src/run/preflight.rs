@@ -340,40 +340,40 @@ mod tests {
 
     #[test]
     fn nodes_outside_the_cluster_are_refused() {
-        let s = toml("[[fault]]\nkind = \"kill\"\ntarget = \"n9\"\n");
-        let err = check_schedule(&s, Duration::from_secs(60), &nodes(3))
-            .unwrap_err()
-            .to_string();
+        // The one-line refusal of `text` on 3 nodes.
+        let refusal = |text: &str| {
+            check_schedule(&toml(text), Duration::from_secs(60), &nodes(3))
+                .unwrap_err()
+                .to_string()
+        };
+        let named = "[[fault]]\nkind = \"kill\"\ntarget = \"n9\"\n";
+        let err = refusal(named);
         assert!(
             err.starts_with("t.toml: line 1: n9 is not in the cluster") && err.contains("n1..n3"),
             "{err}"
         );
-        check_schedule(&s, Duration::from_secs(60), &nodes(9)).unwrap();
-        let g = toml(
-            "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\ngroups = [[\"n1\"], [\"n4\"]]\n",
-        );
-        let err = check_schedule(&g, Duration::from_secs(60), &nodes(3))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("n4 is not in the cluster"), "{err}");
-        let w = toml("[[fault]]\nkind = \"kill\"\nwhen = \"election\"\nwatch = \"n1,n7\"\n");
-        let err = check_schedule(&w, Duration::from_secs(60), &nodes(3))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("n7 is not in the cluster"), "{err}");
-        let part =
-            toml("[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"n5\"\n");
-        let err = check_schedule(&part, Duration::from_secs(60), &nodes(3))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("line 1: n5 is not in the cluster"), "{err}");
-        let step = toml(
-            "[[step]]\nat = \"1s\"\nkind = \"partition\"\ndrops = { n2 = [\"n6\"] }\nduration = \"1s\"\n",
-        );
-        let err = check_schedule(&step, Duration::from_secs(60), &nodes(3))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("n6 is not in the cluster"), "{err}");
+        check_schedule(&toml(named), Duration::from_secs(60), &nodes(9)).unwrap();
+        for (text, want) in [
+            (
+                "[[fault]]\nkind = \"partition\"\nshape = \"groups\"\ngroups = [[\"n1\"], [\"n4\"]]\n",
+                "n4 is not in the cluster",
+            ),
+            (
+                "[[fault]]\nkind = \"kill\"\nwhen = \"election\"\nwatch = \"n1,n7\"\n",
+                "n7 is not in the cluster",
+            ),
+            (
+                "[[fault]]\nkind = \"kill\"\n[[fault.with]]\nkind = \"pause\"\ntarget = \"n5\"\n",
+                "line 1: n5 is not in the cluster",
+            ),
+            (
+                "[[step]]\nat = \"1s\"\nkind = \"partition\"\ndrops = { n2 = [\"n6\"] }\nduration = \"1s\"\n",
+                "n6 is not in the cluster",
+            ),
+        ] {
+            let err = refusal(text);
+            assert!(err.contains(want), "{text}: {err}");
+        }
     }
 
     #[test]
