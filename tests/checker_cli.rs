@@ -167,6 +167,42 @@ fn bad_input_exits_254_naming_it() {
     assert_eq!(out.status.code(), Some(254));
 }
 
+/// A test.json no run can have written, or a history naming a node it does not list, is bad
+/// input naming the file and the field, never judged (a quorum of an empty ensemble, a bound
+/// of zero ticks, a node outside the quorum).
+#[test]
+fn a_test_json_no_run_wrote_exits_254_naming_the_field() {
+    use serde_json::json;
+    // (what, the field set, its value, what the refusal says)
+    let cases = [
+        ("no nodes", "nodes", json!([]), "\"nodes\" is empty"),
+        ("a name", "nodes", json!(["n1", "alpha", "n3"]), "\"alpha\""),
+        ("twice", "nodes", json!(["n1", "n1", "n3"]), "n1 twice"),
+        ("zero tick", "tick_ms", json!(0), "\"tick_ms\" is 0"),
+        (
+            "a node short",
+            "nodes",
+            json!(["n1", "n2"]),
+            "names node n3",
+        ),
+    ];
+    for (what, field, value, says) in cases {
+        let dir = run_copy("valid-writes");
+        let path = dir.path().join("test.json");
+        let mut t: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        t[field] = value;
+        std::fs::write(&path, t.to_string()).unwrap();
+        let out = check(&[dir.path().as_os_str()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(254), "{what}: {err}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{what}: {err}"
+        );
+    }
+}
+
 #[path = "history_support/mod.rs"]
 mod history_support;
 

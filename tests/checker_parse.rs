@@ -18,6 +18,11 @@ fn fixtures() -> Vec<PathBuf> {
     dirs
 }
 
+/// The fixture folder named `case`.
+fn fixture(case: &str) -> PathBuf {
+    fixtures().into_iter().find(|d| d.ends_with(case)).unwrap()
+}
+
 /// Everything a check concludes from a file split into `parts`, as JSON, with evidence quoted
 /// by line offset (equal offsets = the same events).
 fn conclusions(dir: &Path, history: &Path, parts: usize) -> serde_json::Value {
@@ -54,15 +59,12 @@ fn any_number_of_parts_gives_the_same_conclusions() {
 #[test]
 fn a_node_missing_from_test_json_is_joined_by_name() {
     // n7 is not in test.json and first appears in the last part.
-    let dir = fixtures()
-        .into_iter()
-        .find(|d| d.ends_with("valid-election"))
-        .unwrap();
+    let dir = fixture("valid-election");
     let tmp = tempfile::tempdir().unwrap();
     let mut text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
     let n = text.lines().count();
     text.push_str(&format!(
-        "{{\"index\":{n},\"time\":9000000000,\"process\":\"n7\",\"type\":\"ok\",\"f\":\"status\",\"node\":\"n7\",\"value\":{{\"sid\":7,\"state\":\"LOOKING\",\"leader\":null,\"peer_epoch\":0,\"election_epoch\":1,\"last_zxid\":0,\"last_zxid_hex\":\"0x0\",\"wall_clock_ms\":1,\"uptime_ms\":1,\"last_election\":null}}}}\n"
+        "{{\"index\":{n},\"time\":9000000000,\"process\":\"n7\",\"type\":\"ok\",\"f\":\"status\",\"node\":\"n7\",\"value\":{{\"sid\":7,\"state\":\"LOOKING\",\"leader\":null,\"peer_epoch\":0,\"accepted_epoch\":0,\"zab_phase\":\"election\",\"election_epoch\":1,\"last_zxid\":0,\"last_committed_zxid\":0,\"last_zxid_hex\":\"0x0\",\"wall_clock_ms\":1,\"uptime_ms\":1,\"last_election\":null}}}}\n"
     ));
     let h = tmp.path().join("history.jsonl");
     std::fs::write(&h, text).unwrap();
@@ -73,10 +75,7 @@ fn a_node_missing_from_test_json_is_joined_by_name() {
 
 #[test]
 fn torn_tail_and_corrupt_middle_whatever_the_parts() {
-    let dir = fixtures()
-        .into_iter()
-        .find(|d| d.ends_with("valid-writes"))
-        .unwrap();
+    let dir = fixture("valid-writes");
     let info = TestInfo::read(&dir.join("test.json")).unwrap();
     let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -109,6 +108,31 @@ fn torn_tail_and_corrupt_middle_whatever_the_parts() {
     }
 }
 
+/// Lines out of recorded order (an index not growing, a time going back) are named like any
+/// damaged line, also where a part boundary falls between the two.
+#[test]
+fn lines_out_of_order_are_named_whatever_the_parts() {
+    let dir = fixture("valid-writes");
+    let info = TestInfo::read(&dir.join("test.json")).unwrap();
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = tmp.path().join("history.jsonl");
+    for at in [1, lines.len() / 3, lines.len() / 2, lines.len() - 1] {
+        // Swapped with the line before it: index (and maybe time) go back at line `at + 1`.
+        let mut copy = lines.clone();
+        copy.swap(at - 1, at);
+        std::fs::write(&h, copy.join("\n") + "\n").unwrap();
+        for parts in [1, 2, 3] {
+            let msg = format!("{:#}", digest_file_in(&h, &info.nodes, parts).unwrap_err());
+            assert!(
+                msg.contains(&format!("line {},", at + 1)) && msg.contains("index"),
+                "{parts} parts, swap at {at}: {msg}"
+            );
+        }
+    }
+}
+
 /// Everything a digest holds, as text (records, elections, counts, node names).
 fn digest_text(d: &fle_chaos::checker::model::Digest) -> String {
     format!(
@@ -126,10 +150,7 @@ fn digest_text(d: &fle_chaos::checker::model::Digest) -> String {
 /// unicode, other key orders and whitespace, unknown fields, odd write values and zxids,
 /// unreachable reads with and without a node, blank and CRLF lines, a torn last line.
 fn tricky_history() -> String {
-    let dir = fixtures()
-        .into_iter()
-        .find(|d| d.ends_with("valid-writes"))
-        .unwrap();
+    let dir = fixture("valid-writes");
     let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
     let status: Vec<&str> = text
         .lines()
@@ -163,7 +184,7 @@ fn tricky_history() -> String {
             r#"{{"index":901,"time":{t},"process":"7","type":"ok","f":"write","value":{{"value":"w\"9\\é\/\u0041","zxid":4294967299}}}}"#
         ),
         format!(
-            r#"{{"index":902,"time":{t},"process":"8","type":"ok","f":"write","value":{{"value":12,"zxid":5.0}}}}"#
+            r#"{{"index":902,"time":{t},"process":"8","type":"ok","f":"write","value":{{"value":12,"zxid":5}}}}"#
         ),
         format!(
             r#"{{"index":903,"time":{t},"process":"8","type":"info","f":"write","value":{{"value":18446744073709551616}}}}"#
@@ -209,16 +230,43 @@ fn tricky_history() -> String {
             _ => {}
         }
     }
+    let mut out = in_recorded_order(&out);
     out.push_str(r#"{"index":999,"time":9,"process":"n1","type":"ok","f":"sta"#);
+    out
+}
+
+/// `text` with each line's `"index"` renumbered in file order and its `"time"` raised to the
+/// latest before it: the order a recorder writes (the reader refuses any other), every other
+/// byte kept.
+fn in_recorded_order(text: &str) -> String {
+    let mut latest = 0u64;
+    let mut index = 0u64;
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let mut line = line.to_string();
+        if !line.trim().is_empty() {
+            for key in ["\"index\":", "\"time\":"] {
+                let at = line.find(key).unwrap() + key.len();
+                let end = at + line[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+                let n: u64 = line[at..end].parse().unwrap();
+                let n = if key == "\"index\":" {
+                    index += 1;
+                    index
+                } else {
+                    latest = latest.max(n);
+                    latest
+                };
+                line.replace_range(at..end, &n.to_string());
+            }
+        }
+        out.push_str(&line);
+    }
     out
 }
 
 #[test]
 fn the_fast_parse_digests_tricky_lines_exactly_as_serde_does() {
-    let dir = fixtures()
-        .into_iter()
-        .find(|d| d.ends_with("valid-writes"))
-        .unwrap();
+    let dir = fixture("valid-writes");
     let info = TestInfo::read(&dir.join("test.json")).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let h = tmp.path().join("history.jsonl");

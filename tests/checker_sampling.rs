@@ -156,7 +156,7 @@ impl Sim {
                     value: serde_json::json!({
                         "sid": sid, "state": state, "leader": leader, "peer_epoch": epoch,
                         "accepted_epoch": epoch, "election_epoch": epoch, "last_zxid": 0,
-                        "last_zxid_hex": "0x0", "zab_phase": phase, "wall_clock_ms": 0,
+                        "last_zxid_hex": "0x0", "last_committed_zxid": 0, "zab_phase": phase, "wall_clock_ms": 0,
                         "uptime_ms": 0, "last_election": null,
                     }),
                 }

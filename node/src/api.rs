@@ -44,6 +44,19 @@ pub struct CountedVote {
     pub state: Option<ServerState>,
 }
 
+impl CountedVote {
+    /// A FOLLOWING/LEADING notice for `leader`: its sender already settled on that leader, in
+    /// whichever election it took part in, so its zxid and round are that election's, not
+    /// this one's (ZOOKEEPER-1732: such notices are compared on leader and epoch only).
+    pub fn settled_for(&self, leader: u64) -> bool {
+        self.leader == leader
+            && matches!(
+                self.state,
+                Some(ServerState::Following | ServerState::Leading)
+            )
+    }
+}
+
 /// One vote a server heard in its deciding round, whether it agreed with the decision or not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceivedVote {

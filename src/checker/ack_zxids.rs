@@ -4,24 +4,28 @@
 //! grow with acknowledgement order: a write invoked after another was acknowledged gets a
 //! higher zxid (Zab orders every write, so real-time order holds in each epoch and across).
 //!
-//! "Led by" comes from status reads (`Status::leads`, established epochs only). An epoch no
-//! read shows led is a violation only with proof: a read of the acknowledging server taken
-//! after the acknowledgement (plus the read slack) whose currentEpoch is still below the zxid's
-//! epoch (currentEpoch never decreases), or an epoch above every epoch any server ever
-//! accepted, with every server read after the acknowledgement. Without proof the epoch may
-//! have been led between two reads, and the verdict is unknown.
+//! "Led by" is `EpochLeaders` (a server read leading the epoch, or followed in it by a
+//! follower in broadcast). An acknowledgement by a server neither shown leading its epoch nor
+//! read in broadcast in it is a violation with proof: a read of it taken after the
+//! acknowledgement (plus the read slack) whose currentEpoch is still below the zxid's epoch
+//! (currentEpoch never decreases); an epoch above every epoch any server ever accepted, with
+//! every server read after the acknowledgement; or an epoch shown led by a server it was never
+//! even read joining. Read joining that leader's epoch (FOLLOWING it in discovery or sync), it
+//! may have reached broadcast between two reads; with no read showing the epoch led at all, it
+//! may have been led between reads: both unknown.
 //!
 //! What it cannot see: writes without a zxid (failed or unknown ones), and which leader a
 //! follower forwarded a write to beyond what its reads show. It needs the writes workload.
 
+use super::epoch_leaders::EpochLeaders;
 use super::finding::{EvRef, Finding, Item};
 use super::fxhash::{map_with, FastMap, FastSet};
 use super::model::{Digest, NodeIx, Rec, WriteOp};
 use super::CheckOptions;
+use crate::api::{ServerState, ZabPhase};
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "ack-zxids";
 
@@ -35,10 +39,10 @@ pub struct AckZxidsMeasurements {
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
-    // epoch -> nodes seen leading it; (node, epoch) -> leaders (sid) it followed.
-    let mut led: BTreeMap<u64, Vec<(NodeIx, u32)>> = BTreeMap::new();
-    let mut followed: FastSet<(NodeIx, u64, u64)> = FastSet::default();
-    let mut last_follow: Vec<Option<(u64, u64)>> = vec![None; d.nodes.len()];
+    let mut shown = EpochLeaders::new(d);
+    // (node, leader sid, acceptedEpoch) of FOLLOWING reads before broadcast: joining an epoch.
+    let mut joining: FastSet<(NodeIx, u64, u64)> = FastSet::default();
+    let mut last_join: Vec<Option<(u64, u64)>> = vec![None; d.nodes.len()];
     let mut invokes: FastMap<&str, u64> = FastMap::default();
     let mut acks: Vec<&WriteOp> = Vec::new();
     let mut writes = 0usize;
@@ -47,18 +51,15 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     for r in d.records() {
         match r {
             Rec::Status(s) => {
-                if let Some(e) = s.leads() {
-                    let seen = led.entry(e).or_default();
-                    if !seen.iter().any(|x| x.0 == s.node) {
-                        seen.push((s.node, s.pos));
-                    }
-                }
+                shown.read(d, s);
                 // Insert on change only: hashing every read would cost more than the rest.
-                if let Some((l, e)) = s.follows() {
-                    let prev = &mut last_follow[s.node as usize];
-                    if *prev != Some((l, e)) {
-                        *prev = Some((l, e));
-                        followed.insert((s.node, l, e));
+                if let (ServerState::Following, Some(l), ZabPhase::Discovery | ZabPhase::Sync) =
+                    (s.state, s.leader, s.phase)
+                {
+                    let prev = &mut last_join[s.node as usize];
+                    if *prev != Some((l, s.accepted_epoch)) {
+                        *prev = Some((l, s.accepted_epoch));
+                        joining.insert((s.node, l, s.accepted_epoch));
                     }
                 }
                 let rs = &mut reads[s.node as usize];
@@ -86,11 +87,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             _ => {}
         }
     }
-    if writes == 0 {
-        let gap = (
-            format!("The history has no client writes (workload \"{}\"), so acknowledged zxids cannot be judged.", info.workload),
-            vec![],
-        );
+    if let Some(gap) = super::nothing_acknowledged(NAME, info, writes, acks.len()) {
         return Finding::judge(vec![], vec![gap], String::new());
     }
     let max_accepted = reads.iter().flatten().map(|r| r.2).max().unwrap_or(0);
@@ -118,33 +115,11 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         }
         let Some(n) = w.node else { continue };
         let name = d.name(n);
-        let leaders = led.get(&e).map(Vec::as_slice).unwrap_or(&[]);
-        if leaders.iter().any(|l| l.0 == n) {
+        // It led e, or followed (the leader of) e in broadcast and forwarded the write there.
+        if d.sid(n).is_some_and(|sid| shown.led(e, sid)) || shown.followed_in(n, e) {
             continue;
         }
-        if let Some(&(l, lpos)) = leaders.first() {
-            let lsid = d.sid(l).unwrap_or(0);
-            if followed.contains(&(n, lsid, e)) {
-                continue; // forwarded to its leader
-            }
-            violations.push((
-                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but epoch {e} was led by {}, which {name} was never seen following.", d.name(l)),
-                vec![ack(), EvRef::new(lpos, format!("{} LEADING epoch {e}", d.name(l)))],
-            ));
-            continue;
-        }
-        // No leader's read shows epoch e led, but followers were read in broadcast in it (a
-        // follower takes the epoch at its leader's NEWLEADER; a leader killed within ms of
-        // syncing, as epoch-before-txns does, is often never read leading): following this node
-        // (it led e), or with this node among them (a write forwarded to the leader of e).
-        let sid = d.sid(n);
-        if followed
-            .iter()
-            .any(|&(m, l, fe)| fe == e && (m == n || Some(l) == sid))
-        {
-            continue;
-        }
-        // No read shows epoch e led: look for proof that it was not.
+        // Proof that it did neither: it never reached epoch e, or no server ever accepted e.
         let later =
             |rs: &Vec<(u64, u64, u64, u32)>| rs.iter().copied().find(|r| r.0 >= w.time + slack);
         let behind = later(&reads[n as usize]).filter(|r| r.1 < e);
@@ -159,16 +134,30 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but {name} was read later still at currentEpoch {}: it never led epoch {e}.", r.1),
                 vec![ack(), EvRef::new(r.3, format!("{name} later at currentEpoch {}", r.1))],
             ));
-        } else if e > max_accepted && all_read_after {
+            continue;
+        }
+        if e > max_accepted && all_read_after {
             violations.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, an epoch no server ever accepted (the highest acceptedEpoch read is {max_accepted})."),
                 vec![ack()],
             ));
-        } else {
-            gaps.push((
+            continue;
+        }
+        match shown.claims(e).first() {
+            // Read joining the leader's epoch e, never in broadcast: it may have reached
+            // broadcast, and forwarded the write, between two reads.
+            Some(c) if joining.contains(&(n, c.sid, e)) => gaps.push((
+                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, led by n{}; {name} was read joining that epoch but never in broadcast in it (it may have been between two reads).", c.sid),
+                vec![ack()],
+            )),
+            Some(c) => violations.push((
+                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but epoch {e} was led by n{}, which {name} was never seen following.", c.sid),
+                vec![ack(), EvRef::new(c.read.pos, format!("a read showing n{} leading epoch {e}", c.sid))],
+            )),
+            None => gaps.push((
                 format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but no read shows epoch {e} led (it may have been led between reads)."),
                 vec![ack()],
-            ));
+            )),
         }
     }
 

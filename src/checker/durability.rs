@@ -100,12 +100,18 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     }
     let mut gaps: Vec<Item> = Vec::new();
     if writes == 0 {
-        gaps.push((
-            format!("The history has no client writes (workload \"{}\"), so durability cannot be judged.", info.workload),
-            vec![],
-        ));
+        gaps.extend(super::nothing_acknowledged(NAME, info, 0, 0));
         return Finding::judge(vec![], gaps, String::new());
     }
+    // With none acknowledged the logs are still judged (a failed write in a log is a
+    // violation), but nothing durable was tested.
+    let acknowledged = fates.values().filter(|f| f.ok.is_some()).count();
+    gaps.extend(super::nothing_acknowledged(
+        NAME,
+        info,
+        writes,
+        acknowledged,
+    ));
 
     let mut violations: Vec<Item> = Vec::new();
     let readable: Vec<(&FinalLog, &Vec<(u64, String)>)> = logs

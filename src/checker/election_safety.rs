@@ -9,6 +9,10 @@
 //!   the recovery checker measures, not a violation.
 //! - A leader's `peer_epoch` is its epoch only from sync on, a follower's only in broadcast
 //!   (see `Status::leads`/`follows`); other reads say nothing about the epoch led.
+//! - Who led an epoch is `EpochLeaders`: a server read leading it, or followed in it by a
+//!   follower in broadcast. Two servers shown so, either way, are two leaders of one epoch (or
+//!   a follower following a server that did not lead it): both violations. A follower
+//!   following a sid outside the ensemble is one too.
 //! - A follower whose leader was never seen leading that epoch is a violation only with proof:
 //!   a read of that leader, taken after the follower's read (plus the read slack), whose
 //!   currentEpoch is still below the epoch (currentEpoch never decreases; a leader sets it
@@ -19,80 +23,48 @@
 //!   leaves no read of it in sync). Without proof or that read, the leader may have led between
 //!   two reads, and the verdict is unknown.
 
+use super::epoch_leaders::{Claim, EpochLeaders, Shown};
 use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NodeIx, Status};
 use super::CheckOptions;
 use crate::api::{ServerState, ZabPhase};
 use crate::history::test_info::TestInfo;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "election-safety";
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    // epoch -> the first read of each node leading it
-    let mut leaders: BTreeMap<u64, Vec<Status>> = BTreeMap::new();
-    // (follower, epoch) -> the first read of it following each leader
-    let mut follows: BTreeMap<(NodeIx, u64), Vec<(u64, Status)>> = BTreeMap::new();
-    for s in d.statuses() {
-        if let Some(e) = s.leads() {
-            let seen = leaders.entry(e).or_default();
-            if !seen.iter().any(|o| o.node == s.node) {
-                seen.push(*s);
-            }
-        }
-        if let Some((leader, e)) = s.follows() {
-            let seen = follows.entry((s.node, e)).or_default();
-            if !seen.iter().any(|o| o.0 == leader) {
-                seen.push((leader, *s));
-            }
-        }
-    }
-
+    let shown = EpochLeaders::of(d);
     let mut violations: Vec<Item> = Vec::new();
     let mut gaps: Vec<Item> = Vec::new();
-    for (e, reads) in &leaders {
-        if reads.len() > 1 {
-            let names: Vec<&str> = reads.iter().map(|s| d.name(s.node)).collect();
-            violations.push((
-                format!(
-                    "{} {} led epoch {e}.",
-                    names.join(" and "),
-                    if names.len() == 2 { "both" } else { "all" }
-                ),
-                reads
-                    .iter()
-                    .map(|s| EvRef::new(s.pos, format!("{} LEADING epoch {e}", d.name(s.node))))
-                    .collect(),
-            ));
-        }
-    }
-    for ((f, e), seen) in &follows {
-        if seen.len() > 1 {
-            let ls: Vec<String> = seen.iter().map(|(l, _)| format!("n{l}")).collect();
-            violations.push((
-                format!("{} followed {} in epoch {e}.", d.name(*f), ls.join(" and ")),
-                seen.iter()
-                    .map(|(l, s)| {
-                        EvRef::new(s.pos, format!("{} FOLLOWING n{l} in epoch {e}", d.name(*f)))
-                    })
-                    .collect(),
-            ));
-        }
-    }
-
-    // Follows whose leader was never seen leading that epoch: look for proof, else a gap.
+    // Follows whose leader was never read leading that epoch: (leader sid, the follower's read).
     let mut unconfirmed: Vec<(u64, Status, Option<Status>)> = Vec::new();
-    for ((_, e), seen) in &follows {
-        for (l, s) in seen {
-            let led = leaders
-                .get(e)
-                .is_some_and(|r| r.iter().any(|x| d.sid(x.node) == Some(*l)));
-            if !led {
-                unconfirmed.push((*l, *s, None));
+    for (e, claims) in shown.epochs() {
+        let sids = shown.sids(e);
+        if sids.len() > 1 {
+            violations.push(two_leaders(d, e, &sids, claims));
+            continue;
+        }
+        for c in claims {
+            if let Shown::FollowedBy(_) = c.shown {
+                if !shown.read_leading(e, c.sid) {
+                    unconfirmed.push((c.sid, c.read, None));
+                }
             }
         }
     }
+    // A sid outside the ensemble cannot have led anything.
+    unconfirmed.retain(|(l, f, _)| {
+        if d.node_of_sid(*l).is_some() {
+            return true;
+        }
+        let (fname, e) = (d.name(f.node), f.peer_epoch);
+        violations.push((
+            format!("{fname} followed n{l} in epoch {e}, but n{l} is not a server of this ensemble ({}).", info.nodes.join(", ")),
+            vec![EvRef::new(f.pos, format!("{fname} FOLLOWING n{l} in epoch {e}"))],
+        ));
+        false
+    });
     if !unconfirmed.is_empty() {
         let slack = opts.read_slack_ns();
         let leader_nodes: Vec<Option<NodeIx>> =
@@ -157,20 +129,27 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         }
     }
 
-    let epochs = leaders.len();
-    let ok = format!(
-        "Each of the {epochs} epochs seen led was led by one server, and every follower in broadcast followed the one leader of its epoch."
-    );
-    let m = ElectionSafetyMeasurements {
-        epochs_led: leaders
-            .iter()
-            .map(|(e, r)| EpochLed {
-                epoch: *e,
-                leaders: r.iter().map(|s| d.name(s.node).to_string()).collect(),
-                first_seen_index: r[0].index,
+    // The measurement lists the servers read LEADING each epoch.
+    let epochs_led: Vec<EpochLed> = shown
+        .epochs()
+        .filter_map(|(e, claims)| {
+            let reads: Vec<&Status> = claims
+                .iter()
+                .filter(|c| c.shown == Shown::Leading)
+                .map(|c| &c.read)
+                .collect();
+            Some(EpochLed {
+                epoch: e,
+                leaders: reads.iter().map(|s| d.name(s.node).to_string()).collect(),
+                first_seen_index: reads.first()?.index,
             })
-            .collect(),
-    };
+        })
+        .collect();
+    let ok = format!(
+        "Each of the {} epochs seen led was led by one server, and every follower in broadcast followed the one leader of its epoch.",
+        epochs_led.len()
+    );
+    let m = ElectionSafetyMeasurements { epochs_led };
     Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::ElectionSafety(m))
 }
 
@@ -186,4 +165,41 @@ pub struct EpochLed {
     pub epoch: u64,
     pub leaders: Vec<String>,
     pub first_seen_index: u64,
+}
+
+/// Epoch `e` shown led by several servers: each one's first claim as evidence.
+fn two_leaders(d: &Digest, e: u64, sids: &[u64], claims: &[Claim]) -> Item {
+    // Per sid, its own LEADING read when there is one, else the first follower's read.
+    let firsts: Vec<&Claim> = sids
+        .iter()
+        .filter_map(|sid| {
+            let mine = claims.iter().filter(|c| c.sid == *sid);
+            mine.clone()
+                .find(|c| c.shown == Shown::Leading)
+                .or_else(|| mine.into_iter().next())
+        })
+        .collect();
+    let said = |c: &Claim| match c.shown {
+        Shown::Leading => format!("{} LEADING epoch {e}", d.name(c.read.node)),
+        Shown::FollowedBy(f) => format!("{} FOLLOWING n{} in epoch {e}", d.name(f), c.sid),
+    };
+    let evidence = firsts
+        .iter()
+        .map(|c| EvRef::new(c.read.pos, said(c)))
+        .collect();
+    let text = if firsts.iter().all(|c| c.shown == Shown::Leading) {
+        let names: Vec<&str> = firsts.iter().map(|c| d.name(c.read.node)).collect();
+        format!(
+            "{} {} led epoch {e}.",
+            names.join(" and "),
+            if names.len() == 2 { "both" } else { "all" }
+        )
+    } else {
+        let how: Vec<String> = firsts.iter().map(|c| said(c)).collect();
+        format!(
+            "Epoch {e} had more than one leader (a follower in broadcast follows the one server that established its epoch): {}.",
+            how.join("; ")
+        )
+    };
+    (text, evidence)
 }

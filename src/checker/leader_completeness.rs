@@ -91,11 +91,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             _ => {}
         }
     }
-    if writes == 0 {
-        let gap = (
-            format!("The history has no client writes (workload \"{}\"), so leader-completeness cannot be judged.", info.workload),
-            vec![],
-        );
+    if let Some(gap) = super::nothing_acknowledged(NAME, info, writes, acks.len()) {
         return Finding::judge(vec![], vec![gap], String::new());
     }
     acks.sort_by_key(|a| a.time);
@@ -155,16 +151,15 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             .iter()
             .rfind(|el| el.node == first.node && el.pos <= first.pos)
             .filter(|el| Some(el.summary.leader) == sid)
-            // Led on FOLLOWING/LEADING notices (a restarted leader rejoining its ensemble): the
-            // vote is the standing ensemble's, from the election that first elected it, so its
-            // zxid is older by construction; its log is judged by its first read above.
+            // Led on FOLLOWING/LEADING notices for itself (a restarted leader rejoining its
+            // ensemble): the vote is the standing ensemble's, from the election that first
+            // elected it, so its zxid is older by construction; its log is judged by its first
+            // read above. A stale notice for another server exempts nothing.
             .filter(|el| {
-                !el.summary.votes.iter().any(|v| {
-                    matches!(
-                        v.state,
-                        Some(crate::api::ServerState::Following | crate::api::ServerState::Leading)
-                    )
-                })
+                !el.summary
+                    .votes
+                    .iter()
+                    .any(|v| v.settled_for(el.summary.leader))
             });
         if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
             violations.push((

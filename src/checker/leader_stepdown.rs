@@ -11,19 +11,26 @@
 //! is backed while `View::quorum_leader` names it in the epoch it claims. A stretch starts at
 //! the first LEADING read (sync or broadcast) without backing and ends at the last one.
 //!
+//! A timed-out or failed read proves nothing, so the burden stays on proof:
+//! - a failed read of the leader suspends its stretch; its next read LEADING the same epoch
+//!   without a quorum continues it, unless it was killed or paused in between; the span it
+//!   was not seen is not counted (it may have been stalled, as its reads were);
+//! - a follower whose reads fail (not killed or paused, not cut off) may still follow: its
+//!   last successful read stands in for it, and a quorum that may exist is not "no quorum".
+//!
 //! What it cannot see: a leader is only seen through samples, so a stretch is measured between
 //! reads (it may have begun up to one poll earlier, and its last LEADING answer may be up to the
-//! read slack old: the slack covers that). A leader the observer cannot reach (paused, killed)
-//! is not LEADING as far as the view knows, so a zombie that also stops answering reads goes
-//! unseen. A leader under a clock fault counts ticks on a moved clock: its stretches are named
-//! but not judged. A node never read could have led unseen: the verdict is then unknown.
+//! read slack old: the slack covers that). A zombie that stops answering reads for good goes
+//! unseen. Under a clock fault that moves its ticks (the run faked the monotonic clock too), a
+//! leader is judged only on the time after its last read under the fault. A node never read
+//! could have led unseen: the verdict is then unknown.
 
 use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};
 use super::CheckOptions;
 use crate::api::ZabPhase;
 use crate::history::test_info::TestInfo;
-use crate::history::view::View;
+use crate::history::view::{NodeRead, View};
 use crate::history::FaultKind;
 use serde::{Deserialize, Serialize};
 
@@ -50,17 +57,34 @@ pub struct Unbacked {
     /// When the stretch's reads first showed broadcast (the syncLimit clock starts there).
     #[serde(skip)]
     broadcast_since: Option<u64>,
+    /// Its last read under a clock fault that moves ticks: it is judged from there on.
+    #[serde(skip)]
+    clock_until: Option<u64>,
+    /// Spans (from its last read before a failed one to its next read) in which it was not
+    /// seen: not counted (it may have been stalled, as its reads were).
+    #[serde(skip)]
+    unseen: Vec<(u64, u64)>,
 }
 
 impl Unbacked {
-    /// Whether it outlived its timeout: initLimit ticks from its start, or syncLimit ticks
-    /// from its first broadcast read, plus the slack.
-    fn too_long(&self, b: &Bounds) -> bool {
-        let from_start = self.end_ns - self.start_ns > b.init_ns + b.slack_ns;
+    /// Whether it outlived its timeout counted from `from` on: initLimit ticks from its start,
+    /// or syncLimit ticks from its first broadcast read, plus the slack.
+    fn too_long_from(&self, b: &Bounds, from: u64) -> bool {
+        let from_start = self.seen_since(self.start_ns.max(from)) > b.init_ns + b.slack_ns;
         let in_broadcast = self
             .broadcast_since
-            .is_some_and(|t| self.end_ns - t > b.sync_ns + b.slack_ns);
+            .is_some_and(|t| self.seen_since(t.max(from)) > b.sync_ns + b.slack_ns);
         from_start || in_broadcast
+    }
+
+    /// How long it was seen from `from` to its end, its unseen spans left out.
+    fn seen_since(&self, from: u64) -> u64 {
+        let unseen: u64 = self
+            .unseen
+            .iter()
+            .map(|&(a, z)| z.min(self.end_ns).saturating_sub(a.max(from)))
+            .sum();
+        self.end_ns.saturating_sub(from).saturating_sub(unseen)
     }
 }
 
@@ -92,14 +116,26 @@ pub fn default_slack_ms(info: &TestInfo, opts: &CheckOptions) -> u64 {
 /// Follows the stretches while `recovery::view_with` feeds the view (one pass for both).
 pub struct Tracker {
     open: Vec<Option<Unbacked>>,
+    /// A stretch whose leader's read then failed, and since when: the next read of it
+    /// LEADING the same epoch unbacked continues it, unless it was down (killed, paused) in
+    /// between. A timed-out read proves nothing, so it neither ends nor extends a stretch.
+    suspended: Vec<Option<(Unbacked, u64)>>,
+    /// Each node's last successful read, and whether its reads have failed since (the view
+    /// forgets such a node; a follower that stops answering may still follow).
+    last_ok: Vec<(Option<NodeRead>, bool)>,
     done: Vec<Unbacked>,
+    /// Clock faults move the servers' ticks only when the run faked the monotonic clock too.
+    clock_moves_ticks: bool,
 }
 
 impl Tracker {
-    pub fn new() -> Self {
+    pub fn new(info: &TestInfo) -> Self {
         Tracker {
             open: Vec::new(),
+            suspended: Vec::new(),
+            last_ok: Vec::new(),
             done: Vec::new(),
+            clock_moves_ticks: info.fake_monotonic(),
         }
     }
 
@@ -108,24 +144,54 @@ impl Tracker {
         let Some(ix) = ix else { return };
         if self.open.len() <= ix {
             self.open.resize(ix + 1, None);
+            self.suspended.resize(ix + 1, None);
+            self.last_ok.resize(ix + 1, (None, false));
         }
         let Rec::Status(s) = r else {
-            // A failed read: the view forgot the node; its stretch (if any) ends.
-            self.done.extend(self.open[ix].take());
+            // A failed read: its stretch (if any) waits for the node's next read.
+            self.last_ok[ix].1 = true;
+            if let Some(st) = self.open[ix].take() {
+                self.suspended[ix] = Some((st, view.now()));
+            }
             return;
         };
+        self.last_ok[ix] = (Some(s.read()), false);
         let claim = s.leads();
         let backed = claim.is_some_and(|e| {
             view.quorum_leader(0)
                 .is_some_and(|q| q.node == ix && q.epoch == e)
+                || self.maybe_backed(view, ix, e)
         });
+        let t = view.now();
+        if let Some((st, since)) = self.suspended[ix].take() {
+            let name = &view.nodes()[ix].name;
+            let went_down = view.intervals().iter().any(|f| {
+                matches!(
+                    f.kind,
+                    FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt
+                ) && f.nodes.contains(name)
+                    && f.start_ns <= t
+                    && f.end_ns.is_none_or(|end| end >= since)
+            });
+            match claim {
+                Some(e) if !backed && e == st.epoch && !went_down => {
+                    let mut st = st;
+                    st.unseen.push((st.end_ns, t));
+                    self.open[ix] = Some(st);
+                }
+                _ => self.done.push(st),
+            }
+        }
         match claim {
             Some(e) if !backed => {
-                let t = view.now();
                 let name = &view.nodes()[ix].name;
-                let clock = view
-                    .active_faults()
-                    .any(|f| f.kind == FaultKind::Clock && f.nodes.contains(name));
+                let clock = self.clock_moves_ticks
+                    && view
+                        .active_faults()
+                        .any(|f| f.kind == FaultKind::Clock && f.nodes.contains(name));
+                if self.open[ix].as_ref().is_some_and(|st| st.epoch != e) {
+                    self.done.extend(self.open[ix].take());
+                }
                 let st = self.open[ix].get_or_insert_with(|| Unbacked {
                     node: name.clone(),
                     epoch: e,
@@ -137,10 +203,15 @@ impl Tracker {
                     first_pos: s.pos,
                     last_pos: s.pos,
                     broadcast_since: None,
+                    clock_until: None,
+                    unseen: Vec::new(),
                 });
                 st.end_ns = t;
                 st.last_pos = s.pos;
-                st.clock_fault |= clock;
+                if clock {
+                    st.clock_fault = true;
+                    st.clock_until = Some(t);
+                }
                 if s.phase == ZabPhase::Broadcast && st.broadcast_since.is_none() {
                     st.broadcast_since = Some(t);
                 }
@@ -148,17 +219,41 @@ impl Tracker {
             _ => self.done.extend(self.open[ix].take()),
         }
     }
-}
 
-impl Default for Tracker {
-    fn default() -> Self {
-        Self::new()
+    /// Whether followers the view forgot (their reads failed; not down, not cut off) may
+    /// still make a quorum for `leader` in epoch `e`: their last successful reads stand in for
+    /// them. A stretch needs proof that no quorum followed.
+    fn maybe_backed(&self, view: &View, leader: usize, e: u64) -> bool {
+        let nodes = view.nodes();
+        let Some(sid) = nodes[leader].sid else {
+            return false;
+        };
+        if !self.last_ok.iter().any(|(_, failed)| *failed) {
+            return false;
+        }
+        let backers = nodes
+            .iter()
+            .enumerate()
+            .filter(|&(i, n)| {
+                let read = match n.read {
+                    Some(r) => Some(r),
+                    None => self
+                        .last_ok
+                        .get(i)
+                        .filter(|(_, failed)| *failed)
+                        .and_then(|(r, _)| *r),
+                };
+                let follows = read.is_some_and(|r| r.follows() == Some((sid, e)));
+                i != leader && !n.down && follows && !view.cut(i, leader)
+            })
+            .count();
+        backers + 1 >= view.quorum()
     }
 }
 
 /// Judges a digest on its own (one view pass); `check_digest` shares recovery's pass instead.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    let mut t = Tracker::new();
+    let mut t = Tracker::new(info);
     super::recovery::view_with(d, info, |v, r, ix| t.after(v, r, ix));
     judge(t, d, info, opts)
 }
@@ -173,8 +268,14 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
         sync_ns: info.sync_limit as u64 * info.tick_ms * 1_000_000,
         slack_ns: slack_ms * 1_000_000,
     };
-    let Tracker { open, mut done } = t;
+    let Tracker {
+        open,
+        suspended,
+        mut done,
+        ..
+    } = t;
     done.extend(open.into_iter().flatten());
+    done.extend(suspended.into_iter().flatten().map(|(u, _)| u));
     done.sort_by_key(|u| u.start_ns);
 
     let mut violations: Vec<Item> = Vec::new();
@@ -188,8 +289,16 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
             b.init_ns
         };
         u.bound_ms = (limit + b.slack_ns) / 1_000_000;
+        let seen = if u.unseen.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} of it seen (its reads failed for the rest)",
+                secs(u.seen_since(u.start_ns))
+            )
+        };
         let what = format!(
-            "{} reported LEADING epoch {} without a quorum following it for {} (from {} to {})",
+            "{} reported LEADING epoch {} without a quorum following it for {} (from {} to {}{seen})",
             u.node,
             u.epoch,
             secs(u.end_ns - u.start_ns),
@@ -206,16 +315,26 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
                 format!("{} still LEADING epoch {}", u.node, u.epoch),
             ),
         ];
-        if !u.too_long(&b) {
+        // Under a clock fault that moves its ticks, only the time after the fault counts.
+        let clock_until = u.clock_until.unwrap_or(0);
+        if !u.too_long_from(&b, 0) {
             named.push(format!("{what}, within its timeout"));
-        } else if u.clock_fault {
+        } else if !u.too_long_from(&b, clock_until) {
             gaps.push((
-                format!("{what}, beyond the bound of {} ms, but under a clock fault (its ticks run on a moved clock), so it is not judged.", u.bound_ms),
+                format!("{what}, beyond the bound of {} ms, but under a clock fault until {} (its ticks ran on a moved clock), so it is not judged.", u.bound_ms, secs(clock_until)),
                 ev,
             ));
         } else {
+            let after_clock = if u.clock_fault {
+                format!(
+                    " (counted from its clock fault's end at {})",
+                    secs(clock_until)
+                )
+            } else {
+                String::new()
+            };
             violations.push((
-                format!("{what}, beyond {} ms ({} ticks of {} ms plus {slack_ms} ms of observer slack): a leader without a quorum must step down.", u.bound_ms,
+                format!("{what}, beyond {} ms ({} ticks of {} ms plus {slack_ms} ms of observer slack){after_clock}: a leader without a quorum must step down.", u.bound_ms,
                     if u.broadcast_since.is_some() { info.sync_limit } else { info.init_limit }, info.tick_ms),
                 ev,
             ));

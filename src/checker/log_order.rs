@@ -71,6 +71,13 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             "No final log could be read, so log order cannot be judged.".to_string()
         };
         gaps.push((why, vec![]));
+    } else if entries_total == 0 {
+        gaps.push((
+            format!(
+                "Every final log read ({readable}) is empty, so log order had nothing to judge."
+            ),
+            vec![],
+        ));
     }
     let ok = format!(
         "Each of the {readable} readable final logs ({entries_total} entries) is strictly increasing in zxid, with no epoch above the highest established ({max_epoch})."

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod crash;
 pub mod durability;
 pub mod election_safety;
+pub mod epoch_leaders;
 pub mod epoch_monotonic;
 pub mod faults;
 pub mod finding;
@@ -262,6 +263,28 @@ fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
     }
 }
 
+/// Why a checker of client writes had nothing to judge, if it had nothing: no client writes
+/// at all, or none acknowledged (a cluster that never took a write tested no durability, and
+/// its empty logs are trivially in order). A gap, so such a run is unknown, never valid.
+pub(crate) fn nothing_acknowledged(
+    checker: &str,
+    info: &TestInfo,
+    writes: usize,
+    acknowledged: usize,
+) -> Option<finding::Item> {
+    let why = if writes == 0 {
+        format!(
+            "The history has no client writes (workload \"{}\"), so {checker} cannot be judged.",
+            info.workload
+        )
+    } else if acknowledged == 0 {
+        format!("None of the {writes} client write events was acknowledged, so {checker} had nothing to judge (the cluster never took a write: see recovery).")
+    } else {
+        return None;
+    };
+    Some((why, vec![]))
+}
+
 /// Runs every checker on a digest; `quote` turns a history position into the original event.
 pub fn check_digest(
     d: &model::Digest,
@@ -281,7 +304,7 @@ pub fn check_digest(
             )
         });
         // recovery and leader-stepdown ask one view, fed once.
-        let mut tracker = leader_stepdown::Tracker::new();
+        let mut tracker = leader_stepdown::Tracker::new(info);
         let view = recovery::view_with(d, info, |v, r, ix| tracker.after(v, r, ix));
         let rest = (
             election_safety::check(d, info, opts),
@@ -387,7 +410,16 @@ pub struct LoadedRun {
 /// Reads `RUN_DIR/test.json` and `RUN_DIR/history.jsonl`.
 pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
     let info = TestInfo::read(&run_dir.join("test.json"))?;
-    let (digest, offsets) = load::digest_file(&run_dir.join("history.jsonl"), &info.nodes)?;
+    let history = run_dir.join("history.jsonl");
+    let (digest, offsets) = load::digest_file(&history, &info.nodes)?;
+    // A node test.json does not list would be judged without its place in the quorum.
+    if let Some(extra) = digest.nodes.iter().find(|n| !info.nodes.contains(n)) {
+        anyhow::bail!(
+            "{} names node {extra}, which test.json's nodes ({}) do not list: use the run's own test.json",
+            history.display(),
+            info.nodes.join(", ")
+        );
+    }
     Ok(LoadedRun {
         info,
         digest,

@@ -395,7 +395,8 @@ mod tests {
             "status",
             Some(&n),
             serde_json::json!({
-                "state": state, "leader": leader, "peer_epoch": epoch, "zab_phase": phase
+                "state": state, "leader": leader, "peer_epoch": epoch, "zab_phase": phase,
+                "accepted_epoch": epoch, "last_zxid": 0, "last_committed_zxid": 0
             }),
         )
     }
@@ -474,7 +475,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let status = |t: u64, n: u64, state: &str, leader: &str, phase: &str, committed: u64| {
             format!(
-                r#"{{"index":0,"time":{},"process":"n{n}","type":"ok","f":"status","node":"n{n}","value":{{"state":"{state}","leader":{leader},"peer_epoch":1,"zab_phase":"{phase}","last_committed_zxid":{committed}}}}}"#,
+                r#"{{"index":0,"time":{},"process":"n{n}","type":"ok","f":"status","node":"n{n}","value":{{"state":"{state}","leader":{leader},"peer_epoch":1,"accepted_epoch":1,"zab_phase":"{phase}","last_zxid":{committed},"last_committed_zxid":{committed}}}}}"#,
                 t * MS
             )
         };
@@ -496,6 +497,15 @@ mod tests {
         ];
         let odd = tmp.path().join("odd");
         std::fs::create_dir_all(&odd).unwrap();
+        // Indices in file order, as the writer gives them.
+        let lines: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let end = l.find(",\"time\"").unwrap();
+                format!("{{\"index\":{i}{}", &l[end..])
+            })
+            .collect();
         std::fs::write(odd.join("history.jsonl"), lines.join("\n") + "\n").unwrap();
         runs.push(odd);
         for run in &runs {

@@ -34,7 +34,10 @@
 //!   not ZooKeeper's (ZOOKEEPER-1419), whatever was decided in the end. (`received` keeps each
 //!   distinct vote once; under a total order no proposal repeats, so that loses nothing.)
 //!
-//! Both hold by construction on a correct server, so neither can false-alarm on lost
+//! - a LOOKING vote it counted is of its deciding round: FLE ignores LOOKING notices of older
+//!   rounds and clears its tally when it moves to a newer one.
+//!
+//! These hold by construction on a correct server, so neither can false-alarm on lost
 //! notifications, restarts or joins; histories without the fields are judged as before.
 //!
 //! What it cannot see: targets that do not expose the votes (ZooKeeper: not applicable);
@@ -84,6 +87,23 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             ));
             continue;
         }
+        // A LOOKING vote counts only in its own round: FLE drops older rounds' notices and
+        // clears its tally when it moves to a newer round.
+        if let Some(v) = s.votes.iter().find(|v| {
+            v.state == Some(ServerState::Looking) && v.round.is_some_and(|r| r != s.round)
+        }) {
+            violations.push((
+                format!(
+                    "{name} decided n{} in round {} counting n{}'s LOOKING vote of round {}: FLE counts a LOOKING vote only in its own round (it ignores older rounds and clears its tally for a newer one).",
+                    s.leader,
+                    s.round,
+                    v.sid,
+                    v.round.unwrap_or(0)
+                ),
+                at(format!("{name}'s election of round {}", s.round)),
+            ));
+            continue;
+        }
         let mine = s
             .received
             .iter()
@@ -106,11 +126,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         // election their sender took part in: followers of one leader may hold votes of two of
         // its terms (ZOOKEEPER-1732; ZooKeeper compares them on leader and epoch only), so
         // those are not ranked against the decision.
-        if let Some(v) = s.votes.iter().find(|v| {
-            let settled_for_it = v.leader == s.leader
-                && matches!(v.state, Some(ServerState::Following | ServerState::Leading));
-            !settled_for_it && (v.peer_epoch, v.zxid, v.leader) > decided
-        }) {
+        if let Some(v) = s
+            .votes
+            .iter()
+            .find(|v| !v.settled_for(s.leader) && (v.peer_epoch, v.zxid, v.leader) > decided)
+        {
             violations.push((
                 format!(
                     "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it counted n{}'s vote for n{} (peerEpoch {}, zxid {:#x}), which beats it.",

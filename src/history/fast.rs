@@ -441,18 +441,22 @@ pub fn line<'a, 'p>(
             let v = status?;
             let body = Body::Status(StatusRead {
                 state: v.state?,
-                phase: v.phase.unwrap_or(ZabPhase::Election),
+                phase: v.phase?,
                 leader: v.leader.flatten(),
                 peer_epoch: v.peer_epoch?,
-                accepted_epoch: v.accepted_epoch.unwrap_or(0),
-                last_zxid: v.last_zxid.unwrap_or(0),
-                last_committed_zxid: v.last_committed_zxid.unwrap_or(0),
+                accepted_epoch: v.accepted_epoch?,
+                last_zxid: v.last_zxid?,
+                last_committed_zxid: v.last_committed_zxid?,
                 wall_clock_ms: v.wall_clock_ms.flatten(),
                 last_election: v.last_election.map(|e| text_of(text, e)),
             });
             (F::Status, "status", body)
         }
         Kind::Status => (F::Status, "status", Body::Unreachable),
+        // serde words an acknowledgement without its value or zxid.
+        Kind::Write if kind == EventType::Ok && (write.value.is_none() || write.zxid.is_none()) => {
+            return None
+        }
         Kind::Write => (
             F::Write,
             "write",

@@ -178,22 +178,16 @@ struct StatusFields<'a> {
     state: ServerState,
     leader: Option<u64>,
     peer_epoch: u64,
-    #[serde(default)]
+    // Required: a default would be a guess the checkers then judge (a missing zab_phase read
+    // as "election" hides a leader).
     accepted_epoch: u64,
-    #[serde(default = "election_phase")]
     zab_phase: ZabPhase,
-    #[serde(default)]
     last_zxid: u64,
-    #[serde(default)]
     last_committed_zxid: u64,
     #[serde(default)]
     wall_clock_ms: Option<i64>,
     #[serde(default, borrow)]
     last_election: Option<&'a RawValue>,
-}
-
-fn election_phase() -> ZabPhase {
-    ZabPhase::Election
 }
 
 /// serde_json's message without its " at line 1 column N" (the caller names the place).
@@ -250,12 +244,24 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
             })
         }
         (F::Status, _) => Body::Unreachable,
-        (F::Write, _) => {
+        (F::Write, kind) => {
             let v: serde_json::Value =
                 serde_json::from_str(raw).map_err(|e| in_value("not a write", e))?;
+            let zxid = match v.get("zxid") {
+                None => None,
+                Some(z) => Some(z.as_u64().ok_or_else(|| {
+                    plain("a write's \"zxid\" is not a non-negative integer (zxid = epoch << 32 | counter)")
+                })?),
+            };
+            let value = v.get("value").filter(|x| !x.is_null());
+            if kind == EventType::Ok && (value.is_none() || zxid.is_none()) {
+                return Err(plain(
+                    "an acknowledged write (type ok) without its \"value\" and \"zxid\"",
+                ));
+            }
             Body::Write(WriteValue {
-                value: v.get("value").map(|x| Cow::Owned(canonical(x))),
-                zxid: v.get("zxid").and_then(|z| z.as_u64()),
+                value: value.map(|x| Cow::Owned(canonical(x))),
+                zxid,
             })
         }
         (F::FinalLog, kind) => {
@@ -323,7 +329,7 @@ mod tests {
         vec![
             STATUS.to_string(),
             // Another key order, spaces, null election: the general scan.
-            r#"{"time":9,"index":1, "f":"status","type":"ok","process":"n1","node":"n1","value":{"sid":1,"state":"LOOKING","leader":null,"peer_epoch":0,"election_epoch":1,"last_zxid":0,"wall_clock_ms":1796000000000,"uptime_ms":0,"last_election":null}}"#.into(),
+            r#"{"time":9,"index":1, "f":"status","type":"ok","process":"n1","node":"n1","value":{"sid":1,"state":"LOOKING","leader":null,"peer_epoch":0,"accepted_epoch":0,"zab_phase":"election","election_epoch":1,"last_zxid":0,"last_committed_zxid":0,"wall_clock_ms":1796000000000,"uptime_ms":0,"last_election":null}}"#.into(),
             r#"{"index":3,"time":9,"process":"n2","type":"info","f":"status","node":"n2","value":{"error":"timed out"}}"#.into(),
             r#"{"index":4,"time":10,"process":"0","type":"ok","f":"write","value":{"value":"w1","zxid":12}}"#.into(),
             r#"{"index":5,"time":11,"process":"1","type":"invoke","f":"write","value":{"value":17}}"#.into(),
@@ -400,6 +406,42 @@ mod tests {
         let at = bad.find("LEADER\"").unwrap();
         assert!(err.column.abs_diff(at) < 12, "{err} vs {at}");
         assert!(err.message.contains("not a node status"), "{err}");
+    }
+
+    /// A field the checkers judge by is refused when missing or mistyped, on both paths, never
+    /// guessed (a status without zab_phase read as "election" hid a leader).
+    #[test]
+    fn judged_fields_missing_or_mistyped_are_refused() {
+        let write_ok = r#"{"index":4,"time":10,"process":"0","type":"ok","f":"write","value":{"value":"w1","zxid":12}}"#;
+        assert!(decode(write_ok).is_ok());
+        let mut bad: Vec<String> = [
+            "accepted_epoch",
+            "zab_phase",
+            "last_zxid",
+            "last_committed_zxid",
+        ]
+        .iter()
+        .map(|field| {
+            let at = STATUS.find(&format!(r#""{field}":"#)).unwrap();
+            let end = at + STATUS[at..].find([',', '}']).unwrap();
+            // The field and its comma, whichever side the comma is on.
+            let (from, to) = if STATUS.as_bytes()[end] == b',' {
+                (at, end + 1)
+            } else {
+                (at - 1, end)
+            };
+            format!("{}{}", &STATUS[..from], &STATUS[to..])
+        })
+        .collect();
+        bad.push(write_ok.replace(r#""zxid":12"#, r#""zxid":"0xc""#));
+        bad.push(write_ok.replace(r#""zxid":12"#, r#""zxid":12.5"#));
+        bad.push(write_ok.replace(r#","zxid":12"#, ""));
+        bad.push(write_ok.replace(r#""value":"w1","#, ""));
+        for b in &bad {
+            assert_ne!(b, STATUS);
+            assert!(decode(b).is_err(), "decoded: {b}");
+            agree(b).unwrap();
+        }
     }
 
     /// Damage like a disk or a bug does: one line mutated.

@@ -8,6 +8,9 @@
 //!   that does not decode, a newline-terminated last line included, is a [`BadLine`] naming
 //!   file, line and column (callers map it to exit 254 via `crate::exit::bad_input`).
 //! - Each line is checked to be UTF-8 before it is decoded (both decoder paths get `&str`).
+//! - Events must come in recorded order: indices growing, times never going back (the one
+//!   writer takes both under one lock). A line out of order is a [`BadLine`]: checkers that
+//!   walk time would otherwise measure nonsense (a recovery of 0 s).
 //! - A status read's `last_election` is decoded into an `ElectionSummary` whenever its text
 //!   differs from that node's previous one (so a malformed summary is rejected by every
 //!   reader), and handed to the visitor as [`Election::New`]; unchanged ones are
@@ -134,11 +137,23 @@ pub fn fold_parts<S: Send>(
     });
     let mut out = Vec::new();
     let (mut pos_base, mut line_base) = (0u32, 0u64);
+    let mut prev: Option<Order> = None;
     for r in results {
         let (state, read) = r?;
         if let Err(e) = read.result {
             return Err(anyhow::Error::new(e.into_bad(path, line_base)));
         }
+        if let (Some(p), Some((first, line, column))) = (prev, read.first) {
+            if let Some(message) = first.after(p) {
+                let bad = Bad {
+                    line,
+                    column,
+                    message,
+                };
+                return Err(anyhow::Error::new(bad.into_bad(path, line_base)));
+            }
+        }
+        prev = read.last.or(prev);
         out.push(Part {
             state,
             pos_base,
@@ -215,6 +230,37 @@ struct PartRead {
     events: u32,
     lines: u64,
     result: std::result::Result<(), Bad>,
+    /// The part's first event (its order, and its line and column for an error) and last
+    /// event's order: joined parts are checked to follow each other.
+    first: Option<(Order, u64, usize)>,
+    last: Option<Order>,
+}
+
+/// An event's place in the recorded order: the writer gives indices one by one and takes each
+/// time under the same lock, so indices grow and times never go back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Order {
+    index: u64,
+    time: u64,
+}
+
+impl Order {
+    /// Why `self` cannot come after `prev`, if it cannot.
+    fn after(self, prev: Order) -> Option<String> {
+        if self.index <= prev.index {
+            Some(format!(
+                "index {} does not follow the previous event's {} (indices grow by one per event)",
+                self.index, prev.index
+            ))
+        } else if self.time < prev.time {
+            Some(format!(
+                "time {} ns is before the previous event's {} ns (events are recorded in time order)",
+                self.time, prev.time
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// JSON's whitespace (what serde skips between tokens).
@@ -234,6 +280,7 @@ fn read_range(
         .with_context(|| format!("cannot open history {}", path.display()))?;
     file.seek(SeekFrom::Start(start))?;
     let mut lines = Blocks::new(file);
+    let (mut first, mut last): (Option<(Order, u64, usize)>, Option<Order>) = (None, None);
     // Each node's previous raw `last_election` (by node name).
     let mut last_raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut offset = start;
@@ -262,9 +309,11 @@ fn read_range(
         } else {
             line
         };
-        let decoded = decode_one(body, &last_raw, visit, at);
+        let decoded = decode_one(body, &last_raw, visit, at, last);
         match decoded {
-            Ok(raw) => {
+            Ok((order, raw)) => {
+                first.get_or_insert((order, line_no, 1));
+                last = Some(order);
                 events += 1;
                 if let Some((node, raw)) = raw {
                     match last_raw.iter_mut().find(|(n, _)| *n == node) {
@@ -284,6 +333,8 @@ fn read_range(
                         column: b.column,
                         message: b.message,
                     }),
+                    first,
+                    last,
                 })
             }
         }
@@ -292,6 +343,8 @@ fn read_range(
         events,
         lines: line_no,
         result: Ok(()),
+        first,
+        last,
     })
 }
 
@@ -303,7 +356,8 @@ fn decode_one(
     last_raw: &[(Vec<u8>, Vec<u8>)],
     visit: &mut dyn FnMut(Located, &Line<'_>, Election),
     at: Located,
-) -> std::result::Result<NewElection, super::line::LineError> {
+    prev: Option<Order>,
+) -> std::result::Result<(Order, NewElection), super::line::LineError> {
     let text = std::str::from_utf8(body).map_err(|e| super::line::LineError {
         column: e.valid_up_to() + 1,
         message: format!("not UTF-8 text: {e}"),
@@ -315,6 +369,13 @@ fn decode_one(
             .map(|(_, r)| r.as_slice())
     };
     let l = decode_after(text, previous)?;
+    let order = Order {
+        index: l.index,
+        time: l.time,
+    };
+    if let Some(message) = prev.and_then(|p| order.after(p)) {
+        return Err(super::line::LineError { column: 1, message });
+    }
     let mut remember = None;
     let election = match (&l.body, &l.node) {
         (Body::Status(s), Some(node)) => match s.last_election {
@@ -333,7 +394,7 @@ fn decode_one(
         _ => Election::None,
     };
     visit(at, &l, election);
-    Ok(remember)
+    Ok((order, remember))
 }
 
 /// Reads a file's lines in large blocks, handing out each line (with its newline; the last may

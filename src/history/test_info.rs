@@ -90,7 +90,37 @@ impl TestInfo {
                 super::FORMAT_VERSION
             );
         }
+        if let Some(why) = info.nonsense() {
+            anyhow::bail!("{}: {why}: use the test.json the run wrote", path.display());
+        }
         Ok(info)
+    }
+
+    /// What no run can have written: the checkers would judge by it (a quorum of an empty
+    /// ensemble, a bound of zero ticks, a sid read off a name).
+    fn nonsense(&self) -> Option<String> {
+        if self.nodes.is_empty() {
+            return Some("\"nodes\" is empty (a run has servers n1..nN)".into());
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let named = super::sid_of(n).is_some_and(|sid| sid >= 1 && super::node_name(sid) == *n);
+            if !named {
+                return Some(format!(
+                    "\"nodes\" has {n:?}: servers are named n1..nN (the number is the server's myid)"
+                ));
+            }
+            if self.nodes[..i].contains(n) {
+                return Some(format!("\"nodes\" lists {n} twice"));
+            }
+        }
+        let timing = [
+            ("tick_ms", self.tick_ms),
+            ("init_limit", self.init_limit.into()),
+            ("sync_limit", self.sync_limit.into()),
+        ];
+        timing.iter().find(|(_, v)| *v == 0).map(|(k, _)| {
+            format!("\"{k}\" is 0 (zoo.cfg's tickTime, initLimit and syncLimit are at least 1)")
+        })
     }
 
     /// The workload's kind ("election", "writes", ...): the configured one, else the name.

@@ -1131,7 +1131,7 @@ mod tests {
                 f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
             };
             let text = format!(
-                r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"zab_phase":"{phase}"}}}}"#,
+                r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"accepted_epoch":{epoch},"zab_phase":"{phase}","last_zxid":0,"last_committed_zxid":0}}}}"#,
                 self.pos,
                 ms * MS
             );
@@ -1228,7 +1228,7 @@ mod tests {
         // Following in broadcast but behind the leader's commits: still a straggler.
         fn read(f: &mut Feed, ms: u64, node: u64, state: &str, zxid: u64) {
             let text = format!(
-                r#"{{"index":0,"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":1,"peer_epoch":1,"zab_phase":"broadcast","last_committed_zxid":{zxid}}}}}"#,
+                r#"{{"index":0,"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":1,"peer_epoch":1,"accepted_epoch":1,"zab_phase":"broadcast","last_zxid":{zxid},"last_committed_zxid":{zxid}}}}}"#,
                 ms * MS
             );
             f.line(text);

@@ -60,6 +60,15 @@ fn corrupt_middle(text: &str, from: &str, to: &str) -> Vec<u8> {
     (lines.join("\n") + "\n").into_bytes()
 }
 
+/// The last line's index and time.
+fn last_order(t: &str) -> (u64, u64) {
+    let last: serde_json::Value = serde_json::from_str(t.lines().last().unwrap()).unwrap();
+    (
+        last["index"].as_u64().unwrap(),
+        last["time"].as_u64().unwrap(),
+    )
+}
+
 /// Every kind of damage the tests know.
 pub fn damaged_runs() -> Vec<Damaged> {
     vec![
@@ -116,11 +125,18 @@ pub fn damaged_runs() -> Vec<Damaged> {
             t.replacen('\n', "\n\n  \n", 3).into_bytes()
         }),
         damaged("unknown f", 0, |t| {
-            let mut lines: Vec<String> = t.lines().map(String::from).collect();
-            lines.insert(
-                5,
-                r#"{"index":5,"time":1,"process":"nemesis","type":"info","f":"power-loss-v9","value":{"nodes":["n1"]}}"#.into(),
-            );
+            let (index, time) = last_order(t);
+            format!(
+                r#"{t}{{"index":{},"time":{time},"process":"nemesis","type":"info","f":"power-loss-v9","value":{{"nodes":["n1"]}}}}"#,
+                index + 1
+            )
+            .into_bytes()
+        }),
+        // Out of recorded order: the last two lines swapped (an index going back).
+        damaged("lines swapped", 254, |t| {
+            let mut lines: Vec<&str> = t.lines().collect();
+            let n = lines.len();
+            lines.swap(n - 2, n - 1);
             (lines.join("\n") + "\n").into_bytes()
         }),
     ]

@@ -131,6 +131,8 @@ struct Script {
     /// Events due later (a write's completion), by time.
     later: BinaryHeap<std::cmp::Reverse<(u64, u64, String)>>,
     seq: u64,
+    /// The latest time written: a recorder stamps at append, so times never go back.
+    latest: u64,
     nemesis_actions: usize,
     faults: usize,
     /// Each fault that took effect: kind, the time and index of its `info`, its node.
@@ -214,6 +216,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         index: 0,
         later: BinaryHeap::new(),
         seq: 0,
+        latest: 0,
         nemesis_actions: 0,
         faults: 0,
         fault_starts: Vec::new(),
@@ -625,6 +628,8 @@ impl Script {
     ) -> Result<()> {
         self.flush_until(t)?;
         self.seq += 1;
+        let t = t.max(self.latest);
+        self.latest = t;
         let event = Event {
             index: self.index,
             time: t,
@@ -646,6 +651,8 @@ impl Script {
             let std::cmp::Reverse((_, _, line)) = self.later.pop().expect("peeked");
             let mut e: Event = serde_json::from_str(&line)?;
             e.index = self.index;
+            e.time = e.time.max(self.latest);
+            self.latest = e.time;
             serde_json::to_writer(&mut self.out, &e)?;
             self.out.write_all(b"\n")?;
             self.index += 1;
