@@ -8,11 +8,10 @@
 //! follower in broadcast). An acknowledgement by a server neither shown leading its epoch nor
 //! read in broadcast in it is a violation with proof: a read of it taken after the
 //! acknowledgement (plus the read slack) whose currentEpoch is still below the zxid's epoch
-//! (currentEpoch never decreases); an epoch above every epoch any server ever accepted, with
-//! every server read after the acknowledgement; or an epoch shown led by a server it was never
-//! even read joining. Read joining that leader's epoch (FOLLOWING it in discovery or sync), it
-//! may have reached broadcast between two reads; with no read showing the epoch led at all, it
-//! may have been led between reads: both unknown.
+//! (currentEpoch never decreases), or an epoch above every epoch any server ever accepted, with
+//! every server read after the acknowledgement. Without proof it may have followed the epoch's
+//! leader between two reads (a follower joins in a long discovery, then reaches broadcast in
+//! milliseconds; reads fail under load), or the epoch may have been led between reads: unknown.
 //!
 //! What it cannot see: writes without a zxid (failed or unknown ones), and which leader a
 //! follower forwarded a write to beyond what its reads show. It needs the writes workload.
@@ -20,9 +19,8 @@
 use super::epoch_leaders::EpochLeaders;
 use super::finding::{EvRef, Finding, Item};
 use super::fxhash::{map_with, FastMap, FastSet};
-use super::model::{Digest, NodeIx, Rec, WriteOp};
+use super::model::{Digest, Rec, WriteOp};
 use super::CheckOptions;
-use crate::api::{ServerState, ZabPhase};
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
 use serde::{Deserialize, Serialize};
@@ -40,9 +38,6 @@ pub struct AckZxidsMeasurements {
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     let mut shown = EpochLeaders::new(d);
-    // (node, leader sid, acceptedEpoch) of FOLLOWING reads before broadcast: joining an epoch.
-    let mut joining: FastSet<(NodeIx, u64, u64)> = FastSet::default();
-    let mut last_join: Vec<Option<(u64, u64)>> = vec![None; d.nodes.len()];
     let mut invokes: FastMap<&str, u64> = FastMap::default();
     let mut acks: Vec<&WriteOp> = Vec::new();
     let mut writes = 0usize;
@@ -52,16 +47,6 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         match r {
             Rec::Status(s) => {
                 shown.read(d, s);
-                // Insert on change only: hashing every read would cost more than the rest.
-                if let (ServerState::Following, Some(l), ZabPhase::Discovery | ZabPhase::Sync) =
-                    (s.state, s.leader, s.phase)
-                {
-                    let prev = &mut last_join[s.node as usize];
-                    if *prev != Some((l, s.accepted_epoch)) {
-                        *prev = Some((l, s.accepted_epoch));
-                        joining.insert((s.node, l, s.accepted_epoch));
-                    }
-                }
                 let rs = &mut reads[s.node as usize];
                 // Only changes matter for proofs: keep a read when an epoch moved.
                 if rs
@@ -143,22 +128,16 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             ));
             continue;
         }
-        match shown.claims(e).first() {
-            // Read joining the leader's epoch e, never in broadcast: it may have reached
-            // broadcast, and forwarded the write, between two reads.
-            Some(c) if joining.contains(&(n, c.sid, e)) => gaps.push((
-                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, led by n{}; {name} was read joining that epoch but never in broadcast in it (it may have been between two reads).", c.sid),
-                vec![ack()],
-            )),
-            Some(c) => violations.push((
-                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but epoch {e} was led by n{}, which {name} was never seen following.", c.sid),
-                vec![ack(), EvRef::new(c.read.pos, format!("a read showing n{} leading epoch {e}", c.sid))],
-            )),
-            None => gaps.push((
-                format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but no read shows epoch {e} led (it may have been led between reads)."),
-                vec![ack()],
-            )),
-        }
+        // No proof: it may have followed the epoch's leader between two reads (joining takes
+        // a long discovery, then milliseconds to broadcast; reads fail under load).
+        let why = match shown.claims(e).first() {
+            Some(c) => format!("epoch {e} was led by n{}, and {name} was never read in broadcast in it (it may have been between two reads)", c.sid),
+            None => format!("no read shows epoch {e} led (it may have been led between reads)"),
+        };
+        gaps.push((
+            format!("{name} acknowledged {v} at zxid {z:#x} of epoch {e}, but {why}."),
+            vec![ack()],
+        ));
     }
 
     // Real-time order: an acknowledgement before a write's invocation means a lower zxid.

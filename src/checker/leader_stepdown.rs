@@ -21,9 +21,10 @@
 //! What it cannot see: a leader is only seen through samples, so a stretch is measured between
 //! reads (it may have begun up to one poll earlier, and its last LEADING answer may be up to the
 //! read slack old: the slack covers that). A zombie that stops answering reads for good goes
-//! unseen. Under a clock fault that moves its ticks (the run faked the monotonic clock too), a
-//! leader is judged only on the time after its last read under the fault. A node never read
-//! could have led unseen: the verdict is then unknown.
+//! unseen. A leader under a clock fault that moves its ticks (only when the run faked the
+//! monotonic clock too) is not judged: the fault's reset can stall its timers for as long as a
+//! forward bump moved them on. A node never read could have led unseen: the verdict is then
+//! unknown.
 
 use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};
@@ -57,9 +58,6 @@ pub struct Unbacked {
     /// When the stretch's reads first showed broadcast (the syncLimit clock starts there).
     #[serde(skip)]
     broadcast_since: Option<u64>,
-    /// Its last read under a clock fault that moves ticks: it is judged from there on.
-    #[serde(skip)]
-    clock_until: Option<u64>,
     /// Spans (from its last read before a failed one to its next read) in which it was not
     /// seen: not counted (it may have been stalled, as its reads were).
     #[serde(skip)]
@@ -67,13 +65,13 @@ pub struct Unbacked {
 }
 
 impl Unbacked {
-    /// Whether it outlived its timeout counted from `from` on: initLimit ticks from its start,
-    /// or syncLimit ticks from its first broadcast read, plus the slack.
-    fn too_long_from(&self, b: &Bounds, from: u64) -> bool {
-        let from_start = self.seen_since(self.start_ns.max(from)) > b.init_ns + b.slack_ns;
+    /// Whether it outlived its timeout: initLimit ticks from its start, or syncLimit ticks
+    /// from its first broadcast read, plus the slack (only the time it was seen counts).
+    fn too_long(&self, b: &Bounds) -> bool {
+        let from_start = self.seen_since(self.start_ns) > b.init_ns + b.slack_ns;
         let in_broadcast = self
             .broadcast_since
-            .is_some_and(|t| self.seen_since(t.max(from)) > b.sync_ns + b.slack_ns);
+            .is_some_and(|t| self.seen_since(t) > b.sync_ns + b.slack_ns);
         from_start || in_broadcast
     }
 
@@ -203,15 +201,11 @@ impl Tracker {
                     first_pos: s.pos,
                     last_pos: s.pos,
                     broadcast_since: None,
-                    clock_until: None,
                     unseen: Vec::new(),
                 });
                 st.end_ns = t;
                 st.last_pos = s.pos;
-                if clock {
-                    st.clock_fault = true;
-                    st.clock_until = Some(t);
-                }
+                st.clock_fault |= clock;
                 if s.phase == ZabPhase::Broadcast && st.broadcast_since.is_none() {
                     st.broadcast_since = Some(t);
                 }
@@ -315,26 +309,18 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
                 format!("{} still LEADING epoch {}", u.node, u.epoch),
             ),
         ];
-        // Under a clock fault that moves its ticks, only the time after the fault counts.
-        let clock_until = u.clock_until.unwrap_or(0);
-        if !u.too_long_from(&b, 0) {
+        if !u.too_long(&b) {
             named.push(format!("{what}, within its timeout"));
-        } else if !u.too_long_from(&b, clock_until) {
+        } else if u.clock_fault {
+            // Not even after the fault: its reset moves a faked monotonic clock back by what a
+            // forward bump moved it on, and timers that never go back stall that long.
             gaps.push((
-                format!("{what}, beyond the bound of {} ms, but under a clock fault until {} (its ticks ran on a moved clock), so it is not judged.", u.bound_ms, secs(clock_until)),
+                format!("{what}, beyond the bound of {} ms, but under a clock fault that moved its ticks (the run faked the monotonic clock), so it is not judged.", u.bound_ms),
                 ev,
             ));
         } else {
-            let after_clock = if u.clock_fault {
-                format!(
-                    " (counted from its clock fault's end at {})",
-                    secs(clock_until)
-                )
-            } else {
-                String::new()
-            };
             violations.push((
-                format!("{what}, beyond {} ms ({} ticks of {} ms plus {slack_ms} ms of observer slack){after_clock}: a leader without a quorum must step down.", u.bound_ms,
+                format!("{what}, beyond {} ms ({} ticks of {} ms plus {slack_ms} ms of observer slack): a leader without a quorum must step down.", u.bound_ms,
                     if u.broadcast_since.is_some() { info.sync_limit } else { info.init_limit }, info.tick_ms),
                 ev,
             ));
