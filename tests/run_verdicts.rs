@@ -298,7 +298,7 @@ fn a_run_whose_planned_faults_were_never_injected_is_unknown() {
                 c["explanation"]
                     .as_str()
                     .unwrap()
-                    .contains("none was injected"),
+                    .contains("No fault was injected"),
                 "{c}"
             );
         }
