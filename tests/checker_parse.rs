@@ -23,6 +23,14 @@ fn fixture(case: &str) -> PathBuf {
     fixtures().into_iter().find(|d| d.ends_with(case)).unwrap()
 }
 
+/// valid-writes' test.json and history text, and a folder to write damaged copies in.
+fn valid_writes() -> (TestInfo, String, tempfile::TempDir) {
+    let dir = fixture("valid-writes");
+    let info = TestInfo::read(&dir.join("test.json")).unwrap();
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    (info, text, tempfile::tempdir().unwrap())
+}
+
 /// Everything a check concludes from a file split into `parts`, as JSON, with evidence quoted
 /// by line offset (equal offsets = the same events).
 fn conclusions(dir: &Path, history: &Path, parts: usize) -> serde_json::Value {
@@ -75,11 +83,8 @@ fn a_node_missing_from_test_json_is_joined_by_name() {
 
 #[test]
 fn torn_tail_and_corrupt_middle_whatever_the_parts() {
-    let dir = fixture("valid-writes");
-    let info = TestInfo::read(&dir.join("test.json")).unwrap();
-    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let (info, text, tmp) = valid_writes();
     let lines: Vec<&str> = text.lines().collect();
-    let tmp = tempfile::tempdir().unwrap();
     let h = tmp.path().join("history.jsonl");
 
     std::fs::write(&h, format!("{text}{{\"index\":99999,\"ti")).unwrap();
@@ -112,11 +117,8 @@ fn torn_tail_and_corrupt_middle_whatever_the_parts() {
 /// damaged line, also where a part boundary falls between the two.
 #[test]
 fn lines_out_of_order_are_named_whatever_the_parts() {
-    let dir = fixture("valid-writes");
-    let info = TestInfo::read(&dir.join("test.json")).unwrap();
-    let text = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let (info, text, tmp) = valid_writes();
     let lines: Vec<&str> = text.lines().collect();
-    let tmp = tempfile::tempdir().unwrap();
     let h = tmp.path().join("history.jsonl");
     for at in [1, lines.len() / 3, lines.len() / 2, lines.len() - 1] {
         // Swapped with the line before it: index (and maybe time) go back at line `at + 1`.
