@@ -46,7 +46,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     for r in d.records() {
         match r {
             Rec::Status(s) => {
-                shown.read(d, s);
+                shown.read(s);
                 let rs = &mut reads[s.node as usize];
                 // Only changes matter for proofs: keep a read when an epoch moved.
                 if rs

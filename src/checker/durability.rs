@@ -98,20 +98,15 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             _ => {}
         }
     }
-    let mut gaps: Vec<Item> = Vec::new();
+    // With writes but none acknowledged the logs are still judged (a failed write in a log is
+    // a violation), but nothing durable was tested: a gap either way.
+    let acknowledged = fates.values().filter(|f| f.ok.is_some()).count();
+    let mut gaps: Vec<Item> = super::nothing_acknowledged(NAME, info, writes, acknowledged)
+        .into_iter()
+        .collect();
     if writes == 0 {
-        gaps.extend(super::nothing_acknowledged(NAME, info, 0, 0));
         return Finding::judge(vec![], gaps, String::new());
     }
-    // With none acknowledged the logs are still judged (a failed write in a log is a
-    // violation), but nothing durable was tested.
-    let acknowledged = fates.values().filter(|f| f.ok.is_some()).count();
-    gaps.extend(super::nothing_acknowledged(
-        NAME,
-        info,
-        writes,
-        acknowledged,
-    ));
 
     let mut violations: Vec<Item> = Vec::new();
     let readable: Vec<(&FinalLog, &Vec<(u64, String)>)> = logs

@@ -36,6 +36,8 @@ pub struct EpochLeaders {
     by_epoch: BTreeMap<u64, Vec<Claim>>,
     /// Each node's previous (epoch, claim) read, so unchanged reads cost one comparison.
     last: Vec<Option<(u64, u64, Shown)>>,
+    /// Each node's sid (read off its name once, not per read).
+    sids: Vec<Option<u64>>,
 }
 
 impl EpochLeaders {
@@ -44,6 +46,7 @@ impl EpochLeaders {
         EpochLeaders {
             by_epoch: BTreeMap::new(),
             last: vec![None; d.nodes.len()],
+            sids: (0..d.nodes.len()).map(|i| d.sid(i as NodeIx)).collect(),
         }
     }
 
@@ -51,15 +54,15 @@ impl EpochLeaders {
     pub fn of(d: &Digest) -> Self {
         let mut el = EpochLeaders::new(d);
         for s in d.statuses() {
-            el.read(d, s);
+            el.read(s);
         }
         el
     }
 
     /// Adds what one status read claims (reads in history order).
-    pub fn read(&mut self, d: &Digest, s: &Status) {
+    pub fn read(&mut self, s: &Status) {
         let claim = match (s.leads(), s.follows()) {
-            (Some(e), _) => d.sid(s.node).map(|sid| (e, sid, Shown::Leading)),
+            (Some(e), _) => self.sids[s.node as usize].map(|sid| (e, sid, Shown::Leading)),
             (_, Some((l, e))) => Some((e, l, Shown::FollowedBy(s.node))),
             _ => None,
         };

@@ -31,7 +31,7 @@ use super::model::{Digest, Rec};
 use super::CheckOptions;
 use crate::api::ZabPhase;
 use crate::history::test_info::TestInfo;
-use crate::history::view::{NodeRead, View};
+use crate::history::view::{quorum_leader_among, NodeRead, View};
 use crate::history::FaultKind;
 use serde::{Deserialize, Serialize};
 
@@ -214,34 +214,22 @@ impl Tracker {
         }
     }
 
-    /// Whether followers the view forgot (their reads failed; not down, not cut off) may
-    /// still make a quorum for `leader` in epoch `e`: their last successful reads stand in for
-    /// them. A stretch needs proof that no quorum followed.
+    /// Whether a quorum may still follow `leader` in epoch `e` when the nodes the view forgot
+    /// (their reads failed; not down, not cut off) are taken at their last successful reads:
+    /// the view's one definition of a quorum-backed leader, over that snapshot. A stretch
+    /// needs proof that no quorum followed.
     fn maybe_backed(&self, view: &View, leader: usize, e: u64) -> bool {
-        let nodes = view.nodes();
-        let Some(sid) = nodes[leader].sid else {
-            return false;
-        };
         if !self.last_ok.iter().any(|(_, failed)| *failed) {
             return false;
         }
-        let backers = nodes
-            .iter()
-            .enumerate()
-            .filter(|&(i, n)| {
-                let read = match n.read {
-                    Some(r) => Some(r),
-                    None => self
-                        .last_ok
-                        .get(i)
-                        .filter(|(_, failed)| *failed)
-                        .and_then(|(r, _)| *r),
-                };
-                let follows = read.is_some_and(|r| r.follows() == Some((sid, e)));
-                i != leader && !n.down && follows && !view.cut(i, leader)
-            })
-            .count();
-        backers + 1 >= view.quorum()
+        let mut nodes = view.nodes().to_vec();
+        for (n, (last, failed)) in nodes.iter_mut().zip(&self.last_ok) {
+            if n.read.is_none() && *failed {
+                n.read = *last;
+            }
+        }
+        quorum_leader_among(&nodes, view.quorum(), 0)
+            .is_some_and(|q| q.node == leader && q.epoch == e)
     }
 }
 

@@ -143,11 +143,11 @@ pub fn fold_parts<S: Send>(
         if let Err(e) = read.result {
             return Err(anyhow::Error::new(e.into_bad(path, line_base)));
         }
-        if let (Some(p), Some((first, line, column))) = (prev, read.first) {
+        if let (Some(p), Some((first, line))) = (prev, read.first) {
             if let Some(message) = first.after(p) {
                 let bad = Bad {
                     line,
-                    column,
+                    column: 1,
                     message,
                 };
                 return Err(anyhow::Error::new(bad.into_bad(path, line_base)));
@@ -230,9 +230,9 @@ struct PartRead {
     events: u32,
     lines: u64,
     result: std::result::Result<(), Bad>,
-    /// The part's first event (its order, and its line and column for an error) and last
-    /// event's order: joined parts are checked to follow each other.
-    first: Option<(Order, u64, usize)>,
+    /// The part's first event (its order, and its line for an error) and last event's order:
+    /// joined parts are checked to follow each other.
+    first: Option<(Order, u64)>,
     last: Option<Order>,
 }
 
@@ -280,7 +280,7 @@ fn read_range(
         .with_context(|| format!("cannot open history {}", path.display()))?;
     file.seek(SeekFrom::Start(start))?;
     let mut lines = Blocks::new(file);
-    let (mut first, mut last): (Option<(Order, u64, usize)>, Option<Order>) = (None, None);
+    let (mut first, mut last): (Option<(Order, u64)>, Option<Order>) = (None, None);
     // Each node's previous raw `last_election` (by node name).
     let mut last_raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut offset = start;
@@ -312,7 +312,7 @@ fn read_range(
         let decoded = decode_one(body, &last_raw, visit, at, last);
         match decoded {
             Ok((order, raw)) => {
-                first.get_or_insert((order, line_no, 1));
+                first.get_or_insert((order, line_no));
                 last = Some(order);
                 events += 1;
                 if let Some((node, raw)) = raw {

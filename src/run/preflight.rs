@@ -118,15 +118,15 @@ pub fn fit_default(schedule: &mut Schedule, time_limit: Duration) -> Vec<String>
 }
 
 fn check_nodes(schedule: &Schedule, fault: &FaultTemplate, nodes: &[String]) -> Result<()> {
-    let listed = |spec: Option<&TargetSpec>| match spec {
-        Some(TargetSpec::Nodes(n)) => n.clone(),
+    let listed = |spec: &TargetSpec| match spec {
+        TargetSpec::Nodes(n) => n.clone(),
         _ => Vec::new(),
     };
     // The fault's own names and its composed parts' (reported at the [[fault]]'s line).
     let named: Vec<String> = (fault.self_and_parts())
         .flat_map(|f| {
-            (listed(Some(&f.target)).into_iter())
-                .chain(listed(f.watch.as_ref()))
+            (std::iter::once(&f.target).chain(&f.watch))
+                .flat_map(listed)
                 .chain(f.groups.iter().flatten().flatten().cloned())
                 .chain(
                     f.drops
