@@ -169,8 +169,14 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
     let pid = c.spawn("n1", &sleeper(&c, "n1")).unwrap();
     assert!(process_alive(pid));
     assert_eq!(netns_of(pid), vms.vms[0].netns, "the daemon runs on the VM");
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    assert!(String::from_utf8_lossy(&environ).contains("FLC_TEST_MARK=it's here"));
+    // The pid is recorded by the shell before it execs the daemon: its environment shows the
+    // mark only once that exec is done.
+    wait_for("the daemon's environment", Duration::from_secs(10), || {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        String::from_utf8_lossy(&environ)
+            .contains("FLC_TEST_MARK=it's here")
+            .then_some(())
+    });
     assert_eq!(c.pid("n1"), Some(pid));
     assert!(
         c.spawn("n1", &sleeper(&c, "n1")).is_err(),

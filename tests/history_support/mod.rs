@@ -13,7 +13,9 @@ use std::process::Command;
 /// One damaged run folder (test.json + history.jsonl) and what `check` must exit with.
 pub struct Damaged {
     pub name: &'static str,
-    pub dir: tempfile::TempDir,
+    /// Holds the run folder `run`: `report` writes its index next to the run, so that goes
+    /// here too, never into the system's temporary folder.
+    holder: tempfile::TempDir,
     /// `fle-chaos check`'s exit code: 254 for a refused history, else the verdict's (0).
     pub expect_check: i32,
 }
@@ -35,15 +37,24 @@ pub fn as_controller_writes(line: &str) -> String {
 
 /// A copy of the valid-writes fixture with its history's text given by `damage`.
 fn damaged(name: &'static str, expect_check: i32, damage: impl Fn(&str) -> Vec<u8>) -> Damaged {
-    let dir = tempfile::tempdir().unwrap();
+    let holder = tempfile::tempdir().unwrap();
+    let dir = holder.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
     let src = fixture("valid-writes");
-    std::fs::copy(src.join("test.json"), dir.path().join("test.json")).unwrap();
+    std::fs::copy(src.join("test.json"), dir.join("test.json")).unwrap();
     let text = std::fs::read_to_string(src.join("history.jsonl")).unwrap();
-    std::fs::write(dir.path().join("history.jsonl"), damage(&text)).unwrap();
+    std::fs::write(dir.join("history.jsonl"), damage(&text)).unwrap();
     Damaged {
         name,
-        dir,
+        holder,
         expect_check,
+    }
+}
+
+impl Damaged {
+    /// The damaged run folder.
+    pub fn dir(&self) -> PathBuf {
+        self.holder.path().join("run")
     }
 }
 
@@ -146,7 +157,7 @@ pub fn damaged_runs() -> Vec<Damaged> {
 pub fn run(args: &[&str], case: &Damaged) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
         .args(args)
-        .arg(case.dir.path())
+        .arg(case.dir())
         .output()
         .unwrap();
     (
