@@ -22,9 +22,10 @@
 //! reads (it may have begun up to one poll earlier, and its last LEADING answer may be up to the
 //! read slack old: the slack covers that). A zombie that stops answering reads for good goes
 //! unseen. A leader under a clock fault that moves its ticks (only when the run faked the
-//! monotonic clock too) is not judged: the fault's reset can stall its timers for as long as a
-//! forward bump moved them on. A node never read could have led unseen: the verdict is then
-//! unknown.
+//! monotonic clock too), or read within the fault's lead after its end, is not judged: the
+//! reset can stall its timers for as long as the fault put its clock ahead
+//! ([`crate::history::view::FaultInterval::moves_ticks_at`]). A node never read could have led unseen: the
+//! verdict is then unknown.
 
 use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};
@@ -48,7 +49,7 @@ pub struct Unbacked {
     pub ms: u64,
     /// The bound it was judged against (ms): initLimit or syncLimit ticks plus the slack.
     pub bound_ms: u64,
-    /// Under a clock fault: named, not judged.
+    /// Under a clock fault, or within its lead after it: named, not judged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clock_fault: bool,
     #[serde(skip)]
@@ -185,8 +186,9 @@ impl Tracker {
                 let name = &view.nodes()[ix].name;
                 let clock = self.clock_moves_ticks
                     && view
-                        .active_faults()
-                        .any(|f| f.kind == FaultKind::Clock && f.nodes.contains(name));
+                        .intervals()
+                        .iter()
+                        .any(|f| f.moves_ticks_at(t) && f.nodes.contains(name));
                 if self.open[ix].as_ref().is_some_and(|st| st.epoch != e) {
                     self.done.extend(self.open[ix].take());
                 }
@@ -303,7 +305,7 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
             // Not even after the fault: its reset moves a faked monotonic clock back by what a
             // forward bump moved it on, and timers that never go back stall that long.
             gaps.push((
-                format!("{what}, beyond the bound of {} ms, but under a clock fault that moved its ticks (the run faked the monotonic clock), so it is not judged.", u.bound_ms),
+                format!("{what}, beyond the bound of {} ms, but under a clock fault that moved its ticks, or less than the fault's lead after its reset (the run faked the monotonic clock), so it is not judged.", u.bound_ms),
                 ev,
             ));
         } else {

@@ -299,7 +299,30 @@ pub struct FaultValue {
     pub factor: Option<f64>,
 }
 
+/// How far ahead of real time a clock fault may put a node's clock by its end: how long its
+/// reset can stall timers set while it was in force (a deadline taken from a clock that then
+/// goes back is reached that much later).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockLead {
+    /// A bump or strobe: at most its offset (a strobe flips between the offset and 0); 0 for a
+    /// clock set back, whose reset moves it forward.
+    Ms(u64),
+    /// A rate: `(factor - 1)` times how long it lasted.
+    Rate(f64),
+    /// The mode is not one the controller writes: any lead.
+    Unknown,
+}
+
 impl FaultValue {
+    /// A clock fault's start: how far ahead it may put the clock ([`ClockLead`]).
+    pub fn clock_lead(&self) -> ClockLead {
+        match (self.mode.as_deref(), self.offset_ms, self.factor) {
+            (Some("bump" | "strobe"), Some(ms), _) => ClockLead::Ms(ms.max(0).unsigned_abs()),
+            (Some("rate"), _, Some(f)) => ClockLead::Rate((f - 1.0).max(0.0)),
+            _ => ClockLead::Unknown,
+        }
+    }
+
     /// What the action `f` with this value does, if it starts or undoes a fault.
     pub fn step(&self, f: F) -> Option<FaultStep> {
         Some(match f {

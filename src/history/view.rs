@@ -27,7 +27,7 @@
 //! back a little, so the view keeps a running maximum as "now".
 
 use super::line::{Body, Line, StatusRead};
-use super::{sid_of, EventType, FaultKind, FaultStep, FaultValue};
+use super::{sid_of, ClockLead, EventType, FaultKind, FaultStep, FaultValue};
 use crate::api::{ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +114,38 @@ pub struct FaultInterval {
     pub start_pos: u32,
     #[serde(skip)]
     pub end_pos: Option<u32>,
+    /// A clock fault's lead ([`FaultValue::clock_lead`]); None for other kinds.
+    #[serde(skip)]
+    pub clock_lead: Option<ClockLead>,
+}
+
+impl FaultInterval {
+    /// How long after its end a clock fault may still stall timers that a faked monotonic
+    /// clock drives, in ns; None when that cannot be bounded (an unknown mode, a rate still in
+    /// force). 0 for other kinds.
+    pub fn stalls_after_end_ns(&self) -> Option<u64> {
+        match self.clock_lead {
+            None => Some(0),
+            Some(ClockLead::Ms(ms)) => Some(ms * 1_000_000),
+            Some(ClockLead::Rate(ahead_per_s)) => {
+                let lasted = self.end_ns?.saturating_sub(self.start_ns);
+                Some((ahead_per_s * lasted as f64) as u64)
+            }
+            Some(ClockLead::Unknown) => None,
+        }
+    }
+
+    /// A clock fault that may be moving its nodes' ticks at `t` (when the run faked the
+    /// monotonic clock): in force, or ended less than its lead ago, since a reset that sets a
+    /// clock back stalls the timers set while it was ahead. False for other kinds.
+    pub fn moves_ticks_at(&self, t: u64) -> bool {
+        self.kind == FaultKind::Clock
+            && self.start_ns <= t
+            && self.end_ns.is_none_or(|end| {
+                self.stalls_after_end_ns()
+                    .is_none_or(|lead| t <= end.saturating_add(lead))
+            })
+    }
 }
 
 /// One fault and how long until a quorum-backed leader was observed again.
@@ -277,8 +309,11 @@ pub struct View {
     calm_since: u64,
     calm_leader: Option<(u64, u64)>,
     /// The run faked the monotonic clock too (a schedule's `fake_monotonic`): then a clock
-    /// fault skews the servers' timeouts, and touches its nodes like any other fault.
+    /// fault skews the servers' timeouts, and touches its nodes like any other fault, for its
+    /// lead past its end too ([`FaultInterval::moves_ticks_at`]).
     clock_touches: bool,
+    /// When a clock fault's lead runs out: the calm group is computed again then.
+    calm_recheck_at: Option<u64>,
     /// The open stall, with each node's successful reads since it began.
     stall: Option<(Stall, Vec<u32>)>,
     stalls: Vec<Stall>,
@@ -310,6 +345,7 @@ impl View {
             calm_since: 0,
             calm_leader: None,
             clock_touches: false,
+            calm_recheck_at: None,
             stall: None,
             stalls: Vec::new(),
             straying: Vec::new(),
@@ -515,6 +551,7 @@ impl View {
                     end_ns: None,
                     start_pos: pos,
                     end_pos: None,
+                    clock_lead: (kind == FaultKind::Clock).then(|| v.clock_lead()),
                 });
                 self.pending.push(FaultRecovery {
                     fault_index: index,
@@ -640,12 +677,26 @@ impl View {
         }
     }
 
+    /// The first end of a clock fault's lead after `time`, while clock faults touch their nodes.
+    fn next_lead_end(&self, time: u64) -> Option<u64> {
+        if !self.clock_touches {
+            return None;
+        }
+        self.intervals
+            .iter()
+            .filter(|f| f.kind == FaultKind::Clock)
+            .filter_map(|f| Some(f.end_ns?.saturating_add(f.stalls_after_end_ns()?)))
+            .filter(|&at| at >= time)
+            .min()
+    }
+
     /// Opens, extends or closes the stall (a calm group without a quorum-backed leader).
     fn judge_stall(&mut self, time: u64, pos: u32, leader: Option<(u64, u64)>) {
         let before = self.calm;
-        if self.calm_dirty {
+        if self.calm_dirty || self.calm_recheck_at.is_some_and(|at| time > at) {
             self.calm = self.calm_group();
             self.calm_dirty = false;
+            self.calm_recheck_at = self.next_lead_end(time);
         }
         let stalled = leader.is_none() && self.calm != 0;
         let same = self.calm == before;
@@ -737,7 +788,9 @@ impl View {
     /// THE calm group now, as a bitmask of node indices (0: none): the largest set of at
     /// least a quorum of nodes that are up (not killed, paused or powered off), have answered
     /// a read since they last started, are in no active fault but a clock step (the servers
-    /// time elections and Zab on the monotonic clock, which the clock faults leave alone), are
+    /// time elections and Zab on the monotonic clock, which the clock faults leave alone unless
+    /// the run faked it too: then a clock fault holds its nodes until its lead after the reset
+    /// runs out, [`FaultInterval::moves_ticks_at`]), are
     /// mutually connected under the active partition, and are cleanly separated from every
     /// other node (each other node is either cut from all of them or from none: a node that
     /// bridges the group and the rest makes the election's inputs the partition's). Such a
@@ -749,11 +802,11 @@ impl View {
             return 0;
         }
         let faulted = |i: usize| {
-            self.active_faults().any(|f| {
+            self.intervals.iter().any(|f| {
                 let touches = match f.kind {
                     FaultKind::Partition => false,
-                    FaultKind::Clock => self.clock_touches,
-                    _ => true,
+                    FaultKind::Clock => self.clock_touches && f.moves_ticks_at(self.now),
+                    _ => f.end_ns.is_none(),
                 };
                 touches && f.nodes.iter().any(|x| *x == self.nodes[i].name)
             })
@@ -1409,6 +1462,47 @@ mod tests {
             r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n3"],"n3":["n1"]}}"#,
         );
         assert!(group(&f).is_empty());
+    }
+
+    #[test]
+    fn a_faked_monotonic_clock_holds_its_node_for_the_fault_s_lead_after_the_reset() {
+        let mut f = Feed::new();
+        f.view.set_clock_faults_touch(true);
+        f.read(1, 1, "?", 0).read(2, 2, "?", 0).read(3, 3, "?", 0);
+        // Ahead by 500 ms, reset at 20 ms: n2's timers may stall until 520 ms.
+        f.nemesis(
+            10,
+            "clock",
+            r#"{"nodes":["n2"],"mode":"bump","offset_ms":500}"#,
+        )
+        .nemesis(20, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
+        .read(400, 1, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n3"]);
+        f.read(600, 1, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // The stall of the group without n2 ended when its lead ran out, not at the reset.
+        let held = f.view.stalls().iter().find(|s| s.group == ["n1", "n3"]);
+        assert_eq!(held.map(|s| s.end_ns), Some(600 * MS));
+        // A clock set back is moved forward by its reset: no lead.
+        f.nemesis(
+            700,
+            "clock",
+            r#"{"nodes":["n2"],"mode":"bump","offset_ms":-5000}"#,
+        )
+        .nemesis(710, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
+        .read(720, 1, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
+        // A rate of 3 for 100 ms puts the clock 200 ms ahead.
+        f.nemesis(
+            800,
+            "clock",
+            r#"{"nodes":["n2"],"mode":"rate","factor":3.0}"#,
+        )
+        .nemesis(900, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
+        .read(1050, 1, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n3"]);
+        f.read(1150, 1, "?", 0);
+        assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
     }
 
     #[test]
