@@ -1466,17 +1466,17 @@ mod tests {
 
     #[test]
     fn a_faked_monotonic_clock_holds_its_node_for_the_fault_s_lead_after_the_reset() {
+        // A clock fault on n2 from `at` ms, reset at `reset` ms.
+        fn skew_n2(f: &mut Feed, at: u64, reset: u64, how: &str) {
+            f.nemesis(at, "clock", &format!(r#"{{"nodes":["n2"],{how}}}"#))
+                .nemesis(reset, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#);
+        }
         let mut f = Feed::new();
         f.view.set_clock_faults_touch(true);
         f.read(1, 1, "?", 0).read(2, 2, "?", 0).read(3, 3, "?", 0);
         // Ahead by 500 ms, reset at 20 ms: n2's timers may stall until 520 ms.
-        f.nemesis(
-            10,
-            "clock",
-            r#"{"nodes":["n2"],"mode":"bump","offset_ms":500}"#,
-        )
-        .nemesis(20, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
-        .read(400, 1, "?", 0);
+        skew_n2(&mut f, 10, 20, r#""mode":"bump","offset_ms":500"#);
+        f.read(400, 1, "?", 0);
         assert_eq!(group(&f), vec!["n1", "n3"]);
         f.read(600, 1, "?", 0);
         assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
@@ -1484,22 +1484,12 @@ mod tests {
         let held = f.view.stalls().iter().find(|s| s.group == ["n1", "n3"]);
         assert_eq!(held.map(|s| s.end_ns), Some(600 * MS));
         // A clock set back is moved forward by its reset: no lead.
-        f.nemesis(
-            700,
-            "clock",
-            r#"{"nodes":["n2"],"mode":"bump","offset_ms":-5000}"#,
-        )
-        .nemesis(710, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
-        .read(720, 1, "?", 0);
+        skew_n2(&mut f, 700, 710, r#""mode":"bump","offset_ms":-5000"#);
+        f.read(720, 1, "?", 0);
         assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
         // A rate of 3 for 100 ms puts the clock 200 ms ahead.
-        f.nemesis(
-            800,
-            "clock",
-            r#"{"nodes":["n2"],"mode":"rate","factor":3.0}"#,
-        )
-        .nemesis(900, "clock", r#"{"nodes":["n2"],"mode":"reset"}"#)
-        .read(1050, 1, "?", 0);
+        skew_n2(&mut f, 800, 900, r#""mode":"rate","factor":3.0"#);
+        f.read(1050, 1, "?", 0);
         assert_eq!(group(&f), vec!["n1", "n3"]);
         f.read(1150, 1, "?", 0);
         assert_eq!(group(&f), vec!["n1", "n2", "n3"]);
