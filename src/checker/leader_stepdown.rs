@@ -24,8 +24,8 @@
 //! unseen. A leader under a clock fault that moves its ticks (only when the run faked the
 //! monotonic clock too), or read within the fault's lead after its end, is not judged: the
 //! reset can stall its timers for as long as the fault put its clock ahead
-//! ([`crate::history::view::FaultInterval::moves_ticks_at`]). A node never read could have led unseen: the
-//! verdict is then unknown.
+//! ([`crate::history::view::FaultInterval::moves_ticks_at`]). A node never read could have
+//! led unseen: the verdict is then unknown.
 
 use super::finding::{secs, EvRef, Finding, Item};
 use super::model::{Digest, Rec};

@@ -307,7 +307,7 @@ pub enum ClockLead {
     /// A bump or strobe: at most its offset (a strobe flips between the offset and 0); 0 for a
     /// clock set back, whose reset moves it forward.
     Ms(u64),
-    /// A rate: `(factor - 1)` times how long it lasted.
+    /// A rate: this (`factor - 1`, at least 0) times how long it lasted.
     Rate(f64),
     /// The mode is not one the controller writes: any lead.
     Unknown,

@@ -127,9 +127,9 @@ impl FaultInterval {
         match self.clock_lead {
             None => Some(0),
             Some(ClockLead::Ms(ms)) => Some(ms * 1_000_000),
-            Some(ClockLead::Rate(ahead_per_s)) => {
+            Some(ClockLead::Rate(gain)) => {
                 let lasted = self.end_ns?.saturating_sub(self.start_ns);
-                Some((ahead_per_s * lasted as f64) as u64)
+                Some((gain * lasted as f64) as u64)
             }
             Some(ClockLead::Unknown) => None,
         }
