@@ -269,6 +269,11 @@ impl ZooKeeper {
                 None
             }
         };
+        // Locally the epoch files are read on both sides of the answers (see
+        // `observe::unchanged_epochs`): read only after them, a file could already hold the
+        // epoch of an election that ended while a slow answer was awaited.
+        let local = self.epoch_files.cadence() == Cadence::EveryObservation;
+        let files_before = local.then(|| self.epoch_files.read(self.control.as_ref(), node));
         let (leader, zab, srvr) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
             admin_get(http, format!("{base}/commands/zabstate")),
@@ -302,7 +307,11 @@ impl ZooKeeper {
             zxid_epoch: zab.last_zxid.map(crate::api::epoch_of),
         };
         let epochs = match self.epoch_files.cadence() {
-            Cadence::EveryObservation => self.epoch_files.get(self.control.as_ref(), node, seen),
+            Cadence::EveryObservation => {
+                let after = self.epoch_files.get(self.control.as_ref(), node, seen);
+                observe::unchanged_epochs(files_before.unwrap_or(after), after)
+                    .map_err(ReadError::Timeout)?
+            }
             Cadence::OnChange { .. } => self
                 .remote_epochs(node, http, &base, seen)
                 .await

@@ -147,10 +147,23 @@ pub fn read_epoch_file(path: &Path) -> Option<u64> {
 }
 
 /// Where the epochs came from.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Epochs {
     pub current: Option<u64>,
     pub accepted: Option<u64>,
+}
+
+/// The epoch files read before and after a server's answers: they only grow, so equal reads
+/// mean the answers were given in that epoch. Different reads mean an election may have ended
+/// in between, and the answers cannot be placed in either epoch.
+pub fn unchanged_epochs(before: Epochs, after: Epochs) -> Result<Epochs, String> {
+    if before == after {
+        return Ok(after);
+    }
+    Err(format!(
+        "its epoch files changed while it was read (currentEpoch {:?} then {:?}, acceptedEpoch {:?} then {:?})",
+        before.current, after.current, before.accepted, after.accepted
+    ))
 }
 
 /// Everything one observation gathered, before mapping.
@@ -274,6 +287,23 @@ mod tests {
             wall_clock_ms: 5,
             uptime_ms: 6,
         }
+    }
+
+    #[test]
+    fn answers_count_only_when_the_epoch_files_held_still_around_them() {
+        let at = |c, a| Epochs {
+            current: Some(c),
+            accepted: Some(a),
+        };
+        assert_eq!(unchanged_epochs(at(3, 3), at(3, 3)), Ok(at(3, 3)));
+        // A follower took epoch 4 at NEWLEADER while its answer (leader of epoch 3) was awaited.
+        let moved = unchanged_epochs(at(3, 4), at(4, 4)).unwrap_err();
+        assert!(
+            moved.contains("currentEpoch Some(3) then Some(4)"),
+            "{moved}"
+        );
+        // A file that appeared (a first start) is a change too.
+        assert!(unchanged_epochs(Epochs::default(), at(1, 1)).is_err());
     }
 
     #[test]
