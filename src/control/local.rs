@@ -225,10 +225,15 @@ impl Control for LocalCluster {
             return Ok(None);
         }
         let pid = child.id();
+        let start_time = process_start_time(pid);
         child
             .kill()
             .with_context(|| format!("cannot kill {node}"))?;
         blocking(|| child.wait())?;
+        // A SIGKILLed process under libfaketime leaves its /dev/shm pair behind.
+        if let Some(start_time) = start_time {
+            super::faketime_shm::remove_pair_of(pid, start_time);
+        }
         Ok(Some(pid))
     }
 

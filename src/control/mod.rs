@@ -42,6 +42,7 @@ pub mod clean;
 pub mod clock;
 pub mod corrupt;
 pub mod faketime;
+pub mod faketime_shm;
 pub mod fle_node;
 pub mod frames;
 pub mod iptables;

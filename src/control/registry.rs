@@ -184,6 +184,23 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// When a process that started `start_time` clock ticks after boot ([`process_start_time`])
+/// started, on the wall clock (boot time has whole seconds).
+pub fn process_started_at(start_time: u64) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let boot: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf reads a constant of the C library; no memory is shared.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = u64::try_from(ticks).ok().filter(|&t| t > 0)?;
+    let after_boot = std::time::Duration::from_millis(start_time.saturating_mul(1000) / ticks);
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(boot) + after_boot)
+}
+
 /// The environment variable that marks a process the tool started (`Resource::Spawn`).
 pub const SPAWN_ENV: &str = "FLC_SPAWN";
 

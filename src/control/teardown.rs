@@ -86,6 +86,13 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     while killed.iter().any(|(p, s)| is_same_process(*p, *s)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
+    for (pid, start_time) in &killed {
+        for f in super::faketime_shm::remove_pair_of(*pid, *start_time) {
+            report
+                .removed
+                .push(format!("libfaketime's {}", f.display()));
+        }
+    }
     // After the processes (nothing of theirs is still writing), before the folders go.
     for r in resources.iter().rev() {
         if let Resource::LazyFs { mount, node, .. } = r {
@@ -382,5 +389,49 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let e = r.expect_err("a folder is not a namespace");
         assert!(format!("{e:#}").contains(&name), "{e:#}");
+    }
+
+    /// A node killed under libfaketime leaves libfaketime's /dev/shm pair (it is removed only on
+    /// a clean exit); teardown removes the pair of each process it killed.
+    #[test]
+    fn teardown_removes_the_shm_pair_libfaketime_leaves_behind_a_killed_process() {
+        let lib = crate::control::faketime::LIBFAKETIME;
+        if !std::path::Path::new(lib).exists() {
+            eprintln!("SKIPPED teardown shm test: {lib} missing (apt-get install libfaketime)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = crate::control::faketime::prepare(dir.path()).unwrap();
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .envs(crate::control::faketime::env(&file))
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let pair = [
+            format!("/dev/shm/faketime_shm_{pid}"),
+            format!("/dev/shm/sem.faketime_sem_{pid}"),
+        ];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !pair.iter().all(|f| std::path::Path::new(f).exists()) {
+            assert!(Instant::now() < deadline, "libfaketime made no {pair:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let start_time = process_start_time(pid).unwrap();
+        let report = remove_all(&[Resource::Process {
+            pid,
+            start_time,
+            comm: "sleep".into(),
+            node: "n1".into(),
+        }]);
+        let _ = child.wait();
+        assert_eq!(report.errors, Vec::<String>::new());
+        for f in &pair {
+            assert!(!std::path::Path::new(f).exists(), "{f} left: {report:?}");
+            assert!(
+                report.removed.iter().any(|r| r.ends_with(f.as_str())),
+                "{f} not reported: {report:?}"
+            );
+        }
     }
 }

@@ -58,6 +58,7 @@ pub fn node_dir(run_id: &str, node: &str) -> PathBuf {
 const PRELUDE: &str = r#"
 flc_start() { s=$(cat /proc/$1/stat 2>/dev/null) || return 1; set -- ${s##*) }; echo "${20}"; }
 flc_alive() { want=$2; s=$(cat /proc/$1/stat 2>/dev/null) || return 1; set -- ${s##*) }; [ "$1" != Z ] && [ "${20}" = "$want" ]; }
+flc_shm_gone() { for f in /dev/shm/faketime_shm_$1 /dev/shm/sem.faketime_sem_$1; do [ -e "$f" ] || continue; b=$(sed -n 's/^btime //p' /proc/stat); t=$(getconf CLK_TCK 2>/dev/null || echo 100); [ "$(stat -c %Y "$f")" -ge $((b + $2 / t - 2)) ] && rm -f "$f" && echo "removed libfaketime's $f"; done; true; }
 "#;
 
 /// Starts `command` (already quoted) detached from the SSH session, in `dir`, appending its
@@ -109,7 +110,8 @@ pub fn signal_script(pid: u32, start: u64, signal: &str, wait: bool) -> String {
     let wait = if wait {
         format!(
             "i=0; while flc_alive {pid} {start} && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
-flc_alive {pid} {start} && {{ echo 'still alive after SIGKILL' >&2; exit 1; }}"
+flc_alive {pid} {start} && {{ echo 'still alive after SIGKILL' >&2; exit 1; }}
+flc_shm_gone {pid} {start}"
         )
     } else {
         String::new()
@@ -217,6 +219,7 @@ if [ -f \"$R\" ]; then
     i=0
     while flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
     flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" && echo \"error: process ${{pb%%:*}} survived SIGKILL\" >&2
+    flc_alive \"${{pb%%:*}}\" \"${{pb#*:}}\" || flc_shm_gone \"${{pb%%:*}}\" \"${{pb#*:}}\"
   done
   while read -r kind m; do
     [ \"$kind\" = lazyfs ] || continue
@@ -344,6 +347,72 @@ async fn run_removal(host: &HostSession, what: &str, script: &str, r: &mut Remov
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hosts' script removes libfaketime's pair of a dead process made since its start
+    /// (here on this machine: the same shell functions run on every host), and no older file.
+    #[test]
+    fn the_host_script_removes_the_shm_pair_of_a_killed_process_only() {
+        use crate::control::registry::process_start_time;
+        use std::time::{Duration, Instant};
+        let lib = crate::control::faketime::LIBFAKETIME;
+        if !std::path::Path::new(lib).exists() {
+            eprintln!("SKIPPED host shm test: {lib} missing (apt-get install libfaketime)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = crate::control::faketime::prepare(dir.path()).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .envs(crate::control::faketime::env(&file))
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let pair = [
+            format!("/dev/shm/faketime_shm_{pid}"),
+            format!("/dev/shm/sem.faketime_sem_{pid}"),
+        ];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !pair.iter().all(|f| std::path::Path::new(f).exists()) {
+            assert!(Instant::now() < deadline, "libfaketime made no {pair:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let start = process_start_time(pid).unwrap();
+        let script = signal_script(pid, start, "KILL", true);
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        let _ = child.wait();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        assert!(stdout.contains("sent"), "{stdout}");
+        for f in &pair {
+            assert!(!std::path::Path::new(f).exists(), "{f} left: {stdout}");
+            assert!(
+                stdout.contains(&format!("removed libfaketime's {f}")),
+                "{stdout}"
+            );
+        }
+        // A pair older than the process it is checked against is another's: kept. (The pid
+        // is this dead child's, the start is this test's own, later than the file.)
+        let old = dir.path().join("old");
+        std::fs::write(&old, b"").unwrap();
+        let decoy = format!("/dev/shm/faketime_shm_{pid}");
+        std::fs::copy(&old, &decoy).unwrap();
+        let touched = std::process::Command::new("touch")
+            .args(["-d", "2000-01-01", &decoy])
+            .status()
+            .unwrap();
+        assert!(touched.success());
+        let me = process_start_time(std::process::id()).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("{PRELUDE}\nflc_shm_gone {pid} {me}")])
+            .output()
+            .unwrap();
+        let kept = std::path::Path::new(&decoy).exists();
+        let _ = std::fs::remove_file(&decoy);
+        assert!(kept, "{out:?}");
+    }
 
     #[test]
     fn a_lazyfs_mount_is_recorded_before_it_is_made_and_unmounted_by_cleanup() {
