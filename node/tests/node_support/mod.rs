@@ -212,11 +212,16 @@ impl Cluster {
         self.procs.get(&sid).map(|c| c.id())
     }
 
-    /// SIGKILL, then reap.
+    /// SIGKILL, then reap (and remove the /dev/shm pair libfaketime leaves when a process it
+    /// is preloaded into is killed).
     pub fn kill(&mut self, sid: u64) {
         if let Some(mut c) = self.procs.remove(&sid) {
+            let start = fle_chaos::control::registry::process_start_time(c.id());
             let _ = c.kill();
             let _ = c.wait();
+            if let Some(start) = start {
+                fle_chaos::control::faketime_shm::remove_pair_of(c.id(), start);
+            }
         }
     }
 
