@@ -57,6 +57,31 @@ fn remove_made_between(dir: &Path, pid: u32, from: SystemTime, to: SystemTime) -
         .collect()
 }
 
+/// For tests: a `sleep 30` under libfaketime, once its /dev/shm pair exists, with that pair;
+/// None (after saying SKIPPED) where libfaketime is not installed. `dir` holds its control file.
+#[cfg(test)]
+pub fn sleeper_with_pair(dir: &Path) -> Option<(std::process::Child, [PathBuf; 2])> {
+    use std::time::Instant;
+    let lib = super::faketime::LIBFAKETIME;
+    if !Path::new(lib).exists() {
+        eprintln!("SKIPPED: {lib} missing (apt-get install libfaketime)");
+        return None;
+    }
+    let file = super::faketime::prepare(dir).unwrap();
+    let child = std::process::Command::new("sleep")
+        .arg("30")
+        .envs(super::faketime::env(&file))
+        .spawn()
+        .unwrap();
+    let pair = pair(Path::new(SHM), child.id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pair.iter().all(|f| f.exists()) {
+        assert!(Instant::now() < deadline, "libfaketime made no {pair:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Some((child, pair))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -395,28 +395,12 @@ mod tests {
     /// a clean exit); teardown removes the pair of each process it killed.
     #[test]
     fn teardown_removes_the_shm_pair_libfaketime_leaves_behind_a_killed_process() {
-        let lib = crate::control::faketime::LIBFAKETIME;
-        if !std::path::Path::new(lib).exists() {
-            eprintln!("SKIPPED teardown shm test: {lib} missing (apt-get install libfaketime)");
-            return;
-        }
         let dir = tempfile::tempdir().unwrap();
-        let file = crate::control::faketime::prepare(dir.path()).unwrap();
-        let mut child = Command::new("sleep")
-            .arg("30")
-            .envs(crate::control::faketime::env(&file))
-            .spawn()
-            .unwrap();
+        let Some((mut child, pair)) = crate::control::faketime_shm::sleeper_with_pair(dir.path())
+        else {
+            return;
+        };
         let pid = child.id();
-        let pair = [
-            format!("/dev/shm/faketime_shm_{pid}"),
-            format!("/dev/shm/sem.faketime_sem_{pid}"),
-        ];
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !pair.iter().all(|f| std::path::Path::new(f).exists()) {
-            assert!(Instant::now() < deadline, "libfaketime made no {pair:?}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
         let start_time = process_start_time(pid).unwrap();
         let report = remove_all(&[Resource::Process {
             pid,
@@ -427,9 +411,10 @@ mod tests {
         let _ = child.wait();
         assert_eq!(report.errors, Vec::<String>::new());
         for f in &pair {
-            assert!(!std::path::Path::new(f).exists(), "{f} left: {report:?}");
+            let f = f.display().to_string();
+            assert!(!std::path::Path::new(&f).exists(), "{f} left: {report:?}");
             assert!(
-                report.removed.iter().any(|r| r.ends_with(f.as_str())),
+                report.removed.iter().any(|r| r.ends_with(&f)),
                 "{f} not reported: {report:?}"
             );
         }

@@ -353,29 +353,12 @@ mod tests {
     #[test]
     fn the_host_script_removes_the_shm_pair_of_a_killed_process_only() {
         use crate::control::registry::process_start_time;
-        use std::time::{Duration, Instant};
-        let lib = crate::control::faketime::LIBFAKETIME;
-        if !std::path::Path::new(lib).exists() {
-            eprintln!("SKIPPED host shm test: {lib} missing (apt-get install libfaketime)");
-            return;
-        }
         let dir = tempfile::tempdir().unwrap();
-        let file = crate::control::faketime::prepare(dir.path()).unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .envs(crate::control::faketime::env(&file))
-            .spawn()
-            .unwrap();
+        let Some((mut child, pair)) = crate::control::faketime_shm::sleeper_with_pair(dir.path())
+        else {
+            return;
+        };
         let pid = child.id();
-        let pair = [
-            format!("/dev/shm/faketime_shm_{pid}"),
-            format!("/dev/shm/sem.faketime_sem_{pid}"),
-        ];
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !pair.iter().all(|f| std::path::Path::new(f).exists()) {
-            assert!(Instant::now() < deadline, "libfaketime made no {pair:?}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
         let start = process_start_time(pid).unwrap();
         let script = signal_script(pid, start, "KILL", true);
         let out = std::process::Command::new("sh")
@@ -387,20 +370,19 @@ mod tests {
         assert!(out.status.success(), "{out:?}");
         assert!(stdout.contains("sent"), "{stdout}");
         for f in &pair {
-            assert!(!std::path::Path::new(f).exists(), "{f} left: {stdout}");
-            assert!(
-                stdout.contains(&format!("removed libfaketime's {f}")),
-                "{stdout}"
-            );
+            assert!(!f.exists(), "{} left: {stdout}", f.display());
+            let line = format!("removed libfaketime's {}", f.display());
+            assert!(stdout.contains(&line), "{stdout}");
         }
         // A pair older than the process it is checked against is another's: kept. (The pid
         // is this dead child's, the start is this test's own, later than the file.)
         let old = dir.path().join("old");
         std::fs::write(&old, b"").unwrap();
-        let decoy = format!("/dev/shm/faketime_shm_{pid}");
-        std::fs::copy(&old, &decoy).unwrap();
+        let decoy = &pair[0];
+        std::fs::copy(&old, decoy).unwrap();
         let touched = std::process::Command::new("touch")
-            .args(["-d", "2000-01-01", &decoy])
+            .args(["-d", "2000-01-01"])
+            .arg(decoy)
             .status()
             .unwrap();
         assert!(touched.success());
@@ -409,8 +391,8 @@ mod tests {
             .args(["-c", &format!("{PRELUDE}\nflc_shm_gone {pid} {me}")])
             .output()
             .unwrap();
-        let kept = std::path::Path::new(&decoy).exists();
-        let _ = std::fs::remove_file(&decoy);
+        let kept = decoy.exists();
+        let _ = std::fs::remove_file(decoy);
         assert!(kept, "{out:?}");
     }
 
