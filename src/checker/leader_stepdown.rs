@@ -33,7 +33,6 @@ use super::CheckOptions;
 use crate::api::ZabPhase;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{quorum_leader_among, NodeRead, View};
-use crate::history::FaultKind;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "leader-stepdown";
@@ -165,10 +164,8 @@ impl Tracker {
         if let Some((st, since)) = self.suspended[ix].take() {
             let name = &view.nodes()[ix].name;
             let went_down = view.intervals().iter().any(|f| {
-                matches!(
-                    f.kind,
-                    FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt
-                ) && f.nodes.contains(name)
+                f.kind.stops_node()
+                    && f.nodes.contains(name)
                     && f.start_ns <= t
                     && f.end_ns.is_none_or(|end| end >= since)
             });

@@ -231,6 +231,15 @@ impl FaultKind {
         FaultKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
+    /// Whether the fault stops its nodes' processes (killed, paused, powered off, restarted
+    /// on a damaged disk) until its undo.
+    pub fn stops_node(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt
+        )
+    }
+
     /// The `f` of the action that starts this fault.
     pub fn f(self) -> F {
         match self {

@@ -568,22 +568,17 @@ impl View {
                 self.fresh_since = time;
             }
             Some(FaultStep::Undoes(kind)) => {
-                match kind {
-                    FaultKind::Kill
-                    | FaultKind::Pause
-                    | FaultKind::PowerLoss
-                    | FaultKind::Corrupt => {
-                        let all = nodes.is_empty();
-                        for n in self.nodes.iter_mut().enumerate() {
-                            if all || nodes.contains(&n.0) {
-                                n.1.down = false;
-                            }
+                if kind.stops_node() {
+                    let all = nodes.is_empty();
+                    for n in self.nodes.iter_mut().enumerate() {
+                        if all || nodes.contains(&n.0) {
+                            n.1.down = false;
                         }
                     }
-                    FaultKind::Partition => self.nodes.iter_mut().for_each(|n| n.drops.clear()),
-                    // Packet faults slow or thin links; they cut nothing.
-                    FaultKind::Clock | FaultKind::Packet | FaultKind::Frames => {}
+                } else if kind == FaultKind::Partition {
+                    self.nodes.iter_mut().for_each(|n| n.drops.clear());
                 }
+                // Clock, packet and frames faults cut nothing: nothing to undo here.
                 let undone: Vec<String> = names(self, &nodes);
                 for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {
                     let hits = v.r#final
