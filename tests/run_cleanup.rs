@@ -247,3 +247,65 @@ fn leave_running_keeps_the_cluster_until_clean() {
     assert_eq!(clean.status.code(), Some(0));
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
 }
+
+/// The zombies (state Z) named fle-node or java whose parent is PID 1 and that started at or
+/// after `since` (clock ticks since boot): what a controller that exited without reaping left.
+fn orphaned_zombies(since: u64) -> Vec<String> {
+    let mut found = Vec::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(p.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let comm = head.split_once('(').map_or("", |(_, c)| c);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // After the comm: state, ppid, ..., starttime is field 22 of stat (index 19 here).
+        let (state, ppid, start) = (f[0], f[1], f[19].parse::<u64>().unwrap_or(0));
+        if state == "Z" && ppid == "1" && start >= since && ["fle-node", "java"].contains(&comm) {
+            found.push(format!("{} ({comm})", p.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// Every process a run starts is reaped before the controller exits, the lazyfs filesystems
+/// (forked off by `fle-node lazyfs mount`, so not the controller's children by birth)
+/// included: right after exit no `<defunct>` fle-node is left for PID 1 to reap.
+#[test]
+fn nothing_is_left_defunct_right_after_a_run_exits() {
+    if !root_or_skip("nothing_is_left_defunct_right_after_a_run_exits") {
+        return;
+    }
+    // Not beside a test whose `clean` kills a SIGKILLed run's nodes (PID 1's orphans).
+    let _serial = CLEAN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("reports");
+    // This test process's own start time: every process of the run starts at or after it.
+    let since = fle_chaos::control::registry::process_start_time(std::process::id()).unwrap();
+    let mut child = spawn_test(
+        &[
+            "--nodes",
+            "3",
+            "--time-limit",
+            "14",
+            "--nemesis-file",
+            "power-loss",
+        ],
+        &out,
+        &fle_node(),
+    );
+    // A blocking wait: the process table is read the moment the controller is gone.
+    let status = child.wait().unwrap();
+    let zombies = orphaned_zombies(since);
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let dir = run_dir(&out).expect("no run folder");
+    let mounts = resources(&dir)
+        .iter()
+        .filter(|r| matches!(r, fle_chaos::control::registry::Resource::LazyFs { .. }))
+        .count();
+    assert_eq!(mounts, 3, "the run must have had its lazyfs filesystems");
+    assert_eq!(zombies, Vec::<String>::new(), "{stderr}");
+}

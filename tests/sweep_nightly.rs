@@ -239,6 +239,64 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
     }
 }
 
+/// Power loss needs a control socket per node; a sweep's run folders are deep by construction.
+const POWER_LOSS: &str =
+    "interval = \"2s\"\nduration = \"2s\"\n[[fault]]\nkind = \"power-loss\"\ntarget = \"random\"\n";
+
+#[test]
+fn a_sweep_with_power_loss_runs_from_a_folder_nested_200_bytes_deep() {
+    if !root_or_skip("a_sweep_with_power_loss_runs_from_a_folder_nested_200_bytes_deep") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut deep = tmp.path().to_path_buf();
+    while deep.as_os_str().len() < 200 {
+        deep.push("a-folder-nested-deep-below-the-checkout");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("power.toml"), POWER_LOSS).unwrap();
+    let matrix = deep.join("deep.toml");
+    std::fs::write(
+        &matrix,
+        format!(
+            "time_limit = \"10s\"\nschedules = [\"{}\"]\nworkloads = [\"writes\"]\nnodes = [3]\nseeds = [1]\n",
+            deep.join("power.toml").display()
+        ),
+    )
+    .unwrap();
+    let out = deep.join("reports");
+    let log = tmp.path().join("sweep.stderr");
+    let code = run(
+        &[
+            "sweep",
+            matrix.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--node-binary",
+            &fle_node(),
+        ],
+        &log,
+        Duration::from_secs(240),
+    );
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, 0, "the correct node must be valid: {stderr}");
+    let dirs = sweep_dirs(&out);
+    assert_eq!(dirs.len(), 1, "{dirs:?}\n{stderr}");
+    let record = SweepRecord::read(&dirs[0]).unwrap();
+    no_leftovers(&record, &dirs[0]);
+    assert_eq!(record.runs.len(), 1, "{stderr}");
+    let run_dir = dirs[0].join(record.runs[0].run_dir.as_ref().unwrap());
+    // The node folders are far past a Unix socket path's 107 bytes, and power was still lost.
+    assert!(
+        run_dir.join("nodes/n1").as_os_str().len() > 200,
+        "{}",
+        run_dir.display()
+    );
+    let history = fle_chaos::history::store::read_history(&run_dir.join("history.jsonl")).unwrap();
+    let losses = nemesis_done(&history, fle_chaos::history::F::PowerLoss);
+    assert!(!losses.is_empty(), "no power loss happened: {stderr}");
+}
+
 #[test]
 fn shards_and_merge_give_the_runs_of_the_whole_sweep() {
     // The slices of the small sweep's matrix are disjoint and make the whole (no run needed).

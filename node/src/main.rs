@@ -70,9 +70,10 @@ enum LazyfsCommand {
         backing: PathBuf,
         #[arg(long, value_name = "DIR")]
         mount: PathBuf,
-        /// The control socket (created once the mount is live).
+        /// The control socket (created once the mount is live): a path, or @NAME for a name in
+        /// the abstract socket namespace (no file, no path-length limit).
         #[arg(long, value_name = "SOCKET")]
-        control: PathBuf,
+        control: lazyfs::ControlSocket,
         /// Go to the background once mounted (print the pid, exit 0); the filesystem logs to
         /// FILE. How fle-chaos starts it, locally and over SSH alike.
         #[arg(long, value_name = "FILE")]
@@ -81,7 +82,7 @@ enum LazyfsCommand {
     /// Power loss: forgets every write not yet fsynced; prints what was lost as one JSON line.
     Drop {
         #[arg(long, value_name = "SOCKET")]
-        control: PathBuf,
+        control: lazyfs::ControlSocket,
         /// Also keep a seeded prefix of the last write (a torn write).
         #[arg(long, value_name = "SEED")]
         tear_seed: Option<u64>,
@@ -89,7 +90,7 @@ enum LazyfsCommand {
     /// Ends the filesystem (unmounts it).
     Unmount {
         #[arg(long, value_name = "SOCKET")]
-        control: PathBuf,
+        control: lazyfs::ControlSocket,
     },
 }
 

@@ -64,7 +64,7 @@ pub fn summary(results: &Results) -> String {
     for c in &results.checkers {
         let first = c.explanation.split(". ").next().unwrap_or("");
         let first = first.trim_end_matches('.');
-        out.push_str(&format!("{:<19} {:<7} {first}.\n", c.name, c.valid.word()));
+        out.push_str(&format!("{:<19} {:<7} {first}.\n", c.name, c.shown()));
     }
     out.push_str(&format!("verdict: {}\n", results.valid.word()));
     out

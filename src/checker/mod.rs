@@ -104,6 +104,21 @@ fn applicable_by_default() -> bool {
     true
 }
 
+impl CheckResult {
+    /// How the verdict is shown to people: `n/a` for a checker that cannot judge this kind of
+    /// run (results.json keeps its verdict and reason), else the verdict's word.
+    pub fn shown(&self) -> &'static str {
+        if self.applicable {
+            self.valid.word()
+        } else {
+            NOT_APPLICABLE
+        }
+    }
+}
+
+/// The word shown for a checker that does not apply to the run.
+pub const NOT_APPLICABLE: &str = "n/a";
+
 fn is_true(b: &bool) -> bool {
     *b
 }

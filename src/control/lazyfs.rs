@@ -7,38 +7,37 @@
 //! recorded (`Resource::LazyFs`) before it exists. Unmounting ends the process, so teardown and
 //! `clean` only unmount (`umount2(MNT_DETACH)`, which also removes the dead mount a SIGKILLed
 //! filesystem leaves), then check that the process is gone.
+//!
+//! The control socket is an abstract one named after the run and the node (`control_socket`):
+//! a socket file in the node's folder would put a 107-byte limit on where `--out` and a sweep's
+//! deep run folders may live, and an abstract name leaves nothing on disk to remove.
 
 use super::registry::Resource;
 use super::Control;
 use anyhow::{bail, Context, Result};
-use fle_node::lazyfs::DropReport;
+use fle_node::lazyfs::{ControlSocket, DropReport};
 use std::path::Path;
 
 /// The node folder's entries: the mount (the node's dataDir) and the backing directory.
 pub const MOUNT: &str = "data";
 pub const BACKING: &str = "data.durable";
-pub const SOCKET: &str = "lazyfs.sock";
 pub const LOG: &str = "lazyfs.log";
-/// The longest path a Unix socket can be bound to (Linux `sun_path`, 108 bytes with its NUL).
-const MAX_SOCKET_PATH: usize = 107;
+
+/// The node's control socket: `@flc-lazyfs-<run id>-<node>`, unique on a host while the run's
+/// registry holds its id, and the same length wherever the run folder is.
+pub fn control_socket(control: &dyn Control, node: &str) -> ControlSocket {
+    ControlSocket::Abstract(format!("flc-lazyfs-{}-{node}", control.registry().run_id()))
+}
 
 /// Mounts lazyfs at the node's `data` folder (backed by `data.durable`), recording it first.
 pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
     let dir = control.node_dir(node)?;
-    let (mnt, backing, sock) = (dir.join(MOUNT), dir.join(BACKING), dir.join(SOCKET));
-    // sun_path holds 108 bytes with the terminating NUL: a longer path cannot be bound.
-    let sock_len = sock.as_os_str().len();
-    if sock_len > MAX_SOCKET_PATH {
-        bail!(
-            "{node}: the power-loss control socket {} is {sock_len} bytes long, over the \
-             {MAX_SOCKET_PATH} a Unix socket path allows: use a shorter --out",
-            sock.display()
-        );
-    }
+    let (mnt, backing) = (dir.join(MOUNT), dir.join(BACKING));
+    let sock = control_socket(control, node);
     control.registry().record(Resource::LazyFs {
         node: node.to_string(),
         mount: mnt.clone(),
-        control: sock.clone(),
+        control: sock.to_string(),
     })?;
     for d in [&mnt, &backing] {
         let rel = d.strip_prefix(&dir).unwrap_or(d);
@@ -46,7 +45,7 @@ pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
         control.write_file(node, &rel.join(".keep"), b"")?;
     }
     let mnt_s = mnt.display().to_string();
-    let (backing_s, sock_s) = (backing.display().to_string(), sock.display().to_string());
+    let (backing_s, sock_s) = (backing.display().to_string(), sock.to_string());
     let log_s = dir.join(LOG).display().to_string();
     let out = control.exec_host(
         node,
@@ -70,6 +69,15 @@ pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
+    // The filesystem's pid (`mount_daemon` prints it): it outlives this command, so whoever
+    // reaps the node's processes reaps it too.
+    if let Some(pid) = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+    {
+        control.adopt(node, pid);
+    }
     Ok(())
 }
 
@@ -81,7 +89,7 @@ pub fn drop_unsynced(
     binary: &Path,
     tear_seed: Option<u64>,
 ) -> Result<DropReport> {
-    let sock = control.node_dir(node)?.join(SOCKET).display().to_string();
+    let sock = control_socket(control, node).to_string();
     let seed = tear_seed.map(|s| s.to_string());
     let mut args = vec!["lazyfs", "drop", "--control", &sock];
     if let Some(s) = &seed {

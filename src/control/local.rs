@@ -35,6 +35,9 @@ pub struct LocalCluster {
     /// Loopback mode: 127.x.y.z base chosen per run (less contention for ports between runs).
     loopback_base: Ipv4Addr,
     daemons: Mutex<HashMap<String, Child>>,
+    /// Processes of ours that are not our children by birth (`Control::adopt`), reaped by pid
+    /// at teardown.
+    adopted: Mutex<Vec<u32>>,
     /// Spawns so far: numbers each spawn's token (`Resource::Spawn`).
     spawns: std::sync::atomic::AtomicU64,
     torn_down: Mutex<bool>,
@@ -65,6 +68,7 @@ impl LocalCluster {
                 Ipv4Addr::new(127, rng.gen_range(1..=250), rng.gen_range(0..=255), 0)
             },
             daemons: Mutex::new(HashMap::new()),
+            adopted: Mutex::new(Vec::new()),
             spawns: Default::default(),
             torn_down: Mutex::new(false),
         };
@@ -241,6 +245,10 @@ impl Control for LocalCluster {
         &self.registry
     }
 
+    fn adopt(&self, _node: &str, pid: u32) {
+        self.adopted.lock().unwrap().push(pid);
+    }
+
     fn teardown(&self) -> TeardownReport {
         blocking(|| self.teardown_now())
     }
@@ -254,11 +262,18 @@ impl Control for LocalCluster {
 impl LocalCluster {
     fn teardown_now(&self) -> TeardownReport {
         *self.torn_down.lock().unwrap() = true;
-        let report = remove_all(&self.registry.resources());
+        let mut report = remove_all(&self.registry.resources());
         // Reap what teardown killed.
         for (_, mut child) in self.daemons.lock().unwrap().drain() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        // The filesystems end once unmounted (by `remove_all`), within milliseconds.
+        let adopted = std::mem::take(&mut *self.adopted.lock().unwrap());
+        for pid in super::reaper::reap(&adopted, std::time::Duration::from_secs(5)) {
+            report
+                .errors
+                .push(format!("process {pid} (adopted) still runs after teardown"));
         }
         if report.errors.is_empty() {
             self.registry.release();

@@ -38,6 +38,7 @@
 //! Every resource a run creates is recorded in `registry` before it exists, and `teardown`
 //! removes exactly those, on every exit path and from `clean`.
 
+pub mod apt;
 pub mod clean;
 pub mod clock;
 pub mod corrupt;
@@ -53,6 +54,7 @@ pub mod local;
 pub mod netns;
 pub mod os_setup;
 pub mod packet;
+pub mod reaper;
 pub mod registry;
 pub mod ssh;
 pub mod target;
@@ -129,6 +131,12 @@ pub trait Control: Send + Sync {
                 })
                 .unwrap_or(false)
         }))
+    }
+    /// A process a command of ours left running for the node on this machine (the lazyfs
+    /// filesystem, which outlives the command that mounted it): a local backend reaps it once
+    /// it has ended at teardown (`reaper`); a remote one has nothing to do.
+    fn adopt(&self, node: &str, pid: u32) {
+        let _ = (node, pid);
     }
     /// SIGKILLs the node's daemon and waits until it is gone; returns its pid if one ran.
     fn kill(&self, node: &str) -> Result<Option<u32>>;

@@ -1,13 +1,12 @@
 //! OS setup, as Jepsen's `os` does it: make sure the tools the selected faults need are on the
 //! machine (iproute2 for namespaces, iptables for partitions, libfaketime for clock faults),
-//! installing them with apt-get when missing and we are root, and saying what we install.
+//! installing them with apt-get (`apt`) when missing and we are root, and saying what we install.
 //! Without root a missing tool is a clear error with the command to run.
 
 use super::faketime::LIBFAKETIME;
 use crate::exit::bad_input;
 use anyhow::Result;
 use std::path::Path;
-use std::process::Command;
 
 /// What the run needs from the OS.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,28 +68,20 @@ pub fn ensure(needs: Needs, say: &mut dyn FnMut(&str)) -> Result<()> {
             packages.join(" ")
         )));
     }
-    say(&format!(
-        "installing {} for {} (apt-get)",
-        packages.join(" "),
-        what.join(", ")
-    ));
-    let status = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&packages)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status();
+    let installed = super::apt::install(&packages, &what.join(", "), say);
     let still_missing: Vec<&str> = missing
         .iter()
         .filter(|t| !(t.present)())
         .map(|t| t.what)
         .collect();
-    if status.map(|s| s.success()).unwrap_or(false) && still_missing.is_empty() {
+    if installed.ok && still_missing.is_empty() {
         return Ok(());
     }
     anyhow::bail!(
-        "could not install {} for {}; run `apt-get update && apt-get install -y {}` and retry",
+        "could not install {} for {} (apt-get: {}); run `apt-get update && apt-get install -y {}` and retry",
         packages.join(" "),
         still_missing.join(", "),
+        installed.last_line,
         packages.join(" ")
     )
 }

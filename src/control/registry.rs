@@ -59,10 +59,12 @@ pub enum Resource {
     /// A file or directory outside the run folder.
     File { path: PathBuf },
     /// A lazyfs mount (a node's dataDir, power-loss faults); unmounting ends its process.
+    /// `control` is its control socket as `fle-node lazyfs` takes it (`@NAME`: abstract, so
+    /// nothing on disk to remove; older runs recorded a path).
     LazyFs {
         node: String,
         mount: PathBuf,
-        control: PathBuf,
+        control: String,
     },
     /// A node's folder on a remote host (SSH clusters); what it holds is listed on the host.
     SshNode(super::ssh::RemoteNode),

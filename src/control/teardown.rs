@@ -343,7 +343,7 @@ mod tests {
             Resource::LazyFs {
                 node: "n1".into(),
                 mount: tmp.path().join("mnt"),
-                control: tmp.path().join("ctl"),
+                control: "@flc-lazyfs-gone-n1".into(),
             },
             Resource::Rule {
                 netns: Some(ns.clone()),

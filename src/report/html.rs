@@ -36,6 +36,15 @@ pub fn verdict_word(v: Option<Validity>) -> &'static str {
     }
 }
 
+/// The CSS class of one checker's verdict: grey `na` when it does not apply to the run.
+pub fn checker_class(c: &CheckResult) -> &'static str {
+    if c.applicable {
+        verdict_class(Some(c.valid))
+    } else {
+        "na"
+    }
+}
+
 /// The CSS class, and so the color, of a verdict.
 pub fn verdict_class(v: Option<Validity>) -> &'static str {
     match v {
@@ -56,7 +65,7 @@ table{border-collapse:collapse;width:100%;background:#fff;font-size:14px}
 th,td{border:1px solid #ddd;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}
 td.valid{color:#2e7d32;font-weight:bold}td.invalid{color:#c62828;font-weight:bold}
-td.unknown{color:#ef6c00;font-weight:bold}
+td.unknown{color:#ef6c00;font-weight:bold}td.na{color:#777}
 pre{background:#fff;border:1px solid #ddd;padding:8px;overflow:auto;font-size:12px;max-height:480px}
 code{background:#eee;padding:1px 4px}
 figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
@@ -108,21 +117,34 @@ pub fn report_html(p: &Page) -> String {
 }
 
 fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
-    let failing: Vec<&str> = p
-        .results
-        .map(|r| {
-            r.checkers
-                .iter()
-                .filter(|c| c.valid != Validity::True)
-                .map(|c| c.name.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    let detail = match (p.results, failing.is_empty()) {
+    let names = |keep: fn(&CheckResult) -> bool| -> Vec<&str> {
+        p.results
+            .map(|r| {
+                r.checkers
+                    .iter()
+                    .filter(|c| keep(c))
+                    .map(|c| c.name.as_str())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let failing = names(|c| c.applicable && c.valid != Validity::True);
+    let not_applicable = names(|c| !c.applicable);
+    let mut detail = match (p.results, failing.is_empty()) {
         (None, _) => "no results.json: the checkers have not run on this history".to_string(),
-        (Some(r), true) => format!("all {} checkers passed", r.checkers.len()),
+        (Some(r), true) => format!(
+            "all {} checkers that apply passed",
+            r.checkers.len() - not_applicable.len()
+        ),
         (Some(_), false) => format!("not passed: {}", failing.join(", ")),
     };
+    if !not_applicable.is_empty() {
+        detail += &format!(
+            " · {}: {}",
+            crate::checker::NOT_APPLICABLE,
+            not_applicable.join(", ")
+        );
+    }
     let _ = writeln!(
         h,
         "<header class=\"banner {}\" id=\"verdict\"><h1>{} — {}</h1>\
@@ -201,8 +223,8 @@ fn checkers(h: &mut String, results: Option<&Results>) {
             h,
             "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.name),
-            verdict_class(Some(c.valid)),
-            verdict_word(Some(c.valid)),
+            checker_class(c),
+            c.shown(),
             escape(&c.explanation),
             evidence(c)
         );
@@ -272,7 +294,7 @@ fn evidence_rows(h: &mut String, p: &Page) {
                 " open"
             },
             escape(&c.name),
-            verdict_word(Some(c.valid)),
+            c.shown(),
             c.evidence.len(),
             super::evidence::table(c, &p.data.moments)
         );

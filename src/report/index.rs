@@ -18,6 +18,8 @@ pub struct RunEntry {
     pub rel: String,
     pub info: TestInfo,
     pub verdict: Option<Validity>,
+    /// The checkers that do not apply to the run (shown `n/a` beside the verdict).
+    pub not_applicable: Vec<String>,
     pub has_report: bool,
 }
 
@@ -51,10 +53,16 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
             let Ok(info) = TestInfo::read(&run.join("test.json")) else {
                 continue;
             };
-            let verdict = std::fs::read_to_string(run.join("results.json"))
+            let results = std::fs::read_to_string(run.join("results.json"))
                 .ok()
-                .and_then(|t| serde_json::from_str::<Results>(&t).ok())
-                .map(|r| r.valid);
+                .and_then(|t| serde_json::from_str::<Results>(&t).ok());
+            let not_applicable = results
+                .iter()
+                .flat_map(|r| &r.checkers)
+                .filter(|c| !c.applicable)
+                .map(|c| c.name.clone())
+                .collect();
+            let verdict = results.map(|r| r.valid);
             let rel = run
                 .strip_prefix(root)
                 .unwrap_or(&run)
@@ -66,6 +74,7 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
                 rel,
                 info,
                 verdict,
+                not_applicable,
                 has_report: run.join("report.html").is_file(),
             });
         }
@@ -106,7 +115,7 @@ pub fn index_html(runs: &[RunEntry]) -> String {
         let _ = writeln!(
             h,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"{}\">{}</td></tr>",
+             <td class=\"{}\">{}{}</td></tr>",
             escape(&link),
             escape(&r.info.name),
             r.info.started_at.format("%Y-%m-%d %H:%M:%S"),
@@ -119,7 +128,16 @@ pub fn index_html(runs: &[RunEntry]) -> String {
             escape(&r.info.workload),
             r.info.seed,
             verdict_class(r.verdict),
-            verdict_word(r.verdict)
+            verdict_word(r.verdict),
+            if r.not_applicable.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " <small>({}: {})</small>",
+                    crate::checker::NOT_APPLICABLE,
+                    escape(&r.not_applicable.join(", "))
+                )
+            }
         );
     }
     h.push_str("</table>\n</main></body></html>\n");

@@ -46,18 +46,17 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// "1.25 s", "3 min 20 s", "1 h 2 min".
+/// "1.25 s", "3 min 20 s", "1 h 2 min": the one way a duration is written for people.
 pub fn duration(seconds: f64) -> String {
-    if seconds < 60.0 {
-        format!("{seconds:.2} s")
-    } else if seconds < 3600.0 {
-        format!("{} min {:.0} s", (seconds / 60.0) as u64, seconds % 60.0)
+    if seconds < 59.995 {
+        return format!("{seconds:.2} s");
+    }
+    // Rounded once, before it is split: rounding the seconds part alone wrote "2 min 60 s".
+    let whole = seconds.round() as u64;
+    if whole < 3600 {
+        format!("{} min {} s", whole / 60, whole % 60)
     } else {
-        format!(
-            "{} h {} min",
-            (seconds / 3600.0) as u64,
-            ((seconds % 3600.0) / 60.0) as u64
-        )
+        format!("{} h {} min", whole / 3600, whole % 3600 / 60)
     }
 }
 
@@ -100,5 +99,14 @@ mod tests {
         );
         assert_eq!(shorten("héllo", 2), "h…");
         assert_eq!(duration(3725.0), "1 h 2 min");
+    }
+
+    #[test]
+    fn a_duration_carries_its_rounding_into_the_minutes() {
+        assert_eq!(duration(1.254), "1.25 s");
+        assert_eq!(duration(59.996), "1 min 0 s");
+        assert_eq!(duration(179.6), "3 min 0 s");
+        assert_eq!(duration(200.0), "3 min 20 s");
+        assert_eq!(duration(3599.7), "1 h 0 min");
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 pub fn finish_run(run_dir: &Path) -> Result<i32> {
     let results = checker::check_run(run_dir, &CheckOptions::default())?;
     for c in &results.checkers {
-        eprintln!("fle-chaos: {:<19} {}", c.name, c.valid.word());
+        eprintln!("fle-chaos: {:<19} {}", c.name, c.shown());
     }
     match crate::report::render_run(run_dir) {
         Ok(()) => eprintln!(

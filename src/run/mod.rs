@@ -82,6 +82,8 @@ fn warn_real_clock(hosts: &[String], kinds: &[String]) {
 /// `fle-chaos test`: validates everything, sets up the OS, then runs the test `--test-count`
 /// times; the exit code is the worst verdict, or the signal's code when one interrupted it.
 pub async fn test(args: TestArgs) -> Result<i32> {
+    // What the run's commands leave running (lazyfs) is reaped by this process, not PID 1.
+    crate::control::reaper::adopt_orphans();
     let mut plan = Plan::from_args(args)?;
     let interrupts = Interrupts::install()?;
     let needs = Needs {

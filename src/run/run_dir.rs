@@ -89,7 +89,13 @@ pub fn init_tracing() {
 /// Sends the log to `run_dir/controller.log` from now on.
 pub fn log_to(run_dir: &Path) -> Result<()> {
     let path = run_dir.join("controller.log");
-    let f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    // What apt printed while this machine was set up for the run (`control::apt`).
+    let setup = crate::control::apt::take_transcript();
+    if !setup.is_empty() {
+        f.write_all(&setup)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     *LOG.lock().unwrap() = Some(f);
     Ok(())
 }

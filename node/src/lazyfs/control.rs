@@ -4,17 +4,88 @@
 //! a seeded prefix of the very last write is kept first (a torn write). `unmount` ends the
 //! filesystem. A Unix socket (not a signal) so the caller learns exactly what was lost, for the
 //! history, and so it works the same through `ssh host fle-node lazyfs drop`.
+//!
+//! The socket is a path, or (`@NAME`, how fle-chaos names it) a name in Linux's abstract socket
+//! namespace: no file, so no `sun_path` length limit set by where the run folder lives, and
+//! nothing to remove, since the kernel drops the name with the last descriptor (a SIGKILLed
+//! filesystem included). Abstract names are per network namespace: the mount and every request
+//! run in the host's own.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::FileExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::fs::State;
+
+/// Where a lazyfs control socket lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlSocket {
+    /// A socket file (at most 107 bytes of path).
+    Path(PathBuf),
+    /// A name in the abstract namespace, written `@NAME`.
+    Abstract(String),
+}
+
+/// The longest abstract name: `sun_path`'s 108 bytes less the leading NUL.
+const MAX_ABSTRACT_NAME: usize = 107;
+
+impl std::str::FromStr for ControlSocket {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix('@') {
+            Some("") => Err("an abstract socket needs a name after '@'".into()),
+            Some(n) if n.len() > MAX_ABSTRACT_NAME => Err(format!(
+                "the abstract socket name {n:?} is {} bytes, over the {MAX_ABSTRACT_NAME} allowed",
+                n.len()
+            )),
+            Some(n) => Ok(ControlSocket::Abstract(n.to_string())),
+            None if s.is_empty() => Err("give a socket path, or @NAME for an abstract one".into()),
+            None => Ok(ControlSocket::Path(PathBuf::from(s))),
+        }
+    }
+}
+
+impl std::fmt::Display for ControlSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlSocket::Path(p) => write!(f, "{}", p.display()),
+            ControlSocket::Abstract(n) => write!(f, "@{n}"),
+        }
+    }
+}
+
+impl ControlSocket {
+    fn addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            ControlSocket::Path(p) => SocketAddr::from_pathname(p),
+            ControlSocket::Abstract(n) => SocketAddr::from_abstract_name(n.as_bytes()),
+        }
+    }
+
+    /// Binds it (a stale socket file of a dead filesystem is replaced).
+    pub fn bind(&self) -> std::io::Result<UnixListener> {
+        self.remove_file();
+        UnixListener::bind_addr(&self.addr()?)
+    }
+
+    pub fn connect(&self) -> std::io::Result<UnixStream> {
+        UnixStream::connect_addr(&self.addr()?)
+    }
+
+    /// Removes the socket file, if this socket has one.
+    pub fn remove_file(&self) {
+        if let ControlSocket::Path(p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
 
 /// One file's forgotten writes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,15 +199,16 @@ pub fn serve(
 }
 
 /// Sends one request and returns the answer line.
-pub fn request(socket: &Path, req: &str) -> anyhow::Result<String> {
-    let mut conn = UnixStream::connect(socket)
-        .with_context(|| format!("lazyfs control socket {}", socket.display()))?;
+pub fn request(socket: &ControlSocket, req: &str) -> anyhow::Result<String> {
+    let mut conn = socket
+        .connect()
+        .with_context(|| format!("lazyfs control socket {socket}"))?;
     writeln!(conn, "{req}")?;
     let mut line = String::new();
     BufReader::new(&conn).read_line(&mut line)?;
     let line = line.trim().to_string();
     if let Some(e) = line.strip_prefix("error: ") {
-        anyhow::bail!("lazyfs {}: {e}", socket.display());
+        anyhow::bail!("lazyfs {socket}: {e}");
     }
     Ok(line)
 }
@@ -144,6 +216,38 @@ pub fn request(socket: &Path, req: &str) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_socket_is_a_path_or_an_abstract_name() {
+        let abs: ControlSocket = "@flc-lazyfs-abc123-n1".parse().unwrap();
+        assert_eq!(abs, ControlSocket::Abstract("flc-lazyfs-abc123-n1".into()));
+        assert_eq!(abs.to_string(), "@flc-lazyfs-abc123-n1");
+        let path: ControlSocket = "/run/x.sock".parse().unwrap();
+        assert_eq!(path, ControlSocket::Path("/run/x.sock".into()));
+        assert!("@".parse::<ControlSocket>().is_err());
+        assert!("".parse::<ControlSocket>().is_err());
+        assert!(format!("@{}", "x".repeat(108))
+            .parse::<ControlSocket>()
+            .unwrap_err()
+            .contains("over the 107"));
+    }
+
+    #[test]
+    fn an_abstract_socket_answers_and_leaves_no_file() {
+        let name = format!("flc-lazyfs-test-{}", std::process::id());
+        let sock: ControlSocket = format!("@{name}").parse().unwrap();
+        let listener = sock.bind().unwrap();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(&conn).read_line(&mut line).unwrap();
+            writeln!(&conn, "pong").unwrap();
+            line
+        });
+        assert_eq!(request(&sock, "ping").unwrap(), "pong");
+        assert_eq!(server.join().unwrap(), "ping\n");
+        assert!(!std::path::Path::new(&name).exists());
+    }
 
     #[test]
     fn tear_point_is_seeded_and_inside_the_write() {

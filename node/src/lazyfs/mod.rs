@@ -19,10 +19,9 @@ mod control;
 mod fs;
 mod overlay;
 
-pub use control::{power_loss, request, DropReport, DroppedFile, TornWrite};
+pub use control::{power_loss, request, ControlSocket, DropReport, DroppedFile, TornWrite};
 pub use fs::{LazyFs, State};
 
-use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -34,7 +33,7 @@ use nix::sys::signal::{SigSet, Signal};
 pub const FS_NAME: &str = "flc-lazyfs";
 
 /// Mounts `backing` at `mount` and serves until unmounted. Blocks.
-pub fn mount(backing: &Path, mount: &Path, control: &Path) -> anyhow::Result<()> {
+pub fn mount(backing: &Path, mount: &Path, control: &ControlSocket) -> anyhow::Result<()> {
     for (what, p) in [("backing directory", backing), ("mount point", mount)] {
         if !p.is_dir() {
             bail!(
@@ -71,9 +70,9 @@ pub fn mount(backing: &Path, mount: &Path, control: &Path) -> anyhow::Result<()>
     .with_context(|| format!("mounting lazyfs at {}", mount.display()))?;
 
     let unmounter = Arc::new(Mutex::new(session.unmount_callable()));
-    let _ = std::fs::remove_file(control);
-    let listener = UnixListener::bind(control)
-        .with_context(|| format!("binding the control socket {}", control.display()))?;
+    let listener = control
+        .bind()
+        .with_context(|| format!("binding the control socket {control}"))?;
     let u = unmounter.clone();
     std::thread::spawn(move || {
         control::serve(listener, state, move || {
@@ -88,17 +87,22 @@ pub fn mount(backing: &Path, mount: &Path, control: &Path) -> anyhow::Result<()>
     });
     println!("mounted {}", mount.display());
     let r = session.run();
-    let _ = std::fs::remove_file(control);
+    control.remove_file();
     r.with_context(|| format!("serving lazyfs at {}", mount.display()))
 }
 
 /// [`mount`] in the background: forks (before any thread exists), the child starts a session of
 /// its own and serves with its output in `log`; the parent returns once the control socket
 /// answers, printing the child's pid, or fails with the child's log.
-pub fn mount_daemon(backing: &Path, mnt: &Path, control: &Path, log: &Path) -> anyhow::Result<()> {
+pub fn mount_daemon(
+    backing: &Path,
+    mnt: &Path,
+    control: &ControlSocket,
+    log: &Path,
+) -> anyhow::Result<()> {
     use nix::unistd::{fork, setsid, ForkResult};
     use std::os::fd::AsRawFd;
-    let _ = std::fs::remove_file(control);
+    control.remove_file();
     let logf = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -127,7 +131,7 @@ pub fn mount_daemon(backing: &Path, mnt: &Path, control: &Path, log: &Path) -> a
         ForkResult::Parent { child } => {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
             loop {
-                if control.exists() && request(control, "ping").is_ok() {
+                if request(control, "ping").is_ok() {
                     println!("{child}");
                     return Ok(());
                 }

@@ -35,10 +35,6 @@ fn java_runs(java: &Path) -> bool {
 
 /// Installs the packages when something is missing; `say` receives what is being done.
 pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
-    // Two callers in one process (parallel tests) must not run apt-get side by side: the
-    // second would fail on dpkg's lock.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = missing(java);
     if before.is_empty() {
         return Ok(());
@@ -50,31 +46,14 @@ pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
             before.join(", ")
         )));
     }
-    say(&format!(
-        "installing {packages} for the zookeeper target (missing: {}) (apt-get)",
-        before.join(", ")
-    ));
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(PACKAGES)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    };
-    // A fresh machine has no package lists yet: refresh them once and retry.
-    if !install() {
-        say("apt-get install failed; running apt-get update and retrying");
-        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-        install();
-    }
+    let installed = crate::control::apt::install(PACKAGES, "the zookeeper target", say);
     let after = missing(java);
     if after.is_empty() {
         return Ok(());
     }
     anyhow::bail!(
-        "could not install {packages} (still missing: {}); run `apt-get update && apt-get install -y {packages}` and retry",
-        after.join(", ")
+        "could not install {packages} (still missing: {}; apt-get: {}); run `apt-get update && apt-get install -y {packages}` and retry",
+        after.join(", "),
+        installed.last_line
     )
 }
