@@ -55,6 +55,19 @@ fn bad_flags_exit_254_naming_the_flag() {
         &["--workload", "writes", "--concurrency", "0"],
         &["--concurrency"],
     );
+    let zk = ["--target", "zookeeper", "--zookeeper-config"];
+    assert_bad(
+        &[&zk[..], &["tickTime=100"]].concat(),
+        &["--zookeeper-config", "tickTime", "--tick-ms"],
+    );
+    assert_bad(
+        &[&zk[..], &["snapshotSizeFactor"]].concat(),
+        &["--zookeeper-config", "KEY=VALUE"],
+    );
+    assert_bad(
+        &["--zookeeper-config", "snapshotSizeFactor=-1"],
+        &["without --target zookeeper"],
+    );
 }
 
 #[test]

@@ -36,38 +36,56 @@ pub fn stall_bound_ms(info: &TestInfo) -> u64 {
     ticks + info.finalize_wait_ms() + connect_timeout_ms(info) + 2 * read
 }
 
-/// The servers' election connect timeout: ZooKeeper's cnxTimeout (5 s), fle-node's own.
+/// The servers' election connect timeout: ZooKeeper's cnxTimeout (5 s unless the run set
+/// `cnxTimeout`), fle-node's own.
 fn connect_timeout_ms(info: &TestInfo) -> u64 {
-    let t = if info.target == "zookeeper" {
-        fle_node::peers::ZOOKEEPER_CONNECT_TIMEOUT
+    if info.target == "zookeeper" {
+        let default = fle_node::peers::ZOOKEEPER_CONNECT_TIMEOUT.as_millis() as u64;
+        info.zookeeper_ms("cnxTimeout", default)
     } else {
-        fle_node::peers::CONNECT_TIMEOUT
-    };
-    t.as_millis() as u64
+        fle_node::peers::CONNECT_TIMEOUT.as_millis() as u64
+    }
 }
 
 /// How long after the final heal every node that is up may take to rejoin: the recovery
-/// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync.
+/// bound (a quorum-backed leader), then initLimit ticks for the last follower to sync, plus
+/// the notification back-off a node cut off until the heal may still be waiting out.
 pub fn rejoin_bound_ms(recovery_bound_ms: u64, info: &TestInfo) -> u64 {
-    recovery_bound_ms + info.init_limit as u64 * info.tick_ms
+    recovery_bound_ms
+        + info.init_limit as u64 * info.tick_ms
+        + notification_backoff_ms(&info.target, &info.settings.zookeeper_config)
 }
 
-/// ZooKeeper's `maxNotificationInterval`: a LOOKING ZooKeeper server re-sends its vote (and
-/// re-dials peers it has no connection to) at most this far apart, its back-off grown while it
-/// was cut off; fle-node re-dials a down link within a second (`fle_node::peers`).
-const ZOOKEEPER_MAX_NOTIFICATION_MS: u64 = 60_000;
+/// ZooKeeper's `maxNotificationInterval` when no run says otherwise (FastLeaderElection).
+pub const ZOOKEEPER_MAX_NOTIFICATION_MS: u64 = 60_000;
+/// The zoo.cfg key that sets it (ZooKeeper reads it as `zookeeper.fastleader.maxNotificationInterval`).
+pub const ZOOKEEPER_MAX_NOTIFICATION_KEY: &str = "fastleader.maxNotificationInterval";
+
+/// The longest a correct LOOKING server may wait before it re-sends its vote and re-dials the
+/// peers it has no connection to, after a heal: on ZooKeeper its notification interval, which
+/// doubles while it is cut off up to `maxNotificationInterval` (60 s unless the run set it)
+/// and which nothing resets when a partition heals; fle-node re-dials a down link within a
+/// second (`fle_node::peers`), which the bounds' other terms cover. One back-off, so one
+/// definition for every bound that waits on it (strays, the final rejoin, the settle wait).
+pub fn notification_backoff_ms(
+    target: &str,
+    zookeeper_config: &std::collections::BTreeMap<String, String>,
+) -> u64 {
+    if target != "zookeeper" {
+        return 0;
+    }
+    zookeeper_config
+        .get(ZOOKEEPER_MAX_NOTIFICATION_KEY)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ZOOKEEPER_MAX_NOTIFICATION_MS)
+}
 
 /// How long a calm-group member may stay LOOKING beside the group's standing leader during
 /// the run: as long as the whole group may go without a leader (`stall_ms`, which also covers
 /// noticing a silent leader and syncing, neither of which a LOOKING member beside a leader
-/// waits for), plus, on ZooKeeper, its notification back-off, which nothing resets when a
-/// partition heals.
+/// waits for), plus its notification back-off.
 pub fn stray_bound_ms(stall_ms: u64, info: &TestInfo) -> u64 {
-    if info.target == "zookeeper" {
-        stall_ms + ZOOKEEPER_MAX_NOTIFICATION_MS
-    } else {
-        stall_ms
-    }
+    stall_ms + notification_backoff_ms(&info.target, &info.settings.zookeeper_config)
 }
 
 /// Violations (strays at least `bound_ms` long, seen LOOKING often enough) and gaps (as long,

@@ -15,6 +15,7 @@
 //! forbidden; a lagging minority is not told apart from one that lost writes for good. It
 //! needs the writes workload.
 
+use super::divergence;
 use super::finding::{EvRef, Finding, Item};
 use super::fxhash::{map_with, FastMap};
 use super::model::{Digest, FinalLog, Rec, WriteOp};
@@ -140,17 +141,24 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let quorum = info.quorum();
 
     // One total order: every log a prefix of the longest.
+    let named: Vec<divergence::NamedLog> = readable
+        .iter()
+        .map(|(l, e)| (d.name(l.node), e.as_slice()))
+        .collect();
+    let acknowledged = |v: &str| fates.get(v).is_some_and(|f| f.ok.is_some());
     let mut is_prefix: Vec<bool> = Vec::with_capacity(readable.len());
     for (l, entries) in &readable {
         let name = d.name(l.node);
         let diverges = entries.iter().zip(longest.iter()).position(|(a, b)| a != b);
         is_prefix.push(diverges.is_none());
         if let Some(i) = diverges {
+            let shape =
+                divergence::describe((name, entries), (lname, longest), i, &named, &acknowledged);
             violations.push((
                 format!(
-                    "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}.",
+                    "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}. {shape}",
                     entries[i].0, entries[i].1, longest[i].0, longest[i].1
-                ),
+                ).trim_end().to_string(),
                 vec![
                     EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
                     EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
@@ -262,10 +270,41 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                     longest_log.pos,
                     format!("{lname} final log (the longest)"),
                 ));
-                violations.push((
-                    format!("Lost write: {v} was acknowledged but is in no final log."),
-                    proof,
-                ));
+                // A diverged minority may still hold it: name who, so nobody reads "lost
+                // everywhere" where one server kept it.
+                let holders: Vec<(&FinalLog, usize, u64)> = readable
+                    .iter()
+                    .filter_map(|(l, e)| {
+                        let i = e.iter().position(|(_, w)| w == v)?;
+                        Some((*l, i, e[i].0))
+                    })
+                    .collect();
+                let text = if holders.is_empty() {
+                    format!("Lost write: {v} was acknowledged but is in no final log.")
+                } else {
+                    let who: Vec<String> = holders
+                        .iter()
+                        .map(|(l, _, z)| format!("{} (zxid {z:#x})", d.name(l.node)))
+                        .collect();
+                    for (l, i, _) in &holders {
+                        proof.push(
+                            EvRef::new(l.pos, format!("{} final log", d.name(l.node))).at_entry(*i),
+                        );
+                    }
+                    let verb = if holders.len() == 1 { "holds" } else { "hold" };
+                    if holders.len() >= quorum {
+                        format!(
+                            "Lost write: {v} was acknowledged but is missing from {lname}'s final log (the longest); {} {verb} it.",
+                            who.join(", ")
+                        )
+                    } else {
+                        format!(
+                            "Lost write: {v} was acknowledged but is in no final log of the majority: only {} {verb} it.",
+                            who.join(", ")
+                        )
+                    }
+                };
+                violations.push((text, proof));
             }
             (Some((i, _)), _) if leader_lacks.is_some() || n_lacking >= quorum => {
                 listed.0.insert(v);

@@ -9,6 +9,7 @@ pub mod ack_zxids;
 pub mod availability;
 pub mod cli;
 pub mod crash;
+pub mod divergence;
 pub mod durability;
 pub mod election_safety;
 pub mod epoch_leaders;

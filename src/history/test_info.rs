@@ -53,6 +53,9 @@ pub struct Settings {
     /// The workload as configured (its `kind`: "election", "writes", ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadSettings>,
+    /// `--zookeeper-config` lines the servers ran with (zoo.cfg key to value).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub zookeeper_config: std::collections::BTreeMap<String, String>,
     #[serde(flatten)]
     pub rest: serde_json::Map<String, serde_json::Value>,
 }
@@ -134,6 +137,16 @@ impl TestInfo {
 
     /// The election's finalize wait: `--finalize-wait-ms` as the run was given it (test.json
     /// `settings.args`), else the node's default.
+    /// A ZooKeeper timeout of the run in milliseconds: its `--zookeeper-config KEY=VALUE`,
+    /// else `default` (ZooKeeper's own).
+    pub fn zookeeper_ms(&self, key: &str, default: u64) -> u64 {
+        self.settings
+            .zookeeper_config
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
     pub fn finalize_wait_ms(&self) -> u64 {
         self.settings
             .rest

@@ -59,6 +59,22 @@ pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
 /// JVM on a slow host (run with long ticks for that reason: qemu's TCG) answers its
 /// AdminServer within its own tick but often not within 500 ms; ZooKeeper itself gives a peer
 /// syncLimit ticks.
+/// How long the final phase waits for every node to rejoin: `--recovery-timeout`, plus the
+/// notification back-off a correct server may still be waiting out after the heal (ZooKeeper's
+/// `maxNotificationInterval`; none on fle-node), so a slow but bounded rejoin is measured and
+/// judged against its bound rather than cut off before it.
+pub fn settle_wait(plan: &Plan) -> Duration {
+    let target = plan.args.target.name();
+    let config = plan
+        .args
+        .zookeeper_config
+        .iter()
+        .map(|s| (s.key.clone(), s.value.clone()))
+        .collect();
+    let backoff = crate::checker::availability::notification_backoff_ms(target, &config);
+    plan.recovery_timeout + Duration::from_millis(backoff)
+}
+
 pub fn status_timeout(plan: &Plan) -> Duration {
     match plan.args.target {
         plan::TargetKind::Zookeeper => STATUS_TIMEOUT.max(Duration::from_millis(plan.args.tick_ms)),
@@ -189,10 +205,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
     TestInfo {
         name: plan.name.clone(),
-        target: match plan.args.target {
-            plan::TargetKind::Fle => "fle".into(),
-            plan::TargetKind::Zookeeper => "zookeeper".into(),
-        },
+        target: plan.args.target.name().into(),
         nodes: plan.nodes.clone(),
         workload: plan.workload.name.clone(),
         nemesis: plan.nemesis_settings.kinds.clone(),
@@ -207,8 +220,14 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         history_format: crate::history::FORMAT_VERSION,
         settings: Settings {
             status_timeout_ms: Some(status_timeout(&plan).as_millis() as u64),
-            recovery_timeout_s: Some(plan.recovery_timeout.as_secs_f64()),
+            recovery_timeout_s: Some(settle_wait(&plan).as_secs_f64()),
             workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
+            zookeeper_config: plan
+                .args
+                .zookeeper_config
+                .iter()
+                .map(|s| (s.key.clone(), s.value.clone()))
+                .collect(),
             rest: serde_json::from_value(serde_json::json!({
                 "args": plan.args,
                 "nemesis": plan.nemesis_settings,

@@ -33,6 +33,16 @@ pub enum TargetKind {
     Zookeeper,
 }
 
+impl TargetKind {
+    /// Its name on the command line and in test.json's `target`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Fle => "fle",
+            TargetKind::Zookeeper => "zookeeper",
+        }
+    }
+}
+
 /// `fle-chaos test` options (kept in test.json `settings.args`; `shrink` reads them back).
 #[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct TestArgs {
@@ -95,6 +105,13 @@ pub struct TestArgs {
     /// is on each host, else uploaded from this machine.
     #[arg(long, value_name = "DIR")]
     pub zookeeper_home: Option<PathBuf>,
+    /// With --target zookeeper: a line added to every server's zoo.cfg (repeatable). Keys
+    /// ZooKeeper does not know become system properties `zookeeper.KEY`, e.g.
+    /// `snapshotSizeFactor=-1` (no on-disk txn-log sync, ZOOKEEPER-2846's workaround) or
+    /// `fastleader.maxNotificationInterval=5000`. Recorded in test.json.
+    #[arg(long = "zookeeper-config", value_name = "KEY=VALUE")]
+    #[serde(default)]
+    pub zookeeper_config: Vec<crate::control::zookeeper::config::Setting>,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -248,6 +265,14 @@ impl Plan {
             // Over SSH the folder may be on the hosts only: checked there at setup.
             if hosts.is_none() || home.exists() {
                 crate::control::zookeeper::install::check_home(home)?;
+            }
+        }
+        if let Some(s) = args.zookeeper_config.first() {
+            if args.target != TargetKind::Zookeeper {
+                return Err(bad_input(format!(
+                    "--zookeeper-config {s} without --target zookeeper: add --target zookeeper, \
+                     or drop --zookeeper-config"
+                )));
             }
         }
         let count = args.nodes.count();
@@ -474,6 +499,9 @@ impl Plan {
         }
         if let Some(home) = &a.zookeeper_home {
             cmd.push_str(&format!(" --zookeeper-home {}", home.display()));
+        }
+        for s in &a.zookeeper_config {
+            cmd.push_str(&format!(" --zookeeper-config {s}"));
         }
         cmd
     }

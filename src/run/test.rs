@@ -57,7 +57,7 @@ impl Test {
         guard: &Guard,
     ) -> Result<Test> {
         let checks = Checks {
-            recovery_timeout: plan.recovery_timeout,
+            recovery_timeout: super::settle_wait(plan),
             status_timeout: super::status_timeout(plan),
         };
         let control = create_control(plan, run_dir, registry)?;
@@ -150,6 +150,7 @@ fn create_target(
             }
             opts.write_timeout = write_timeout;
             opts.status_timeout = status_timeout;
+            opts.config = plan.args.zookeeper_config.clone();
             Arc::new(ZooKeeper::new(control, opts)?)
         }
         TargetKind::Fle => Arc::new(FleNode::new(

@@ -2,7 +2,7 @@
 //! schedule and a run length of its own. Replays run as child processes through
 //! `run::child` (the verdict from the exit code, the details from results.json).
 
-use crate::run::plan::{Net, TargetKind, TestArgs};
+use crate::run::plan::{Net, TestArgs};
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
@@ -36,14 +36,7 @@ pub fn test_argv(args: &TestArgs, time_limit: Duration, nemesis: Option<&Path>) 
         }
         .into(),
     );
-    flag(
-        "--target",
-        match args.target {
-            TargetKind::Fle => "fle",
-            TargetKind::Zookeeper => "zookeeper",
-        }
-        .into(),
-    );
+    flag("--target", args.target.name().into());
     flag("--tick-ms", args.tick_ms.to_string());
     flag("--init-limit", args.init_limit.to_string());
     flag("--sync-limit", args.sync_limit.to_string());
@@ -53,6 +46,9 @@ pub fn test_argv(args: &TestArgs, time_limit: Duration, nemesis: Option<&Path>) 
     }
     if let Some(ms) = args.finalize_wait_ms {
         flag("--finalize-wait-ms", ms.to_string());
+    }
+    for s in &args.zookeeper_config {
+        flag("--zookeeper-config", s.to_string());
     }
     let s = &args.ssh;
     if s.ssh {

@@ -35,12 +35,104 @@ pub struct Timing {
     pub sync_limit: u32,
 }
 
+/// One `--zookeeper-config KEY=VALUE`: a zoo.cfg line the user adds. ZooKeeper turns a key it
+/// does not know into the system property `zookeeper.KEY` (QuorumPeerConfig), so this also sets
+/// properties such as `snapshotSizeFactor` or `fastleader.maxNotificationInterval`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    pub key: String,
+    pub value: String,
+}
+
+/// Keys the controller writes itself (its flags or the run's layout decide them).
+const OWN_KEYS: &[(&str, &str)] = &[
+    ("tickTime", "use --tick-ms"),
+    ("initLimit", "use --init-limit"),
+    ("syncLimit", "use --sync-limit"),
+    ("dataDir", "the run lays out each server's data folder"),
+    ("dataLogDir", "the run lays out each server's data folder"),
+    ("clientPort", "the run chooses the ports"),
+    ("clientPortAddress", "the run chooses the addresses"),
+    (
+        "standaloneEnabled",
+        "an ensemble never falls back to standalone",
+    ),
+    (
+        "4lw.commands.whitelist",
+        "the controller needs its four-letter words",
+    ),
+];
+
+impl std::str::FromStr for Setting {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Setting, String> {
+        let Some((key, value)) = s.split_once('=') else {
+            return Err(format!(
+                "{s:?}: write KEY=VALUE, e.g. snapshotSizeFactor=-1"
+            ));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let key_ok = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !key_ok {
+            return Err(format!(
+                "{key:?}: a zoo.cfg key is letters, digits, '.', '_' and '-'"
+            ));
+        }
+        if value.contains(['\n', '\r']) {
+            return Err(format!("{key}: the value must be one line"));
+        }
+        if let Some((_, why)) = OWN_KEYS.iter().find(|(k, _)| *k == key) {
+            return Err(format!("{key} is written by fle-chaos itself: {why}"));
+        }
+        if key.starts_with("server.") || key.starts_with("admin.") || key == "peerType" {
+            return Err(format!(
+                "{key} is written by fle-chaos itself: the run lays out the ensemble"
+            ));
+        }
+        Ok(Setting {
+            key: key.to_string(),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// In test.json (`settings.args`) as the flag's own `KEY=VALUE`.
+impl serde::Serialize for Setting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Setting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Setting, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
 /// The four-letter words the servers answer; `srvr`/`stat`/`mntr` are enough to look at a
 /// server by hand (`echo srvr | nc HOST PORT`), the controller itself uses the AdminServer.
 pub const FOUR_LETTER_WORDS: &str = "srvr,stat,mntr,ruok";
 
-/// The `zoo.cfg` of server `me` in `servers`, with its data under `data_dir`.
-pub fn zoo_cfg(me: &Server, servers: &[Server], timing: Timing, data_dir: &Path) -> String {
+/// The `zoo.cfg` of server `me` in `servers`, with its data under `data_dir` and the user's
+/// `extra` lines last.
+pub fn zoo_cfg(
+    me: &Server,
+    servers: &[Server],
+    timing: Timing,
+    data_dir: &Path,
+    extra: &[Setting],
+) -> String {
     let mut cfg = String::new();
     // Writing to a String cannot fail.
     let mut line = |s: String| {
@@ -71,6 +163,12 @@ pub fn zoo_cfg(me: &Server, servers: &[Server], timing: Timing, data_dir: &Path)
     // Many sessions come and go across kills; the default of 60 per client address is the
     // controller's only limit.
     line("maxClientCnxns=0".into());
+    if !extra.is_empty() {
+        line("# --zookeeper-config".into());
+        for e in extra {
+            line(e.to_string());
+        }
+    }
     cfg
 }
 
@@ -109,7 +207,14 @@ mod tests {
             init_limit: 10,
             sync_limit: 5,
         };
-        let cfg = zoo_cfg(&servers[1], &servers, timing, Path::new("/r/nodes/n2/data"));
+        let extra: Vec<Setting> = vec!["snapshotSizeFactor=-1".parse().unwrap()];
+        let cfg = zoo_cfg(
+            &servers[1],
+            &servers,
+            timing,
+            Path::new("/r/nodes/n2/data"),
+            &extra,
+        );
         let lines: Vec<&str> = cfg.lines().collect();
         for want in [
             "tickTime=200",
@@ -129,6 +234,28 @@ mod tests {
             assert!(lines.contains(&want), "missing `{want}` in:\n{cfg}");
         }
         assert_eq!(lines.iter().filter(|l| l.starts_with("server.")).count(), 3);
+        assert_eq!(lines.last(), Some(&"snapshotSizeFactor=-1"));
+    }
+
+    #[test]
+    fn a_user_setting_is_one_line_and_never_one_the_run_writes() {
+        let s: Setting = " fastleader.maxNotificationInterval = 5000 "
+            .parse()
+            .unwrap();
+        assert_eq!(s.to_string(), "fastleader.maxNotificationInterval=5000");
+        for (bad, says) in [
+            ("snapshotSizeFactor", "KEY=VALUE"),
+            ("=1", "a zoo.cfg key"),
+            ("a b=1", "a zoo.cfg key"),
+            ("x=1\ny=2", "one line"),
+            ("tickTime=100", "--tick-ms"),
+            ("dataDir=/tmp", "data folder"),
+            ("server.9=h:1:2", "ensemble"),
+            ("admin.serverPort=1", "ensemble"),
+        ] {
+            let e = bad.parse::<Setting>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

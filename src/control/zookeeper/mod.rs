@@ -53,6 +53,8 @@ pub struct ZooKeeperOptions {
     pub status_timeout: Duration,
     /// Per write, end to end.
     pub write_timeout: Duration,
+    /// `--zookeeper-config` lines, written last into every server's zoo.cfg.
+    pub config: Vec<config::Setting>,
 }
 
 impl ZooKeeperOptions {
@@ -67,6 +69,7 @@ impl ZooKeeperOptions {
             jvm: JvmOptions::default(),
             status_timeout: Duration::from_millis(500),
             write_timeout: Duration::from_secs(5),
+            config: Vec::new(),
         }
     }
 }
@@ -439,7 +442,13 @@ impl Target for ZooKeeper {
             init_limit: self.opts.init_limit,
             sync_limit: self.opts.sync_limit,
         };
-        let cfg = config::zoo_cfg(me, &servers, timing, &self.data_dir(node)?);
+        let cfg = config::zoo_cfg(
+            me,
+            &servers,
+            timing,
+            &self.data_dir(node)?,
+            &self.opts.config,
+        );
         self.control
             .write_file(node, "data/myid".as_ref(), config::myid(me.sid).as_bytes())?;
         self.control

@@ -77,6 +77,9 @@ pub fn parse_leader(body: &[u8]) -> Result<LeaderAnswer, String> {
 pub struct ZabAnswer {
     pub phase: Option<ZabPhase>,
     pub last_zxid: Option<u64>,
+    /// Whether the server instance that answered is a leader's (`is_leader`: the AdminServer's
+    /// current ZooKeeperServer is a LeaderZooKeeperServer).
+    pub is_leader: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -85,6 +88,8 @@ struct ZabBody {
     zabstate: Option<String>,
     #[serde(default)]
     last_zxid: Option<String>,
+    #[serde(default)]
+    is_leader: Option<bool>,
 }
 
 /// Parses `/commands/zabstate` (`"zabstate": "broadcast"`, `"last_zxid": "0x100000003"`).
@@ -102,7 +107,11 @@ pub fn parse_zabstate(body: &[u8]) -> Result<ZabAnswer, String> {
         Some(hex) => Some(parse_hex_zxid(&hex)?),
         None => None,
     };
-    Ok(ZabAnswer { phase, last_zxid })
+    Ok(ZabAnswer {
+        phase,
+        last_zxid,
+        is_leader: b.is_leader,
+    })
 }
 
 fn parse_hex_zxid(s: &str) -> Result<u64, String> {
@@ -208,9 +217,30 @@ pub fn committed_zxid(state: ServerState, last_zxid: u64, epoch: u64) -> u64 {
     }
 }
 
+/// Whether the two answers come from one server instance: `/commands/leader` and
+/// `/commands/zabstate` each say whether the instance that answered leads. They differ when
+/// the AdminServer moved to a new instance between them (a follower that just won an
+/// election), and then zabstate's `last_zxid` is the old instance's data tree: seen on 3.8.0
+/// as a new leader's first read with the zxid it had applied as a follower, one below the txn
+/// it had logged and acknowledged (and led with), which leader-completeness took for a
+/// leader elected without a committed write.
+pub fn same_instance(leader: &LeaderAnswer, zab: &ZabAnswer) -> Result<(), String> {
+    match (leader, zab.is_leader) {
+        (LeaderAnswer::Serving { is_leader, .. }, Some(z)) if *is_leader != z => Err(format!(
+            "its answers straddle a change of role (/commands/leader says {}leading, \
+             /commands/zabstate {}leading)",
+            if *is_leader { "" } else { "not " },
+            if z { "" } else { "not " },
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Maps an observation onto the history's status; an error when the epoch of a server that
-/// does not serve cannot be vouched for (`looking_epoch`).
+/// does not serve cannot be vouched for (`looking_epoch`), or when its answers come from two
+/// server instances (`same_instance`).
 pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
+    same_instance(&o.leader, &o.zab)?;
     let (state, leader) = match &o.leader {
         LeaderAnswer::Serving {
             is_leader: true,
@@ -222,7 +252,22 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         } => (ServerState::Following, Some(*leader_id)),
         LeaderAnswer::NotServing(_) => (ServerState::Looking, None),
     };
-    let last_zxid = o.zab.last_zxid.unwrap_or(o.previous_zxid);
+    // While it elects ZooKeeper reports no zxid, and the last one seen is kept; a serving
+    // server's must be this observation's own. Carried into a new role, the zxid it had
+    // applied as a follower (below what it logged, acknowledged and then led with: ZooKeeper
+    // applies a txn only at its commit) made a new leader's first read look as if it had been
+    // elected without a committed write (leader-completeness, seen on 3.8.0).
+    let last_zxid = match (state, o.zab.last_zxid) {
+        (_, Some(z)) => z,
+        (ServerState::Looking, None) => o.previous_zxid,
+        (_, None) => {
+            return Err(
+                "serving, but /commands/zabstate gave no last zxid (a serving server's zxid \
+                 is never carried over from an earlier read)"
+                    .into(),
+            )
+        }
+    };
     let peer_epoch = match state {
         ServerState::Looking => looking_epoch(o.last_served_epoch, o.epochs.current)?,
         _ => o.epochs.current.unwrap_or_else(|| epoch_of(last_zxid)),
@@ -339,7 +384,8 @@ mod tests {
             parse_zabstate(ZAB_BROADCAST.as_bytes()).unwrap(),
             ZabAnswer {
                 phase: Some(ZabPhase::Broadcast),
-                last_zxid: Some(0x2_0000_0007)
+                last_zxid: Some(0x2_0000_0007),
+                is_leader: Some(false),
             }
         );
         assert_eq!(
@@ -350,12 +396,42 @@ mod tests {
     }
 
     #[test]
+    fn answers_of_two_server_instances_are_no_read() {
+        let leading = LeaderAnswer::Serving {
+            is_leader: true,
+            leader_id: 3,
+        };
+        let old_instance = ZabAnswer {
+            phase: Some(ZabPhase::Broadcast),
+            last_zxid: Some(0x1_0000_0021),
+            is_leader: Some(false),
+        };
+        let o = observation(
+            leading.clone(),
+            old_instance,
+            Epochs {
+                current: Some(2),
+                accepted: Some(2),
+            },
+        );
+        let err = to_status(&o).unwrap_err();
+        assert!(err.contains("straddle a change of role"), "{err}");
+        // The leader's own instance answering both: a read.
+        let own = ZabAnswer {
+            is_leader: Some(true),
+            ..old_instance
+        };
+        assert!(to_status(&observation(leading, own, o.epochs)).is_ok());
+    }
+
+    #[test]
     fn a_follower_takes_its_epoch_from_the_current_epoch_file_not_its_stale_zxid() {
         let o = observation(
             parse_leader(LEADER_FOLLOWER.as_bytes()).unwrap(),
             ZabAnswer {
                 phase: Some(ZabPhase::Broadcast),
                 last_zxid: Some(0x1_0000_0004),
+                is_leader: None,
             },
             Epochs {
                 current: Some(2),
@@ -380,7 +456,11 @@ mod tests {
                 is_leader: true,
                 leader_id: 2,
             },
-            parse_zabstate(ZAB_BROADCAST.as_bytes()).unwrap(),
+            // The body is a follower's: here its instance leads.
+            ZabAnswer {
+                is_leader: Some(true),
+                ..parse_zabstate(ZAB_BROADCAST.as_bytes()).unwrap()
+            },
             Epochs::default(),
         );
         let s = to_status(&o).unwrap();
@@ -431,6 +511,7 @@ mod tests {
             ZabAnswer {
                 phase: Some(ZabPhase::Sync),
                 last_zxid: None,
+                is_leader: None,
             },
             Epochs {
                 current: Some(2),
@@ -444,9 +525,21 @@ mod tests {
                 is_leader: true,
                 leader_id: 2,
             },
-            ..syncing
+            zab: ZabAnswer {
+                last_zxid: Some(0x2_0000_0000),
+                ..syncing.zab
+            },
+            ..syncing.clone()
         };
         assert_eq!(to_status(&serving).unwrap().peer_epoch, 2);
+        // Serving without a zxid of its own: no read, never the one kept from its last role.
+        let no_zxid = Observation {
+            zab: syncing.zab,
+            previous_zxid: 0x1_0000_0021,
+            ..serving.clone()
+        };
+        let err = to_status(&no_zxid).unwrap_err();
+        assert!(err.contains("gave no last zxid"), "{err}");
         // An unreadable file vouches for nothing.
         let unread = Observation {
             epochs: Epochs::default(),
@@ -484,7 +577,9 @@ mod tests {
             };
             let zab = ZabAnswer {
                 phase: o.role.map(|_| ZabPhase::Broadcast),
-                last_zxid: None,
+                // A serving server's data tree is at least at its epoch's NEWLEADER.
+                last_zxid: o.role.map(|_| o.file << 32),
+                is_leader: o.role.map(|(is_leader, _)| is_leader),
             };
             let s = to_status(&Observation {
                 sid: o.sid,
