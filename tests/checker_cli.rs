@@ -79,7 +79,7 @@ fn results_json_is_rewritten() {
     assert_eq!(r["valid"], "false");
     assert_eq!(
         r["checkers"].as_array().unwrap().len(),
-        fle_chaos::checker::NAMES.len()
+        fle_chaos::checker::names().count()
     );
 }
 
@@ -326,4 +326,23 @@ fn stepdown_slack_flag_changes_the_verdict() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("leader-stepdown     valid"), "{stdout}");
+}
+
+/// `check --list` is the registry: every checker once, in results order, with what it needs;
+/// a run folder with it is refused.
+#[test]
+fn the_list_names_every_checker_with_what_it_needs() {
+    let out = check(&["--list".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, fle_chaos::checker::names().collect::<Vec<_>>());
+    let needs = |n: &str| rows.iter().find(|r| r[0] == n).unwrap()[1];
+    assert_eq!(needs("durability"), "writes");
+    assert_eq!(needs("vote-rule"), "votes");
+    assert_eq!(needs("election-safety"), "any run");
+    assert!(rows.iter().all(|r| r.len() == 3 && !r[2].is_empty()));
+    let both = check(&["--list".as_ref(), fixture("recovery-too-slow").as_os_str()]);
+    assert_eq!(both.status.code(), Some(254));
 }

@@ -3,7 +3,7 @@
 //! results.json) and through events in memory (`check_history`); each checker's verdict must
 //! be the one in expected.txt, on both paths, and every false verdict must quote its evidence.
 
-use fle_chaos::checker::{check_history, check_run, CheckOptions, Results, Validity, NAMES};
+use fle_chaos::checker::{check_history, check_run, names, CheckOptions, Results, Validity};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::test_info::TestInfo;
 use std::path::{Path, PathBuf};
@@ -81,7 +81,7 @@ fn every_fixture_gets_its_expected_verdicts() {
         let (verdicts, measures) = read_expected(dir);
         assert_eq!(
             verdicts.len(),
-            NAMES.len(),
+            names().count(),
             "{case}: expected.txt names every checker"
         );
         let mut combined = Validity::True;
@@ -159,7 +159,7 @@ fn every_fixture_gets_its_expected_verdicts() {
     }
     // Every checker must be seen with every verdict it can give across the fixtures (crash
     // is never unknown: an exit is seen or not; faults is never invalid, only unknown).
-    for c in NAMES {
+    for c in names() {
         let can_give: &[Validity] = match c {
             "crash" => &[Validity::True, Validity::False],
             "faults" => &[Validity::True, Validity::Unknown],

@@ -36,7 +36,7 @@ struct Sim {
 
 impl Sim {
     fn new(rng: &mut ChaCha8Rng, n: u64) -> Sim {
-        let quorum = (n / 2 + 1) as usize;
+        let quorum = fle_chaos::api::quorum(n as usize);
         let mut terms: Vec<Term> = Vec::new();
         let mut t = rng.gen_range(0..200) * MS;
         for epoch in 1..=rng.gen_range(2..7u64) {

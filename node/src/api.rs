@@ -176,6 +176,13 @@ pub struct LogResponse {
     pub last_committed_zxid: u64,
 }
 
+/// The smallest majority of `voters` servers (ZooKeeper's QuorumMaj, `n / 2 + 1`): the one
+/// definition of a quorum's size, for fle-node's election and Zab and for the controller's
+/// checkers, view and nemesis. The most that can be lost while one remains is `voters - quorum`.
+pub fn quorum(voters: usize) -> usize {
+    voters / 2 + 1
+}
+
 /// ZooKeeper's epoch: the high 32 bits of a zxid.
 pub fn epoch_of(zxid: u64) -> u64 {
     zxid >> 32

@@ -57,7 +57,7 @@ impl ElectionConfig {
             // Seeded bug: n/2 servers count as a quorum (two disjoint "quorums" can exist).
             (n / 2).max(1)
         } else {
-            n / 2 + 1
+            crate::api::quorum(n)
         }
     }
 }

@@ -1,6 +1,7 @@
-//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N] [--stepdown-slack-ms N]`: re-runs the checkers on a stored run,
-//! rewrites its results.json, prints one line per checker and returns the verdict's exit code
-//! (like Jepsen's analyze).
+//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N] [--stepdown-slack-ms N]`:
+//! re-runs the checkers on a stored run, rewrites its results.json, prints one line per checker
+//! and returns the verdict's exit code (like Jepsen's analyze). `check --list` prints the
+//! checkers (`registry::list`).
 
 use super::{check_loaded, load_run, write_results, CheckOptions, Results};
 use crate::exit::bad_input;
@@ -10,7 +11,11 @@ use std::path::PathBuf;
 #[derive(Args, Debug, Clone)]
 pub struct CheckArgs {
     /// The run folder (reports/<test>/<timestamp>), holding test.json and history.jsonl.
-    pub run_dir: PathBuf,
+    #[arg(required_unless_present = "list")]
+    pub run_dir: Option<PathBuf>,
+    /// List the checkers instead (name, what a run needs for it, what it judges; tab-separated).
+    #[arg(long, conflicts_with = "run_dir")]
+    pub list: bool,
     /// How long after the final heal a quorum may take to agree on a leader, in ms
     /// (default: (syncLimit + initLimit) * tickTime + 2000, from test.json).
     #[arg(long, value_name = "N")]
@@ -28,7 +33,10 @@ pub struct CheckArgs {
 }
 
 pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
-    let dir = &args.run_dir;
+    let Some(dir) = &args.run_dir else {
+        print!("{}", super::registry::list());
+        return Ok(crate::exit::VALID);
+    };
     if !dir.is_dir() {
         return Err(bad_input(format!(
             "run folder {} does not exist: give the folder of a run (reports/<test>/<timestamp>, or reports/latest)",

@@ -112,6 +112,7 @@ pub fn default_slack_ms(info: &TestInfo, opts: &CheckOptions) -> u64 {
 }
 
 /// Follows the stretches while `recovery::view_with` feeds the view (one pass for both).
+#[derive(Clone)]
 pub struct Tracker {
     open: Vec<Option<Unbacked>>,
     /// A stretch whose leader's read then failed, and since when: the next read of it
@@ -236,11 +237,11 @@ impl Tracker {
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut t = Tracker::new(info);
     super::recovery::view_with(d, info, |v, r, ix| t.after(v, r, ix));
-    judge(t, d, info, opts)
+    judge(&t, d, info, opts)
 }
 
 /// The verdict on the stretches a tracker followed.
-pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+pub fn judge(t: &Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack_ms = opts
         .stepdown_slack_ms
         .unwrap_or_else(|| default_slack_ms(info, opts));
@@ -254,7 +255,7 @@ pub fn judge(t: Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Fi
         suspended,
         mut done,
         ..
-    } = t;
+    } = t.clone();
     done.extend(open.into_iter().flatten());
     done.extend(suspended.into_iter().flatten().map(|(u, _)| u));
     done.sort_by_key(|u| u.start_ns);

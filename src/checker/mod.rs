@@ -23,22 +23,10 @@ pub mod load;
 pub mod log_order;
 pub mod model;
 pub mod recovery;
+pub mod registry;
 pub mod vote_rule;
 
-/// Every checker, in the order results list them.
-pub const NAMES: [&str; 11] = [
-    election_safety::NAME,
-    durability::NAME,
-    vote_rule::NAME,
-    epoch_monotonic::NAME,
-    recovery::NAME,
-    crash::NAME,
-    faults::NAME,
-    leader_completeness::NAME,
-    ack_zxids::NAME,
-    log_order::NAME,
-    leader_stepdown::NAME,
-];
+pub use registry::{names, CHECKERS};
 
 /// Jepsen's `valid?`: true, false or unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -255,30 +243,6 @@ impl CheckOptions {
     }
 }
 
-/// Checkers that judge client writes (and final logs): nothing to judge without them.
-const NEED_WRITES: [&str; 4] = [
-    durability::NAME,
-    leader_completeness::NAME,
-    ack_zxids::NAME,
-    log_order::NAME,
-];
-
-/// Why a checker cannot judge this kind of run at all, if it cannot: real ZooKeeper does not
-/// expose the votes it counted; an observe-only workload makes no writes to keep.
-fn not_applicable(checker: &str, info: &TestInfo) -> Option<String> {
-    let kind = info.workload_kind();
-    if checker == vote_rule::NAME && info.target == "zookeeper" {
-        Some("ZooKeeper does not expose the votes it counted".into())
-    } else if NEED_WRITES.contains(&checker) && kind == "election" {
-        Some(format!(
-            "the workload ({}) only observes and writes nothing",
-            info.workload
-        ))
-    } else {
-        None
-    }
-}
-
 /// Why a checker of client writes had nothing to judge, if it had nothing: no client writes
 /// at all, or none acknowledged (a cluster that never took a write tested no durability, and
 /// its empty logs are trivially in order). A gap, so such a run is unknown, never valid.
@@ -308,53 +272,12 @@ pub fn check_digest(
     opts: &CheckOptions,
     mut quote: impl FnMut(u32) -> serde_json::Value,
 ) -> Results {
-    // The checkers only read the digest: durability (the costliest, hashing every written
-    // value) and the write checkers run on a second core beside the rest.
-    let (writes, rest) = std::thread::scope(|s| {
-        let writes = s.spawn(|| {
-            (
-                durability::check(d, info),
-                leader_completeness::check(d, info, opts),
-                ack_zxids::check(d, info, opts),
-                log_order::check(d, info),
-            )
-        });
-        // recovery and leader-stepdown ask one view, fed once.
-        let mut tracker = leader_stepdown::Tracker::new(info);
-        let view = recovery::view_with(d, info, |v, r, ix| tracker.after(v, r, ix));
-        let rest = (
-            election_safety::check(d, info, opts),
-            vote_rule::check(d, info),
-            epoch_monotonic::check(d, info, opts),
-            recovery::judge(view, info, opts),
-            leader_stepdown::judge(tracker, d, info, opts),
-            crash::check(d, info),
-            faults::check(d, info),
-        );
-        let writes = writes
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (writes, rest)
-    });
-    let (durable, complete, acks, logs) = writes;
-    let (safe, votes, epochs, recovered, stepdown, crashed, injected) = rest;
-    let findings = [
-        (election_safety::NAME, safe),
-        (durability::NAME, durable),
-        (vote_rule::NAME, votes),
-        (epoch_monotonic::NAME, epochs),
-        (recovery::NAME, recovered),
-        (crash::NAME, crashed),
-        (faults::NAME, injected),
-        (leader_completeness::NAME, complete),
-        (ack_zxids::NAME, acks),
-        (log_order::NAME, logs),
-        (leader_stepdown::NAME, stepdown),
-    ];
+    let findings = registry::run_all(d, info, opts);
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
-    for (name, mut f) in findings {
-        let why_not = not_applicable(name, info);
+    for (checker, mut f) in CHECKERS.iter().zip(findings) {
+        let name = checker.name;
+        let why_not = checker.needs.missing(info);
         match &why_not {
             None => valid = valid.and(f.valid),
             Some(why) => {
@@ -399,8 +322,7 @@ pub fn check_history(events: &[Event], info: &TestInfo, opts: &CheckOptions) -> 
 }
 
 fn unreadable(why: String) -> Results {
-    let checkers = NAMES
-        .iter()
+    let checkers = names()
         .map(|n| CheckResult {
             applicable: true,
             name: n.to_string(),

@@ -107,11 +107,11 @@ pub fn view_with(
 }
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    judge(view_of(d, info), info, opts)
+    judge(&view_of(d, info), info, opts)
 }
 
 /// The verdict on a finished view.
-pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
+pub fn judge(v: &Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let bound_ms = opts
         .recovery_bound_ms
         .unwrap_or_else(|| default_bound_ms(info));
@@ -212,7 +212,7 @@ pub fn judge(v: Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
     }
     violations.extend(strays);
     gaps.extend(unsure);
-    let story = narrative(&v);
+    let story = narrative(v);
     let mut f = Finding::judge(violations, gaps, ok);
     f.explanation = format!("{} {story}", f.explanation).trim().to_string();
     let mut m = measurements(v, bound_ms);
@@ -300,7 +300,7 @@ fn straggler(node: &str, read: Option<&crate::history::view::NodeRead>) -> Strin
     }
 }
 
-fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
+fn measurements(v: &Finished, bound_ms: u64) -> RecoveryMeasurements {
     let total = |ms: &mut dyn Iterator<Item = u64>| ms.sum::<u64>();
     RecoveryMeasurements {
         bound_ms,
@@ -318,22 +318,22 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
         leaderless_ms_max: v.windows.iter().map(|w| w.ms).max(),
         leader_overlaps_count: v.overlaps.len(),
         leader_overlap_ms_total: total(&mut v.overlaps.iter().map(|w| w.ms)),
-        faults: capped(v.recoveries),
-        fault_intervals: capped(v.intervals),
-        leaderless_windows: capped(v.windows),
-        leader_overlaps: capped(v.overlaps),
+        faults: capped(&v.recoveries),
+        fault_intervals: capped(&v.intervals),
+        leaderless_windows: capped(&v.windows),
+        leader_overlaps: capped(&v.overlaps),
         rejoin_bound_ms: 0,
         stall_bound_ms: 0,
         stalls_count: v.stalls.len(),
         stalls: {
-            let mut s = v.stalls;
+            let mut s = v.stalls.clone();
             s.sort_by_key(|x| std::cmp::Reverse(x.ms));
             s.truncate(100);
             s
         },
         stray_bound_ms: 0,
         strays: {
-            let mut s = v.strays;
+            let mut s = v.strays.clone();
             s.sort_by_key(|x| std::cmp::Reverse(x.ms));
             s.truncate(10);
             s
@@ -343,9 +343,8 @@ fn measurements(v: Finished, bound_ms: u64) -> RecoveryMeasurements {
 
 /// A flapping cluster can open thousands of windows: list the first 1000 (counts and totals
 /// cover them all).
-fn capped<T>(mut v: Vec<T>) -> Vec<T> {
-    v.truncate(1000);
-    v
+fn capped<T: Clone>(v: &[T]) -> Vec<T> {
+    v[..v.len().min(1000)].to_vec()
 }
 
 #[cfg(test)]

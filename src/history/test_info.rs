@@ -77,7 +77,7 @@ pub struct WorkloadSettings {
 
 impl TestInfo {
     pub fn quorum(&self) -> usize {
-        self.nodes.len() / 2 + 1
+        crate::api::quorum(self.nodes.len())
     }
 
     pub fn read(path: &Path) -> Result<Self> {

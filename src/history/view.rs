@@ -327,7 +327,7 @@ impl View {
     pub fn new(nodes: &[String]) -> Self {
         let mut v = View {
             nodes: Vec::new(),
-            quorum: nodes.len() / 2 + 1,
+            quorum: crate::api::quorum(nodes.len()),
             now: 0,
             fresh_since: 0,
             intervals: Vec::new(),
@@ -1087,7 +1087,7 @@ pub fn quorum_leader_of<'a>(
             answered: true,
         })
         .collect();
-    quorum_leader_among(&nodes, cluster_size / 2 + 1, 0).map(|l| (l.sid, l.epoch))
+    quorum_leader_among(&nodes, crate::api::quorum(cluster_size), 0).map(|l| (l.sid, l.epoch))
 }
 
 /// One history event as a view takes it (see [`View::feed`]): a node's status read, a failed

@@ -519,9 +519,9 @@ fn frames_targets(
                 .filter(|x| Some(x.as_str()) != leader)
                 .cloned()
                 .collect();
-            drawn(followers, (n - 1) / 2, pick)
+            drawn(followers, n - crate::api::quorum(n), pick)
         }
-        TargetSpec::Majority => drawn(smaller, n / 2 + 1, pick),
+        TargetSpec::Majority => drawn(smaller, crate::api::quorum(n), pick),
         _ => resolve(spec, &smaller, leader, pick),
     }
 }

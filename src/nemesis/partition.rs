@@ -75,7 +75,7 @@ pub fn grudge(shape: PartitionShape, nodes: &[String], targets: &[String], pick:
                     .collect::<Vec<_>>(),
                 pick,
             );
-            let minority = (nodes.len() - 1) / 2;
+            let minority = nodes.len() - crate::api::quorum(nodes.len());
             let mut side = vec![first_target];
             side.extend(followers.iter().take(minority.saturating_sub(1)).cloned());
             let rest: Vec<String> = followers

@@ -64,8 +64,8 @@ pub fn resolve(spec: &TargetSpec, nodes: &[String], leader: Option<&str>, pick: 
                 note: Some("no leader observed: hit a random node instead".into()),
             },
         },
-        TargetSpec::Minority => drawn(nodes.to_vec(), (n - 1) / 2, pick),
-        TargetSpec::Majority => drawn(nodes.to_vec(), n / 2 + 1, pick),
+        TargetSpec::Minority => drawn(nodes.to_vec(), n - crate::api::quorum(n), pick),
+        TargetSpec::Majority => drawn(nodes.to_vec(), crate::api::quorum(n), pick),
         TargetSpec::All => plain(nodes.to_vec()),
         TargetSpec::Followers | TargetSpec::FollowersLow | TargetSpec::FollowersHigh => {
             let (mut followers, note) = match followers {

@@ -245,7 +245,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
 
 impl Script {
     fn quorum(&self) -> usize {
-        self.spec.nodes / 2 + 1
+        fle_chaos::api::quorum(self.spec.nodes)
     }
 
     fn reachable(&self, i: usize) -> bool {
@@ -687,7 +687,7 @@ fn write_results(
             .collect();
         RecoveryMeasurements {
             bound_ms: 2700,
-            quorum: spec.nodes / 2 + 1,
+            quorum: fle_chaos::api::quorum(spec.nodes),
             final_heal_to_quorum_leader_ms: Some(700),
             final_heal_to_all_rejoined_ms: Some(900),
             faults,

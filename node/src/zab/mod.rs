@@ -70,7 +70,7 @@ impl ZabConfig {
         init_limit: u32,
         sync_limit: u32,
     ) -> ZabConfig {
-        let quorum = voters.len() / 2 + 1;
+        let quorum = crate::api::quorum(voters.len());
         ZabConfig {
             my_sid,
             voters,

@@ -49,9 +49,8 @@ pub fn checker_color(name: &str) -> RGBColor {
         RGBColor(0, 130, 110),
         RGBColor(90, 90, 0),
     ];
-    let i = crate::checker::NAMES
-        .iter()
-        .position(|n| *n == name)
+    let i = crate::checker::names()
+        .position(|n| n == name)
         .unwrap_or_else(|| name.bytes().map(usize::from).sum());
     P[i % P.len()]
 }

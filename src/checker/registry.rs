@@ -1,0 +1,238 @@
+//! The checkers, as one table: each one's name, what it judges (a line for `check --list`),
+//! what a run must have for it to judge at all, and how it judges a digest. The order of
+//! results.json, the combined verdict, JUnit's testcases, the report's table, `check --list`
+//! and the fixtures' generator (tests/fixtures/gen.py asks `check --list`) all come from here:
+//! adding a checker is its module plus one row (docs/architecture.md).
+
+use super::finding::Finding;
+use super::model::Digest;
+use super::{
+    ack_zxids, crash, durability, election_safety, epoch_monotonic, faults, leader_completeness,
+    leader_stepdown, log_order, recovery, vote_rule, CheckOptions,
+};
+use crate::history::test_info::TestInfo;
+use crate::history::view::Finished;
+
+/// What a run must have for a checker to judge it at all; without it the checker is shown
+/// `n/a` and left out of the combined verdict (results.json keeps its verdict and reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Any run.
+    Nothing,
+    /// Client writes (a workload that writes).
+    Writes,
+    /// The votes each election counted (fle-node reports them; ZooKeeper does not).
+    Votes,
+}
+
+impl Needs {
+    pub fn word(self) -> &'static str {
+        match self {
+            Needs::Nothing => "any run",
+            Needs::Writes => "writes",
+            Needs::Votes => "votes",
+        }
+    }
+
+    /// Why `info`'s run lacks it, if it does.
+    pub fn missing(self, info: &TestInfo) -> Option<String> {
+        match self {
+            Needs::Votes if info.target == "zookeeper" => {
+                Some("ZooKeeper does not expose the votes it counted".into())
+            }
+            Needs::Writes if info.workload_kind() == "election" => Some(format!(
+                "the workload ({}) only observes and writes nothing",
+                info.workload
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The one pass over the history's view, fed once for the checkers that ask it.
+pub struct ViewPass {
+    pub view: Finished,
+    pub stepdown: leader_stepdown::Tracker,
+}
+
+impl ViewPass {
+    pub fn of(d: &Digest, info: &TestInfo) -> ViewPass {
+        let mut stepdown = leader_stepdown::Tracker::new(info);
+        let view = recovery::view_with(d, info, |v, r, ix| stepdown.after(v, r, ix));
+        ViewPass { view, stepdown }
+    }
+}
+
+/// How a checker judges.
+#[derive(Clone, Copy)]
+pub enum Judge {
+    /// From the digest alone.
+    Digest(fn(&Digest, &TestInfo, &CheckOptions) -> Finding),
+    /// From the view's one pass, and the digest.
+    View(fn(&ViewPass, &Digest, &TestInfo, &CheckOptions) -> Finding),
+}
+
+/// One checker.
+pub struct Checker {
+    pub name: &'static str,
+    /// What it judges, in a line.
+    pub what: &'static str,
+    pub needs: Needs,
+    /// Costly (hashing every written value): run on a second core beside the others.
+    pub heavy: bool,
+    pub judge: Judge,
+}
+
+/// Every checker, in the order results list them.
+pub const CHECKERS: &[Checker] = &[
+    Checker {
+        name: election_safety::NAME,
+        what: "at most one leader per epoch, and followers follow it",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::Digest(election_safety::check),
+    },
+    Checker {
+        name: durability::NAME,
+        what: "every acknowledged write is in the final logs, which are one total order",
+        needs: Needs::Writes,
+        heavy: true,
+        judge: Judge::Digest(|d, info, _| durability::check(d, info)),
+    },
+    Checker {
+        name: vote_rule::NAME,
+        what: "each election was won by the best vote, backed by a quorum",
+        needs: Needs::Votes,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| vote_rule::check(d, info)),
+    },
+    Checker {
+        name: epoch_monotonic::NAME,
+        what: "no epoch goes back; each leadership's epoch is new",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::Digest(epoch_monotonic::check),
+    },
+    Checker {
+        name: recovery::NAME,
+        what: "a quorum-backed leader and every node rejoined within bounds; no stalls",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::View(|pass, _, info, opts| recovery::judge(&pass.view, info, opts)),
+    },
+    Checker {
+        name: crash::NAME,
+        what: "no node process ended unasked",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| crash::check(d, info)),
+    },
+    Checker {
+        name: faults::NAME,
+        what: "the faults asked for were injected",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| faults::check(d, info)),
+    },
+    Checker {
+        name: leader_completeness::NAME,
+        what: "every leader holds each write acknowledged before its epoch began",
+        needs: Needs::Writes,
+        heavy: true,
+        judge: Judge::Digest(leader_completeness::check),
+    },
+    Checker {
+        name: ack_zxids::NAME,
+        what: "each acknowledged zxid belongs to its acknowledger's epoch, once, in order",
+        needs: Needs::Writes,
+        heavy: true,
+        judge: Judge::Digest(ack_zxids::check),
+    },
+    Checker {
+        name: log_order::NAME,
+        what: "each final log is strictly ordered by zxid, in established epochs",
+        needs: Needs::Writes,
+        heavy: true,
+        judge: Judge::Digest(|d, info, _| log_order::check(d, info)),
+    },
+    Checker {
+        name: leader_stepdown::NAME,
+        what: "a leader without a quorum steps down within its Zab timeout",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::View(|pass, d, info, opts| {
+            leader_stepdown::judge(&pass.stepdown, d, info, opts)
+        }),
+    },
+];
+
+/// The checkers' names, in results order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    CHECKERS.iter().map(|c| c.name)
+}
+
+/// The checker named `name`.
+pub fn get(name: &str) -> Option<&'static Checker> {
+    CHECKERS.iter().find(|c| c.name == name)
+}
+
+/// `fle-chaos check --list`: one line per checker, tab-separated name, needs and what.
+pub fn list() -> String {
+    CHECKERS
+        .iter()
+        .map(|c| format!("{}\t{}\t{}\n", c.name, c.needs.word(), c.what))
+        .collect()
+}
+
+/// Runs every checker on `d`: the heavy ones on a second core, the rest (and the one view
+/// pass, fed only if some checker asks it) on this one; findings in `CHECKERS` order.
+pub fn run_all(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Vec<Finding> {
+    let run = |c: &Checker, pass: Option<&ViewPass>| match c.judge {
+        Judge::Digest(f) => f(d, info, opts),
+        Judge::View(f) => f(pass.expect("the view pass is fed first"), d, info, opts),
+    };
+    // The checkers of one core, with the view pass fed only when one of them asks it.
+    let run_side = |heavy: bool| -> Vec<Finding> {
+        let side = || CHECKERS.iter().filter(move |c| c.heavy == heavy);
+        let pass = side()
+            .any(|c| matches!(c.judge, Judge::View(_)))
+            .then(|| ViewPass::of(d, info));
+        side().map(|c| run(c, pass.as_ref())).collect()
+    };
+    std::thread::scope(|s| {
+        let heavy = s.spawn(|| run_side(true));
+        let mut light = run_side(false);
+        let mut heavy = heavy
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            .into_iter();
+        light.reverse();
+        CHECKERS
+            .iter()
+            .map(|c| {
+                if c.heavy {
+                    heavy.next().expect("one finding per heavy checker")
+                } else {
+                    light.pop().expect("one finding per checker")
+                }
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_each_checker_has_its_line() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in CHECKERS {
+            assert!(seen.insert(c.name), "{} listed twice", c.name);
+            assert!(!c.what.is_empty());
+        }
+        assert_eq!(list().lines().count(), CHECKERS.len());
+        assert!(get(durability::NAME).is_some_and(|c| c.needs == Needs::Writes));
+        assert!(get("nosuch").is_none());
+    }
+}
