@@ -248,23 +248,31 @@ fn leave_running_keeps_the_cluster_until_clean() {
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
 }
 
-/// The zombies (state Z) named fle-node or java whose parent is PID 1 and that started at or
-/// after `since` (clock ticks since boot): what a controller that exited without reaping left.
+/// The zombies (state Z) named fle-node or java that started at or after `since` (clock ticks
+/// since boot) and whose parent is no live controller (one of those is reaping its own): what
+/// a controller that exited without reaping left for PID 1 (or whichever init adopts them).
 fn orphaned_zombies(since: u64) -> Vec<String> {
+    let stat_of = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    // (comm, fields after the comm) of a /proc/PID/stat.
+    let split = |stat: &str| -> Option<(String, Vec<String>)> {
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_string();
+        Some((comm, rest.split_whitespace().map(str::to_string).collect()))
+    };
     let mut found = Vec::new();
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(p.path().join("stat")) else {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        let Some((comm, f)) = stat_of(&pid).as_deref().and_then(split) else {
             continue;
         };
-        let Some((head, rest)) = stat.rsplit_once(')') else {
+        // After the comm: state, ppid, ..., starttime (field 22 of stat, index 19 here).
+        let (state, ppid, start) = (&f[0], &f[1], f[19].parse::<u64>().unwrap_or(0));
+        if state != "Z" || start < since || !["fle-node", "java"].contains(&comm.as_str()) {
             continue;
-        };
-        let comm = head.split_once('(').map_or("", |(_, c)| c);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // After the comm: state, ppid, ..., starttime is field 22 of stat (index 19 here).
-        let (state, ppid, start) = (f[0], f[1], f[19].parse::<u64>().unwrap_or(0));
-        if state == "Z" && ppid == "1" && start >= since && ["fle-node", "java"].contains(&comm) {
-            found.push(format!("{} ({comm})", p.file_name().to_string_lossy()));
+        }
+        let parent = stat_of(ppid).as_deref().and_then(split).map(|(c, _)| c);
+        if parent.as_deref() != Some("fle-chaos") {
+            found.push(format!("{pid} ({comm}, parent {ppid})"));
         }
     }
     found

@@ -74,10 +74,11 @@ pub fn notification_backoff_ms(
     if target != "zookeeper" {
         return 0;
     }
-    zookeeper_config
-        .get(ZOOKEEPER_MAX_NOTIFICATION_KEY)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ZOOKEEPER_MAX_NOTIFICATION_MS)
+    crate::history::test_info::zookeeper_ms(
+        zookeeper_config,
+        ZOOKEEPER_MAX_NOTIFICATION_KEY,
+        ZOOKEEPER_MAX_NOTIFICATION_MS,
+    )
 }
 
 /// How long a calm-group member may stay LOOKING beside the group's standing leader during

@@ -18,7 +18,7 @@ struct Own<'a> {
     node: &'a str,
     entries: Vec<&'a (u64, String)>,
     acknowledged: usize,
-    /// The other nodes whose final logs hold the first of them.
+    /// The other nodes whose final logs hold the first of them (the first stands for the run).
     also_held_by: Vec<&'a str>,
 }
 
@@ -76,8 +76,13 @@ fn entries_text(o: &Own) -> String {
         n if n == o.entries.len() => "all acknowledged".to_string(),
         n => format!("{n} acknowledged"),
     };
+    let epoch_word = if epochs.contains(',') {
+        "epochs"
+    } else {
+        "epoch"
+    };
     format!(
-        "{} entr{} of epoch {epochs} ({zxids}), {acked}",
+        "{} entr{} of {epoch_word} {epochs} ({zxids}), {acked}",
         o.entries.len(),
         if o.entries.len() == 1 { "y" } else { "ies" }
     )
@@ -88,6 +93,12 @@ fn held_text(o: &Own) -> String {
         [] => format!("{} alone holds", o.node),
         others => format!("{}, {} hold", o.node, others.join(", ")),
     }
+}
+
+/// Whether `part` appears in `whole` in the same order (one pass).
+fn is_subsequence(part: &[(u64, String)], whole: &[(u64, String)]) -> bool {
+    let mut rest = whole.iter();
+    part.iter().all(|e| rest.any(|w| w == e))
 }
 
 /// What `a` and `b` hold past entry `from`, where they part, in a sentence or two; `logs` are
@@ -113,9 +124,14 @@ pub fn describe(
         return String::new();
     }
     let mut out = format!("Past it, {}.", text.join("; "));
-    // One side has nothing of its own: it skipped entries the other holds.
-    for (short, long) in [(&oa, &ob), (&ob, &oa)] {
-        if short.entries.is_empty() && !long.entries.is_empty() {
+    // One side has nothing of its own and its entries come in the other's order: it skipped
+    // entries the other holds (a reordering is no hole).
+    for ((short, s_log), (long, l_log)) in [((&oa, a.1), (&ob, b.1)), ((&ob, b.1), (&oa, a.1))] {
+        let from = from.min(s_log.len());
+        if short.entries.is_empty()
+            && !long.entries.is_empty()
+            && is_subsequence(&s_log[from..], l_log)
+        {
             out.push_str(&format!(
                 " {} holds nothing {} lacks: a hole in its log, not a fork.",
                 short.node, long.node

@@ -247,6 +247,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             .get(v)
             .copied()
     };
+    let mut holders_of: Option<FastMap<&str, Vec<Holder>>> = None;
     let mut acked = 0usize;
     let mut acks: Vec<(&str, &WriteOp)> = fates
         .iter()
@@ -264,21 +265,20 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         let proof = || vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
         match (at, ok.zxid) {
             (None, _) => {
-                listed.0.insert(v);
                 let mut proof = proof();
                 proof.push(EvRef::new(
                     longest_log.pos,
                     format!("{lname} final log (the longest)"),
                 ));
-                // A diverged minority may still hold it: name who, so nobody reads "lost
-                // everywhere" where one server kept it.
-                let holders: Vec<(&FinalLog, usize, u64)> = readable
-                    .iter()
-                    .filter_map(|(l, e)| {
-                        let i = e.iter().position(|(_, w)| w == v)?;
-                        Some((*l, i, e[i].0))
-                    })
-                    .collect();
+                // A diverged log may still hold it: name who, so nobody reads "lost
+                // everywhere" where one server kept it. Held by a quorum, it is not lost: the
+                // longest log is the diverged one, and its divergence is reported above.
+                let holders = holders_of.get_or_insert_with(|| holders_map(&readable, &is_prefix));
+                let holders = holders.get(v).map(Vec::as_slice).unwrap_or_default();
+                if holders.len() >= quorum {
+                    continue;
+                }
+                listed.0.insert(v);
                 let text = if holders.is_empty() {
                     format!("Lost write: {v} was acknowledged but is in no final log.")
                 } else {
@@ -286,23 +286,16 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                         .iter()
                         .map(|(l, _, z)| format!("{} (zxid {z:#x})", d.name(l.node)))
                         .collect();
-                    for (l, i, _) in &holders {
+                    for (l, i, _) in holders {
                         proof.push(
                             EvRef::new(l.pos, format!("{} final log", d.name(l.node))).at_entry(*i),
                         );
                     }
-                    let verb = if holders.len() == 1 { "holds" } else { "hold" };
-                    if holders.len() >= quorum {
-                        format!(
-                            "Lost write: {v} was acknowledged but is missing from {lname}'s final log (the longest); {} {verb} it.",
-                            who.join(", ")
-                        )
-                    } else {
-                        format!(
-                            "Lost write: {v} was acknowledged but is in no final log of the majority: only {} {verb} it.",
-                            who.join(", ")
-                        )
-                    }
+                    format!(
+                        "Lost write: {v} was acknowledged but is in no final log of the majority: only {} {} it.",
+                        who.join(", "),
+                        if holders.len() == 1 { "holds" } else { "hold" }
+                    )
                 };
                 violations.push((text, proof));
             }
@@ -349,6 +342,28 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         phantom: cap(&listed.2),
     };
     Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
+}
+
+/// Where a value sits in a log other than the longest: the log, the entry, its zxid.
+type Holder<'a> = (&'a FinalLog, usize, u64);
+
+/// Each value of the logs that are no prefix of the longest (only they can hold a value the
+/// longest lacks), with where it is: built once, when the first write missing from the longest
+/// asks, so a run that lost many writes costs one pass over those logs, not one per write.
+fn holders_map<'a>(
+    readable: &[(&'a FinalLog, &'a Vec<(u64, String)>)],
+    is_prefix: &[bool],
+) -> FastMap<&'a str, Vec<Holder<'a>>> {
+    let mut map: FastMap<&str, Vec<Holder>> = FastMap::default();
+    for ((l, entries), prefix) in readable.iter().zip(is_prefix) {
+        if *prefix {
+            continue;
+        }
+        for (i, (z, v)) in entries.iter().enumerate() {
+            map.entry(v.as_str()).or_default().push((*l, i, *z));
+        }
+    }
+    map
 }
 
 /// What durability measured; lost, duplicated and phantom values as JSON text (first 100).

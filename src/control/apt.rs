@@ -43,8 +43,9 @@ pub fn install(packages: &[&str], what: &str, say: &mut dyn FnMut(&str)) -> Inst
             Ok(o) => {
                 t.extend_from_slice(&o.stdout);
                 t.extend_from_slice(&o.stderr);
-                let text = String::from_utf8_lossy(&o.stderr).to_string()
-                    + &String::from_utf8_lossy(&o.stdout);
+                // apt's errors (`E: ...`) are on stderr: last, so they are the last line.
+                let text = String::from_utf8_lossy(&o.stdout).to_string()
+                    + &String::from_utf8_lossy(&o.stderr);
                 if let Some(l) = text.lines().rev().find(|l| !l.trim().is_empty()) {
                     last_line = l.trim().to_string();
                 }
@@ -59,12 +60,18 @@ pub fn install(packages: &[&str], what: &str, say: &mut dyn FnMut(&str)) -> Inst
     };
     let mut install_args = vec!["install", "-y", "-qq", "--no-install-recommends"];
     install_args.extend(packages);
-    let ok = run(&install_args) || (run(&["update", "-qq"]) && run(&install_args));
+    // `update` exits non-zero when one source of several is unreachable although the lists
+    // that matter were fetched: install again either way.
+    let ok = run(&install_args) || {
+        run(&["update", "-qq"]);
+        run(&install_args)
+    };
     say(if ok { "installed" } else { "install failed" });
     Installed { ok, last_line }
 }
 
-/// apt's output so far, emptied: `run_dir::log_to` writes it at the top of controller.log.
+/// apt's output so far, emptied: `run_dir::log_to` writes it at the top of controller.log, a
+/// sweep into its `logs/apt.log`.
 pub fn take_transcript() -> Vec<u8> {
     std::mem::take(&mut *TRANSCRIPT.lock().unwrap_or_else(|e| e.into_inner()))
 }

@@ -37,7 +37,7 @@ pub struct LocalCluster {
     daemons: Mutex<HashMap<String, Child>>,
     /// Processes of ours that are not our children by birth (`Control::adopt`), reaped by pid
     /// at teardown.
-    adopted: Mutex<Vec<u32>>,
+    adopted: Mutex<Vec<super::reaper::Adopted>>,
     /// Spawns so far: numbers each spawn's token (`Resource::Spawn`).
     spawns: std::sync::atomic::AtomicU64,
     torn_down: Mutex<bool>,
@@ -246,7 +246,9 @@ impl Control for LocalCluster {
     }
 
     fn adopt(&self, _node: &str, pid: u32) {
-        self.adopted.lock().unwrap().push(pid);
+        if let Some(a) = super::reaper::Adopted::of(pid) {
+            self.adopted.lock().unwrap().push(a);
+        }
     }
 
     fn teardown(&self) -> TeardownReport {
@@ -270,10 +272,11 @@ impl LocalCluster {
         }
         // The filesystems end once unmounted (by `remove_all`), within milliseconds.
         let adopted = std::mem::take(&mut *self.adopted.lock().unwrap());
-        for pid in super::reaper::reap(&adopted, std::time::Duration::from_secs(5)) {
-            report
-                .errors
-                .push(format!("process {pid} (adopted) still runs after teardown"));
+        for a in super::reaper::reap(&adopted, std::time::Duration::from_secs(5)) {
+            report.errors.push(format!(
+                "process {} (adopted) still runs after teardown",
+                a.pid
+            ));
         }
         if report.errors.is_empty() {
             self.registry.release();

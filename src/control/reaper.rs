@@ -20,18 +20,47 @@ pub fn adopt_orphans() {
     let _ = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 }
 
-/// Waits until each of `pids` (processes re-parented to this one) has ended and is reaped, up
-/// to `within`; a pid that is not our child (no subreaper, or already reaped) is done. Returns
-/// the pids still running at the deadline.
-pub fn reap(pids: &[u32], within: Duration) -> Vec<u32> {
+/// A process re-parented to us, as `adopt` saw it: its pid and start time (clock ticks since
+/// boot), so a pid reused by another of our children is never waited for in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adopted {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+impl Adopted {
+    /// `pid` as it runs now, if it does.
+    pub fn of(pid: u32) -> Option<Adopted> {
+        super::registry::process_start_time(pid).map(|start_time| Adopted { pid, start_time })
+    }
+
+    /// Whether it is still that process and our child (adopted through the subreaper).
+    fn ours(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(std::process::id())
+            && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(self.start_time)
+    }
+}
+
+/// Waits until each of `adopted` has ended and is reaped, up to `within`; one that is not our
+/// child (no subreaper: PID 1 took it; or gone) is done without a wait, so no other child's
+/// status is ever taken. Returns those still running at the deadline.
+pub fn reap(adopted: &[Adopted], within: Duration) -> Vec<Adopted> {
     let deadline = Instant::now() + within;
-    let mut left: Vec<u32> = pids.to_vec();
+    let mut left: Vec<Adopted> = adopted.to_vec();
     loop {
-        left.retain(|&pid| {
-            match waitpid(Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG)) {
+        left.retain(|a| {
+            if !a.ours() {
+                return false;
+            }
+            match waitpid(Pid::from_raw(a.pid as i32), Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => true,
                 Err(Errno::EINTR) => true,
-                // Reaped now, or not ours to reap (ECHILD).
+                // Reaped now, or not ours after all (ECHILD).
                 _ => false,
             }
         });
@@ -50,29 +79,20 @@ mod tests {
     #[test]
     fn an_orphaned_grandchild_is_adopted_and_reaped_by_pid() {
         adopt_orphans();
-        // sh forks a sleeper, prints its pid and exits: the sleeper is orphaned to us.
+        // sh forks a sleeper (its output elsewhere, so `output` returns at once), prints its
+        // pid and exits: the sleeper, still running, is orphaned to us.
         let out = Command::new("sh")
-            .args(["-c", "sleep 0.3 & echo $!"])
+            .args(["-c", "sleep 0.3 >/dev/null 2>&1 & echo $!"])
             .output()
             .unwrap();
         let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-        let ppid = |pid: u32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(')')?
-                        .1
-                        .split_whitespace()
-                        .nth(1)?
-                        .parse::<u32>()
-                        .ok()
-                })
-        };
-        assert_eq!(ppid(pid), Some(std::process::id()), "not re-parented to us");
-        assert_eq!(reap(&[pid], Duration::from_secs(10)), Vec::<u32>::new());
+        let a = Adopted::of(pid).expect("the sleeper runs");
+        assert!(a.ours(), "not re-parented to us");
+        assert_eq!(reap(&[a], Duration::from_secs(10)), Vec::<Adopted>::new());
         // Reaped: no /proc entry, not even a zombie's.
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
-        // A pid that is no child of ours is done at once.
-        assert!(reap(&[1], Duration::from_secs(10)).is_empty());
+        // A process that is no child of ours is done at once, never waited for.
+        let init = Adopted::of(1).unwrap();
+        assert!(reap(&[init], Duration::from_secs(10)).is_empty());
     }
 }

@@ -75,6 +75,19 @@ pub struct WorkloadSettings {
     pub rest: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The `--zookeeper-config` value of `key` in milliseconds, else `default`: one reading, for a
+/// run's test.json and for the plan that writes it.
+pub fn zookeeper_ms(
+    config: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    default: u64,
+) -> u64 {
+    config
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 impl TestInfo {
     pub fn quorum(&self) -> usize {
         crate::api::quorum(self.nodes.len())
@@ -135,18 +148,14 @@ impl TestInfo {
             .unwrap_or(&self.workload)
     }
 
-    /// The election's finalize wait: `--finalize-wait-ms` as the run was given it (test.json
-    /// `settings.args`), else the node's default.
     /// A ZooKeeper timeout of the run in milliseconds: its `--zookeeper-config KEY=VALUE`,
     /// else `default` (ZooKeeper's own).
     pub fn zookeeper_ms(&self, key: &str, default: u64) -> u64 {
-        self.settings
-            .zookeeper_config
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+        zookeeper_ms(&self.settings.zookeeper_config, key, default)
     }
 
+    /// The election's finalize wait: `--finalize-wait-ms` as the run was given it (test.json
+    /// `settings.args`), else the node's default.
     pub fn finalize_wait_ms(&self) -> u64 {
         self.settings
             .rest

@@ -55,26 +55,22 @@ use tokio::task::JoinSet;
 /// checkers widen their cross-node ordering margin to it (test.json `status_timeout_ms`).
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// A run's status timeout: `STATUS_TIMEOUT`, or for ZooKeeper one tick when that is longer. A
-/// JVM on a slow host (run with long ticks for that reason: qemu's TCG) answers its
-/// AdminServer within its own tick but often not within 500 ms; ZooKeeper itself gives a peer
-/// syncLimit ticks.
 /// How long the final phase waits for every node to rejoin: `--recovery-timeout`, plus the
 /// notification back-off a correct server may still be waiting out after the heal (ZooKeeper's
 /// `maxNotificationInterval`; none on fle-node), so a slow but bounded rejoin is measured and
 /// judged against its bound rather than cut off before it.
 pub fn settle_wait(plan: &Plan) -> Duration {
-    let target = plan.args.target.name();
-    let config = plan
-        .args
-        .zookeeper_config
-        .iter()
-        .map(|s| (s.key.clone(), s.value.clone()))
-        .collect();
-    let backoff = crate::checker::availability::notification_backoff_ms(target, &config);
+    let backoff = crate::checker::availability::notification_backoff_ms(
+        plan.args.target.name(),
+        &plan.zookeeper_settings(),
+    );
     plan.recovery_timeout + Duration::from_millis(backoff)
 }
 
+/// A run's status timeout: `STATUS_TIMEOUT`, or for ZooKeeper one tick when that is longer. A
+/// JVM on a slow host (run with long ticks for that reason: qemu's TCG) answers its
+/// AdminServer within its own tick but often not within 500 ms; ZooKeeper itself gives a peer
+/// syncLimit ticks.
 pub fn status_timeout(plan: &Plan) -> Duration {
     match plan.args.target {
         plan::TargetKind::Zookeeper => STATUS_TIMEOUT.max(Duration::from_millis(plan.args.tick_ms)),
@@ -222,12 +218,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             status_timeout_ms: Some(status_timeout(&plan).as_millis() as u64),
             recovery_timeout_s: Some(settle_wait(&plan).as_secs_f64()),
             workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
-            zookeeper_config: plan
-                .args
-                .zookeeper_config
-                .iter()
-                .map(|s| (s.key.clone(), s.value.clone()))
-                .collect(),
+            zookeeper_config: plan.zookeeper_settings(),
             rest: serde_json::from_value(serde_json::json!({
                 "args": plan.args,
                 "nemesis": plan.nemesis_settings,

@@ -33,6 +33,17 @@ pub enum TargetKind {
     Zookeeper,
 }
 
+impl Plan {
+    /// `--zookeeper-config` as key to value (test.json's `settings.zookeeper_config`).
+    pub fn zookeeper_settings(&self) -> std::collections::BTreeMap<String, String> {
+        self.args
+            .zookeeper_config
+            .iter()
+            .map(|s| (s.key.clone(), s.value.clone()))
+            .collect()
+    }
+}
+
 impl TargetKind {
     /// Its name on the command line and in test.json's `target`.
     pub fn name(self) -> &'static str {

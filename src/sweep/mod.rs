@@ -192,6 +192,12 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
             .with_context(|| format!("cannot create {} (choose another --out)", dir.display()))?;
     }
     let dir = dir.canonicalize()?;
+    // What apt printed while the preflight set this machine up, if it installed anything.
+    let setup = crate::control::apt::take_transcript();
+    if !setup.is_empty() {
+        let log = dir.join("logs").join("apt.log");
+        std::fs::write(&log, setup).with_context(|| format!("cannot write {}", log.display()))?;
+    }
     eprintln!(
         "fle-chaos sweep: {} run(s) of {} ({} at once{}{}) into {}",
         cells.len(),

@@ -169,6 +169,14 @@ pub fn serve(
 ) {
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
+        // An abstract name has no file permissions: only our own user may drive the
+        // filesystem, and a client that connects and says nothing must not stall the next
+        // power loss behind it (one request at a time).
+        if peer_uid(&conn) != Some(unsafe { libc::geteuid() }) {
+            let _ = writeln!(&conn, "error: only the filesystem's own user may ask it");
+            continue;
+        }
+        let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
         let mut line = String::new();
         if BufReader::new(&conn).read_line(&mut line).is_err() {
             continue;
@@ -196,6 +204,28 @@ pub fn serve(
         };
         let _ = writeln!(&conn, "{answer}");
     }
+}
+
+/// The uid of the process at the other end of `conn` (`SO_PEERCRED`).
+fn peer_uid(conn: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket, a ucred-sized out buffer and its length.
+    let r = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
 }
 
 /// Sends one request and returns the answer line.

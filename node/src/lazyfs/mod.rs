@@ -141,6 +141,8 @@ pub fn mount_daemon(
                 if exited || std::time::Instant::now() > deadline {
                     if !exited {
                         let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+                        // Reaped here, not left to whoever adopts it once this process exits.
+                        let _ = nix::sys::wait::waitpid(child, None);
                     }
                     let text = std::fs::read_to_string(log).unwrap_or_default();
                     bail!(

@@ -320,14 +320,13 @@ impl ZooKeeper {
                 .await
                 .map_err(ReadError::Timeout)?,
         };
-        let previous_zxid = {
-            let mut seen = self.last_zxid.lock().unwrap();
-            let prev = seen.get(node).copied().unwrap_or(0);
-            if let Some(z) = zab.last_zxid {
-                seen.insert(node.to_string(), z);
-            }
-            prev
-        };
+        let previous_zxid = self
+            .last_zxid
+            .lock()
+            .unwrap()
+            .get(node)
+            .copied()
+            .unwrap_or(0);
         let uptime_ms = self
             .started
             .lock()
@@ -354,6 +353,10 @@ impl ZooKeeper {
             uptime_ms,
         })
         .map_err(ReadError::Timeout)?;
+        // Kept only from a read that counted: a refused one's zxid must not travel on.
+        if let Some(z) = zab.last_zxid {
+            self.last_zxid.lock().unwrap().insert(node.to_string(), z);
+        }
         if status.state != ServerState::Looking {
             let mut served = self.served_epoch.lock().unwrap();
             let e = served.entry(node.to_string()).or_insert(0);

@@ -217,14 +217,12 @@ pub fn committed_zxid(state: ServerState, last_zxid: u64, epoch: u64) -> u64 {
     }
 }
 
-/// Whether the two answers come from one server instance: `/commands/leader` and
-/// `/commands/zabstate` each say whether the instance that answered leads. They differ when
-/// the AdminServer moved to a new instance between them (a follower that just won an
-/// election), and then zabstate's `last_zxid` is the old instance's data tree: seen on 3.8.0
-/// as a new leader's first read with the zxid it had applied as a follower, one below the txn
-/// it had logged and acknowledged (and led with), which leader-completeness took for a
-/// leader elected without a committed write.
-pub fn same_instance(leader: &LeaderAnswer, zab: &ZabAnswer) -> Result<(), String> {
+/// Whether the two answers agree on the role: `/commands/leader` and `/commands/zabstate`
+/// each say whether the server instance that answered leads. They differ when the AdminServer
+/// moved to a new instance between them (a follower that just won an election), and then
+/// zabstate's `last_zxid` may be the old role's. Only a change between leading and not is seen
+/// this way (follower to follower is not).
+pub fn same_role(leader: &LeaderAnswer, zab: &ZabAnswer) -> Result<(), String> {
     match (leader, zab.is_leader) {
         (LeaderAnswer::Serving { is_leader, .. }, Some(z)) if *is_leader != z => Err(format!(
             "its answers straddle a change of role (/commands/leader says {}leading, \
@@ -240,7 +238,7 @@ pub fn same_instance(leader: &LeaderAnswer, zab: &ZabAnswer) -> Result<(), Strin
 /// does not serve cannot be vouched for (`looking_epoch`), or when its answers come from two
 /// server instances (`same_instance`).
 pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
-    same_instance(&o.leader, &o.zab)?;
+    same_role(&o.leader, &o.zab)?;
     let (state, leader) = match &o.leader {
         LeaderAnswer::Serving {
             is_leader: true,
@@ -252,21 +250,17 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         } => (ServerState::Following, Some(*leader_id)),
         LeaderAnswer::NotServing(_) => (ServerState::Looking, None),
     };
-    // While it elects ZooKeeper reports no zxid, and the last one seen is kept; a serving
-    // server's must be this observation's own. Carried into a new role, the zxid it had
-    // applied as a follower (below what it logged, acknowledged and then led with: ZooKeeper
-    // applies a txn only at its commit) made a new leader's first read look as if it had been
-    // elected without a committed write (leader-completeness, seen on 3.8.0).
+    // While it elects ZooKeeper reports no zxid, and the last one seen is kept. A serving
+    // server whose zabstate did not answer (its request failed; 3.8 always sends `last_zxid`
+    // when it answers) gets the last one seen only within its current epoch, else that epoch's
+    // NEWLEADER zxid, which it holds once it serves (`committed_zxid`): carried into a new role,
+    // the zxid it had applied as a follower (below what it logged, acknowledged and then led
+    // with: ZooKeeper applies a txn only at its commit) made a new leader's first read look as
+    // if it had been elected without a committed write (leader-completeness, seen on 3.8.0).
     let last_zxid = match (state, o.zab.last_zxid) {
         (_, Some(z)) => z,
         (ServerState::Looking, None) => o.previous_zxid,
-        (_, None) => {
-            return Err(
-                "serving, but /commands/zabstate gave no last zxid (a serving server's zxid \
-                 is never carried over from an earlier read)"
-                    .into(),
-            )
-        }
+        (_, None) => o.previous_zxid.max(o.epochs.current.unwrap_or(0) << 32),
     };
     let peer_epoch = match state {
         ServerState::Looking => looking_epoch(o.last_served_epoch, o.epochs.current)?,
@@ -532,14 +526,19 @@ mod tests {
             ..syncing.clone()
         };
         assert_eq!(to_status(&serving).unwrap().peer_epoch, 2);
-        // Serving without a zxid of its own: no read, never the one kept from its last role.
+        // Serving without a zxid of its own (zabstate did not answer): never the one kept from
+        // an earlier epoch, but the new epoch's NEWLEADER zxid it holds once it serves.
         let no_zxid = Observation {
             zab: syncing.zab,
             previous_zxid: 0x1_0000_0021,
             ..serving.clone()
         };
-        let err = to_status(&no_zxid).unwrap_err();
-        assert!(err.contains("gave no last zxid"), "{err}");
+        assert_eq!(to_status(&no_zxid).unwrap().last_zxid, 0x2_0000_0000);
+        let same_epoch = Observation {
+            previous_zxid: 0x2_0000_0005,
+            ..no_zxid.clone()
+        };
+        assert_eq!(to_status(&same_epoch).unwrap().last_zxid, 0x2_0000_0005);
         // An unreadable file vouches for nothing.
         let unread = Observation {
             epochs: Epochs::default(),
