@@ -20,6 +20,7 @@
 
 pub mod child;
 pub mod ddmin;
+pub mod progress;
 pub mod report;
 pub mod search;
 
@@ -350,6 +351,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         interrupted: None,
         budget_hit: false,
         decided: Default::default(),
+        progress: progress::Progress::new(started + opts.budget),
     };
     let search_deadline = started + opts.budget.mul_f64(0.75);
     let final_deadline = started + opts.budget;
@@ -386,6 +388,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         ));
         engine.set_aside(m);
     };
+    engine.progress.finish();
     outcome.status = match (&minimal, engine.interrupted) {
         (_, Some(_)) => Status::Interrupted,
         (None, None) => Status::NotReproduced,

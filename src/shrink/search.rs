@@ -90,6 +90,8 @@ pub struct Engine {
     /// Candidates decided so far (by their schedule and run length): whether they failed.
     /// A set-aside candidate is recorded as passing.
     pub decided: std::collections::HashMap<String, bool>,
+    /// The live line (or a plain line per replay).
+    pub progress: super::progress::Progress,
 }
 
 /// What identifies a candidate: its steps as written and its run length.
@@ -253,6 +255,8 @@ impl Engine {
                     };
                     (c, r, run.await)
                 });
+                self.progress
+                    .update(&self.runs, self.candidates, running.len(), false);
             }
             if running.is_empty() {
                 break;
@@ -295,6 +299,8 @@ impl Engine {
                 took_s: run.duration.as_secs_f64(),
                 cancelled: run.cancelled,
             });
+            self.progress
+                .update(&self.runs, self.candidates, running.len(), !run.cancelled);
             if !run.cancelled {
                 counts[c].1 += 1;
                 if reproduced {
