@@ -25,6 +25,20 @@ fn skip_reason() -> Option<String> {
     None
 }
 
+/// A folder for a test's runs, or None (said) when this machine cannot run ZooKeeper.
+fn cluster_folder() -> Option<tempfile::TempDir> {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED zookeeper_e2e: {why}");
+        return None;
+    }
+    Some(
+        tempfile::Builder::new()
+            .prefix("flc-zk-e2e")
+            .tempdir()
+            .unwrap(),
+    )
+}
+
 /// Runs one test with `schedule` (a nemesis/*.toml) and returns its exit code and run folder.
 fn run(out: &Path, name: &str, schedule: &str) -> (i32, PathBuf) {
     run_with(out, name, schedule, &["--nodes", "3", "--time-limit", "20"])
@@ -124,14 +138,7 @@ fn history(run_dir: &Path) -> Vec<Value> {
 
 #[test]
 fn zookeeper_kill_leader_run_is_judged_and_elects_a_new_leader() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED zookeeper_e2e: {why}");
-        return;
-    }
-    let out = tempfile::Builder::new()
-        .prefix("flc-zk-e2e")
-        .tempdir()
-        .unwrap();
+    let Some(out) = cluster_folder() else { return };
     let (code, dir) = run(out.path(), "zk-kill-leader", "kill-leader.toml");
     assert_judged_valid_but_votes(&dir, code);
     let h = history(&dir);
@@ -161,14 +168,7 @@ fn zookeeper_kill_leader_run_is_judged_and_elects_a_new_leader() {
 
 #[test]
 fn zookeeper_partition_run_loses_no_acknowledged_write() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED zookeeper_e2e: {why}");
-        return;
-    }
-    let out = tempfile::Builder::new()
-        .prefix("flc-zk-e2e")
-        .tempdir()
-        .unwrap();
+    let Some(out) = cluster_folder() else { return };
     let (code, dir) = run(out.path(), "zk-isolate-leader", "isolate-leader.toml");
     assert_judged_valid_but_votes(&dir, code);
     let h = history(&dir);
@@ -219,14 +219,7 @@ fn zookeeper_refuses_clock_faults_before_creating_anything() {
 /// by hand, 2026-12-01; the control with `snapshotSizeFactor=-1` is in the doc's table.)
 #[test]
 fn zookeeper_2846_a_diff_from_the_txn_log_leaves_a_replica_diverged() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED zookeeper_e2e: {why}");
-        return;
-    }
-    let out = tempfile::Builder::new()
-        .prefix("flc-zk-e2e")
-        .tempdir()
-        .unwrap();
+    let Some(out) = cluster_folder() else { return };
     let (code, dir) = run_with(
         out.path(),
         "zk-2846",
