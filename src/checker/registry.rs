@@ -171,11 +171,6 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     CHECKERS.iter().map(|c| c.name)
 }
 
-/// The checker named `name`.
-pub fn get(name: &str) -> Option<&'static Checker> {
-    CHECKERS.iter().find(|c| c.name == name)
-}
-
 /// `fle-chaos check --list`: one line per checker, tab-separated name, needs and what.
 pub fn list() -> String {
     CHECKERS
@@ -191,33 +186,32 @@ pub fn run_all(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Vec<Finding>
         Judge::Digest(f) => f(d, info, opts),
         Judge::View(f) => f(pass.expect("the view pass is fed first"), d, info, opts),
     };
-    // The checkers of one core, with the view pass fed only when one of them asks it.
-    let run_side = |heavy: bool| -> Vec<Finding> {
-        let side = || CHECKERS.iter().filter(move |c| c.heavy == heavy);
+    // The checkers of one core (by their place in `CHECKERS`), with the view pass fed only
+    // when one of them asks it.
+    let run_side = |heavy: bool| -> Vec<(usize, Finding)> {
+        let side = || {
+            CHECKERS
+                .iter()
+                .enumerate()
+                .filter(move |(_, c)| c.heavy == heavy)
+        };
         let pass = side()
-            .any(|c| matches!(c.judge, Judge::View(_)))
+            .any(|(_, c)| matches!(c.judge, Judge::View(_)))
             .then(|| ViewPass::of(d, info));
-        side().map(|c| run(c, pass.as_ref())).collect()
+        side().map(|(i, c)| (i, run(c, pass.as_ref()))).collect()
     };
-    std::thread::scope(|s| {
+    let mut all = std::thread::scope(|s| {
         let heavy = s.spawn(|| run_side(true));
-        let mut light = run_side(false);
-        let mut heavy = heavy
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            .into_iter();
-        light.reverse();
-        CHECKERS
-            .iter()
-            .map(|c| {
-                if c.heavy {
-                    heavy.next().expect("one finding per heavy checker")
-                } else {
-                    light.pop().expect("one finding per checker")
-                }
-            })
-            .collect()
-    })
+        let mut all = run_side(false);
+        all.extend(
+            heavy
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        );
+        all
+    });
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, f)| f).collect()
 }
 
 #[cfg(test)]
@@ -232,7 +226,8 @@ mod tests {
             assert!(!c.what.is_empty());
         }
         assert_eq!(list().lines().count(), CHECKERS.len());
-        assert!(get(durability::NAME).is_some_and(|c| c.needs == Needs::Writes));
-        assert!(get("nosuch").is_none());
+        let needs = |n: &str| CHECKERS.iter().find(|c| c.name == n).map(|c| c.needs);
+        assert_eq!(needs(durability::NAME), Some(Needs::Writes));
+        assert_eq!(needs(vote_rule::NAME), Some(Needs::Votes));
     }
 }

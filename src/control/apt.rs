@@ -23,13 +23,13 @@ pub struct Installed {
     pub last_line: String,
 }
 
-/// `apt-get install PACKAGES`, output kept aside; says `installing ... for WHAT` and then `done`
-/// or `failed` through `say`, one line each.
+/// `apt-get install PACKAGES`, output kept aside; says `installing ... for WHAT` and then
+/// `installed` or `install failed` through `say`, one line each.
 pub fn install(packages: &[&str], what: &str, say: &mut dyn FnMut(&str)) -> Installed {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let list = packages.join(" ");
     say(&format!(
-        "installing {list} for {what} (apt-get; its output goes to controller.log)"
+        "installing {list} for {what} (apt-get; its output is kept for the run's log)"
     ));
     let mut last_line = String::new();
     let mut run = |args: &[&str]| {

@@ -36,13 +36,9 @@ impl Adopted {
 
     /// Whether it is still that process and our child (adopted through the subreaper).
     fn ours(&self) -> bool {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(std::process::id())
-            && fields.get(19).and_then(|t| t.parse::<u64>().ok()) == Some(self.start_time)
+        use super::registry::{process_parent, process_start_time};
+        process_parent(self.pid) == Some(std::process::id())
+            && process_start_time(self.pid) == Some(self.start_time)
     }
 }
 

@@ -186,6 +186,13 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// A process's parent pid, from /proc/PID/stat.
+pub fn process_parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// When a process that started `start_time` clock ticks after boot ([`process_start_time`])
 /// started, on the wall clock (boot time has whole seconds).
 pub fn process_started_at(start_time: u64) -> Option<std::time::SystemTime> {

@@ -235,8 +235,8 @@ pub fn same_role(leader: &LeaderAnswer, zab: &ZabAnswer) -> Result<(), String> {
 }
 
 /// Maps an observation onto the history's status; an error when the epoch of a server that
-/// does not serve cannot be vouched for (`looking_epoch`), or when its answers come from two
-/// server instances (`same_instance`).
+/// does not serve cannot be vouched for (`looking_epoch`), or when its two answers disagree on
+/// whether it leads (`same_role`).
 pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
     same_role(&o.leader, &o.zab)?;
     let (state, leader) = match &o.leader {
@@ -390,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn answers_of_two_server_instances_are_no_read() {
+    fn answers_that_disagree_on_the_role_are_no_read() {
         let leading = LeaderAnswer::Serving {
             is_leader: true,
             leader_id: 3,
