@@ -14,6 +14,7 @@
 //! - `run`: one test run end to end;
 //! - `sweep`: many runs from a matrix (nightly jobs), shards, merge and trends.
 //! - `shrink`: a failing run's smallest failing fault sequence, by delta debugging over replays.
+//! - `prune`: retention for a reports folder (old run and sweep folders removed, links kept right).
 //!
 //! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
 
@@ -24,6 +25,7 @@ pub mod control;
 pub mod exit;
 pub mod history;
 pub mod nemesis;
+pub mod prune;
 pub mod report;
 pub mod run;
 pub mod shrink;

@@ -2,7 +2,7 @@
 //! this file only parses the command line and turns results into Jepsen's exit codes.
 
 use clap::{Parser, Subcommand};
-use fle_chaos::{checker, control, exit, report, run, shrink, sweep};
+use fle_chaos::{checker, control, exit, prune, report, run, shrink, sweep};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,9 @@ enum Command {
     /// Shrink a failing run to the smallest fault sequence that still fails (delta debugging
     /// over replays of its recorded faults); exit 1 when it reproduces, 2 when it does not.
     Shrink(shrink::ShrinkArgs),
+    /// Remove old run and sweep folders from a reports folder, keeping the newest of each and
+    /// whatever `latest`, a merged sweep or the trends still point to.
+    Prune(prune::PruneArgs),
 }
 
 /// A command-line error as one line naming the flag and the value (clap's own message is
@@ -102,6 +105,7 @@ fn main() {
             Command::Sweep(args) => sweep::sweep(args).await,
             Command::Merge(args) => sweep::merge(args).await,
             Command::Shrink(args) => shrink::shrink(args).await,
+            Command::Prune(args) => prune::prune(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

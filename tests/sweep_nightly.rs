@@ -119,6 +119,7 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         recovery_p99_ms: Some(4000),
         rejoin_p50_ms: Some(1000),
         rejoin_p99_ms: Some(4500),
+        summary: None,
     };
     std::fs::write(
         out.join("trends.jsonl"),
@@ -274,6 +275,9 @@ fn a_sweep_with_power_loss_runs_from_a_folder_nested_200_bytes_deep() {
             out.to_str().unwrap(),
             "--node-binary",
             &fle_node(),
+            // The history is read below; a valid run keeps it only so.
+            "--keep",
+            "all",
         ],
         &log,
         Duration::from_secs(240),
@@ -445,13 +449,20 @@ fn shards_and_merge_give_the_runs_of_the_whole_sweep() {
     );
 }
 
+/// The record a sweep keeps on disk while it runs, if it has written one yet.
+fn record_now(out: &Path) -> Option<SweepRecord> {
+    SweepRecord::read(sweep_dirs(out).first()?).ok()
+}
+
 #[test]
-fn a_signal_stops_the_sweep_after_its_runs_tore_down() {
-    if !root_or_skip("a_signal_stops_the_sweep_after_its_runs_tore_down") {
+fn a_signal_stops_the_sweep_after_its_runs_tore_down_and_resume_finishes_the_night() {
+    if !root_or_skip(
+        "a_signal_stops_the_sweep_after_its_runs_tore_down_and_resume_finishes_the_night",
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let matrix = small_matrix(tmp.path(), "60s", "[1]");
+    let matrix = small_matrix(tmp.path(), "8s", "[1, 2]");
     let out = tmp.path().join("reports");
     let node = fle_node();
     let log = tmp.path().join("sweep.stderr");
@@ -464,18 +475,23 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    // Both runs have started their nodes.
-    let started = wait_for(Duration::from_secs(90), || {
-        let dirs = sweep_dirs(&out);
-        let Some(d) = dirs.first() else { return false };
-        let runs = d.join("runs");
-        ["kill", "pause"].iter().all(|s| {
-            fle_chaos::run::child::newest_run(&runs.join(format!("fle-election-{s}-n3-s1")))
-                .is_some_and(|r| started_processes(&r) >= 3)
-        })
+    // Halfway: a run has finished (the record on disk says so while the sweep runs) and one
+    // that has not is up.
+    let halfway = wait_for(Duration::from_secs(180), || {
+        let Some(r) = record_now(&out) else {
+            return false;
+        };
+        let runs = sweep_dirs(&out)[0].join("runs");
+        r.in_progress
+            && !r.runs.is_empty()
+            && list(&matrix, None).iter().any(|id| {
+                !r.runs.iter().any(|f| &f.cell.id == id)
+                    && fle_chaos::run::child::newest_run(&runs.join(id))
+                        .is_some_and(|d| started_processes(&d) >= 3)
+            })
     });
     assert!(
-        started,
+        halfway,
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
@@ -486,16 +502,100 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down() {
     let code = wait_exit(&mut child, Duration::from_secs(120));
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert_eq!(code, Some(143), "{stderr}");
-    let dir = &sweep_dirs(&out)[0];
-    let record = SweepRecord::read(dir).unwrap();
-    assert_eq!(record.interrupted.as_deref(), Some("SIGTERM"));
-    assert_eq!(record.runs.len(), 2, "{stderr}");
-    for r in &record.runs {
-        assert_eq!(r.code, 143, "{}: {stderr}", r.cell.id);
-    }
-    no_leftovers(&record, dir);
+    let dir = sweep_dirs(&out)[0].clone();
+    let stopped = SweepRecord::read(&dir).unwrap();
+    assert_eq!(stopped.interrupted.as_deref(), Some("SIGTERM"));
+    assert!(!stopped.in_progress);
+    let finished: Vec<_> = stopped.runs.iter().filter(|r| r.code != 143).collect();
+    let torn: Vec<_> = stopped.runs.iter().filter(|r| r.code == 143).collect();
+    assert!(!finished.is_empty() && !torn.is_empty(), "{stderr}");
+    no_leftovers(&stopped, &dir);
     // An interrupted night is not a trend.
     assert!(!out.join("trends.jsonl").exists());
+
+    // A record left in progress (a sweep killed outright) is no shard to merge.
+    let copy = tmp.path().join("killed");
+    std::fs::create_dir_all(&copy).unwrap();
+    let mut killed = stopped.clone();
+    killed.in_progress = true;
+    killed.write(&copy).unwrap();
+    let merge_log = tmp.path().join("merge.stderr");
+    let merged = run(
+        &[
+            "merge",
+            copy.to_str().unwrap(),
+            "--out",
+            tmp.path().join("m").to_str().unwrap(),
+        ],
+        &merge_log,
+        Duration::from_secs(30),
+    );
+    let merge_err = std::fs::read_to_string(&merge_log).unwrap();
+    assert_eq!(merged, 254, "{merge_err}");
+    assert!(merge_err.contains("--resume"), "{merge_err}");
+
+    // Resumed: only what did not finish runs; one record, summary and JUnit for the night.
+    let resume_log = tmp.path().join("resume.stderr");
+    let code = run(
+        &[
+            "sweep",
+            "--resume",
+            dir.to_str().unwrap(),
+            "--parallel",
+            "2",
+        ],
+        &resume_log,
+        Duration::from_secs(300),
+    );
+    let stderr = std::fs::read_to_string(&resume_log).unwrap();
+    let record = SweepRecord::read(&dir).unwrap();
+    let ids: Vec<&str> = record.runs.iter().map(|r| r.cell.id.as_str()).collect();
+    assert_eq!(ids, list(&matrix, None), "{stderr}");
+    assert!(
+        !record.in_progress && record.interrupted.is_none(),
+        "{stderr}"
+    );
+    assert_eq!(record.started_at, stopped.started_at);
+    assert_eq!(code, record.worst(), "{stderr}");
+    for f in &finished {
+        let now = record.runs.iter().find(|r| r.cell.id == f.cell.id).unwrap();
+        assert_eq!(&now, f, "a finished run was run again");
+    }
+    for r in &record.runs {
+        assert!(r.verdict.is_some(), "{}: {r:?}\n{stderr}", r.cell.id);
+        // One folder per run: a torn attempt's folder is gone.
+        let attempts = std::fs::read_dir(dir.join("runs").join(&r.cell.id))
+            .unwrap()
+            .count();
+        assert_eq!(attempts, 1, "{}", r.cell.id);
+        // --keep's default: a valid run keeps its results and report, not its history.
+        let d = dir.join(r.run_dir.as_ref().unwrap());
+        assert!(d.join("results.json").is_file() && d.join("report.html").is_file());
+        assert_eq!(r.trimmed, r.outcome == 0, "{}", r.cell.id);
+        assert_eq!(
+            d.join("history.jsonl").exists(),
+            !r.trimmed,
+            "{}",
+            r.cell.id
+        );
+    }
+    no_leftovers(&record, &dir);
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let doc = parse_xml(&xml).unwrap();
+    assert_eq!(doc.all("testcase").len(), 4, "{xml}");
+    assert!(!dir.join(fle_chaos::sweep::resume::LOCK).exists());
+    let rows = read_rows(&out.join("trends.jsonl"), &mut |_| {}).unwrap();
+    assert_eq!(rows.iter().map(|r| r.runs).sum::<usize>(), 4, "{rows:?}");
+
+    // A finished night has nothing to resume.
+    let again = run(
+        &["sweep", "--resume", dir.to_str().unwrap()],
+        &resume_log,
+        Duration::from_secs(30),
+    );
+    let said = std::fs::read_to_string(&resume_log).unwrap();
+    assert_eq!(again, 254, "{said}");
+    assert!(said.contains("nothing to resume"), "{said}");
 }
 
 #[test]
@@ -666,4 +766,146 @@ fn the_nightly_job_files_parse_and_their_commands_are_accepted() {
         eprintln!("SKIPPED systemd-analyze verify: not installed");
     }
     assert!(checked >= 1);
+}
+
+/// A test run folder `root/<name>/<stamp>/` started `days` ago.
+fn old_run(root: &Path, name: &str, days: i64) -> PathBuf {
+    let started = chrono::Utc::now() - chrono::Duration::days(days);
+    let dir = root
+        .join(name)
+        .join(started.format("%Y%m%dT%H%M%S%.3fZ").to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ack-by-non-leader/test.json"),
+    )
+    .unwrap();
+    let mut info: serde_json::Value = serde_json::from_str(&text).unwrap();
+    info["name"] = name.into();
+    info["started_at"] = started.to_rfc3339().into();
+    std::fs::write(dir.join("test.json"), info.to_string()).unwrap();
+    std::fs::write(dir.join("history.jsonl"), "x".repeat(1000)).unwrap();
+    dir
+}
+
+/// A sweep folder `root/sweeps/<matrix>/<leaf>/` started `days` ago, merged from `shards`.
+fn old_sweep(root: &Path, matrix: &str, leaf: &str, days: i64, shards: &[&Path]) -> PathBuf {
+    let started = chrono::Utc::now() - chrono::Duration::days(days);
+    let dir = root.join("sweeps").join(matrix).join(leaf);
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    let merged_from: Vec<PathBuf> = shards
+        .iter()
+        .map(|s| fle_chaos::sweep::merge::relative(&dir, s))
+        .collect();
+    let record = serde_json::json!({
+        "format": fle_chaos::sweep::record::FORMAT, "matrix": matrix, "origin": "test",
+        "matrix_ids": [], "started_at": started, "finished_at": started, "parallel": 1,
+        "runs": [], "exit_code": 0, "merged_from": merged_from,
+    });
+    let record: SweepRecord = serde_json::from_value(record).unwrap();
+    record.write(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_their_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap().join("reports");
+    let runs = [30, 20, 1].map(|d| old_run(&root, "election", d));
+    let pointed = old_run(&root, "other", 40);
+    let older_other = old_run(&root, "other", 50);
+    std::os::unix::fs::symlink(pointed.strip_prefix(&root).unwrap(), root.join("latest")).unwrap();
+    // `latest` also holds the newest "other" here; keep-last 0 below shows it still stays.
+    let sweeps = [30, 20, 1].map(|d| old_sweep(&root, "small", &format!("s{d}"), d, &[]));
+    let shard = old_sweep(&root, "sharded", "a-shard-1-of-2", 31, &[]);
+    let merged = old_sweep(&root, "sharded", "a-merged", 30, &[&shard]);
+    let unrelated = root.join("notes");
+    std::fs::create_dir_all(&unrelated).unwrap();
+    fle_chaos::report::index::update_index(&root).unwrap();
+    let rows: Vec<TrendRow> = sweeps
+        .iter()
+        .map(|d| {
+            let r = SweepRecord::read(d).unwrap();
+            TrendRow {
+                sweep: fle_chaos::sweep::trends::sweep_name(&r),
+                started_at: r.started_at,
+                matrix: "small".into(),
+                schedule: "kill".into(),
+                target: "fle".into(),
+                runs: 1,
+                valid: 1,
+                invalid: 0,
+                unknown: 0,
+                no_verdict: 0,
+                recovery_p50_ms: None,
+                recovery_p99_ms: None,
+                rejoin_p50_ms: None,
+                rejoin_p99_ms: None,
+                summary: Some(format!(
+                    "{}/summary.html",
+                    d.strip_prefix(&root).unwrap().display()
+                )),
+            }
+        })
+        .collect();
+    fle_chaos::sweep::trends::write_rows(&root, &rows).unwrap();
+    let prune = |extra: &[&str]| {
+        let out = fle_chaos()
+            .arg("prune")
+            .arg(&root)
+            .args(["--older-than", "14d"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // A dry run says what it would remove and removes nothing.
+    let (code, said) = prune(&["--dry-run"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("would remove"), "{said}");
+    assert!(runs.iter().chain(&sweeps).all(|d| d.exists()), "{said}");
+
+    let (code, said) = prune(&["--keep-last", "1"]);
+    assert_eq!(code, Some(0), "{said}");
+    // Old ones go, except the newest of each series (here the young ones), what `latest`
+    // points to, and a shard a kept merged sweep links.
+    let gone = [&runs[0], &runs[1], &older_other, &sweeps[0], &sweeps[1]];
+    let stay = [&runs[2], &pointed, &sweeps[2], &merged, &shard, &unrelated];
+    for d in gone {
+        assert!(!d.exists(), "{} was kept: {said}", d.display());
+    }
+    for d in stay {
+        assert!(d.exists(), "{} was removed: {said}", d.display());
+    }
+    // What pointed into removed folders no longer does.
+    let index = std::fs::read_to_string(root.join("index.html")).unwrap();
+    for d in [&runs[0], &runs[1], &older_other] {
+        let rel = d.strip_prefix(&root).unwrap().display().to_string();
+        assert!(!index.contains(&rel), "index still links {rel}");
+    }
+    assert!(index.contains(&runs[2].strip_prefix(&root).unwrap().display().to_string()));
+    let rows = read_rows(&root.join("trends.jsonl"), &mut |_| {}).unwrap();
+    assert_eq!(rows.len(), 3, "a night's figures stay");
+    let linked: Vec<bool> = rows.iter().map(|r| r.summary.is_some()).collect();
+    assert_eq!(linked, [false, false, true], "{rows:?}");
+
+    // keep-last 0 removes the merged sweep and then its shard too; latest still stays.
+    let (code, said) = prune(&["--keep-last", "0"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!merged.exists() && !shard.exists(), "{said}");
+    assert!(pointed.exists(), "{said}");
+
+    let out = fle_chaos()
+        .arg("prune")
+        .arg(&root)
+        .args(["--older-than", "2w"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(254), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("--older-than"), "{said}");
 }

@@ -905,9 +905,11 @@ fn parse_signed_ms(text: &str) -> Result<i64, String> {
         "s" | "" => 1000.0,
         "m" => 60_000.0,
         "h" => 3_600_000.0,
+        // Days: retention ages (`prune --older-than 14d`).
+        "d" => 86_400_000.0,
         _ => {
             return Err(format!(
-                "'{text}': unknown unit '{unit}'; use ms, s, m or h"
+                "'{text}': unknown unit '{unit}'; use ms, s, m, h or d"
             ))
         }
     };

@@ -70,6 +70,9 @@ pub struct Matrix {
     pub recovery_timeout: Option<Duration>,
     pub net: Option<String>,
     pub cells: Vec<Cell>,
+    /// The file as read: a sweep keeps a copy (`matrix.toml`) so `--resume` runs the same
+    /// matrix even after the file changed.
+    pub text: String,
 }
 
 /// One run of the matrix.
@@ -249,6 +252,7 @@ impl Matrix {
             recovery_timeout,
             net: raw.net,
             cells,
+            text: text.to_string(),
         })
     }
 

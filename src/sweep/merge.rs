@@ -41,7 +41,16 @@ pub fn combine(dirs: &[PathBuf], into: &Path) -> Result<SweepRecord> {
                 d.display()
             ))
         })?;
-        records.push((abs.clone(), SweepRecord::read(&abs)?));
+        let record = SweepRecord::read(&abs)?;
+        if record.in_progress {
+            return Err(bad_input(format!(
+                "merge {}: this sweep did not finish (it is running, or was killed); finish it \
+                 with `fle-chaos sweep --resume {}`, then merge",
+                d.display(),
+                d.display()
+            )));
+        }
+        records.push((abs.clone(), record));
     }
     let Some((first_dir, first)) = records.first() else {
         return Err(bad_input("merge: no folders given; give sweep folders"));
@@ -139,7 +148,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path, into: Option<&Path>) -> Result<i32> {
     merged.write(&into)?;
     let (page, junit) = summary::write(&into, &merged)?;
     let missing = summary::missing(&merged);
-    let trends = super::trends::update(out, &merged, &mut |w| eprintln!("fle-chaos merge: {w}"))?;
+    let trends = super::trends::update(out, &merged, &into, &mut |w| {
+        eprintln!("fle-chaos merge: {w}")
+    })?;
     eprintln!(
         "fle-chaos merge: {} run(s) from {} folder(s), {} failed, {} not started, {} missing{}",
         merged.runs.len(),

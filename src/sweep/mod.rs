@@ -15,10 +15,12 @@
 //! `logs/<run id>.log` (each child's stderr). The exit code is the worst run's
 //! (`exit::worse`), or the signal's when one stopped the sweep.
 
+pub mod keep;
 pub mod matrix;
 pub mod merge;
 pub mod progress;
 pub mod record;
+pub mod resume;
 pub mod runner;
 pub mod summary;
 pub mod trends;
@@ -30,6 +32,7 @@ use crate::run::interrupt::Interrupts;
 use crate::run::plan::{Net, Plan, TargetKind, TestArgs};
 use anyhow::{Context, Result};
 use clap::Args;
+use keep::Keep;
 use matrix::{Cell, Matrix, Shard};
 use record::SweepRecord;
 use std::path::{Path, PathBuf};
@@ -67,6 +70,15 @@ pub struct SweepArgs {
     /// docs/shrink.md), one after the other within what is left of --budget.
     #[arg(long)]
     pub shrink: bool,
+    /// Which runs keep their whole folder: `invalid`, `unknown` (invalid and unknown runs) or
+    /// `all`; the others keep their results and report only (docs/nightly.md).
+    #[arg(long, value_enum, default_value_t = Keep::Unknown, value_name = "RUNS")]
+    pub keep: Keep,
+    /// Finish the sweep in this folder (OUT/sweeps/<matrix>/<time>): run only the runs it did
+    /// not finish. The matrix, shard, --out, --keep, --node-binary and --net are the sweep's
+    /// own; --budget, --parallel and --shrink are given anew.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "shard", "out", "list", "node_binary", "net", "keep"])]
+    pub resume: Option<PathBuf>,
 }
 
 /// `fle-chaos merge` options.
@@ -144,6 +156,9 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
 
 /// `fle-chaos sweep`.
 pub async fn sweep(args: SweepArgs) -> Result<i32> {
+    if let Some(dir) = args.resume.clone() {
+        return resume_sweep(&dir, &args).await;
+    }
     let m = Matrix::load(&args.file)?;
     let cells = m.slice(args.shard);
     if args.list {
@@ -159,31 +174,10 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
             m.cells.len()
         )));
     }
-    let budget = match &args.budget {
-        Some(b) => {
-            let d = crate::nemesis::schedule::parse_duration(b)
-                .map_err(|e| bad_input(format!("--budget {b}: {e}")))?;
-            let one = runner::Estimate::new(m.time_limit).run();
-            if d < one {
-                return Err(bad_input(format!(
-                    "--budget {b}: not even one run fits (a run takes about {:.0} s: its {:.0} s \
-                     time limit plus about {:.0} s to start, recover and check); give a larger budget",
-                    one.as_secs_f64(),
-                    m.time_limit.as_secs_f64(),
-                    runner::FIRST_OVERHEAD.as_secs_f64()
-                )));
-            }
-            Some(d)
-        }
-        None => None,
-    };
+    let budget = budget_of(&args, &m)?;
     let extra = pass_through(&args);
-    {
-        let (cells, m, extra) = (cells.clone(), m.clone(), extra.clone());
-        tokio::task::spawn_blocking(move || preflight(&cells, &m, &extra)).await??;
-    }
+    preflight_all(&cells, &m, &extra).await?;
     let interrupts = Interrupts::install()?;
-    let started = std::time::Instant::now();
     let started_at = chrono::Utc::now();
     let stamp = started_at.format("%Y%m%dT%H%M%SZ").to_string();
     let dir = matrix::sweep_folder(&args.out, &m, &stamp, args.shard);
@@ -192,6 +186,9 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
             .with_context(|| format!("cannot create {} (choose another --out)", dir.display()))?;
     }
     let dir = dir.canonicalize()?;
+    let held = resume::hold(&dir)?;
+    let copy = dir.join(resume::MATRIX_COPY);
+    std::fs::write(&copy, &m.text).with_context(|| format!("cannot write {}", copy.display()))?;
     // What apt printed while the preflight set this machine up, if it installed anything.
     let setup = crate::control::apt::take_transcript();
     if !setup.is_empty() {
@@ -206,35 +203,10 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         args.shard
             .map(|s| format!(", shard {s}"))
             .unwrap_or_default(),
-        budget
-            .map(|b| format!(
-                ", budget {}",
-                crate::report::text::duration(b.as_secs_f64())
-            ))
-            .unwrap_or_default(),
+        budget_text(budget),
         dir.display()
     );
-    let runner = runner::Runner {
-        exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
-        dir: dir.clone(),
-        parallel: args.parallel as usize,
-        budget,
-        pass_through: extra,
-        matrix: m.clone(),
-    };
-    let mut ran = runner.run(cells, &interrupts).await;
-    let order: std::collections::HashMap<&str, usize> = m
-        .cells
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i))
-        .collect();
-    ran.runs
-        .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
-    if args.shrink && ran.interrupted.is_none() {
-        shrink_failures(&mut ran.runs, &dir, budget, started, &args, &interrupts).await;
-    }
-    let mut record = SweepRecord {
+    let record = SweepRecord {
         format: record::FORMAT,
         matrix: m.name.clone(),
         origin: m.origin.clone(),
@@ -242,20 +214,167 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         shard: args.shard,
         merged_from: Vec::new(),
         started_at,
-        finished_at: chrono::Utc::now(),
+        finished_at: started_at,
         budget_s: budget.map(|b| b.as_secs_f64()),
         parallel: args.parallel as usize,
-        runs: ran.runs,
-        skipped: ran.skipped,
-        interrupted: ran.interrupted.map(|s| s.name().to_string()),
+        runs: Vec::new(),
+        skipped: Vec::new(),
+        interrupted: None,
         exit_code: exit::VALID,
+        in_progress: true,
+        pass_through: extra,
+        keep: args.keep,
     };
-    record.exit_code = match ran.interrupted {
-        Some(sig) => sig.exit_code(),
-        None => record.worst(),
+    let night = Night {
+        _held: held,
+        dir,
+        out: args.out.clone(),
+        matrix: m,
+        record,
+        cells,
+        budget,
     };
-    finish(&dir, &args.out, &record)?;
-    Ok(record.exit_code)
+    night.run(&args, &interrupts).await
+}
+
+/// `fle-chaos sweep --resume DIR`: the runs of DIR's night not yet finished.
+async fn resume_sweep(dir: &Path, args: &SweepArgs) -> Result<i32> {
+    let u = resume::open(dir)?;
+    let budget = budget_of(args, &u.matrix)?;
+    preflight_all(&u.left, &u.matrix, &u.record.pass_through).await?;
+    let interrupts = Interrupts::install()?;
+    eprintln!(
+        "fle-chaos sweep: resuming {}: {} run(s) finished, {} left ({} at once{})",
+        u.dir.display(),
+        u.record.runs.len(),
+        u.left.len(),
+        args.parallel,
+        budget_text(budget)
+    );
+    let night = Night {
+        _held: u.held,
+        dir: u.dir,
+        out: u.out,
+        matrix: u.matrix,
+        record: u.record,
+        cells: u.left,
+        budget,
+    };
+    night.run(args, &interrupts).await
+}
+
+/// ", budget 45 min" for the first line, or nothing.
+fn budget_text(budget: Option<std::time::Duration>) -> String {
+    budget
+        .map(|b| {
+            format!(
+                ", budget {}",
+                crate::report::text::duration(b.as_secs_f64())
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// `--budget`, refused when not even one run of the matrix fits it.
+fn budget_of(args: &SweepArgs, m: &Matrix) -> Result<Option<std::time::Duration>> {
+    let Some(b) = &args.budget else {
+        return Ok(None);
+    };
+    let d = crate::nemesis::schedule::parse_duration(b)
+        .map_err(|e| bad_input(format!("--budget {b}: {e}")))?;
+    let one = runner::Estimate::new(m.time_limit).run();
+    if d < one {
+        return Err(bad_input(format!(
+            "--budget {b}: not even one run fits (a run takes about {:.0} s: its {:.0} s \
+             time limit plus about {:.0} s to start, recover and check); give a larger budget",
+            one.as_secs_f64(),
+            m.time_limit.as_secs_f64(),
+            runner::FIRST_OVERHEAD.as_secs_f64()
+        )));
+    }
+    Ok(Some(d))
+}
+
+/// `preflight` off the async threads (it may run apt).
+async fn preflight_all(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
+    let (cells, m, extra) = (cells.to_vec(), m.clone(), extra.to_vec());
+    tokio::task::spawn_blocking(move || preflight(&cells, &m, &extra)).await?
+}
+
+/// A night about to run: a new sweep, or what is left of one being resumed.
+struct Night {
+    /// The folder's lock, held until the night's pages are written.
+    _held: resume::Held,
+    dir: PathBuf,
+    out: PathBuf,
+    matrix: Matrix,
+    /// The record so far (in progress; the finished runs of a resumed sweep).
+    record: SweepRecord,
+    /// The runs to run now.
+    cells: Vec<Cell>,
+    budget: Option<std::time::Duration>,
+}
+
+impl Night {
+    /// Runs the cells (the record on disk rewritten after each), shrinks, writes the pages.
+    async fn run(self, args: &SweepArgs, interrupts: &Interrupts) -> Result<i32> {
+        let started = std::time::Instant::now();
+        let Night {
+            dir,
+            out,
+            matrix: m,
+            mut record,
+            cells,
+            budget,
+            _held,
+        } = self;
+        record.in_progress = true;
+        record.interrupted = None;
+        record.skipped.clear();
+        record.write(&dir)?;
+        let runner = runner::Runner {
+            exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
+            dir: dir.clone(),
+            parallel: args.parallel as usize,
+            budget,
+            pass_through: record.pass_through.clone(),
+            matrix: m.clone(),
+            keep: record.keep,
+        };
+        let mut on_disk = record.clone();
+        let mut checkpoint = |run: &record::RunRecord| {
+            on_disk.runs.push(run.clone());
+            if let Err(e) = on_disk.write(&dir) {
+                eprintln!("fle-chaos sweep: {e:#}");
+            }
+        };
+        let ran = runner.run(cells, interrupts, &mut checkpoint).await;
+        record.runs.extend(ran.runs);
+        let order: std::collections::HashMap<&str, usize> = m
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
+            .collect();
+        record
+            .runs
+            .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
+        if args.shrink && ran.interrupted.is_none() {
+            shrink_failures(&mut record.runs, &dir, budget, started, args, interrupts).await;
+        }
+        record.finished_at = chrono::Utc::now();
+        record.budget_s = budget.map(|b| b.as_secs_f64());
+        record.parallel = args.parallel as usize;
+        record.skipped = ran.skipped;
+        record.interrupted = ran.interrupted.map(|s| s.name().to_string());
+        record.in_progress = false;
+        record.exit_code = match ran.interrupted {
+            Some(sig) => sig.exit_code(),
+            None => record.worst(),
+        };
+        finish(&dir, &out, &record)?;
+        Ok(record.exit_code)
+    }
 }
 
 /// The least time worth giving one shrink (a few replays of a short run).
@@ -331,7 +450,7 @@ fn finish(dir: &Path, out: &Path, record: &SweepRecord) -> Result<()> {
     eprintln!("fle-chaos sweep: summary {}", page.display());
     eprintln!("fle-chaos sweep: junit {}", junit.display());
     if record.shard.is_none() && record.interrupted.is_none() {
-        let trends = trends::update(out, record, &mut |w| eprintln!("fle-chaos sweep: {w}"))?;
+        let trends = trends::update(out, record, dir, &mut |w| eprintln!("fle-chaos sweep: {w}"))?;
         eprintln!("fle-chaos sweep: trends {}", trends.display());
     }
     eprintln!("fle-chaos sweep: exit {}", record.exit_code);

@@ -5,6 +5,7 @@
 //! sweep: the same, except for a seeded-bug run, which is expected to be invalid (caught: 0)
 //! and fails the sweep when it is valid (the checkers missed the bug: 1).
 
+use super::keep::Keep;
 use super::matrix::{Cell, Shard};
 use crate::checker::Validity;
 use crate::exit;
@@ -55,6 +56,9 @@ pub struct RunRecord {
     /// summary links it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal: Option<PathBuf>,
+    /// The run folder holds only its results and report (`sweep --keep`, `keep::TRIMMED`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trimmed: bool,
 }
 
 /// `sweep.json`.
@@ -85,6 +89,17 @@ pub struct SweepRecord {
     pub interrupted: Option<String>,
     /// The sweep's exit code.
     pub exit_code: i32,
+    /// True while the sweep runs (the record is rewritten after every finished run): a folder
+    /// a killed sweep left so is finished with `sweep --resume`, and `merge` refuses it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_progress: bool,
+    /// The `fle-chaos test` flags the sweep gave every run (`--node-binary`, `--net`): a
+    /// resumed sweep gives the same.
+    #[serde(default)]
+    pub pass_through: Vec<String>,
+    /// Which runs kept their whole folder (`--keep`).
+    #[serde(default = "Keep::everything")]
+    pub keep: Keep,
 }
 
 impl SweepRecord {

@@ -5,6 +5,7 @@
 //! measured on the runs finished so far (cluster start, final heal and recovery, checkers,
 //! report), `FIRST_OVERHEAD` before any has finished.
 
+use super::keep::{self, Keep};
 use super::matrix::{Cell, Matrix};
 use super::progress::Progress;
 use super::record::{outcome, RunRecord};
@@ -32,6 +33,8 @@ pub struct Runner {
     /// `fle-chaos test` flags given to every run (`--node-binary`, `--net`).
     pub pass_through: Vec<String>,
     pub matrix: Matrix,
+    /// Which finished runs keep their whole folder.
+    pub keep: Keep,
 }
 
 /// What running the cells gave.
@@ -87,8 +90,14 @@ impl Runner {
         self.dir.join("runs")
     }
 
-    /// Runs `cells` in order; returns every finished run, in the order they finished.
-    pub async fn run(&self, cells: Vec<Cell>, interrupts: &Interrupts) -> Ran {
+    /// Runs `cells` in order; returns every finished run, in the order they finished, and
+    /// hands each to `finished` as it comes (the sweep keeps its record on disk current).
+    pub async fn run(
+        &self,
+        cells: Vec<Cell>,
+        interrupts: &Interrupts,
+        finished: &mut dyn FnMut(&RunRecord),
+    ) -> Ran {
         let start = Instant::now();
         let mut estimate = Estimate::new(self.matrix.time_limit);
         let mut progress = Progress::new(cells.len());
@@ -141,7 +150,17 @@ impl Runner {
             } else {
                 estimate.measured(child.duration);
             }
-            let record = self.record(cell, started_at, child);
+            let mut record = self.record(cell, started_at, child);
+            if self.keep.trims(&record) {
+                let folder = self
+                    .dir
+                    .join(record.run_dir.as_deref().unwrap_or(Path::new("")));
+                match keep::trim(&folder) {
+                    Ok(()) => record.trimmed = true,
+                    Err(e) => progress.say(&format!("{}: {e:#}", record.cell.id)),
+                }
+            }
+            finished(&record);
             progress.finished(
                 &record,
                 running.len(),
@@ -239,6 +258,7 @@ impl Runner {
             failed_checkers: Vec::new(),
             note: child.note,
             minimal: None,
+            trimmed: false,
             cell,
         };
         if let Some(results) = &child.results {

@@ -61,8 +61,13 @@ fn class(r: &RunRecord) -> &'static str {
 fn link(r: &RunRecord) -> String {
     match &r.run_dir {
         Some(d) => format!(
-            "<a href=\"{}/report.html\">report</a>",
-            escape(&d.to_string_lossy())
+            "<a href=\"{}/report.html\">report</a>{}",
+            escape(&d.to_string_lossy()),
+            if r.trimmed {
+                " <span title=\"history and node folders removed (--keep)\">(trimmed)</span>"
+            } else {
+                ""
+            }
         ),
         None => format!("<a href=\"{}\">log</a>", escape(&r.log.to_string_lossy())),
     }

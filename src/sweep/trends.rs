@@ -40,6 +40,10 @@ pub struct TrendRow {
     pub recovery_p99_ms: Option<u64>,
     pub rejoin_p50_ms: Option<u64>,
     pub rejoin_p99_ms: Option<u64>,
+    /// The night's summary page, relative to OUT (the page links it); None once `prune` removed
+    /// the sweep folder (the row and its figures stay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 impl TrendRow {
@@ -49,9 +53,15 @@ impl TrendRow {
     }
 }
 
-/// The rows of one sweep, one per (schedule, target), in name order.
-pub fn rows_of(r: &SweepRecord) -> Vec<TrendRow> {
-    let sweep = format!("{}@{}", r.matrix, r.started_at.format("%Y-%m-%dT%H:%M:%SZ"));
+/// A sweep's name in its rows: its matrix and start ("nightly@2026-11-30T02:00:00Z").
+pub fn sweep_name(r: &SweepRecord) -> String {
+    format!("{}@{}", r.matrix, r.started_at.format("%Y-%m-%dT%H:%M:%SZ"))
+}
+
+/// The rows of one sweep, one per (schedule, target), in name order; `summary` is the night's
+/// summary page relative to OUT.
+pub fn rows_of(r: &SweepRecord, summary: Option<String>) -> Vec<TrendRow> {
+    let sweep = sweep_name(r);
     let mut groups: BTreeMap<(&str, &str), Vec<&super::record::RunRecord>> = BTreeMap::new();
     for run in &r.runs {
         groups
@@ -80,6 +90,7 @@ pub fn rows_of(r: &SweepRecord) -> Vec<TrendRow> {
                 recovery_p99_ms: percentile(&recovery, 99.0),
                 rejoin_p50_ms: percentile(&rejoin, 50.0),
                 rejoin_p99_ms: percentile(&rejoin, 99.0),
+                summary: summary.clone(),
             }
         })
         .collect()
@@ -110,16 +121,43 @@ pub fn read_rows(path: &Path, warn: &mut dyn FnMut(String)) -> Result<Vec<TrendR
     Ok(rows)
 }
 
-/// Adds (or replaces) the rows of `record` in `out/trends.jsonl` and rebuilds the page and its
-/// plots; returns the page's path.
-pub fn update(out: &Path, record: &SweepRecord, warn: &mut dyn FnMut(String)) -> Result<PathBuf> {
+/// Adds (or replaces) the rows of `record`, whose folder is `dir`, in `out/trends.jsonl` and
+/// rebuilds the page and its plots; returns the page's path.
+pub fn update(
+    out: &Path,
+    record: &SweepRecord,
+    dir: &Path,
+    warn: &mut dyn FnMut(String),
+) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let path = out.join(ROWS);
-    let new = rows_of(record);
+    let summary = out
+        .canonicalize()
+        .ok()
+        .and_then(|o| {
+            dir.canonicalize()
+                .ok()?
+                .strip_prefix(o)
+                .ok()
+                .map(Path::to_path_buf)
+        })
+        .map(|rel| {
+            rel.join(super::summary::SUMMARY)
+                .to_string_lossy()
+                .into_owned()
+        });
+    let new = rows_of(record, summary);
     let mut rows = read_rows(&path, warn)?;
     let sweep = new.first().map(|r| r.sweep.clone());
     rows.retain(|r| Some(&r.sweep) != sweep.as_ref());
     rows.extend(new);
+    write_rows(out, &rows)
+}
+
+/// Writes `rows` as `out/trends.jsonl` (sorted by night and series) and rebuilds the page.
+pub fn write_rows(out: &Path, rows: &[TrendRow]) -> Result<PathBuf> {
+    let path = out.join(ROWS);
+    let mut rows = rows.to_vec();
     rows.sort_by_key(|r| (r.started_at, r.series()));
     let mut text = String::new();
     for r in &rows {
@@ -188,7 +226,14 @@ fn page_html(rows: &[TrendRow], plots: &[crate::report::plot::Plot]) -> String {
                 h,
                 "<tr><td>{}</td><td>{}</td><td class=\"valid\">{}</td><td class=\"invalid\">{}</td>\
                  <td class=\"unknown\">{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
-                r.started_at.format("%Y-%m-%d %H:%M"),
+                match &r.summary {
+                    Some(page) => format!(
+                        "<a href=\"{}\">{}</a>",
+                        escape(page),
+                        r.started_at.format("%Y-%m-%d %H:%M")
+                    ),
+                    None => r.started_at.format("%Y-%m-%d %H:%M").to_string(),
+                },
                 r.runs,
                 r.valid,
                 r.invalid,
