@@ -909,3 +909,106 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.contains("--older-than"), "{said}");
 }
+
+/// The documents of a YAML file as JSON (python3's yaml module), or None without it.
+fn yaml_documents(path: &Path) -> Option<Vec<serde_json::Value>> {
+    let script =
+        "import json,sys,yaml\nprint(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))\n";
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if stderr.contains("No module named 'yaml'") {
+        return None;
+    }
+    assert!(o.status.success(), "{}: {stderr}", path.display());
+    Some(serde_json::from_slice(&o.stdout).unwrap())
+}
+
+#[test]
+fn the_kubernetes_indexed_job_runs_every_slice_of_the_matrix_once() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nightly/kubernetes.yml");
+    let Some(docs) = yaml_documents(&file) else {
+        eprintln!("SKIPPED kubernetes.yml: python3 has no yaml module");
+        return;
+    };
+    let job = |name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Job {name}"))
+    };
+    let sweep = job("flc-nightly-sweep");
+    assert_eq!(sweep["spec"]["completionMode"], "Indexed");
+    let n = sweep["spec"]["completions"].as_u64().unwrap();
+    let script = sweep["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .unwrap();
+    let line = |start: &str| {
+        script
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start}: {script}"))
+            .to_string()
+    };
+    let shard_line = line("shard=");
+    let fresh = line("exec target/release/fle-chaos sweep workloads");
+    // Each pod's index, through the job's own shell line, names one slice: all N, once each.
+    let mut shards = Vec::new();
+    let mut runs: Vec<String> = Vec::new();
+    for index in 0..n {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "JOB_COMPLETION_INDEX={index}; {shard_line}; printf %s \"$shard\""
+            ))
+            .output()
+            .unwrap();
+        let shard = String::from_utf8(o.stdout).unwrap();
+        let args: Vec<String> = fresh
+            .replace("\"$shard\"", &shard)
+            .replace("\"$out\"", "/nonexistent")
+            .split_whitespace()
+            .skip(2)
+            .map(String::from)
+            .collect();
+        let o = fle_chaos()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .arg("--list")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        runs.extend(
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| l.split('\t').next().unwrap().to_string()),
+        );
+        shards.push(shard);
+    }
+    let want: Vec<String> = (1..=n).map(|i| format!("{i}/{n}")).collect();
+    assert_eq!(shards, want);
+    let mut all = list(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/sweeps/nightly.toml"),
+        None,
+    );
+    all.sort();
+    runs.sort();
+    assert_eq!(runs, all, "the slices together are not the matrix, once");
+    // The merge Job's command parses (its folders do not exist here).
+    let merge = job("flc-nightly-merge")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .unwrap();
+    let command = merge
+        .lines()
+        .find(|l| l.contains("fle-chaos merge"))
+        .unwrap();
+    accepted(command.split("||").next().unwrap(), "kubernetes.yml");
+}
