@@ -217,31 +217,43 @@ fn zookeeper_refuses_clock_faults_before_creating_anything() {
 /// epoch 2, after n5 synced it from its own txn log with a DIFF. durability is invalid and
 /// names the stale replica; ZooKeeper's log shows the txn-log sync that did it. (16 of 16 runs
 /// by hand, 2026-12-01; the control with `snapshotSizeFactor=-1` is in the doc's table.)
+///
+/// The schedule sets the scene by timing; under a loaded machine (the full suite on 2 cores)
+/// ZooKeeper once took another sync path to n4 and nothing diverged, a run the tool rightly
+/// called valid. So a run where ZooKeeper's log shows no txn-log sync to n4 is no verdict on
+/// the tool and is run again, up to `ATTEMPTS` times; a run that shows it is judged.
 #[test]
 fn zookeeper_2846_a_diff_from_the_txn_log_leaves_a_replica_diverged() {
+    const ATTEMPTS: usize = 3;
     let Some(out) = cluster_folder() else { return };
-    let (code, dir) = run_with(
-        out.path(),
-        "zk-2846",
-        "txnlog-diff-2846.toml",
-        &["--nodes", "5", "--time-limit", "30"],
-    );
-    let v = verdicts(&dir);
-    let (_, valid, why) = v.iter().find(|(n, _, _)| n == "durability").unwrap();
-    assert_eq!(valid, "false", "durability: {why}");
-    // n4 kept the uncommitted tail (15 of 16 runs) or, when the tail held no client write,
-    // shows only the hole where the next epoch's first writes should be (1 of 16).
-    assert!(
-        why.contains("n4 kept uncommitted writes of an old epoch")
-            || why.contains("n4 holds nothing n5 lacks: a hole"),
-        "the stale replica is named: {why}"
-    );
-    assert_eq!(code, fle_chaos::exit::INVALID);
-    let logs: String = (1..=5)
-        .map(|i| std::fs::read_to_string(dir.join(format!("nodes/n{i}/zookeeper.log"))).unwrap())
-        .collect();
-    assert!(
-        logs.contains("Use txnlog and committedLog for peer sid: 4"),
-        "n4 was synced from a txn log"
-    );
+    for attempt in 1..=ATTEMPTS {
+        let (code, dir) = run_with(
+            out.path(),
+            "zk-2846",
+            "txnlog-diff-2846.toml",
+            &["--nodes", "5", "--time-limit", "30"],
+        );
+        let logs: String = (1..=5)
+            .map(|i| {
+                std::fs::read_to_string(dir.join(format!("nodes/n{i}/zookeeper.log"))).unwrap()
+            })
+            .collect();
+        if !logs.contains("Use txnlog and committedLog for peer sid: 4") {
+            eprintln!("attempt {attempt}: ZooKeeper did not sync n4 from a txn log; again");
+            continue;
+        }
+        let v = verdicts(&dir);
+        let (_, valid, why) = v.iter().find(|(n, _, _)| n == "durability").unwrap();
+        assert_eq!(valid, "false", "durability: {why}");
+        // n4 kept the uncommitted tail (15 of 16 runs) or, when the tail held no client write,
+        // shows only the hole where the next epoch's first writes should be (1 of 16).
+        assert!(
+            why.contains("n4 kept uncommitted writes of an old epoch")
+                || why.contains("n4 holds nothing n5 lacks: a hole"),
+            "the stale replica is named: {why}"
+        );
+        assert_eq!(code, fle_chaos::exit::INVALID);
+        return;
+    }
+    panic!("in {ATTEMPTS} runs ZooKeeper never synced n4 from a txn log: the schedule no longer sets the scene");
 }

@@ -6,13 +6,9 @@
 
 use super::moment::{LeaderChange, Moment};
 use super::text::escape;
+use crate::checker::finding::secs;
 use crate::checker::{CheckResult, Evidence, Measurements, Validity};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// "5.200 s".
-pub fn secs(ns: u64) -> String {
-    format!("{:.3} s", ns as f64 / 1e9)
-}
 
 /// The account paragraph of `c` as HTML (empty unless it is invalid).
 pub fn paragraph(

@@ -3,8 +3,8 @@
 //! (windows and overlaps, `history::view`'s) and of leader-stepdown (stretches a node kept
 //! LEADING without a quorum).
 
-use super::account::secs;
 use super::text::escape;
+use crate::checker::finding::secs;
 use crate::checker::{Measurements, Results};
 use std::fmt::Write;
 
