@@ -47,7 +47,10 @@ fn test_runs(root: &Path) -> Vec<Candidate> {
     crate::report::index::find_runs(root)
         .into_iter()
         .map(|e| Candidate {
-            dir: root.join(&e.rel),
+            dir: root
+                .join(&e.rel)
+                .canonicalize()
+                .unwrap_or_else(|_| root.join(&e.rel)),
             series: e.info.name.clone(),
             started_at: e.info.started_at,
             sweep: None,
@@ -60,10 +63,20 @@ fn sweeps(root: &Path) -> Vec<Candidate> {
     let mut found = Vec::new();
     for matrix in subdirs(&root.join("sweeps")) {
         for dir in subdirs(&matrix) {
+            let Ok(dir) = dir.canonicalize() else {
+                continue;
+            };
             if let Ok(r) = SweepRecord::read(&dir) {
+                // A shard is kept among the same shard of other nights, a merge among merges:
+                // counting a night's folders as nights would keep part of one night.
+                let kind = match (r.shard, r.merged_from.is_empty()) {
+                    (Some(s), _) => format!(" shard {s}"),
+                    (None, false) => " merged".to_string(),
+                    (None, true) => String::new(),
+                };
                 found.push(Candidate {
                     dir,
-                    series: r.matrix.clone(),
+                    series: format!("{}{kind}", r.matrix),
                     started_at: r.started_at,
                     sweep: Some(r),
                 });
@@ -120,7 +133,7 @@ fn choose(
             }
             if i < keep_last {
                 kept.push((c.dir, "one of the newest --keep-last"));
-            } else if protected.contains(&c.dir) {
+            } else if protected.iter().any(|p| p.starts_with(&c.dir)) {
                 kept.push((c.dir, "`latest` points to it"));
             } else {
                 remove.push(c);
@@ -166,7 +179,13 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     }
     let mut found = test_runs(&root);
     found.extend(sweeps(&root));
-    if found.is_empty() {
+    // Only what lies inside REPORTS itself (a linked `sweeps` or test folder elsewhere is not
+    // ours to empty).
+    found.retain(|c| c.dir.starts_with(&root));
+    let a_reports_folder = ["latest", "index.html", "sweeps", crate::sweep::trends::ROWS]
+        .iter()
+        .any(|n| root.join(n).symlink_metadata().is_ok());
+    if found.is_empty() && !a_reports_folder {
         return Err(bad_input(format!(
             "prune {}: no run or sweep folder in it; give the reports folder of `fle-chaos test` or `sweep` (--out)",
             root.display()
@@ -185,15 +204,19 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     let mut gone_sweeps = Vec::new();
     let mut removed = 0usize;
     for c in &remove {
-        // A sweep still running holds its folder's lock.
+        // A sweep (or a resume of it) working in the folder holds its lock.
         let _hold = match &c.sweep {
-            Some(r) if r.in_progress => match crate::sweep::resume::hold(&c.dir) {
-                Ok(h) => Some(h),
-                Err(_) => {
+            Some(_) if !args.dry_run => match crate::sweep::resume::try_hold(&c.dir) {
+                Ok(Some(h)) => Some(h),
+                Ok(None) => {
                     eprintln!(
                         "fle-chaos prune: keeping {} (a sweep is running in it)",
                         c.dir.display()
                     );
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("fle-chaos prune: keeping {} ({e:#})", c.dir.display());
                     continue;
                 }
             },
@@ -209,6 +232,11 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
         if !args.dry_run {
             std::fs::remove_dir_all(&c.dir)
                 .with_context(|| format!("cannot remove {}", c.dir.display()))?;
+            // Its test's (or matrix's) folder goes with its last run; a folder with anything
+            // else in it stays (remove_dir refuses).
+            if let Some(parent) = c.dir.parent().filter(|p| *p != root) {
+                let _ = std::fs::remove_dir(parent);
+            }
         }
         freed += size;
         removed += 1;

@@ -789,6 +789,18 @@ fn old_run(root: &Path, name: &str, days: i64) -> PathBuf {
 
 /// A sweep folder `root/sweeps/<matrix>/<leaf>/` started `days` ago, merged from `shards`.
 fn old_sweep(root: &Path, matrix: &str, leaf: &str, days: i64, shards: &[&Path]) -> PathBuf {
+    old_shard(root, matrix, leaf, days, shards, None)
+}
+
+/// `old_sweep`, as shard `shard` ("1/2") when given.
+fn old_shard(
+    root: &Path,
+    matrix: &str,
+    leaf: &str,
+    days: i64,
+    shards: &[&Path],
+    shard: Option<&str>,
+) -> PathBuf {
     let started = chrono::Utc::now() - chrono::Duration::days(days);
     let dir = root.join("sweeps").join(matrix).join(leaf);
     std::fs::create_dir_all(dir.join("runs")).unwrap();
@@ -801,6 +813,11 @@ fn old_sweep(root: &Path, matrix: &str, leaf: &str, days: i64, shards: &[&Path])
         "matrix_ids": [], "started_at": started, "finished_at": started, "parallel": 1,
         "runs": [], "exit_code": 0, "merged_from": merged_from,
     });
+    let mut record = record;
+    if let Some(s) = shard {
+        let (i, n) = s.split_once('/').unwrap();
+        record["shard"] = serde_json::json!({"index": i.parse::<u64>().unwrap(), "count": n.parse::<u64>().unwrap()});
+    }
     let record: SweepRecord = serde_json::from_value(record).unwrap();
     record.write(&dir).unwrap();
     dir
@@ -816,8 +833,12 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     std::os::unix::fs::symlink(pointed.strip_prefix(&root).unwrap(), root.join("latest")).unwrap();
     // `latest` also holds the newest "other" here; keep-last 0 below shows it still stays.
     let sweeps = [30, 20, 1].map(|d| old_sweep(&root, "small", &format!("s{d}"), d, &[]));
-    let shard = old_sweep(&root, "sharded", "a-shard-1-of-2", 31, &[]);
-    let merged = old_sweep(&root, "sharded", "a-merged", 30, &[&shard]);
+    // Two sharded nights and a newer lone shard: shards rank among shards, merges among merges.
+    let shard_a = old_shard(&root, "sharded", "a-shard-1-of-2", 31, &[], Some("1/2"));
+    let merged_a = old_sweep(&root, "sharded", "a-merged", 30, &[&shard_a]);
+    let shard = old_shard(&root, "sharded", "b-shard-1-of-2", 21, &[], Some("1/2"));
+    let merged = old_sweep(&root, "sharded", "b-merged", 20, &[&shard]);
+    let lone = old_shard(&root, "sharded", "c-shard-1-of-2", 15, &[], Some("1/2"));
     let unrelated = root.join("notes");
     std::fs::create_dir_all(&unrelated).unwrap();
     fle_chaos::report::index::update_index(&root).unwrap();
@@ -872,8 +893,18 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     assert_eq!(code, Some(0), "{said}");
     // Old ones go, except the newest of each series (here the young ones), what `latest`
     // points to, and a shard a kept merged sweep links.
-    let gone = [&runs[0], &runs[1], &older_other, &sweeps[0], &sweeps[1]];
-    let stay = [&runs[2], &pointed, &sweeps[2], &merged, &shard, &unrelated];
+    let gone = [
+        &runs[0],
+        &runs[1],
+        &older_other,
+        &sweeps[0],
+        &sweeps[1],
+        &merged_a,
+        &shard_a,
+    ];
+    let stay = [
+        &runs[2], &pointed, &sweeps[2], &merged, &shard, &lone, &unrelated,
+    ];
     for d in gone {
         assert!(!d.exists(), "{} was kept: {said}", d.display());
     }
@@ -895,7 +926,10 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     // keep-last 0 removes the merged sweep and then its shard too; latest still stays.
     let (code, said) = prune(&["--keep-last", "0"]);
     assert_eq!(code, Some(0), "{said}");
-    assert!(!merged.exists() && !shard.exists(), "{said}");
+    assert!(
+        !merged.exists() && !shard.exists() && !lone.exists(),
+        "{said}"
+    );
     assert!(pointed.exists(), "{said}");
 
     let out = fle_chaos()

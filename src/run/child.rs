@@ -79,7 +79,8 @@ pub async fn run_child(
     let start = Instant::now();
     let log_file =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-    let mut child = tokio::process::Command::new(exe)
+    let mut child = tokio::process::Command::new(exe);
+    child
         .arg("test")
         .args(args)
         .arg("--out")
@@ -88,7 +89,17 @@ pub async fn run_child(
         .arg(name)
         .stdin(Stdio::null())
         .stdout(log_file.try_clone()?)
-        .stderr(log_file)
+        .stderr(log_file);
+    // A caller killed outright (SIGKILL: no handler passes the signal on) still stops its
+    // run: the kernel sends it SIGTERM, and it tears its cluster down as on any signal.
+    // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+    unsafe {
+        child.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = child
         .spawn()
         .with_context(|| format!("cannot start {} test", exe.display()))?;
     let pid = child.id().map(|p| Pid::from_raw(p as i32));

@@ -44,7 +44,7 @@ impl Keep {
     /// Whether `run`'s folder is trimmed. Judged on what the run means for the sweep (a caught
     /// seeded bug is a pass), and never for an interrupted run (a resume runs it again).
     pub fn trims(self, run: &RunRecord) -> bool {
-        if run.run_dir.is_none() || exit::is_interrupted(run.code) {
+        if run.run_dir.is_none() || run.unfinished() {
             return false;
         }
         match (self, run.outcome) {
@@ -100,6 +100,7 @@ mod tests {
             note: None,
             minimal: None,
             trimmed: false,
+            interrupted: false,
             cell,
         }
     }

@@ -226,6 +226,7 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         keep: args.keep,
     };
     let night = Night {
+        torn: Vec::new(),
         _held: held,
         dir,
         out: args.out.clone(),
@@ -252,6 +253,7 @@ async fn resume_sweep(dir: &Path, args: &SweepArgs) -> Result<i32> {
         budget_text(budget)
     );
     let night = Night {
+        torn: u.left.clone(),
         _held: u.held,
         dir: u.dir,
         out: u.out,
@@ -312,6 +314,8 @@ struct Night {
     record: SweepRecord,
     /// The runs to run now.
     cells: Vec<Cell>,
+    /// Runs whose earlier, unfinished attempts' folders go before they run again.
+    torn: Vec<Cell>,
     budget: Option<std::time::Duration>,
 }
 
@@ -326,12 +330,14 @@ impl Night {
             mut record,
             cells,
             budget,
+            torn,
             _held,
         } = self;
         record.in_progress = true;
         record.interrupted = None;
         record.skipped.clear();
         record.write(&dir)?;
+        resume::remove_torn(&dir, &torn)?;
         let runner = runner::Runner {
             exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
             dir: dir.clone(),
@@ -340,6 +346,7 @@ impl Night {
             pass_through: record.pass_through.clone(),
             matrix: m.clone(),
             keep: record.keep,
+            shrink: args.shrink,
         };
         let mut on_disk = record.clone();
         let mut checkpoint = |run: &record::RunRecord| {
@@ -394,7 +401,8 @@ async fn shrink_failures(
     interrupts: &Interrupts,
 ) {
     for run in runs.iter_mut() {
-        let invalid = run.verdict == Some(crate::checker::Validity::False);
+        // A resumed night does not shrink again what it shrank before it stopped.
+        let invalid = run.verdict == Some(crate::checker::Validity::False) && run.minimal.is_none();
         let Some(run_dir) = run.run_dir.as_ref().filter(|_| invalid) else {
             continue;
         };

@@ -59,6 +59,17 @@ pub struct RunRecord {
     /// The run folder holds only its results and report (`sweep --keep`, `keep::TRIMMED`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trimmed: bool,
+    /// The sweep stopped the run (a signal passed on) before it reached a verdict, whatever
+    /// code it then exited with (a child that outlived the grace was killed: 137).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+impl RunRecord {
+    /// Whether a resume must run it again: stopped before its verdict.
+    pub fn unfinished(&self) -> bool {
+        self.interrupted || exit::is_interrupted(self.code)
+    }
 }
 
 /// `sweep.json`.

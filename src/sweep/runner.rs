@@ -35,6 +35,8 @@ pub struct Runner {
     pub matrix: Matrix,
     /// Which finished runs keep their whole folder.
     pub keep: Keep,
+    /// `--shrink`: an invalid run keeps its history, which the shrink replays.
+    pub shrink: bool,
 }
 
 /// What running the cells gave.
@@ -151,7 +153,8 @@ impl Runner {
                 estimate.measured(child.duration);
             }
             let mut record = self.record(cell, started_at, child);
-            if self.keep.trims(&record) {
+            let shrinks = self.shrink && record.verdict == Some(crate::checker::Validity::False);
+            if self.keep.trims(&record) && !shrinks {
                 let folder = self
                     .dir
                     .join(record.run_dir.as_deref().unwrap_or(Path::new("")));
@@ -259,6 +262,7 @@ impl Runner {
             note: child.note,
             minimal: None,
             trimmed: false,
+            interrupted: child.interrupted.is_some(),
             cell,
         };
         if let Some(results) = &child.results {
