@@ -653,23 +653,22 @@ fn bad_input_is_one_line_and_creates_nothing() {
 
 /// The strings of a YAML file (python3's yaml module), or None when it is not installed.
 fn yaml_strings(path: &Path) -> Option<Vec<String>> {
-    let script = "import json,sys,yaml\n\
-                  def walk(x):\n\
-                  \x20   if isinstance(x, dict): return [s for k, v in x.items() for s in walk(k) + walk(v)]\n\
-                  \x20   if isinstance(x, list): return [s for v in x for s in walk(v)]\n\
-                  \x20   return [x] if isinstance(x, str) else []\n\
-                  print(json.dumps(walk(yaml.safe_load(open(sys.argv[1])))))\n";
-    let o = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .output()
-        .ok()?;
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    if stderr.contains("No module named 'yaml'") {
-        return None;
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| {
+                out.push(k.clone());
+                walk(x, out)
+            }),
+            _ => {}
+        }
     }
-    assert!(o.status.success(), "{}: {stderr}", path.display());
-    Some(serde_json::from_slice(&o.stdout).unwrap())
+    let mut out = Vec::new();
+    for doc in yaml_documents(path)? {
+        walk(&doc, &mut out);
+    }
+    Some(out)
 }
 
 /// A `fle-chaos sweep|merge ...` command line of a job file, with CI variables filled in.
