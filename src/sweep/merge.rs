@@ -100,18 +100,7 @@ pub fn combine(dirs: &[PathBuf], into: &Path) -> Result<SweepRecord> {
         merged.exit_code = exit::worse(merged.exit_code, r.exit_code);
         merged.merged_from.push(relative(&into, dir));
     }
-    let order: HashMap<&str, usize> = first
-        .matrix_ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
-    merged
-        .runs
-        .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
-    merged
-        .skipped
-        .sort_by_key(|c| order.get(c.id.as_str()).copied().unwrap_or(usize::MAX));
+    merged.in_matrix_order();
     merged.exit_code = exit::worse(merged.exit_code, merged.worst());
     if !summary::missing(&merged).is_empty() {
         merged.exit_code = exit::worse(merged.exit_code, exit::UNKNOWN);

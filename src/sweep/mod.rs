@@ -226,7 +226,6 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
         keep: args.keep,
     };
     let night = Night {
-        torn: Vec::new(),
         _held: held,
         dir,
         out: args.out.clone(),
@@ -253,7 +252,6 @@ async fn resume_sweep(dir: &Path, args: &SweepArgs) -> Result<i32> {
         budget_text(budget)
     );
     let night = Night {
-        torn: u.left.clone(),
         _held: u.held,
         dir: u.dir,
         out: u.out,
@@ -314,8 +312,6 @@ struct Night {
     record: SweepRecord,
     /// The runs to run now.
     cells: Vec<Cell>,
-    /// Runs whose earlier, unfinished attempts' folders go before they run again.
-    torn: Vec<Cell>,
     budget: Option<std::time::Duration>,
 }
 
@@ -330,14 +326,14 @@ impl Night {
             mut record,
             cells,
             budget,
-            torn,
             _held,
         } = self;
         record.in_progress = true;
         record.interrupted = None;
         record.skipped.clear();
         record.write(&dir)?;
-        resume::remove_torn(&dir, &torn)?;
+        // A resumed run's earlier, unfinished attempt goes first (a new sweep has none).
+        resume::remove_torn(&dir, &cells)?;
         let runner = runner::Runner {
             exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
             dir: dir.clone(),
@@ -357,22 +353,14 @@ impl Night {
         };
         let ran = runner.run(cells, interrupts, &mut checkpoint).await;
         record.runs.extend(ran.runs);
-        let order: std::collections::HashMap<&str, usize> = m
-            .cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.as_str(), i))
-            .collect();
-        record
-            .runs
-            .sort_by_key(|r| order.get(r.cell.id.as_str()).copied().unwrap_or(usize::MAX));
+        record.skipped = ran.skipped;
+        record.in_matrix_order();
         if args.shrink && ran.interrupted.is_none() {
             shrink_failures(&mut record.runs, &dir, budget, started, args, interrupts).await;
         }
         record.finished_at = chrono::Utc::now();
         record.budget_s = budget.map(|b| b.as_secs_f64());
         record.parallel = args.parallel as usize;
-        record.skipped = ran.skipped;
         record.interrupted = ran.interrupted.map(|s| s.name().to_string());
         record.in_progress = false;
         record.exit_code = match ran.interrupted {

@@ -146,6 +146,19 @@ impl SweepRecord {
         Ok(r)
     }
 
+    /// Puts the runs and the runs not started in the matrix's order (`matrix_ids`).
+    pub fn in_matrix_order(&mut self) {
+        let order: std::collections::HashMap<&str, usize> = self
+            .matrix_ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
+        let place = |id: &str| order.get(id).copied().unwrap_or(usize::MAX);
+        self.runs.sort_by_key(|r| place(&r.cell.id));
+        self.skipped.sort_by_key(|c| place(&c.id));
+    }
+
     /// The worst outcome of the runs (valid when none ran), with the interruption's code
     /// above all.
     pub fn worst(&self) -> i32 {
