@@ -15,8 +15,14 @@
 //! - a failed read of the leader suspends its stretch; its next read LEADING the same epoch
 //!   without a quorum continues it, unless it was killed or paused in between; the span it
 //!   was not seen is not counted (it may have been stalled, as its reads were);
-//! - a follower whose reads fail (not killed or paused, not cut off) may still follow: its
-//!   last successful read stands in for it, and a quorum that may exist is not "no quorum".
+//! - a follower whose reads fail (not killed or paused, not cut off) may still follow the
+//!   leader: it has not been seen since, and a quorum that may exist is not "no quorum";
+//! - a follower whose pause or kill is being undone, or whose partition is being healed (the
+//!   undo invoked, not yet done: over SSH a resume took 2.3 s and a heal up to 10 s on a
+//!   loaded machine), is not proven down or cut off: it counts as the view says only once
+//!   read after the undo began; unread since, it may follow (seen on 3.8.0 over SSH: a new
+//!   leader's stretch of 2.4 s while its one follower was being resumed and the other's
+//!   reads timed out).
 //!
 //! What it cannot see: a leader is only seen through samples, so a stretch is measured between
 //! reads (it may have begun up to one poll earlier, and its last LEADING answer may be up to the
@@ -28,11 +34,12 @@
 //! led unseen: the verdict is then unknown.
 
 use super::finding::{secs, EvRef, Finding, Item};
-use super::model::{Digest, Rec};
+use super::model::{Digest, NemesisOp, Rec};
 use super::CheckOptions;
-use crate::api::ZabPhase;
+use crate::api::{ServerState, ZabPhase};
 use crate::history::test_info::TestInfo;
 use crate::history::view::{quorum_leader_among, NodeRead, View};
+use crate::history::{EventType, FaultKind, FaultStep};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "leader-stepdown";
@@ -119,9 +126,11 @@ pub struct Tracker {
     /// LEADING the same epoch unbacked continues it, unless it was down (killed, paused) in
     /// between. A timed-out read proves nothing, so it neither ends nor extends a stretch.
     suspended: Vec<Option<(Unbacked, u64)>>,
-    /// Each node's last successful read, and whether its reads have failed since (the view
-    /// forgets such a node; a follower that stops answering may still follow).
-    last_ok: Vec<(Option<NodeRead>, bool)>,
+    /// Whether each node's reads have failed since its last successful one (the view forgets
+    /// such a node; a follower that stops answering may still follow).
+    failing: Vec<bool>,
+    /// Per node, since when an undo of its stop or cut is in flight (invoked, not yet done).
+    undoing: Vec<Undoing>,
     done: Vec<Unbacked>,
     /// Clock faults move the servers' ticks only when the run faked the monotonic clock too.
     clock_moves_ticks: bool,
@@ -132,7 +141,8 @@ impl Tracker {
         Tracker {
             open: Vec::new(),
             suspended: Vec::new(),
-            last_ok: Vec::new(),
+            failing: Vec::new(),
+            undoing: Vec::new(),
             done: Vec::new(),
             clock_moves_ticks: info.fake_monotonic(),
         }
@@ -140,21 +150,28 @@ impl Tracker {
 
     /// After `r` was fed to `view` (`ix`: the view index of its node).
     pub fn after(&mut self, view: &View, r: &Rec, ix: Option<usize>) {
-        let Some(ix) = ix else { return };
-        if self.open.len() <= ix {
-            self.open.resize(ix + 1, None);
-            self.suspended.resize(ix + 1, None);
-            self.last_ok.resize(ix + 1, (None, false));
+        let n = view.nodes().len();
+        if self.open.len() < n {
+            self.open.resize(n, None);
+            self.suspended.resize(n, None);
+            self.failing.resize(n, false);
+            self.undoing.resize(n, Undoing::default());
         }
-        let Rec::Status(s) = r else {
-            // A failed read: its stretch (if any) waits for the node's next read.
-            self.last_ok[ix].1 = true;
-            if let Some(st) = self.open[ix].take() {
-                self.suspended[ix] = Some((st, view.now()));
+        let s = match (r, ix) {
+            (Rec::Nemesis(op), _) => return self.undo_step(view, op),
+            (Rec::Status(s), Some(_)) => s,
+            (Rec::Unreachable { .. }, Some(ix)) => {
+                // A failed read: its stretch (if any) waits for the node's next read.
+                self.failing[ix] = true;
+                if let Some(st) = self.open[ix].take() {
+                    self.suspended[ix] = Some((st, view.now()));
+                }
+                return;
             }
-            return;
+            _ => return,
         };
-        self.last_ok[ix] = (Some(s.read()), false);
+        let ix = ix.expect("a status read names its node");
+        self.failing[ix] = false;
         let claim = s.leads();
         let backed = claim.is_some_and(|e| {
             view.quorum_leader(0)
@@ -214,22 +231,90 @@ impl Tracker {
         }
     }
 
-    /// Whether a quorum may still follow `leader` in epoch `e` when the nodes the view forgot
-    /// (their reads failed; not down, not cut off) are taken at their last successful reads:
-    /// the view's one definition of a quorum-backed leader, over that snapshot. A stretch
-    /// needs proof that no quorum followed.
+    /// Notes an undo of a stop or a cut from its invoke until it is done (then the view has
+    /// applied it) or failed.
+    fn undo_step(&mut self, view: &View, op: &NemesisOp) {
+        let Some(FaultStep::Undoes(kind)) = op.value.step(op.f) else {
+            return;
+        };
+        let pick: fn(&mut Undoing) -> &mut Option<u64> = if kind.stops_node() {
+            |u| &mut u.stop
+        } else if kind == FaultKind::Partition {
+            |u| &mut u.cut
+        } else {
+            return;
+        };
+        let named: Vec<usize> = op
+            .value
+            .nodes
+            .iter()
+            .filter_map(|name| view.nodes().iter().position(|n| &n.name == name))
+            .collect();
+        let all = op.value.r#final || named.is_empty();
+        for (i, u) in self.undoing.iter_mut().enumerate() {
+            if all || named.contains(&i) {
+                *pick(u) = (op.kind == EventType::Invoke).then_some(op.time);
+            }
+        }
+    }
+
+    /// Whether a quorum may still follow `leader` in epoch `e`: the view's one definition of
+    /// a quorum-backed leader over a snapshot in which every node not proven elsewhere may
+    /// follow it (its reads failing, or its stop or cut being undone and it unread since). A
+    /// stretch needs proof that no quorum followed.
     fn maybe_backed(&self, view: &View, leader: usize, e: u64) -> bool {
-        if !self.last_ok.iter().any(|(_, failed)| *failed) {
+        let in_doubt = |i: usize| self.failing[i] || self.undoing[i].since().is_some();
+        if !(0..view.nodes().len()).any(in_doubt) {
             return false;
         }
         let mut nodes = view.nodes().to_vec();
-        for (n, (last, failed)) in nodes.iter_mut().zip(&self.last_ok) {
-            if n.read.is_none() && *failed {
-                n.read = *last;
+        let Some(sid) = nodes[leader].sid else {
+            return false;
+        };
+        let now = view.now();
+        for (i, n) in nodes.iter_mut().enumerate() {
+            let u = self.undoing[i];
+            if u.stop.is_some() {
+                n.down = false;
+            }
+            if u.cut.is_some() {
+                n.drops.clear();
+            }
+            if let Some(since) = u.since() {
+                if n.read.is_some_and(|r| r.time < since) {
+                    n.read = None;
+                }
+            }
+            if i != leader && n.read.is_none() && in_doubt(i) && !n.down {
+                n.read = Some(NodeRead {
+                    time: now,
+                    pos: 0,
+                    state: ServerState::Following,
+                    phase: ZabPhase::Broadcast,
+                    leader: Some(sid),
+                    peer_epoch: e,
+                    accepted_epoch: e,
+                    last_committed_zxid: 0,
+                });
             }
         }
         quorum_leader_among(&nodes, view.quorum(), 0)
             .is_some_and(|q| q.node == leader && q.epoch == e)
+    }
+}
+
+/// A node's undos in flight: since when its resume or restart (`stop`) and the heal of its
+/// cuts (`cut`) were invoked, not yet done.
+#[derive(Debug, Clone, Copy, Default)]
+struct Undoing {
+    stop: Option<u64>,
+    cut: Option<u64>,
+}
+
+impl Undoing {
+    /// Since when its state as the view holds it has been in doubt (the earlier undo).
+    fn since(&self) -> Option<u64> {
+        self.stop.into_iter().chain(self.cut).min()
     }
 }
 
