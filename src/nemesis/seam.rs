@@ -13,7 +13,7 @@
 use crate::control::target::{BoxFuture, Target};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
-use crate::history::{EventType, F, NEMESIS};
+use crate::history::{EventType, FaultKind, F, NEMESIS};
 use crate::workload::observe::Observations;
 use anyhow::Result;
 use serde::Serialize;
@@ -22,14 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The fault kinds the CLI accepts.
-pub const KINDS: &[&str] = &["kill", "pause", "partition", "clock"];
-
 /// What the user asked for (`--nemesis`, `--nemesis-interval`, `--nemesis-file`).
 #[derive(Debug, Clone, Serialize)]
 pub struct NemesisSettings {
-    /// Subset of `KINDS`; empty = no faults.
-    pub kinds: Vec<String>,
+    /// The kinds of fault the schedule holds; empty = no faults.
+    pub kinds: Vec<FaultKind>,
     /// Mean time between faults.
     pub interval: Duration,
     /// A schedule file (nemesis/*.toml), when given; it takes precedence over `kinds`.

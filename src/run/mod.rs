@@ -29,14 +29,13 @@ pub mod test;
 
 pub use plan::TestArgs;
 
-use crate::control::local::NetMode;
-use crate::control::os_setup::{self, Needs};
+use crate::control::os_setup;
 use crate::control::registry::Registry;
 use crate::control::ssh;
 use crate::exit;
 use crate::history::recorder::Recorder;
 use crate::history::test_info::{Settings, TestInfo};
-use crate::history::{EventType, InterruptedValue, CONTROLLER, F};
+use crate::history::{EventType, FaultKind, InterruptedValue, CONTROLLER, F};
 use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
@@ -79,14 +78,14 @@ pub fn status_timeout(plan: &Plan) -> Duration {
 }
 
 /// Says loudly, before anything happens, that `--real-clock-skew` will step real clocks.
-fn warn_real_clock(hosts: &[String], kinds: &[String]) {
+fn warn_real_clock(hosts: &[String], kinds: &[FaultKind]) {
     eprintln!(
         "fle-chaos: WARNING: --real-clock-skew: clock faults will STEP THE SYSTEM CLOCKS of {} \
          (clock_settime), for every program on those hosts. Use it on throwaway VMs only. \
          The clocks are stepped back at the end of the run, or by `fle-chaos clean`.",
         hosts.join(", ")
     );
-    if !kinds.iter().any(|k| k == "clock") {
+    if !kinds.contains(&FaultKind::Clock) {
         eprintln!("fle-chaos: note: --real-clock-skew, but no clock faults are scheduled");
     }
 }
@@ -98,15 +97,6 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     crate::control::reaper::adopt_orphans();
     let mut plan = Plan::from_args(args)?;
     let interrupts = Interrupts::install()?;
-    let needs = Needs {
-        netns: plan.mode == NetMode::Netns,
-        iptables: plan
-            .nemesis_settings
-            .kinds
-            .iter()
-            .any(|k| k == "partition" || k == "packet"),
-        faketime: plan.faketime,
-    };
     match plan.hosts.clone() {
         // Remote nodes: the tools are needed on the hosts (installed at setup), and every
         // host is checked now, before anything is created anywhere.
@@ -136,7 +126,7 @@ pub async fn test(args: TestArgs) -> Result<i32> {
                 ));
             }
         }
-        None => os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos: {msg}"))?,
+        None => os_setup::ensure(plan.needs(), &mut |msg| eprintln!("fle-chaos: {msg}"))?,
     }
     for why in &plan.nemesis_settings.left_out {
         eprintln!("fle-chaos: the default schedule leaves out {why} (recorded in test.json)");
@@ -204,7 +194,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         target: plan.args.target.name().into(),
         nodes: plan.nodes.clone(),
         workload: plan.workload.name.clone(),
-        nemesis: plan.nemesis_settings.kinds.clone(),
+        nemesis: plan.kind_names(),
         seed,
         time_limit_s: plan.time_limit.as_secs_f64(),
         tick_ms: plan.args.tick_ms,

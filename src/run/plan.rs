@@ -4,6 +4,8 @@
 use crate::control::local::NetMode;
 use crate::control::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
+use crate::control::os_setup::Needs;
+use crate::history::FaultKind;
 use crate::nemesis::{Nemesis, NemesisSettings};
 use crate::workload::{self, Workload};
 use anyhow::Result;
@@ -228,14 +230,6 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
 }
 
 /// The names of the fault kinds in `schedule` (recorded in test.json).
-fn kind_names(schedule: &crate::nemesis::schedule::Schedule) -> Vec<String> {
-    schedule
-        .kinds()
-        .iter()
-        .map(|k| k.name().to_string())
-        .collect()
-}
-
 /// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
 /// and it moves only the wall clock.
 fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Result<()> {
@@ -372,7 +366,7 @@ impl Plan {
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
-            kinds: kind_names(&schedule),
+            kinds: schedule.kinds(),
             interval,
             file: args.nemesis_file.clone(),
             left_out,
@@ -413,7 +407,7 @@ impl Plan {
         }
         // With --real-clock-skew the hosts' clocks move, not libfaketime's.
         let faketime = args.faketime
-            || (!args.ssh.real_clock_skew && nemesis_settings.kinds.iter().any(|k| k == "clock"));
+            || (!args.ssh.real_clock_skew && nemesis_settings.kinds.contains(&FaultKind::Clock));
         Ok(Plan {
             name,
             nodes,
@@ -440,8 +434,28 @@ impl Plan {
 
     /// Whether the schedule has power-loss faults (every dataDir then is a lazyfs mount).
     pub fn power_loss(&self) -> bool {
-        use crate::nemesis::schedule::FaultKind;
-        self.schedule.kinds().contains(&FaultKind::PowerLoss)
+        self.nemesis_settings.kinds.contains(&FaultKind::PowerLoss)
+    }
+
+    /// The schedule's fault kinds by name (test.json, the replay command).
+    pub fn kind_names(&self) -> Vec<String> {
+        self.nemesis_settings
+            .kinds
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect()
+    }
+
+    /// What the run needs from the OS where its nodes run (this machine, or each SSH host):
+    /// namespaces for local netns nodes, iptables for partitions and packet faults (NFQUEUE
+    /// rules), libfaketime for faked clocks.
+    pub fn needs(&self) -> Needs {
+        let kinds = &self.nemesis_settings.kinds;
+        Needs {
+            netns: self.hosts.is_none() && self.mode == NetMode::Netns,
+            iptables: kinds.contains(&FaultKind::Partition) || kinds.contains(&FaultKind::Packet),
+            faketime: self.faketime,
+        }
     }
 
     /// Drops the power-loss faults of the default schedule (hosts without FUSE), recording why.
@@ -451,7 +465,7 @@ impl Plan {
             ..crate::nemesis::Abilities::all()
         };
         let lines = crate::nemesis::leave_out_unable(&mut self.schedule, &only);
-        self.nemesis_settings.kinds = kind_names(&self.schedule);
+        self.nemesis_settings.kinds = self.schedule.kinds();
         self.nemesis_settings.left_out.extend(lines);
         self.nemesis = crate::nemesis::build(self.schedule.clone());
     }
@@ -478,7 +492,7 @@ impl Plan {
             if self.nemesis_settings.kinds.is_empty() {
                 "none".to_string()
             } else {
-                self.nemesis_settings.kinds.join(",")
+                self.kind_names().join(",")
             },
             a.nemesis_interval,
             match a.net {

@@ -9,7 +9,6 @@ use super::guard::Guard;
 use super::plan::{Plan, TargetKind};
 use crate::control::fle_node::{FleNode, FleNodeOptions};
 use crate::control::local::LocalCluster;
-use crate::control::os_setup::Needs;
 use crate::control::registry::Registry;
 use crate::control::target::Target;
 use crate::control::zookeeper::{ZooKeeper, ZooKeeperOptions};
@@ -110,11 +109,7 @@ fn create_control(
                 hosts: hosts.clone(),
                 options: plan.args.ssh.options(),
                 binary: plan.binary.clone(),
-                needs: Needs {
-                    netns: false,
-                    iptables: plan.nemesis_settings.kinds.iter().any(|k| k == "partition"),
-                    faketime: plan.faketime,
-                },
+                needs: plan.needs(),
                 real_clock: plan.args.ssh.real_clock_skew,
             };
             Arc::new(blocking(|| {
@@ -164,11 +159,7 @@ fn create_target(
                 fake_monotonic: plan.fake_monotonic,
                 bug: plan.args.bug.clone(),
                 finalize_wait_ms: plan.args.finalize_wait_ms,
-                power_loss: plan
-                    .nemesis_settings
-                    .kinds
-                    .iter()
-                    .any(|k| k == "power-loss"),
+                power_loss: plan.power_loss(),
                 status_timeout,
                 write_timeout,
             },

@@ -139,9 +139,10 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
         })?;
         let plan = Plan::from_args(parsed.args)
             .map_err(|e| bad_input(format!("run {}: {e:#}", cell.id)))?;
-        needs.netns |= plan.mode == crate::control::local::NetMode::Netns;
-        needs.iptables |= plan.nemesis_settings.kinds.iter().any(|k| k == "partition");
-        needs.faketime |= plan.faketime;
+        let n = plan.needs();
+        needs.netns |= n.netns;
+        needs.iptables |= n.iptables;
+        needs.faketime |= n.faketime;
         zookeeper |= plan.args.target == TargetKind::Zookeeper;
     }
     os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos sweep: {msg}"))?;
