@@ -36,7 +36,7 @@ use std::time::Duration;
 const NAMED: &[(&str, &[&str])] = &[
     ("quorum-minority", &["partition-halves"]),
     // Equal zxids with different peerEpochs in one round: `stale-voter` kills everyone at the
-    // first read of a new epoch with no write (session 6: under writes too).
+    // first read of a new epoch with no write (under writes too).
     ("vote-order-not-total", &["stale-voter", "kill-leader"]),
     (
         "follow-older-round",
@@ -66,11 +66,11 @@ const NAMED: &[(&str, &[&str])] = &[
         // partitions caught it 2/2 where kill-leader-after-ack caught it 0/2).
         &["leader-minority", "kill-leader"],
     ),
-    // The leader cut off while every node loses power (measured session 5: 3/3 and 3/4; in
-    // `mixed` too since session 6).
+    // The leader cut off while every node loses power (measured earlier: 3/3 and 3/4, see
+    // docs/benchmarks.md#history; in `mixed` too).
     ("ack-before-fsync", &["power-loss", "power-loss-after-ack"]),
     // ZOOKEEPER-4785's sequence: lagging followers synced by DIFF into a new epoch lose power
-    // (session 7, docs/bugs.md "Session 7: synced").
+    // (docs/bugs.md, "Synced too early: `epoch-before-txns`").
     (
         "epoch-before-txns",
         &["epoch-before-txns", "power-loss-after-ack"],
