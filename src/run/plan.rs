@@ -2,9 +2,9 @@
 //! every bad flag, file or missing privilege is reported here, as one line, exit 254.
 
 use crate::control::local::NetMode;
+use crate::control::os_setup::Needs;
 use crate::control::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
-use crate::control::os_setup::Needs;
 use crate::history::FaultKind;
 use crate::nemesis::{Nemesis, NemesisSettings};
 use crate::workload::{self, Workload};

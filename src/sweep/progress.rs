@@ -38,8 +38,9 @@ impl Progress {
 
     fn status(&self, running: usize, left: Option<Duration>) -> String {
         let left = match left {
-            Some(d) => format!(", about {} left", duration(d.as_secs_f64())),
-            None => String::new(),
+            // Nothing left to estimate once the last run is done ("about 0.00 s left" said so).
+            Some(d) if !d.is_zero() => format!(", about {} left", duration(d.as_secs_f64())),
+            _ => String::new(),
         };
         format!(
             "{}/{} done, {} failed, {running} running{left}",
