@@ -157,9 +157,9 @@ impl Tracker {
             self.failing.resize(n, false);
             self.undoing.resize(n, Undoing::default());
         }
-        let s = match (r, ix) {
+        let (s, ix) = match (r, ix) {
             (Rec::Nemesis(op), _) => return self.undo_step(view, op),
-            (Rec::Status(s), Some(_)) => s,
+            (Rec::Status(s), Some(ix)) => (s, ix),
             (Rec::Unreachable { .. }, Some(ix)) => {
                 // A failed read: its stretch (if any) waits for the node's next read.
                 self.failing[ix] = true;
@@ -170,7 +170,6 @@ impl Tracker {
             }
             _ => return,
         };
-        let ix = ix.expect("a status read names its node");
         self.failing[ix] = false;
         let claim = s.leads();
         let backed = claim.is_some_and(|e| {

@@ -229,7 +229,6 @@ fn build_node_with_cargo(expected: &std::path::Path) -> bool {
     cmd.status().is_ok_and(|s| s.success()) && expected.is_file()
 }
 
-/// The names of the fault kinds in `schedule` (recorded in test.json).
 /// What `--real-clock-skew` cannot do: clock_settime steps a clock, it cannot change its rate,
 /// and it moves only the wall clock.
 fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Result<()> {
