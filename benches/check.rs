@@ -10,6 +10,9 @@
 //! For comparison it also times the general path (`Event` with a `serde_json::Value` per
 //! event) on a 200 000-event prefix: the reason the checkers have a fast path.
 //!
+//! It then checks the same history compressed as a run stores it (`history.jsonl.zst`) and
+//! prints its size and time against the plain one (goal: no more than 10% slower).
+//!
 //! `cargo bench --bench check` (EVENTS=N to change the size; BENCH_DIR=dir to keep the
 //! generated run there and reuse it on later runs).
 
@@ -332,7 +335,7 @@ fn main() {
     let run = load_run(dir).unwrap();
     let parsed = t.elapsed().as_secs_f64();
     let parse_cpu = cpu_s() - cpu0;
-    let results = check_loaded(dir, &run, &opts);
+    let results = check_loaded(&run, &opts);
     let total = t.elapsed().as_secs_f64();
     let cpu = cpu_s() - cpu0;
     let n = run.digest.events;
@@ -365,6 +368,40 @@ fn main() {
         base / 1024
     );
     drop(run);
+
+    // The same history as a run stores it (zstd frames of about a second of a 5-node run).
+    let zdir = dir.join("compressed");
+    std::fs::create_dir_all(&zdir).unwrap();
+    std::fs::copy(dir.join("test.json"), zdir.join("test.json")).unwrap();
+    let zpath = zdir.join(fle_chaos::history::file::WRITTEN);
+    if !zpath.exists() {
+        let text = std::fs::read(dir.join("history.jsonl")).unwrap();
+        let frames = fle_chaos::history::store::compress_lines(&text, 256 << 10).unwrap();
+        std::fs::write(&zpath, frames).unwrap();
+    }
+    let zbytes = std::fs::metadata(&zpath).unwrap().len();
+    let (t, cpu0) = (Instant::now(), cpu_s());
+    let zrun = load_run(&zdir).unwrap();
+    let zresults = check_loaded(&zrun, &opts);
+    let (ztotal, zcpu) = (t.elapsed().as_secs_f64(), cpu_s() - cpu0);
+    assert_eq!(
+        zrun.digest.events, n,
+        "the compressed copy holds every event"
+    );
+    assert_eq!(
+        serde_json::to_string(&zresults).unwrap(),
+        serde_json::to_string(&results).unwrap(),
+        "the compressed copy checks exactly as the plain one"
+    );
+    println!(
+        "compressed ({:.1} MiB, {:.0}x smaller): wall {ztotal:.2} s = {:.2} M events/s; CPU {zcpu:.2} s = {:.0} ns per event ({:+.0}% against plain)",
+        zbytes as f64 / (1 << 20) as f64,
+        bytes as f64 / zbytes as f64,
+        n as f64 / ztotal / 1e6,
+        zcpu * 1e9 / n as f64,
+        (zcpu / cpu - 1.0) * 100.0
+    );
+    drop(zrun);
 
     // The general path on a prefix, for comparison (GENERAL=0 skips it, e.g. for profiling).
     if std::env::var("GENERAL").as_deref() == Ok("0") {

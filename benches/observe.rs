@@ -63,7 +63,7 @@ fn bench(nodes: u32, secs: u64, node_binary: &str, out: &Path) {
         .unwrap();
     let pid = child.id();
     // The window starts once observation is under way and ends before the final phase.
-    let history = || out.join("latest/history.jsonl");
+    let history = || fle_chaos::history::file::in_run(&out.join("latest"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::metadata(history()).map(|m| m.len()).unwrap_or(0) == 0 {
         assert!(Instant::now() < deadline, "the run never started observing");

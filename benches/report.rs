@@ -42,7 +42,7 @@ fn main() -> anyhow::Result<()> {
         .and_then(|mut d| d.next())
         .and_then(|e| e.ok())
         .map(|e| e.path())
-        .filter(|d| d.join("history.jsonl").is_file());
+        .filter(|d| fle_chaos::history::file::exists_in(d));
     let run_dir = match run_dir {
         Some(d) => {
             println!("reusing {}", d.display());
@@ -59,7 +59,7 @@ fn main() -> anyhow::Result<()> {
             fx.run_dir
         }
     };
-    let bytes = std::fs::metadata(run_dir.join("history.jsonl"))?.len();
+    let bytes = std::fs::metadata(fle_chaos::history::file::in_run(&run_dir))?.len();
     println!(
         "history: {:.0} MB, {} nodes, {:.0} s of run",
         bytes as f64 / 1e6,
@@ -70,7 +70,8 @@ fn main() -> anyhow::Result<()> {
         .map(fle_chaos::history::node_name)
         .collect();
     let (started, cpu) = (Instant::now(), cpu_s());
-    let data = fle_chaos::report::scan::scan(&run_dir.join("history.jsonl"), &nodes, 0)?;
+    let data =
+        fle_chaos::report::scan::scan(&fle_chaos::history::file::in_run(&run_dir), &nodes, 0)?;
     println!(
         "  of which the history scan alone: {:.2} s, {:.2} s CPU ({} events)",
         started.elapsed().as_secs_f64(),

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 /// Milliseconds from the final heal's invoke to the last final-log event of a history.
 fn final_phase_ms(run: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(run.join("history.jsonl")).ok()?;
+    let text = fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(run)).ok()?;
     let (mut heal, mut last_read) = (None, None);
     for line in text.lines() {
         let Ok(e) = serde_json::from_str::<serde_json::Value>(line) else {

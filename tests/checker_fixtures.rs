@@ -173,3 +173,51 @@ fn every_fixture_gets_its_expected_verdicts() {
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+/// Every fixture's history stored as a run stores it (zstd frames, here of about 2 KiB so that
+/// parts, quotes and the report's scan cross many frames) is checked and reported exactly as
+/// the plain one: the same results.json, byte for byte, and the same report and JUnit.
+#[test]
+fn every_fixture_checks_and_reports_the_same_compressed() {
+    use fle_chaos::history::file;
+    let mut failures = Vec::new();
+    for dir in fixture_dirs() {
+        let case = dir.file_name().unwrap().to_string_lossy().to_string();
+        let root = tempfile::tempdir().unwrap();
+        let (plain, zst) = (root.path().join("run"), root.path().join("run-zst"));
+        for d in [&plain, &zst] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::copy(dir.join("test.json"), d.join("test.json")).unwrap();
+        }
+        let text = std::fs::read(dir.join(file::PLAIN)).unwrap();
+        std::fs::write(plain.join(file::PLAIN), &text).unwrap();
+        let frames = fle_chaos::history::store::compress_lines(&text, 2048).unwrap();
+        std::fs::write(zst.join(file::WRITTEN), frames).unwrap();
+        assert_eq!(file::in_run(&zst), zst.join(file::WRITTEN));
+        let opts = CheckOptions::default();
+        for d in [&plain, &zst] {
+            check_run(d, &opts).unwrap();
+            fle_chaos::report::render_run(d).unwrap();
+        }
+        let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+        if read(&plain, "results.json") != read(&zst, "results.json") {
+            failures.push(format!("{case}: results.json differs"));
+        }
+        if read(&plain, "junit.xml") != read(&zst, "junit.xml") {
+            failures.push(format!("{case}: junit.xml differs"));
+        }
+        // The page differs in its link to the history file only (and in the folder's name).
+        let page = |d: &Path| {
+            read(d, "report.html")
+                .lines()
+                .filter(|l| !l.contains("the whole history"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .replace("run-zst", "run")
+        };
+        if page(&plain) != page(&zst) {
+            failures.push(format!("{case}: report.html differs"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}

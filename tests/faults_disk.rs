@@ -41,7 +41,7 @@ fn run(schedule: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<Event>) {
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
     let dir = run_dir(out).unwrap_or_else(|| panic!("no run folder: {stderr}"));
     assert_eq!(code, Some(0), "the correct node must stay valid: {stderr}");
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    let history = read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
     (tmp, dir, history)
 }
 
@@ -140,7 +140,7 @@ fn power_loss_runs_over_ssh_and_leaves_no_mount() {
     );
     let latest = out_dir.join("latest");
     let run = std::fs::canonicalize(&latest).unwrap_or(latest);
-    let history = read_history(&run.join("history.jsonl")).unwrap();
+    let history = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
     let losses = nemesis_done(&history, F::PowerLoss);
     assert!(!losses.is_empty(), "no power loss happened: {stderr}");
     assert!(

@@ -293,7 +293,7 @@ fn run(
     let code = wait_exit(&mut child, Duration::from_secs(240));
     let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
     let dir = run_dir(out).unwrap_or_else(|| panic!("no run folder: {stderr}"));
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    let history = read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
     (tmp, code.unwrap_or(-1), dir, history)
 }
 
@@ -471,7 +471,7 @@ fn sigkilled_controller_leaves_qdisc_and_chain_that_clean_removes() {
     let applied = wait_for(Duration::from_secs(60), || {
         dir = run_dir(&out);
         dir.as_ref().is_some_and(|d| {
-            std::fs::read_to_string(d.join("history.jsonl"))
+            fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(d))
                 .is_ok_and(|h| h.contains("\"qdisc\":\"f1c:\""))
         })
     });

@@ -61,7 +61,7 @@ fn run_schedule(schedule: &str, time_limit: &str, seed: &str) -> (Vec<Event>, St
     assert!(matches!(code, Some(0..=2)), "exit {code:?}: {stderr}");
     let run = run_dir(&out).expect("the run folder");
     assert!(leftovers(&resources(&run)).is_empty());
-    let h = read_history(&run.join("history.jsonl")).unwrap();
+    let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
     let story: Vec<String> = h
         .iter()
         .filter(|e| e.process == fle_chaos::history::NEMESIS && e.kind != EventType::Invoke)

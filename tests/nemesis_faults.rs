@@ -38,7 +38,7 @@ fn run_with(schedule: &str, time_limit: &str, seed: &str, dir: &Path) -> Vec<Eve
     let run = run_dir(&out).expect("the run folder");
     let left = leftovers(&resources(&run));
     assert!(left.is_empty(), "left behind: {left:?}");
-    read_history(&run.join("history.jsonl")).unwrap()
+    read_history(&fle_chaos::history::file::in_run(&run)).unwrap()
 }
 
 fn fault_node(e: &Event) -> String {
@@ -352,7 +352,7 @@ fn frames_then_kill_leader(bug: Option<&str>, dir: &Path) -> (Vec<Event>, (bool,
     let left = leftovers(&resources(&run));
     assert!(left.is_empty(), "left behind: {left:?}");
     (
-        read_history(&run.join("history.jsonl")).unwrap(),
+        read_history(&fle_chaos::history::file::in_run(&run)).unwrap(),
         (dead, bad),
     )
 }

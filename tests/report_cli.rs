@@ -105,6 +105,24 @@ fn serve_browses_the_reports_folder_over_http() {
         "whole history streamed"
     );
 
+    // A compressed history (as a run writes it) is served as its plain text under the same
+    // name, and its history view finds the same events.
+    let plain = std::fs::read(fx.run_dir.join("history.jsonl")).unwrap();
+    let view = |addr: &str| {
+        let (status, _, body) = http_get(addr, &format!("/{rel}/history.jsonl?around=40&n=30"));
+        assert_eq!(status, 200);
+        String::from_utf8(body).unwrap()
+    };
+    let page_of_plain = view(&addr);
+    assert!(page_of_plain.contains("id=\"ev-40\""), "{page_of_plain}");
+    let frames = fle_chaos::history::store::compress_lines(&plain, 4096).unwrap();
+    std::fs::write(fx.run_dir.join("history.jsonl.zst"), frames).unwrap();
+    std::fs::remove_file(fx.run_dir.join("history.jsonl")).unwrap();
+    let (status, ctype, body) = http_get(&addr, &format!("/{rel}/history.jsonl"));
+    assert_eq!((status, ctype.as_str()), (200, "text/plain; charset=utf-8"));
+    assert_eq!(body, plain, "the compressed history streamed as its text");
+    assert_eq!(view(&addr), page_of_plain);
+
     let (status, _, body) = http_get(&addr, "/served/");
     assert_eq!(status, 200);
     let listing = String::from_utf8_lossy(&body).into_owned();

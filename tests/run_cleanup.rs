@@ -82,7 +82,8 @@ fn signal_mid_run_tears_everything_down(signal: nix::sys::signal::Signal, name: 
         "{stderr}"
     );
     // The partial history is readable and says why it ends.
-    let history = fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+    let history =
+        fle_chaos::history::store::read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
     let last = history.last().expect("events");
     assert_eq!(last.f, fle_chaos::history::F::Interrupted, "{last:?}");
     assert_eq!(last.process, "controller");

@@ -40,7 +40,7 @@ fn two_runs_at_once_do_not_interfere() {
             }
         }
         assert_eq!(leftovers(&recorded), Vec::<String>::new());
-        let history = read_history(&dir.join("history.jsonl")).unwrap();
+        let history = read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
         for node in ["n1", "n2", "n3"] {
             assert!(
                 history.iter().any(|e| e.f == F::Status

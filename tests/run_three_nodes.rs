@@ -47,7 +47,18 @@ fn three_nodes_without_faults_agree_on_one_leader() {
     assert_eq!(info.seed, 7);
     assert!(info.replay_command.contains("--seed 7"));
 
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    // The history is stored compressed (docs/history.md).
+    let stored = dir.join(fle_chaos::history::file::WRITTEN);
+    assert!(stored.is_file() && !dir.join("history.jsonl").exists());
+    let opened = fle_chaos::history::file::HistoryFile::open(&stored).unwrap();
+    assert!(opened.compressed());
+    let on_disk = std::fs::metadata(&stored).unwrap().len();
+    assert!(
+        on_disk * 5 < opened.len(),
+        "{on_disk} bytes on disk for {} of text",
+        opened.len()
+    );
+    let history = read_history(&stored).unwrap();
     assert!(!history.is_empty());
     for (i, e) in history.iter().enumerate() {
         assert_eq!(e.index, i as u64, "indices are 0, 1, 2, ...");
@@ -60,7 +71,7 @@ fn three_nodes_without_faults_agree_on_one_leader() {
         }
     }
     // Raw lines carry the field names of docs/history.md.
-    let first = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let first = fle_chaos::history::file::read_text(&stored).unwrap();
     let line: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     for field in ["index", "time", "process", "type", "f", "value"] {
         assert!(line.get(field).is_some(), "no {field} in {line}");

@@ -41,7 +41,7 @@ fn loopback_run_works_without_root() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(matches!(o.status.code(), Some(0) | Some(2)), "{err}");
     let dir = run_dir(&out).unwrap();
-    let history = read_history(&dir.join("history.jsonl")).unwrap();
+    let history = read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
     for node in ["n1", "n2", "n3"] {
         assert!(
             history.iter().any(|e| e.f == F::Status

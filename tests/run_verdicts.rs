@@ -192,7 +192,8 @@ fn a_node_binary_that_exits_at_start_aborts_the_run_with_its_message() {
     let recorded = resources(&dir);
     assert!(!recorded.is_empty(), "nothing was recorded");
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
-    let history = fle_chaos::history::store::read_history(&dir.join("history.jsonl")).unwrap();
+    let history =
+        fle_chaos::history::store::read_history(&fle_chaos::history::file::in_run(&dir)).unwrap();
     let exit = history
         .iter()
         .find(|e| e.f == fle_chaos::history::F::NodeExit)
@@ -218,7 +219,8 @@ fn a_node_killed_from_outside_mid_run_is_a_crash() {
     let running = wait_for(Duration::from_secs(60), || {
         dir = run_dir(&out);
         dir.as_ref().is_some_and(|d| {
-            let h = std::fs::read_to_string(d.join("history.jsonl")).unwrap_or_default();
+            let h = fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(d))
+                .unwrap_or_default();
             let in_broadcast = |state: &str| {
                 h.lines()
                     .any(|l| l.contains(state) && l.contains("\"zab_phase\":\"broadcast\""))

@@ -264,7 +264,8 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
     );
     let latest = out_dir.join("latest");
     let run = std::fs::canonicalize(&latest).unwrap_or(latest);
-    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    let history =
+        fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
     assert!(history.contains("\"status\""), "observed over HTTP");
     for n in 1..=3 {
         let log = run.join(format!("nodes/n{n}/node.log"));

@@ -214,7 +214,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     );
     assert!(stderr.contains("WARNING: --real-clock-skew"), "{stderr}");
     let run = run_dir(&vms.dir.path().join("reports-12")).expect("a run folder");
-    let h = read_history(&run.join("history.jsonl")).unwrap();
+    let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
     let clock = nemesis_done(&h, F::Clock);
     assert_eq!(
         clock.len(),
@@ -283,7 +283,7 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
     let bumped = wait_for(Duration::from_secs(90), || {
         assert!(child.try_wait().unwrap().is_none(), "fle-chaos ended early");
         run_dir(&out)
-            .and_then(|r| read_history(&r.join("history.jsonl")).ok())
+            .and_then(|r| read_history(&fle_chaos::history::file::in_run(&r)).ok())
             .is_some_and(|h| {
                 nemesis_done(&h, F::Clock)
                     .iter()
@@ -400,7 +400,7 @@ fn zookeeper_on_real_vms_stays_valid_through_a_real_clock_step() {
         assert_eq!(valid, want, "{name}: {}", c["explanation"]);
     }
     assert_eq!(o.status.code(), Some(0), "judged valid:\n{stderr}");
-    let h = read_history(&run.join("history.jsonl")).unwrap();
+    let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
     let clock = nemesis_done(&h, F::Clock);
     let bump = clock
         .iter()

@@ -163,7 +163,8 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
         ],
     );
     judged_valid(&run, code);
-    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    let history =
+        fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
     let events: Vec<Value> = history
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

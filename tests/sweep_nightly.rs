@@ -296,7 +296,9 @@ fn a_sweep_with_power_loss_runs_from_a_folder_nested_200_bytes_deep() {
         "{}",
         run_dir.display()
     );
-    let history = fle_chaos::history::store::read_history(&run_dir.join("history.jsonl")).unwrap();
+    let history =
+        fle_chaos::history::store::read_history(&fle_chaos::history::file::in_run(&run_dir))
+            .unwrap();
     let losses = nemesis_done(&history, fle_chaos::history::F::PowerLoss);
     assert!(!losses.is_empty(), "no power loss happened: {stderr}");
 }
@@ -583,7 +585,7 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down_and_resume_finishes_the_nig
         assert!(d.join("results.json").is_file() && d.join("report.html").is_file());
         assert_eq!(r.trimmed, r.outcome == 0, "{}", r.cell.id);
         assert_eq!(
-            d.join("history.jsonl").exists(),
+            fle_chaos::history::file::exists_in(&d),
             !r.trimmed,
             "{}",
             r.cell.id

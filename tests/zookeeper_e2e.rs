@@ -119,7 +119,7 @@ fn assert_judged_valid_but_votes(run_dir: &Path, code: i32) {
         fle_chaos::exit::VALID,
         "judged valid: vote-rule is left out as not applicable"
     );
-    for file in ["history.jsonl", "report.html", "junit.xml", "test.json"] {
+    for file in ["history.jsonl.zst", "report.html", "junit.xml", "test.json"] {
         assert!(run_dir.join(file).is_file(), "{file} written");
     }
     let test: Value =
@@ -127,9 +127,9 @@ fn assert_judged_valid_but_votes(run_dir: &Path, code: i32) {
     assert_eq!(test["target"], "zookeeper");
 }
 
-/// The events of `history.jsonl` as JSON.
+/// The events of the run's history as JSON.
 fn history(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("history.jsonl"))
+    fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(run_dir))
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -53,10 +53,11 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
     let results = tokio::task::spawn_blocking(move || -> anyhow::Result<Results> {
         let run = load_run(&dir2).map_err(|e| {
             bad_input(format!(
-                "{e:#} (a run folder needs a readable test.json and history.jsonl)"
+                "{e:#} ({})",
+                crate::history::file::RUN_FOLDER_NEEDS
             ))
         })?;
-        let results = check_loaded(&dir2, &run, &opts);
+        let results = check_loaded(&run, &opts);
         write_results(&dir2, &results)?;
         Ok(results)
     })

@@ -4,6 +4,7 @@
 //! evidence can quote the original events.
 
 use super::model::{Digest, DigestBuilder, NodeIx};
+use crate::history::file::HistoryFile;
 use crate::history::read::{self, Part};
 use anyhow::Result;
 use std::path::Path;
@@ -11,16 +12,26 @@ use std::path::Path;
 /// Reads a history file into a digest and each event's byte offset (parts as
 /// `read::parts_for` says).
 pub fn digest_file(path: &Path, nodes: &[String]) -> Result<(Digest, Vec<u64>)> {
-    digest_file_in(path, nodes, read::parts_for(path))
+    digest_opened(&HistoryFile::open(path)?, nodes, None)
 }
 
 /// `digest_file` in a chosen number of parts (tests use it on small files).
 pub fn digest_file_in(path: &Path, nodes: &[String], parts: usize) -> Result<(Digest, Vec<u64>)> {
+    digest_opened(&HistoryFile::open(path)?, nodes, Some(parts))
+}
+
+/// Digests an opened history in `parts` parts (None: as `read::parts_for` says).
+pub fn digest_opened(
+    file: &HistoryFile,
+    nodes: &[String],
+    parts: Option<usize>,
+) -> Result<(Digest, Vec<u64>)> {
+    let len = file.len();
+    let parts = parts.unwrap_or_else(|| read::parts_for(len));
     // Status lines are several hundred bytes; reserved but untouched room costs no memory.
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let per_part = (len / 160 / parts.max(1) as u64) as usize;
     let parts = read::fold_parts(
-        path,
+        file,
         parts,
         || {
             let mut b = DigestBuilder::new(nodes);

@@ -195,6 +195,7 @@ pub struct Results {
     pub checkers: Vec<CheckResult>,
 }
 
+use crate::history::file::HistoryFile;
 use crate::history::test_info::TestInfo;
 use crate::history::Event;
 use anyhow::{Context, Result};
@@ -343,18 +344,19 @@ pub struct LoadedRun {
     pub info: TestInfo,
     pub digest: model::Digest,
     offsets: Vec<u64>,
+    history: HistoryFile,
 }
 
-/// Reads `RUN_DIR/test.json` and `RUN_DIR/history.jsonl`.
+/// Reads `RUN_DIR/test.json` and the run's history (`history::file::in_run`).
 pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
     let info = TestInfo::read(&run_dir.join("test.json"))?;
-    let history = run_dir.join("history.jsonl");
-    let (digest, offsets) = load::digest_file(&history, &info.nodes)?;
+    let history = HistoryFile::open(&crate::history::file::in_run(run_dir))?;
+    let (digest, offsets) = load::digest_opened(&history, &info.nodes, None)?;
     // A node test.json does not list would be judged without its place in the quorum.
     if let Some(extra) = digest.nodes.iter().find(|n| !info.nodes.contains(n)) {
         anyhow::bail!(
             "{} names node {extra}, which test.json's nodes ({}) do not list: use the run's own test.json",
-            history.display(),
+            history.path().display(),
             info.nodes.join(", ")
         );
     }
@@ -362,13 +364,13 @@ pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
         info,
         digest,
         offsets,
+        history,
     })
 }
 
 /// Checks a loaded run, quoting evidence from its history file.
-pub fn check_loaded(run_dir: &Path, run: &LoadedRun, opts: &CheckOptions) -> Results {
-    let path = run_dir.join("history.jsonl");
-    let mut file = std::fs::File::open(&path).ok().map(std::io::BufReader::new);
+pub fn check_loaded(run: &LoadedRun, opts: &CheckOptions) -> Results {
+    let mut file = run.history.reader().ok().map(std::io::BufReader::new);
     let opts = &opts.for_run(&run.info);
     check_digest(&run.digest, &run.info, opts, |pos| {
         let quoted = file
@@ -382,7 +384,7 @@ pub fn check_loaded(run_dir: &Path, run: &LoadedRun, opts: &CheckOptions) -> Res
 /// end of a run; `fle-chaos check` calls it on a stored one.
 pub fn check_run(run_dir: &Path, opts: &CheckOptions) -> Result<Results> {
     let run = load_run(run_dir)?;
-    let results = check_loaded(run_dir, &run, opts);
+    let results = check_loaded(&run, opts);
     write_results(run_dir, &results)?;
     Ok(results)
 }

@@ -1,5 +1,6 @@
 //! The history: every observation, operation and fault of a run, in Jepsen's shape, one JSON
-//! object per line (`history.jsonl`). The controller streams it to disk as it happens; the
+//! object per line (`history.jsonl.zst`, compressed; see [`file`]). The controller streams it
+//! to disk as it happens; the
 //! checkers, the report and the controller's own live recovery wait read it through this
 //! module only.
 //!
@@ -22,6 +23,9 @@
 //!   `crate::exit::bad_input`), sequential ([`read::for_each`]) or in parallel parts
 //!   ([`read::fold_parts`]); every line comes with its [`read::Located`] (event position,
 //!   line number, byte offset) for quoting evidence ([`read::quote`]).
+//! - [`file`]: the two shapes on disk (zstd frames as a run writes them, or plain text) behind
+//!   ONE opener, [`file::HistoryFile`], whose readers read and seek in the plain text;
+//!   [`file::in_run`] finds a run folder's history.
 //! - [`store::HistoryWriter`]: ONE writer (the run's `Recorder` appends through it).
 //! - [`view`]: pure derived facts, fed events in order (incrementally, live or from a file):
 //!   per-node state, fault intervals, THE definition of a quorum-backed leader, leaderless
@@ -50,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod fast;
+pub mod file;
 pub mod line;
 pub mod read;
 pub mod recorder;

@@ -17,8 +17,11 @@
 //!   [`Election::Same`] and cost nothing.
 //!
 //! [`for_each`] reads a file in one pass; [`fold_parts`] cuts it at line boundaries into
-//! parts read on several threads (a visitor state per part, joined by the caller).
+//! parts read on several threads (a visitor state per part, joined by the caller). Both
+//! shapes on disk, compressed or plain, are read through `file::HistoryFile`: offsets, line
+//! numbers and parts are the plain text's either way.
 
+use super::file::{HistoryFile, Reader};
 use super::line::{decode_after, Body, Line};
 use crate::api::ElectionSummary;
 use anyhow::{Context, Result};
@@ -73,13 +76,18 @@ impl std::fmt::Display for BadLine {
 impl std::error::Error for BadLine {}
 
 /// Reads every event of `path` in order, calling `visit` for each.
-pub fn for_each(
-    path: &Path,
+pub fn for_each(path: &Path, visit: impl FnMut(Located, &Line<'_>, Election)) -> Result<Summary> {
+    for_each_in(&HistoryFile::open(path)?, visit)
+}
+
+/// [`for_each`] over an opened history.
+pub fn for_each_in(
+    file: &HistoryFile,
     mut visit: impl FnMut(Located, &Line<'_>, Election),
 ) -> Result<Summary> {
-    let part = read_range(path, 0, u64::MAX, &mut visit)?;
+    let part = read_range(file, 0, u64::MAX, &mut visit)?;
     part.result
-        .map_err(|e| anyhow::Error::new(e.into_bad(path, 0)))?;
+        .map_err(|e| anyhow::Error::new(e.into_bad(file.path(), 0)))?;
     Ok(Summary {
         events: part.events,
         lines: part.lines,
@@ -102,18 +110,16 @@ pub struct Part<S> {
     pub events: u32,
 }
 
-/// Reads `path` in `parts` parts (cut at line starts) on as many threads; each part gets
+/// Reads `file` in `parts` parts (cut at line starts) on as many threads; each part gets
 /// its own state from `init` and its events in order. The parts come back in file order.
 pub fn fold_parts<S: Send>(
-    path: &Path,
+    file: &HistoryFile,
     parts: usize,
     init: impl Fn() -> S + Sync,
     step: impl Fn(&mut S, Located, &Line<'_>, Election) + Sync,
 ) -> Result<Vec<Part<S>>> {
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("cannot open history {}", path.display()))?
-        .len();
-    let bounds = part_bounds(path, len, parts.max(1) as u64)?;
+    let path = file.path();
+    let bounds = part_bounds(file, parts.max(1) as u64)?;
     let results: Vec<Result<(S, PartRead)>> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds
             .windows(2)
@@ -122,7 +128,7 @@ pub fn fold_parts<S: Send>(
                 s.spawn(move || {
                     let mut state = init();
                     let r =
-                        read_range(path, w[0], w[1], &mut |at, l, e| step(&mut state, at, l, e))?;
+                        read_range(file, w[0], w[1], &mut |at, l, e| step(&mut state, at, l, e))?;
                     Ok((state, r))
                 })
             })
@@ -166,9 +172,9 @@ pub fn fold_parts<S: Send>(
     Ok(out)
 }
 
-/// The number of parts worth reading `path` in: one per 16 MiB, at most one per core (8).
-pub fn parts_for(path: &Path) -> usize {
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+/// The number of parts worth reading a history of `len` plain bytes in: one per 16 MiB, at
+/// most one per core (8).
+pub fn parts_for(len: u64) -> usize {
     let cores = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
@@ -177,20 +183,18 @@ pub fn parts_for(path: &Path) -> usize {
     (len / PART_MIN).clamp(1, cores as u64) as usize
 }
 
-/// The whole line at byte `offset` of `path`, as JSON (evidence quotes the original event).
-pub fn quote(file: &mut BufReader<std::fs::File>, offset: u64) -> Option<serde_json::Value> {
+/// The whole line at plain offset `offset`, as JSON (evidence quotes the original event).
+pub fn quote(file: &mut BufReader<Reader>, offset: u64) -> Option<serde_json::Value> {
     file.seek(SeekFrom::Start(offset)).ok()?;
     let mut line = Vec::new();
     file.read_until(b'\n', &mut line).ok()?;
     serde_json::from_slice(&line).ok()
 }
 
-/// Byte offsets that cut the file into `parts` pieces, each starting at a line.
-fn part_bounds(path: &Path, len: u64, parts: u64) -> Result<Vec<u64>> {
-    let mut file = BufReader::new(
-        std::fs::File::open(path)
-            .with_context(|| format!("cannot open history {}", path.display()))?,
-    );
+/// Plain offsets that cut the file into `parts` pieces, each starting at a line.
+fn part_bounds(history: &HistoryFile, parts: u64) -> Result<Vec<u64>> {
+    let len = history.len();
+    let mut file = BufReader::new(history.reader()?);
     let mut bounds = vec![0];
     for k in 1..parts {
         let guess = len * k / parts;
@@ -271,13 +275,13 @@ fn is_blank(line: &[u8]) -> bool {
 
 /// Reads the lines that start in `[start, end)`.
 fn read_range(
-    path: &Path,
+    history: &HistoryFile,
     start: u64,
     end: u64,
     visit: &mut dyn FnMut(Located, &Line<'_>, Election),
 ) -> Result<PartRead> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open history {}", path.display()))?;
+    let path = history.path();
+    let mut file = history.reader()?;
     file.seek(SeekFrom::Start(start))?;
     let mut lines = Blocks::new(file);
     let (mut first, mut last): (Option<(Order, u64)>, Option<Order>) = (None, None);
@@ -401,7 +405,7 @@ fn decode_one(
 /// lack one) borrowed from the block: no copy per line, and no allocation once the block has
 /// grown to the longest line.
 struct Blocks {
-    file: std::fs::File,
+    file: Reader,
     buf: Vec<u8>,
     /// `buf[lo..hi]` is read but not yet handed out; `buf[lo..searched]` holds no newline.
     lo: usize,
@@ -414,7 +418,7 @@ impl Blocks {
     /// Fits in a core's L2 cache, so the decoder reads what the kernel just copied there.
     const BLOCK: usize = 512 << 10;
 
-    fn new(file: std::fs::File) -> Self {
+    fn new(file: Reader) -> Self {
         Blocks {
             file,
             buf: vec![0; Self::BLOCK],
@@ -459,9 +463,10 @@ impl Blocks {
 /// and the report visit lines instead). Same rules as [`for_each`].
 pub fn read_events(path: &Path) -> Result<Vec<super::Event>> {
     let mut events = Vec::new();
-    let mut file = BufReader::new(std::fs::File::open(path)?);
+    let history = HistoryFile::open(path)?;
+    let mut file = BufReader::new(history.reader()?);
     let mut offsets = Vec::new();
-    for_each(path, |at, _, _| offsets.push(at.offset))?;
+    for_each_in(&history, |at, _, _| offsets.push(at.offset))?;
     for off in offsets {
         let v = quote(&mut file, off).context("cannot re-read a history line")?;
         events.push(serde_json::from_value(v)?);

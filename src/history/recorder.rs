@@ -1,8 +1,8 @@
 //! The run's single history writer, shared by observers, clients and the nemesis.
 //!
 //! Timestamps are taken under the same lock that assigns indices, so index order is time
-//! order. Every line is flushed as it is written (a killed controller leaves a readable
-//! history). Each line written is decoded back with the one decoder (`history::line`) and fed
+//! order. Lines reach the disk within about a second (`store`: a killed controller leaves a
+//! readable history); `flush` writes out the rest at the end of a run. Each line written is decoded back with the one decoder (`history::line`) and fed
 //! to a live `history::view::View`: the controller's recovery wait, the progress line's active
 //! faults and the checkers all derive their facts from the same lines by the same code.
 //! A history that cannot be written (a full disk) is reported through `failed`, which the run
@@ -90,19 +90,38 @@ impl Recorder {
                         }
                     }
                 }
-                Err(e) => {
-                    // Say it once; the run, waiting on `failed`, stops and tears down.
-                    if self.write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                        let why =
-                            format!("cannot write the history {}: {e:#}", self.path.display());
-                        tracing::error!("{why}");
-                        self.failure.send_replace(Some(why));
-                    }
-                }
+                Err(e) => self.write_failed(e),
             }
         }
         self.tally(&event);
         event
+    }
+
+    /// Writes out the lines not yet on disk (the compressed history's open frame): at the
+    /// end of a run, before anything reads the history.
+    pub fn flush(&self) {
+        let r = self.inner.lock().unwrap().0.flush();
+        if let Err(e) = r {
+            self.write_failed(e)
+        }
+    }
+
+    /// Writes out the open frame if it is a second old; the run calls this every fraction of
+    /// a second, so a quiet moment (no reads during a restart) loses no more than a second.
+    pub fn flush_if_due(&self) {
+        let r = self.inner.lock().unwrap().0.flush_if_due();
+        if let Err(e) = r {
+            self.write_failed(e)
+        }
+    }
+
+    fn write_failed(&self, e: anyhow::Error) {
+        // Say it once; the run, waiting on `failed`, stops and tears down.
+        if self.write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
+            let why = format!("cannot write the history {}: {e:#}", self.path.display());
+            tracing::error!("{why}");
+            self.failure.send_replace(Some(why));
+        }
     }
 
     fn tally(&self, e: &Event) {

@@ -505,7 +505,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     // A packet fault's mode and links, from its done start (absent: not recorded, or damaged).
     let mut packets: BTreeMap<u64, PacketRecord> = BTreeMap::new();
     let mut first_ns: Option<u64> = None;
-    let history = run_dir.join("history.jsonl");
+    let history = crate::history::file::in_run(run_dir);
     read::for_each(&history, |at, line, _| {
         let e = view.of_line(at.pos, line);
         view.feed(e);

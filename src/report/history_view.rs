@@ -2,13 +2,16 @@
 //! `node=n3`, `kind=write|status|ok|...`, `n=ROWS`) shows the events around history index N
 //! as a table, filtered by node and kind, with links to the pages before and after.
 //!
-//! Histories can be gigabytes, so nothing is loaded whole: the first line at or after an
+//! The view reads either shape of history (`history::file`; under serve, `history.jsonl` names
+//! the compressed history when that is what the folder holds). Histories can be gigabytes, so
+//! nothing is loaded whole (a compressed one is held compressed): the first line at or after an
 //! index is found by binary search over byte offsets (indexes grow along the file), lines are
 //! then read one by one and the page is streamed out as it is written; a filtered search
 //! stops after `SCAN_LIMIT` lines and links to where it stopped. Lines are decoded by the
 //! one decoder (`history::line::decode`); one that does not decode is shown as it is.
 
 use super::text::{escape, shorten};
+use crate::history::file::{HistoryFile, Reader};
 use crate::history::line::decode;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
@@ -99,7 +102,7 @@ fn encode(v: &str) -> String {
 }
 
 /// The index of the first whole line starting at or after `offset` (and where it starts).
-fn line_after(file: &mut BufReader<std::fs::File>, offset: u64) -> Option<(u64, u64)> {
+fn line_after(file: &mut BufReader<Reader>, offset: u64) -> Option<(u64, u64)> {
     file.seek(SeekFrom::Start(offset)).ok()?;
     let mut start = offset;
     let mut buf = Vec::new();
@@ -125,7 +128,7 @@ fn line_after(file: &mut BufReader<std::fs::File>, offset: u64) -> Option<(u64, 
 }
 
 /// Byte offset of a line start at or before the first line with index ≥ `target`.
-pub fn seek_index(file: &mut BufReader<std::fs::File>, len: u64, target: u64) -> u64 {
+pub fn seek_index(file: &mut BufReader<Reader>, len: u64, target: u64) -> u64 {
     let (mut lo, mut hi) = (0u64, len);
     while hi - lo > 64 * 1024 {
         let mid = lo + (hi - lo) / 2;
@@ -144,14 +147,14 @@ tr.hl{background:#fff3b0}form{margin:8px 0}";
 
 /// Writes the page for `q` over `path` through `out` (false: the client has gone, stop).
 pub fn render(path: &Path, q: &Query, mut out: impl FnMut(String) -> bool) {
-    let file = match std::fs::File::open(path) {
+    let opened = HistoryFile::open(path).and_then(|h| Ok((h.len(), h.reader()?)));
+    let (len, file) = match opened {
         Ok(f) => f,
         Err(e) => {
-            out(format!("cannot open {}: {e}", path.display()));
+            out(format!("{e:#}"));
             return;
         }
     };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut file = BufReader::with_capacity(1 << 16, file);
     let start = q.start();
     let offset = seek_index(&mut file, len, start);
@@ -299,6 +302,15 @@ mod tests {
         f
     }
 
+    /// The same history as zstd frames of about 64 KiB of whole lines, as a run writes it.
+    fn compressed(plain: &tempfile::NamedTempFile) -> tempfile::NamedTempFile {
+        let text = std::fs::read(plain.path()).unwrap();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let frames = crate::history::store::compress_lines(&text, 64 << 10).unwrap();
+        f.write_all(&frames).unwrap();
+        f
+    }
+
     fn page(f: &tempfile::NamedTempFile, q: &str) -> String {
         let mut out = String::new();
         render(f.path(), &Query::parse(q).unwrap(), |c| {
@@ -316,9 +328,17 @@ mod tests {
 
     #[test]
     fn the_view_finds_an_index_by_binary_search_and_pages_from_it() {
-        let f = history(200_000);
-        let mut file = BufReader::new(std::fs::File::open(f.path()).unwrap());
-        let len = f.as_file().metadata().unwrap().len();
+        let plain = history(200_000);
+        let zst = compressed(&plain);
+        for f in [&plain, &zst] {
+            finds_and_pages(f);
+        }
+    }
+
+    fn finds_and_pages(f: &tempfile::NamedTempFile) {
+        let history = HistoryFile::open(f.path()).unwrap();
+        let mut file = BufReader::new(history.reader().unwrap());
+        let len = history.len();
         for target in [0, 1, 77_777, 100_000, 199_999] {
             // From the offset found, the target is ahead and near: never past, never far.
             let at = seek_index(&mut file, len, target);
@@ -339,7 +359,7 @@ mod tests {
                 "{target}: {skipped} bytes to read through"
             );
         }
-        let p = page(&f, "around=150000&n=50");
+        let p = page(f, "around=150000&n=50");
         let shown = indexes(&p);
         assert_eq!(shown.first(), Some(&(150_000 - BEFORE)));
         assert_eq!(shown.len(), 50);
@@ -347,14 +367,14 @@ mod tests {
         assert!(p.contains("<a id=\"later\" href=\"?from=150030&amp;n=50&amp;around=150000\">"));
 
         // Filters: one node, one kind; the line that is not an event is shown unfiltered.
-        let p = page(&f, "from=99990&node=n2&n=5");
+        let p = page(f, "from=99990&node=n2&n=5");
         let shown = indexes(&p);
         assert_eq!(shown.len(), 5);
         assert!(shown.iter().all(|i| i % 3 == 1), "{shown:?}");
-        let p = page(&f, "from=99990&kind=write&n=3");
+        let p = page(f, "from=99990&kind=write&n=3");
         assert!(indexes(&p).iter().all(|i| i % 3 == 2));
-        assert!(page(&f, "from=99998&n=5").contains("not an event"));
-        assert!(page(&f, "from=199998").contains("end of the history (2 shown)"));
+        assert!(page(f, "from=99998&n=5").contains("not an event"));
+        assert!(page(f, "from=199998").contains("end of the history (2 shown)"));
     }
 
     #[test]

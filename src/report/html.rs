@@ -11,6 +11,7 @@ use super::recovery::{self, RecoverySource};
 use super::scan::RunData;
 use super::text::{base64, duration, escape, shorten};
 use crate::checker::{CheckResult, Results, Validity};
+use crate::history;
 use crate::history::test_info::TestInfo;
 use crate::history::view::FaultRecovery;
 use std::fmt::Write;
@@ -281,8 +282,9 @@ fn evidence_rows(h: &mut String, p: &Page) {
         return;
     }
     h.push_str(
-        "<h2 id=\"evidence\">Evidence</h2>\n<p>Each event links to its line of \
-         history.jsonl (under <code>fle-chaos serve</code>: the history view at that event).</p>\n",
+        "<h2 id=\"evidence\">Evidence</h2>\n<p>Each event links to the history view at that \
+         event (open the report under <code>fle-chaos serve</code>; from disk, the row says the \
+         history's line).</p>\n",
     );
     for c in results.checkers.iter().filter(|c| !c.evidence.is_empty()) {
         let _ = writeln!(
@@ -411,7 +413,12 @@ fn schedule(h: &mut String, data: &RunData) {
 fn history(h: &mut String, p: &Page) {
     h.push_str("<h2 id=\"history\">History</h2>\n<p>");
     for (file, what) in [
-        ("history.jsonl", "the whole history (JSON lines)"),
+        (
+            history::file::WRITTEN,
+            "the whole history (JSON lines as zstd frames: zstdcat prints it; under serve, \
+             history.jsonl is its text)",
+        ),
+        (history::file::PLAIN, "the whole history (JSON lines)"),
         ("results.json", "checker results"),
         ("test.json", "settings"),
         ("controller.log", "controller log"),

@@ -39,6 +39,7 @@ pub mod violations;
 
 use crate::checker::Results;
 use crate::exit::bad_input;
+use crate::history;
 use crate::history::test_info::TestInfo;
 use crate::history::view::FaultRecovery;
 use anyhow::{Context, Result};
@@ -81,17 +82,13 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
         .filter_map(|e| violations::event_index(&e.event))
         .collect();
     let mut data = scan::scan_at(
-        &run_dir.join("history.jsonl"),
+        &history::file::in_run(run_dir),
         &info.nodes,
         info.started_at.timestamp_millis(),
         wanted,
     )
     // As `fle-chaos check` words it: a history that cannot be read is the input's fault.
-    .map_err(|e| {
-        bad_input(format!(
-            "{e:#} (a run folder needs a readable test.json and history.jsonl)"
-        ))
-    })?;
+    .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
     data.violations = violations;
     let (recoveries, recovery_source) = recovery::choose(results.as_ref(), &data.recoveries);
 
@@ -130,7 +127,7 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     })
 }
 
-/// A run folder has test.json and history.jsonl; anything else is the user's mistake.
+/// A run folder has test.json and a history; anything else is the user's mistake.
 pub fn check_run_dir(run_dir: &Path) -> Result<()> {
     if !run_dir.is_dir() {
         return Err(bad_input(format!(
@@ -139,14 +136,19 @@ pub fn check_run_dir(run_dir: &Path) -> Result<()> {
             run_dir.display()
         )));
     }
-    for file in ["test.json", "history.jsonl"] {
-        if !run_dir.join(file).is_file() {
-            return Err(bad_input(format!(
-                "{} is not a run folder: it has no {file}; give a folder written by \
-                 `fle-chaos test`, such as reports/<test>/<time>/",
-                run_dir.display()
-            )));
-        }
+    let missing = if !run_dir.join("test.json").is_file() {
+        Some("test.json")
+    } else if !history::file::exists_in(run_dir) {
+        Some("history.jsonl.zst (or history.jsonl)")
+    } else {
+        None
+    };
+    if let Some(file) = missing {
+        return Err(bad_input(format!(
+            "{} is not a run folder: it has no {file}; give a folder written by \
+             `fle-chaos test`, such as reports/<test>/<time>/",
+            run_dir.display()
+        )));
     }
     Ok(())
 }

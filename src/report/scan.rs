@@ -12,10 +12,11 @@ use super::moment::{self, LeaderChange, Moment};
 use super::schedule::{Schedule, ScheduleRow};
 use super::series::ColumnSeries;
 use crate::api::ZabPhase;
+use crate::history::file::HistoryFile;
 use crate::history::line::{Body, Line, StatusRead};
 use crate::history::view::{FaultInterval, FaultRecovery, View};
 use crate::history::{read, EventType, F};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -99,20 +100,20 @@ pub fn scan_at(
     started_at_ms: i64,
     wanted: BTreeSet<u64>,
 ) -> Result<RunData> {
-    let t_end_ns = last_event_time(path)?.max(1);
+    let history = HistoryFile::open(path)?;
+    let t_end_ns = last_event_time(&history)?.max(1);
     let mut s = Scanner::new(t_end_ns, nodes, started_at_ms);
     s.wanted = wanted;
-    read::for_each(path, |at, line, _| s.line(at, line))?;
+    read::for_each_in(&history, |at, line, _| s.line(at, line))?;
     Ok(s.finish())
 }
 
 /// The time of the last complete event, read from the file's tail so that series can be
 /// bucketed into columns during the single pass (decoded by the history's own decoder; a line
 /// it rejects here is rejected, with its position, by the pass itself).
-fn last_event_time(path: &Path) -> Result<u64> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open history {}", path.display()))?;
-    let len = file.metadata()?.len();
+fn last_event_time(history: &HistoryFile) -> Result<u64> {
+    let mut file = history.reader()?;
+    let len = history.len();
     let mut window = 64 * 1024u64;
     loop {
         let from = len.saturating_sub(window);

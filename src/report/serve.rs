@@ -1,10 +1,13 @@
 //! `fle-chaos serve`: the reports folder over HTTP, for browsing runs as with Jepsen's
 //! `serve`. The root page is the run index, built fresh on every request; everything else
 //! is a file under the folder (never outside it), directories get a listing, and
-//! `history.jsonl?around=N` (any query) is the history view (`history_view`).
+//! `history.jsonl?around=N` (any query) is the history view (`history_view`). A run's
+//! `history.jsonl` is its history in either shape: the compressed `history.jsonl.zst` is sent
+//! as plain text under that name.
 
 use super::index::{find_runs, index_html};
 use super::text::escape;
+use crate::history;
 use anyhow::{Context, Result};
 use axum::body::Body;
 use axum::extract::State;
@@ -49,7 +52,15 @@ async fn handle(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
             .unwrap_or_default();
         return html_response(html);
     }
-    let path = root.join(&rel);
+    let mut path = root.join(&rel);
+    // `history.jsonl` names a run's history in either shape: the compressed one is served
+    // as its plain text.
+    let plain_of_compressed = path.file_name().is_some_and(|n| n == history::file::PLAIN)
+        && !path.exists()
+        && path.with_file_name(history::file::WRITTEN).is_file();
+    if plain_of_compressed {
+        path = path.with_file_name(history::file::WRITTEN);
+    }
     // Symlinks (reports/latest) may be followed, but never out of the folder.
     let Ok(real) = tokio::fs::canonicalize(&path).await else {
         return not_found(&rel);
@@ -68,12 +79,59 @@ async fn handle(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
         }
         return listing(&real, uri.path()).await;
     }
-    if real.file_name().is_some_and(|n| n == "history.jsonl") {
+    let is_history = real
+        .file_name()
+        .is_some_and(|n| history::file::NAMES.iter().any(|h| n == *h));
+    if is_history {
         if let Some(q) = uri.query().filter(|q| !q.is_empty()) {
             return history_page(real, q);
         }
     }
+    if plain_of_compressed {
+        return plain_history(real);
+    }
     file_response(&real).await
+}
+
+/// A compressed history's plain text, decompressed as it is sent (a blocking reader feeds a
+/// channel, as for the history view).
+fn plain_history(path: PathBuf) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut reader = match history::file::HistoryFile::open(&path).and_then(|h| h.reader()) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(std::io::Error::other(format!("{e:#}"))));
+                return;
+            }
+        };
+        loop {
+            let mut buf = vec![0u8; 64 * 1024];
+            match reader.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.blocking_send(Ok(buf)).is_err() {
+                        return; // the client has gone
+                    }
+                }
+                // Report the error once, then end the stream.
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// The history view, streamed as it is written (a blocking reader feeds a channel).

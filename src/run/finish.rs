@@ -1,6 +1,6 @@
 //! Check and report: the last step of a run, and the one `fle-chaos check`/`report` redo.
 //!
-//! `finish_run` reads a finished run folder (test.json, history.jsonl), runs the checkers,
+//! `finish_run` reads a finished run folder (test.json, its history), runs the checkers,
 //! writes results.json and the report, and returns the exit code of the verdict.
 
 use crate::checker::{self, CheckOptions};

@@ -33,6 +33,7 @@ use crate::control::os_setup;
 use crate::control::registry::Registry;
 use crate::control::ssh;
 use crate::exit;
+use crate::history;
 use crate::history::recorder::Recorder;
 use crate::history::test_info::{Settings, TestInfo};
 use crate::history::{EventType, FaultKind, InterruptedValue, CONTROLLER, F};
@@ -224,10 +225,20 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
     }
     .write(&run_dir.join("test.json"))?;
     let recorder = Arc::new(Recorder::create_for(
-        &run_dir.join("history.jsonl"),
+        &run_dir.join(history::file::WRITTEN),
         start,
         &plan.nodes,
     )?);
+    let flusher = tokio::spawn({
+        let recorder = recorder.clone();
+        async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                recorder.flush_if_due();
+            }
+        }
+    });
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let (abort, mut aborted) = watch::channel(None::<String>);
@@ -248,6 +259,8 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         sig = interrupts.wait() => Ok(Ending::Interrupted(sig)),
         why = recorder.failed() => Ok(Ending::HistoryFailed(why)),
     };
+    flusher.abort();
+    recorder.flush();
     // Writes that failed after the body's last await (the final reads) end here too.
     let outcome = match outcome {
         Ok(Ending::Done) if recorder.write_errors() > 0 => {
@@ -283,7 +296,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             eprintln!(
                 "fle-chaos: interrupted by {}; cluster torn down; partial history in {}",
                 signal.name(),
-                run_dir.join("history.jsonl").display()
+                run_dir.join(history::file::WRITTEN).display()
             );
             run_dir::log_off();
             Ok(signal.exit_code())
@@ -357,6 +370,7 @@ fn interrupted(recorder: &Recorder, signal: Signal) {
         })
         .unwrap_or_default(),
     );
+    recorder.flush();
 }
 
 /// The run proper, from cluster creation to the final reads. Dropping this future (on a

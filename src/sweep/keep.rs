@@ -1,6 +1,6 @@
 //! `sweep --keep`: how much of each run's folder a night keeps. A valid run's history and node
-//! folders are most of a night's disk (a default 60 s run writes ~20 MB, nearly all of it
-//! `history.jsonl` and `nodes/`) and are rarely opened again: by default only the runs that
+//! folders are most of a night's disk (nearly all of a run folder is its history and `nodes/`)
+//! and are rarely opened again: by default only the runs that
 //! need a look (invalid, unknown, the tool failing) keep everything, and a valid run keeps what
 //! says what it ran and what was found (test.json, results.json, the report and its plots,
 //! junit.xml, resources.jsonl).
@@ -25,7 +25,12 @@ pub enum Keep {
 }
 
 /// What a trimmed run folder loses: the history, the nodes' logs and data, the controller's log.
-pub const TRIMMED: [&str; 3] = ["history.jsonl", "nodes", "controller.log"];
+pub const TRIMMED: [&str; 4] = [
+    crate::history::file::WRITTEN,
+    crate::history::file::PLAIN,
+    "nodes",
+    "controller.log",
+];
 
 impl Keep {
     /// What sweeps recorded before `--keep` existed did: keep everything.
@@ -133,6 +138,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         for f in [
+            "history.jsonl.zst",
             "history.jsonl",
             "controller.log",
             "results.json",

@@ -129,18 +129,16 @@ pub fn check_not_blank(rgb: &[u8], name: &str) -> Result<()> {
     Ok(())
 }
 
+/// PNG with deflate's default level and adaptive filters: a quarter of the fast encoding's
+/// bytes (the report inlines every plot) for about 15 ms a plot.
 fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
-    let mut out = std::io::Cursor::new(Vec::new());
-    image::write_buffer_with_format(
-        &mut out,
-        rgb,
-        width,
-        height,
-        image::ColorType::Rgb8,
-        image::ImageFormat::Png,
-    )
-    .context("cannot encode PNG")?;
-    Ok(out.into_inner())
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    use image::ImageEncoder;
+    let mut out = Vec::new();
+    PngEncoder::new_with_quality(&mut out, CompressionType::Default, FilterType::Adaptive)
+        .write_image(rgb, width, height, image::ColorType::Rgb8)
+        .context("cannot encode PNG")?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -70,16 +70,19 @@ pub fn draw_panel<DB: DrawingBackend>(
     for (i, node) in data.nodes.values().enumerate() {
         let color = style::node_color(i);
         for segment in (panel.pick)(node).segments() {
-            // Within a column the value may move: draw its spread, then the line through
-            // the last values.
-            chart
-                .draw_series(
-                    segment
-                        .iter()
-                        .filter(|(_, b)| b.min != b.max)
-                        .map(|(t, b)| PathElement::new(vec![(*t, b.min), (*t, b.max)], color)),
-                )
-                .map_err(drawing_error)?;
+            // Within a column the value may move: draw its spread (when it spans a pixel:
+            // a clock offset's millisecond jitter would be thousands of invisible SVG
+            // elements), then the line through the last values.
+            let spreads: Vec<_> = segment
+                .iter()
+                .filter(|(t, b)| {
+                    b.min != b.max
+                        && chart.backend_coord(&(*t, b.min)).1
+                            != chart.backend_coord(&(*t, b.max)).1
+                })
+                .map(|(t, b)| PathElement::new(vec![(*t, b.min), (*t, b.max)], color))
+                .collect();
+            chart.draw_series(spreads).map_err(drawing_error)?;
             let points: Vec<(f64, f64)> = segment.iter().map(|(t, b)| (*t, b.last)).collect();
             if points.len() == 1 {
                 chart
