@@ -51,17 +51,32 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Writes `path` until its filesystem has no space left.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    loop {
+        match f.write(&chunk) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::StorageFull => return,
+            Err(e) => panic!("cannot fill {}: {e}", path.display()),
+        }
+    }
+}
+
 #[test]
 fn a_history_that_cannot_be_written_aborts_the_run_at_once() {
     if !root_or_skip("a_history_that_cannot_be_written_aborts_the_run_at_once") {
         return;
     }
-    // 3 nodes read 50 times a second write ~50 KB of history a second: 384 KB fill in seconds.
-    let disk = SmallDisk::mount("384k");
+    // The disk fills once the run is under way (a filler file takes what is left), so the
+    // next history frame, due within a second, cannot be written; the run must stop then.
+    let disk = SmallDisk::mount("8m");
     let out = disk.path().join("reports");
     let log = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let o = fle_chaos()
+    let mut child = fle_chaos()
         .args([
             "test",
             "--nodes",
@@ -81,13 +96,21 @@ fn a_history_that_cannot_be_written_aborts_the_run_at_once() {
         .arg(&out)
         .stderr(std::fs::File::create(log.path().join("stderr")).unwrap())
         .spawn()
-        .map(|mut c| wait_exit(&mut c, Duration::from_secs(90)))
         .unwrap();
+    let observing = wait_for(Duration::from_secs(60), || {
+        run_dir(&out).is_some_and(|d| {
+            std::fs::metadata(d.join("history.jsonl.zst")).is_ok_and(|m| m.len() > 0)
+        })
+    });
+    assert!(observing, "the run never wrote a history frame");
+    fill(&disk.path().join("flc-filler"));
+    let started = Instant::now();
+    let o = wait_exit(&mut child, Duration::from_secs(90));
     let took = started.elapsed();
     let stderr = std::fs::read_to_string(log.path().join("stderr")).unwrap();
     assert_eq!(o, Some(255), "{stderr}");
     // At once: long before the 120 s of the run (and its recovery wait) would end.
-    assert!(took < Duration::from_secs(60), "took {took:?}: {stderr}");
+    assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
     assert!(
         stderr.contains("cannot write the history") && stderr.contains("No space left"),
         "{stderr}"
