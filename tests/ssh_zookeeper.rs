@@ -24,7 +24,13 @@ fn zookeeper_here(test: &str) -> bool {
     }
 }
 
+/// One ZooKeeper cluster at a time: this file's tests run in parallel threads, and two or three
+/// ensembles of JVMs on a 2-core machine starve each other (2026-12-02, the full suite: a local
+/// ensemble took no write in its whole run while the SSH one ran beside it).
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn fle_chaos(vms: Option<&FakeVms>, out: &Path, name: &str, args: &[&str]) -> (i32, PathBuf) {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
     cmd.args(["test", "--target", "zookeeper", "--workload", "writes"]);
     if let Some(vms) = vms {

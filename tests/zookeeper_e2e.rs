@@ -227,11 +227,12 @@ fn zookeeper_2846_a_diff_from_the_txn_log_leaves_a_replica_diverged() {
     const ATTEMPTS: usize = 3;
     let Some(out) = cluster_folder() else { return };
     for attempt in 1..=ATTEMPTS {
+        // Each attempt under its own test name: `run_with` expects one run folder a name.
         let (code, dir) = run_with(
             out.path(),
-            "zk-2846",
+            &format!("zk-2846-{attempt}"),
             "txnlog-diff-2846.toml",
-            &["--nodes", "5", "--time-limit", "30"],
+            &["--nodes", "5", "--time-limit", "40"],
         );
         let logs: String = (1..=5)
             .map(|i| {
