@@ -11,7 +11,7 @@
 //! shape: every offset a reader keeps (evidence quotes, the history view's index search, the
 //! parallel parts' cuts) is a plain-text offset, so nothing above this module knows whether a
 //! history was compressed. A compressed file is held in memory compressed (a 60 s run is about
-//! 1 MB) and decompressed one frame at a time, on demand.
+//! 0.5 MB) and decompressed one frame at a time, on demand.
 //!
 //! The torn-tail rule, for frames: a last frame cut short (the writer died during its write)
 //! is forgiven and ends the history, as an unterminated last line is in plain text; anything

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 const FRAME_AGE: Duration = Duration::from_secs(1);
 /// ...or when it holds this much text (a burst of writes).
 const FRAME_BYTES: usize = 4 << 20;
-/// zstd's level: status reads repeat so much that level 3 already shrinks them about 20
-/// times; higher levels cost CPU on the controller for little more.
+/// zstd's level: status reads repeat so much that level 3 already shrinks a run's history
+/// about 33 times (17 MB to 0.5 MB); higher levels cost the controller CPU for little more.
 const LEVEL: i32 = 3;
 
 /// Appends events to a history file, one JSON line each.
@@ -93,7 +93,7 @@ impl HistoryWriter {
         if f.text.is_empty() {
             return Ok(());
         }
-        let frame = compress_frame(&mut f.compressor, &f.text)?;
+        let frame = f.compressor.compress(&f.text)?;
         // One write of the whole frame: a kill can cut only this last frame short.
         self.out.write_all(&frame)?;
         f.text.clear();
@@ -125,10 +125,6 @@ fn compressor() -> Result<zstd::bulk::Compressor<'static>> {
     Ok(c)
 }
 
-fn compress_frame(c: &mut zstd::bulk::Compressor<'static>, text: &[u8]) -> Result<Vec<u8>> {
-    Ok(c.compress(text)?)
-}
-
 /// A plain history's text stored as the writer stores it, in frames of whole lines of about
 /// `frame_bytes` each (the tests' compressed copies of fixtures).
 pub fn compress_lines(text: &[u8], frame_bytes: usize) -> Result<Vec<u8>> {
@@ -139,7 +135,7 @@ pub fn compress_lines(text: &[u8], frame_bytes: usize) -> Result<Vec<u8>> {
             Some(p) => frame_bytes.min(rest.len() - 1) + p + 1,
             None => rest.len(),
         };
-        out.extend(compress_frame(&mut c, &rest[..cut])?);
+        out.extend(c.compress(&rest[..cut])?);
         rest = &rest[cut..];
     }
     Ok(out)
