@@ -97,11 +97,12 @@ impl HistoryFile {
     pub fn open(path: &Path) -> Result<HistoryFile> {
         let mut file = std::fs::File::open(path)
             .with_context(|| format!("cannot open history {}", path.display()))?;
-        let mut head = [0u8; 4];
-        let got = read_up_to(&mut file, &mut head)
+        let mut data = Vec::new();
+        (&mut file)
+            .take(ZSTD_MAGIC.len() as u64)
+            .read_to_end(&mut data)
             .with_context(|| format!("cannot read history {}", path.display()))?;
-        let content = if got == 4 && head == ZSTD_MAGIC {
-            let mut data = head.to_vec();
+        let content = if data == ZSTD_MAGIC {
             file.read_to_end(&mut data)
                 .with_context(|| format!("cannot read history {}", path.display()))?;
             Content::Frames(Frames::index(path, data)?)
@@ -156,20 +157,6 @@ impl HistoryFile {
     }
 }
 
-/// Reads into `buf` until it is full or the file ends; returns how much it read.
-fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 impl Frames {
     /// Finds every frame of `data`; a last frame cut short is dropped (the torn tail).
     fn index(path: &Path, data: Vec<u8>) -> Result<Frames> {
@@ -221,13 +208,12 @@ impl Frames {
     }
 }
 
-/// Whether a zstd error says the input ended too soon.
+/// Whether a zstd error says the input ended too soon (zstd returns an error as the
+/// negated code).
 fn is_truncated(code: zstd::zstd_safe::ErrorCode) -> bool {
-    zstd::zstd_safe::get_error_name(code) == zstd::zstd_safe::get_error_name(SRC_SIZE_WRONG)
+    use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode;
+    code == (ZSTD_ErrorCode::ZSTD_error_srcSize_wrong as usize).wrapping_neg()
 }
-
-/// zstd's `srcSize_wrong` error code (`ZSTD_error_srcSize_wrong` = 72, as a `size_t` error).
-const SRC_SIZE_WRONG: usize = 0usize.wrapping_sub(72);
 
 fn decompress(path: &Path, at: usize, frame: &[u8], len: Option<u64>) -> Result<Vec<u8>> {
     let out = match len {
@@ -292,7 +278,7 @@ impl Read for Reader {
                     *current = Some((i, text));
                 }
                 let (_, text) = current.as_ref().expect("set just above");
-                let from = (*pos - frames.frames[i].plain_start) as usize;
+                let from = (*pos - f.plain_start) as usize;
                 let n = buf.len().min(text.len() - from);
                 buf[..n].copy_from_slice(&text[from..from + n]);
                 *pos += n as u64;
@@ -362,6 +348,24 @@ mod tests {
     }
 
     #[test]
+    fn frames_of_another_tool_without_their_size_and_cut_mid_line_read_too() {
+        // As `zstd` on the command line may write them: streamed (no content size in the
+        // header), and cut wherever its blocks fall.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WRITTEN);
+        let text = "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n";
+        let mut zst = zstd::stream::encode_all(&text.as_bytes()[..11], 3).unwrap();
+        assert!(matches!(
+            zstd::zstd_safe::get_frame_content_size(&zst),
+            Ok(None)
+        ));
+        zst.extend(zstd::stream::encode_all(&text.as_bytes()[11..], 3).unwrap());
+        std::fs::write(&path, &zst).unwrap();
+        assert_eq!(HistoryFile::open(&path).unwrap().len(), text.len() as u64);
+        assert_eq!(read_text(&path).unwrap(), text);
+    }
+
+    #[test]
     fn a_last_frame_cut_short_is_the_torn_tail_and_damage_elsewhere_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(WRITTEN);
@@ -400,7 +404,7 @@ mod tests {
         }
         drop(w);
         let mut bytes = std::fs::read(&path).unwrap();
-        // One frame (written within a second); its last four bytes are its checksum.
+        // The last frame's last four bytes are its checksum.
         assert!(!HistoryFile::open(&path).unwrap().is_empty());
         let end = bytes.len() - 2;
         bytes[end] ^= 0x40;

@@ -2,9 +2,10 @@
 //!
 //! Timestamps are taken under the same lock that assigns indices, so index order is time
 //! order. Lines reach the disk within about a second (`store`: a killed controller leaves a
-//! readable history); `flush` writes out the rest at the end of a run. Each line written is decoded back with the one decoder (`history::line`) and fed
-//! to a live `history::view::View`: the controller's recovery wait, the progress line's active
-//! faults and the checkers all derive their facts from the same lines by the same code.
+//! readable history); `flush` writes out the rest at the end of a run. Each line written is
+//! decoded back with the one decoder (`history::line`) and fed to a live
+//! `history::view::View`: the controller's recovery wait, the progress line's active faults
+//! and the checkers all derive their facts from the same lines by the same code.
 //! A history that cannot be written (a full disk) is reported through `failed`, which the run
 //! waits on beside its body: the run stops at once instead of testing on without a record.
 

@@ -93,16 +93,14 @@ async fn handle(State(root): State<Arc<PathBuf>>, uri: Uri) -> Response {
     file_response(&real).await
 }
 
-/// A compressed history's plain text, decompressed as it is sent (a blocking reader feeds a
-/// channel, as for the history view).
+/// A compressed history's plain text, decompressed as it is sent.
 fn plain_history(path: PathBuf) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
-    tokio::task::spawn_blocking(move || {
+    blocking_body("text/plain; charset=utf-8", move |send| {
         use std::io::Read;
         let mut reader = match history::file::HistoryFile::open(&path).and_then(|h| h.reader()) {
             Ok(r) => r,
             Err(e) => {
-                let _ = tx.blocking_send(Err(std::io::Error::other(format!("{e:#}"))));
+                send(Err(std::io::Error::other(format!("{e:#}"))));
                 return;
             }
         };
@@ -112,45 +110,44 @@ fn plain_history(path: PathBuf) -> Response {
                 Ok(0) => return,
                 Ok(n) => {
                     buf.truncate(n);
-                    if tx.blocking_send(Ok(buf)).is_err() {
+                    if !send(Ok(buf)) {
                         return; // the client has gone
                     }
                 }
                 // Report the error once, then end the stream.
                 Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
+                    send(Err(e));
                     return;
                 }
             }
         }
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
-    });
-    (
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    })
 }
 
-/// The history view, streamed as it is written (a blocking reader feeds a channel).
+/// The history view, streamed as it is written.
 fn history_page(path: PathBuf, query: &str) -> Response {
     let q = match super::history_view::Query::parse(query) {
         Ok(q) => q,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<String>(4);
-    tokio::task::spawn_blocking(move || {
-        super::history_view::render(&path, &q, |chunk| tx.blocking_send(chunk).is_ok());
-    });
+    blocking_body("text/html; charset=utf-8", move |send| {
+        super::history_view::render(&path, &q, |chunk| send(Ok(chunk.into_bytes())));
+    })
+}
+
+/// A response body that a blocking producer writes chunk by chunk (through a channel, off the
+/// async threads); `send` says false once the client has gone.
+fn blocking_body(
+    content_type: &'static str,
+    produce: impl FnOnce(&mut dyn FnMut(std::io::Result<Vec<u8>>) -> bool) + Send + 'static,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
+    tokio::task::spawn_blocking(move || produce(&mut |chunk| tx.blocking_send(chunk).is_ok()));
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::io::Error>(chunk.into_bytes()), rx))
+        rx.recv().await.map(|chunk| (chunk, rx))
     });
     (
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        [(header::CONTENT_TYPE, content_type)],
         Body::from_stream(stream),
     )
         .into_response()
