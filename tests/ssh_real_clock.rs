@@ -15,7 +15,9 @@ use fle_chaos::control::ssh::{SshCluster, SshClusterConfig};
 use fle_chaos::control::{Control, DaemonSpec, Signal};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
-use run_support::{leftovers, nemesis_done, resources, run_dir, wait_exit, wait_for};
+use run_support::{
+    leftovers, nemesis_done, resources, run_dir, wait_exit, wait_for, why_not_valid,
+};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -207,13 +209,14 @@ fn real_clock_skew_steps_the_hosts_clock_and_always_steps_it_back() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = run_dir(&vms.dir.path().join("reports-12")).expect("a run folder");
     assert!(
         matches!(out.status.code(), Some(0) | Some(2)),
-        "fle-chaos test: {:?}\n{stderr}",
-        out.status
+        "fle-chaos test: {:?}\n{stderr}\n{}",
+        out.status,
+        why_not_valid(&run)
     );
     assert!(stderr.contains("WARNING: --real-clock-skew"), "{stderr}");
-    let run = run_dir(&vms.dir.path().join("reports-12")).expect("a run folder");
     let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
     let clock = nemesis_done(&h, F::Clock);
     assert_eq!(

@@ -91,6 +91,28 @@ pub fn run_dir(out: &Path) -> Option<PathBuf> {
         .flatten()
 }
 
+/// What each checker that did not judge the run valid said, with its measurements: for a
+/// test's failure message, so a run that failed on a CI machine explains itself.
+pub fn why_not_valid(run_dir: &Path) -> String {
+    match fle_chaos::run::child::read_results(run_dir) {
+        Err(e) => format!("{e:#}"),
+        Ok(r) => r
+            .checkers
+            .iter()
+            .filter(|c| c.valid != fle_chaos::checker::Validity::True)
+            .map(|c| {
+                let m = serde_json::to_string(&c.measurements).unwrap_or_default();
+                format!(
+                    "{} ({:?}): {}
+measurements: {m}",
+                    c.name, c.valid, c.explanation
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 /// The nemesis's completed actions of kind `f` in a history.
 pub fn nemesis_done(history: &[Event], f: F) -> Vec<&Event> {
     history
