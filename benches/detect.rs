@@ -19,7 +19,6 @@
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
 //! not change what it measures.
 
-#[path = "support/mod.rs"]
 mod support;
 use support::{env_or, median};
 

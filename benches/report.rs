@@ -8,7 +8,7 @@
 
 // Test support shared with the report tests: the synthetic history writer.
 #[allow(dead_code)]
-#[path = "../tests/report_support/fixture.rs"]
+#[path = "../tests/it/support/report/fixture.rs"]
 mod fixture;
 
 use fixture::{write_run, FixtureSpec};
@@ -32,9 +32,14 @@ fn main() -> anyhow::Result<()> {
     let root = std::env::var_os("FLC_BENCH_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| temp.path().to_path_buf());
+    // 9 nodes, 50 Hz observers: about 1.6 M events an hour.
     let spec = FixtureSpec {
+        nodes: 9,
         duration_s: 3600.0 * hours,
-        ..FixtureSpec::hour_nine_nodes(&format!("bench-{hours}h"))
+        write_every_ms: 100,
+        fault_every_s: 60.0,
+        fault_len_s: 20.0,
+        ..FixtureSpec::small(&format!("bench-{hours}h"))
     };
     let started = Instant::now();
     let run_dir = std::fs::read_dir(root.join(&spec.name))

@@ -15,12 +15,16 @@
 //! FLC_BACKEND=netns|ssh: with ssh each server runs on a fake VM (a namespace running sshd,
 //! as the SSH tests use) and is driven over SSH: the same figures through the SSH backend.
 
-#[path = "support/mod.rs"]
 mod support;
 use support::{env_or, median};
 
-#[path = "../tests/ssh_support/mod.rs"]
-mod ssh_support;
+/// The SSH tests' fake VMs (tests/it/support), borrowed whole: this bench uses part of them.
+#[allow(dead_code)]
+#[path = "../tests/it/support"]
+mod test_support {
+    pub mod fixture;
+    pub mod ssh;
+}
 
 use fle_chaos::api::{NodeStatus, ServerState, ZabPhase};
 use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
@@ -242,7 +246,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
     // Declared before the teardown guard, so dropped after it: the hosts outlive the teardown.
     let mut _vms = None;
     let cluster: Arc<dyn Control> = if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") {
-        let vms = ssh_support::FakeVms::create(size);
+        let vms = test_support::ssh::FakeVms::create(size);
         let config = SshClusterConfig {
             hosts: vms.hosts(),
             options: SshOptions {
@@ -433,7 +437,8 @@ async fn main() {
         println!("side-by-side bench skipped: {e:#}");
         return;
     }
-    if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") && !ssh_support::can_run("side_by_side")
+    if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh")
+        && !test_support::ssh::can_run("side_by_side")
     {
         return;
     }

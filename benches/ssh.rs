@@ -3,8 +3,13 @@
 //! faketime file write, a daemon spawn + kill, and teardown. Prints figures; asserts nothing.
 //! `cargo bench --bench ssh`
 
-#[path = "../tests/ssh_support/mod.rs"]
-mod ssh_support;
+/// The SSH tests' fake VMs (tests/it/support), borrowed whole: this bench uses part of them.
+#[allow(dead_code)]
+#[path = "../tests/it/support"]
+mod test_support {
+    pub mod fixture;
+    pub mod ssh;
+}
 
 use fle_chaos::control::os_setup::Needs;
 use fle_chaos::control::registry::Registry;
@@ -27,10 +32,10 @@ fn percentiles(mut v: Vec<Duration>) -> String {
 }
 
 fn main() {
-    if !ssh_support::can_run("bench ssh") {
+    if !test_support::ssh::can_run("bench ssh") {
         return;
     }
-    let vms = ssh_support::FakeVms::create(3);
+    let vms = test_support::ssh::FakeVms::create(3);
     std::env::set_var("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"));
     let run_id = format!("b{}", vms.suffix);
     let run_dir = vms.dir.path().join("run");

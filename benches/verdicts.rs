@@ -11,7 +11,6 @@
 //! The final phase is measured in each run's history: from the final heal's invoke to the last
 //! final-log read (restart of killed nodes, the settle wait, the final reads).
 
-#[path = "support/mod.rs"]
 mod support;
 use support::{env_or, median};
 

@@ -11,7 +11,9 @@
 //! finalizeWait = 200 ms: median <= 230 ms at 5 nodes, RSS <= 16 MiB per node; paused leader
 //! near syncLimit·tickTime + finalizeWait (1.2 s); rejoin <= 1 s after any partition.
 
-#[path = "../tests/node_support/mod.rs"]
+/// The tests' cluster starter (tests/it/support), borrowed whole: this bench uses part of it.
+#[allow(dead_code)]
+#[path = "../tests/it/support/mod.rs"]
 mod node_support;
 
 use std::time::{Duration, Instant};

@@ -12,7 +12,9 @@
 //! leader to the first write committed by the new leader (crash detection + FLE + Zab
 //! recovery). `cargo bench --bench zab -- processes` runs only this part.
 
-#[path = "../tests/node_support/mod.rs"]
+/// The tests' cluster starter (tests/it/support), borrowed whole: this bench uses part of it.
+#[allow(dead_code)]
+#[path = "../tests/it/support/mod.rs"]
 mod node_support;
 
 use std::collections::BTreeMap;

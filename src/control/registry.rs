@@ -94,10 +94,16 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Starts the registry of run `run_id`, recording the controller itself first.
+    /// Starts the registry of run `run_id` in `registry_dir()`, recording the controller itself
+    /// first.
     pub fn create(run_id: &str, run_dir: &Path) -> Result<Self> {
-        let dir = registry_dir();
-        std::fs::create_dir_all(&dir)
+        Self::create_in(&registry_dir(), run_id, run_dir)
+    }
+
+    /// `create`, listing the run in `dir` rather than `registry_dir()` (`FLE_CHAOS_REGISTRY` is
+    /// the whole process's environment: tests side by side pass their own here).
+    pub fn create_in(dir: &Path, run_id: &str, run_dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the registry directory {}", dir.display()))?;
         let registry = Registry {
             run_id: run_id.to_string(),

@@ -1,0 +1,185 @@
+//! Wire compatibility (issue 18): fle-node as server 3 of an ensemble with two real ZooKeeper
+//! 3.8 servers (Debian's package, started as the ZooKeeper target starts them). The election
+//! interoperates: ZooKeeper decodes fle-node's notifications and all three agree on one leader
+//! (ZooKeeper's AdminServer and fle-node's `/status`). Zab does not (different framing), so
+//! fle-node's following fails at once, again and again: it must back off (few log lines, little
+//! CPU) instead of spinning. Skipped when java or the zookeeper package is missing.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{free_ports, http_get_json, node_bin};
+use fle_chaos::control::zookeeper::launch::{jvm_args, JvmOptions, CLASSPATH};
+
+/// Kills (SIGKILL) and reaps every process it holds, on every exit path.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    n(11) + n(12)
+}
+
+#[test]
+fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
+    if CLASSPATH.iter().any(|j| !Path::new(j).exists())
+        || Command::new("java").arg("-version").output().is_err()
+    {
+        eprintln!(
+            "SKIPPED: needs java and the zookeeper package ({})",
+            CLASSPATH.join(", ")
+        );
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("flc-mixed-")
+        .tempdir()
+        .unwrap();
+    let p = free_ports(9);
+    let (quorum, election, admin) = (&p[0..3], &p[3..6], &p[6..9]);
+    let servers: String = (0..3)
+        .map(|i| format!("server.{}=127.0.0.1:{}:{}\n", i + 1, quorum[i], election[i]))
+        .collect();
+    let mut procs = Procs(Vec::new());
+    let mut fle_log = None;
+    for (i, &admin_port) in admin.iter().enumerate() {
+        let sid = i + 1;
+        let data = dir.path().join(format!("n{sid}"));
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("myid"), format!("{sid}\n")).unwrap();
+        let mut cfg = format!(
+            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+             admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+            data.display(),
+            admin_port
+        );
+        let log_path = dir.path().join(format!("n{sid}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let zoo_cfg = data.join("zoo.cfg");
+        let cmd = if sid == 3 {
+            std::fs::write(&zoo_cfg, cfg).unwrap();
+            fle_log = Some(log_path);
+            let mut c = Command::new(node_bin());
+            c.arg("--config").arg(&zoo_cfg);
+            c
+        } else {
+            let client = free_ports(1)[0];
+            cfg.push_str(&format!(
+                "clientPort={client}\nclientPortAddress=127.0.0.1\nstandaloneEnabled=false\n\
+                 admin.enableServer=true\n"
+            ));
+            std::fs::write(&zoo_cfg, cfg).unwrap();
+            let mut c = Command::new("java");
+            c.args(jvm_args(
+                &JvmOptions::default(),
+                &CLASSPATH.join(":"),
+                &zoo_cfg,
+            ));
+            c
+        };
+        let mut cmd = cmd;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        procs.0.push(child);
+    }
+    let fle_log = fle_log.unwrap();
+    let fle_pid = procs.0[2].id();
+    let describe = || {
+        let tail = |sid: usize| {
+            let t =
+                std::fs::read_to_string(dir.path().join(format!("n{sid}.log"))).unwrap_or_default();
+            let lines: Vec<&str> = t.lines().rev().take(8).collect();
+            lines.into_iter().rev().collect::<Vec<_>>().join("\n")
+        };
+        format!(
+            "--- n1\n{}\n--- n2\n{}\n--- n3\n{}",
+            tail(1),
+            tail(2),
+            tail(3)
+        )
+    };
+
+    // 1. One leader for all three: ZooKeeper's AdminServer and fle-node's /status agree.
+    let end = Instant::now() + Duration::from_secs(90);
+    let leader = loop {
+        let zk: Vec<(i64, bool)> = admin[..2]
+            .iter()
+            .filter_map(|&port| {
+                let l = http_get_json(port, "/commands/leader")?;
+                Some((l["leader_id"].as_i64()?, l["is_leader"].as_bool()?))
+            })
+            .collect();
+        let fle = http_get_json(admin[2], "/status");
+        let fle_leader = fle
+            .as_ref()
+            .and_then(|s| s["last_election"]["leader"].as_i64());
+        if zk.len() == 2
+            && zk[0].0 == zk[1].0
+            && zk[0].0 > 0
+            && zk.iter().filter(|z| z.1).count() == 1
+            && fle_leader == Some(zk[0].0)
+        {
+            break zk[0].0;
+        }
+        assert!(
+            Instant::now() < end,
+            "no agreed leader within 90 s\n{}",
+            describe()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let zk_log = std::fs::read_to_string(dir.path().join("n1.log")).unwrap();
+    assert!(
+        zk_log.contains("n.sid:3"),
+        "ZooKeeper never decoded a notification from fle-node\n{}",
+        describe()
+    );
+    eprintln!("all three agree: leader {leader}");
+
+    // 2. fle-node's Zab cannot follow ZooKeeper's: it must back off, not spin.
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let (l0, c0, t0) = (lines(&fle_log), cpu_ticks(fle_pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(15));
+    let (l1, c1) = (lines(&fle_log), cpu_ticks(fle_pid));
+    let secs = t0.elapsed().as_secs_f64();
+    // Clock ticks are 1/100 s on Linux.
+    let cpu = (c1 - c0) as f64 / 100.0 / secs;
+    eprintln!(
+        "fle-node over {secs:.0} s: {} log lines, {:.1}% CPU",
+        l1 - l0,
+        cpu * 100.0
+    );
+    assert!(
+        l1 - l0 < 60,
+        "{} log lines in 15 s\n{}",
+        l1 - l0,
+        describe()
+    );
+    assert!(cpu < 0.05, "fle-node used {:.1}% CPU", cpu * 100.0);
+    let log = std::fs::read_to_string(&fle_log).unwrap();
+    if leader != 3 {
+        assert!(log.contains("backing off"), "{}", describe());
+    }
+}

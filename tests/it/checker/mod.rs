@@ -1,0 +1,7 @@
+//! `fle-chaos check` and the checkers: fixture runs, the history parser, sampling without false
+//! alarms, a seeded bug caught in a real cluster.
+mod cli;
+mod fixtures;
+mod parse;
+mod sampling;
+mod seeded_bug;

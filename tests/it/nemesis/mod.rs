@@ -1,0 +1,4 @@
+//! The nemesis on real clusters: aimed faults, every fault kind, and partitions.
+mod aim;
+mod faults;
+mod partition;

@@ -1,0 +1,5 @@
+//! The report: rendering, `fle-chaos report` and `serve` as processes, and a real browser opening
+//! it.
+mod browser;
+mod cli;
+mod render;

@@ -1,0 +1,261 @@
+//! Bad command lines and bad workload files: one clear line naming the problem, exit 254,
+//! and nothing created (no run folder, nothing running).
+
+use crate::support;
+
+use crate::support::run::fle_chaos;
+use std::path::Path;
+
+/// Runs `fle-chaos test ARGS --out OUT`; returns (exit code, stderr).
+fn test_with(args: &[&str], out: &Path) -> (i32, String) {
+    let o = fle_chaos()
+        .arg("test")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn assert_bad(args: &[&str], expect: &[&str]) {
+    let out = tempfile::tempdir().unwrap();
+    let (code, err) = test_with(args, out.path());
+    assert_eq!(code, 254, "args {args:?}: exit {code}, stderr: {err}");
+    for e in expect {
+        assert!(err.contains(e), "args {args:?}: stderr lacks {e:?}: {err}");
+    }
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "args {args:?}: something was created under --out"
+    );
+}
+
+#[test]
+fn bad_flags_exit_254_naming_the_flag() {
+    assert_bad(&["--nodes", "0"], &["--nodes"]);
+    assert_bad(&["--nodes", "five"], &["--nodes"]);
+    assert_bad(&["--time-limit=-3"], &["--time-limit", "positive"]);
+    assert_bad(&["--nemesis", "kill,flood"], &["--nemesis", "flood"]);
+    assert_bad(&["--workload", "nosuch"], &["nosuch", "election, writes"]);
+    assert_bad(&["--net", "wifi"], &["--net"]);
+    assert_bad(&["--bogus-flag"], &["--bogus-flag"]);
+    assert_bad(
+        &["--nemesis-file", "/nonexistent/schedule.toml"],
+        &["--nemesis-file", "no such file"],
+    );
+    assert_bad(
+        &["--node-binary", "/nonexistent/fle-node"],
+        &["/nonexistent/fle-node", "--node-binary"],
+    );
+    assert_bad(
+        &["--workload", "writes", "--concurrency", "0"],
+        &["--concurrency"],
+    );
+    let zk = ["--target", "zookeeper", "--zookeeper-config"];
+    assert_bad(
+        &[&zk[..], &["tickTime=100"]].concat(),
+        &["--zookeeper-config", "tickTime", "--tick-ms"],
+    );
+    assert_bad(
+        &[&zk[..], &["snapshotSizeFactor"]].concat(),
+        &["--zookeeper-config", "KEY=VALUE"],
+    );
+    assert_bad(
+        &["--zookeeper-config", "snapshotSizeFactor=-1"],
+        &["without --target zookeeper"],
+    );
+}
+
+#[test]
+fn partitions_on_loopback_are_refused_with_the_reason() {
+    assert_bad(
+        &["--net", "loopback", "--nemesis", "partition"],
+        &["partition", "--net netns"],
+    );
+}
+
+#[test]
+fn real_clock_skew_is_refused_where_it_cannot_work() {
+    // Checked before any host is contacted (vm1 does not exist).
+    assert_bad(&["--real-clock-skew"], &["--real-clock-skew", "--ssh"]);
+    let dir = tempfile::tempdir().unwrap();
+    for (schedule, expect) in [
+        (
+            "[[fault]]\nkind = \"clock\"\nmode = \"rate\"\nfactor = 2.0\n",
+            &["--real-clock-skew", "rate", "bump or strobe"][..],
+        ),
+        (
+            "fake_monotonic = true\n[[fault]]\nkind = \"clock\"\nmode = \"strobe\"\n",
+            &["--real-clock-skew", "fake_monotonic"][..],
+        ),
+    ] {
+        let file = dir.path().join("schedule.toml");
+        std::fs::write(&file, schedule).unwrap();
+        let file = file.to_str().unwrap();
+        let args = [
+            "--ssh",
+            "--nodes",
+            "vm1",
+            "--real-clock-skew",
+            "--nemesis-file",
+            file,
+        ];
+        assert_bad(&args, expect);
+    }
+}
+
+#[test]
+fn bad_workload_file_names_file_line_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.toml");
+    std::fs::write(&file, "name = \"broken\"\nkind = \"sing\"\n").unwrap();
+    let f = file.to_str().unwrap();
+    assert_bad(&["--workload", f], &["broken.toml:2", "kind"]);
+
+    std::fs::write(&file, "name = \"broken\"\nkind = \"writes\"\nrate = 0.0\n").unwrap();
+    assert_bad(&["--workload", f], &["broken.toml", "rate"]);
+
+    std::fs::write(&file, "name = \"broken\"\nkind = \"election\"\nspeed = 3\n").unwrap();
+    assert_bad(&["--workload", f], &["broken.toml:3", "speed"]);
+}
+
+#[test]
+fn help_explains_every_option_with_its_default() {
+    let o = fle_chaos().args(["test", "--help"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--nodes",
+        "--time-limit",
+        "--workload",
+        "--nemesis",
+        "--nemesis-interval",
+        "--nemesis-file",
+        "--seed",
+        "--concurrency",
+        "--out",
+        "--test-count",
+        "--leave-running",
+        "--net",
+        "--node-binary",
+    ] {
+        assert!(help.contains(flag), "help lacks {flag}");
+    }
+    assert!(help.contains("[default: 5]") && help.contains("[default: 60]"));
+}
+
+#[test]
+fn without_root_namespaces_are_refused_naming_what_needs_root() {
+    // Drop to nobody (needs root to do so, and setpriv from util-linux).
+    if !fle_chaos::control::is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!(
+            "SKIPPED without_root_...: needs root and setpriv to become an unprivileged user"
+        );
+        return;
+    }
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args(["test", "--nodes", "3", "--out", "/nonexistent-flc-out"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(254), "{err}");
+    assert!(
+        err.contains("needs root") && err.contains("--net loopback"),
+        "{err}"
+    );
+}
+
+/// `assert_bad`, and the message is one line.
+fn assert_bad_line(args: &[&str], expect: &[&str]) {
+    assert_bad(args, expect);
+    let out = tempfile::tempdir().unwrap();
+    let (_, err) = test_with(args, out.path());
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "args {args:?}: not one line: {err}");
+}
+
+#[test]
+fn bad_values_are_one_line_naming_the_flag() {
+    assert_bad_line(&["--time-limit", "-5"], &["--time-limit -5", "positive"]);
+    assert_bad_line(&["--time-limit", "soon"], &["--time-limit", "soon"]);
+    assert_bad_line(&["--recovery-timeout", "-1"], &["--recovery-timeout"]);
+    assert_bad_line(&["--test-count", "0"], &["--test-count"]);
+    assert_bad_line(&["--bogus-flag"], &["--bogus-flag"]);
+}
+
+#[test]
+fn a_schedule_that_cannot_fit_the_run_is_refused_naming_file_line_and_fix() {
+    // 5 s of quiet, then a 6 s pause: 8 s leave no room to inject and undo it.
+    assert_bad_line(
+        &["--nemesis-file", "pause-leader", "--time-limit", "8"],
+        &[
+            "nemesis/pause-leader.toml: line 7",
+            "--time-limit 8",
+            "at least 12",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.toml");
+    std::fs::write(
+        &file,
+        "interval = \"1s\"\n\n[[fault]]\nkind = \"kill\"\nduration = \"120s\"\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    assert_bad_line(
+        &["--nemesis-file", f, "--time-limit", "10"],
+        &["long.toml: line 3", "120s", "--time-limit"],
+    );
+    // --nemesis with the default 10 s interval: 10 s of quiet and 10 s of fault.
+    assert_bad_line(
+        &["--nemesis", "kill", "--time-limit", "10"],
+        &["--nemesis kill", "--nemesis-interval"],
+    );
+}
+
+#[test]
+fn a_schedule_naming_nodes_outside_the_cluster_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("n9.toml");
+    std::fs::write(&file, "[[fault]]\nkind = \"kill\"\ntarget = \"n9\"\n").unwrap();
+    assert_bad_line(
+        &["--nodes", "3", "--nemesis-file", file.to_str().unwrap()],
+        &["n9.toml: line 1", "n9 is not in the cluster", "n1..n3"],
+    );
+}
+
+#[test]
+fn a_bug_the_node_does_not_know_is_refused() {
+    // The real fle-node is asked which bugs it has (`fle-node --list-bugs`): the message names
+    // the unknown one and lists the known ones.
+    let node = support::run::fle_node();
+    assert_bad_line(
+        &["--bug", "nosuch", "--node-binary", &node],
+        &["--bug nosuch", "quorum-minority"],
+    );
+    assert_bad_line(
+        &["--bug", "quorum-minority,nosuch", "--node-binary", &node],
+        &["nosuch"],
+    );
+}
+
+#[test]
+fn an_unknown_key_in_a_nemesis_file_is_named_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.toml");
+    std::fs::write(
+        &file,
+        "interval = \"4s\"\n[[fault]]\nkind = \"kill\"\ntarjet = \"leader\"\n",
+    )
+    .unwrap();
+    assert_bad(
+        &["--nemesis-file", file.to_str().unwrap()],
+        &["typo.toml: line 4", "tarjet"],
+    );
+}

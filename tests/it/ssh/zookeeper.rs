@@ -1,0 +1,451 @@
+//! Real ZooKeeper over SSH on fake VMs (namespaces running sshd, see support::ssh):
+//! `fle-chaos test --ssh --target zookeeper` with kill, pause and partition judged valid with
+//! every applicable checker true, the version each server reported and how the epoch files were
+//! read recorded in test.json, and nothing left on any host (then `clean` finds nothing either);
+//! and `--zookeeper-home` pointing at a distribution folder the test assembles from Debian's
+//! jars, over SSH and locally, each run recording the version that folder's ZooKeeper reports
+//! and running its jars. Needs root and Debian's zookeeper package (installed when missing).
+
+use crate::support::exclusive::{hold, Exclusive};
+use crate::support::ssh::{can_run, FakeVms};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn zookeeper_here(test: &str) -> bool {
+    let mut say = |s: &str| eprintln!("setup: {s}");
+    match fle_chaos::control::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no ZooKeeper/Java here and could not install: {e:#}");
+            false
+        }
+    }
+}
+
+fn fle_chaos(vms: Option<&FakeVms>, out: &Path, name: &str, args: &[&str]) -> (i32, PathBuf) {
+    let _cores = hold(Exclusive::HeavyCluster);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
+    cmd.args(["test", "--target", "zookeeper", "--workload", "writes"]);
+    if let Some(vms) = vms {
+        cmd.env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
+            .args(["--ssh", "--nodes", &vms.hosts().join(",")])
+            .arg("--ssh-config")
+            .arg(&vms.ssh_config);
+    } else {
+        cmd.args(["--nodes", "3"]);
+    }
+    let o = cmd
+        .args(args)
+        .args(["--name", name, "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let run = std::fs::read_dir(out.join(name))
+        .unwrap_or_else(|e| panic!("no run folder ({e}); fle-chaos said:\n{stderr}"))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("test.json").is_file())
+        .unwrap_or_else(|| panic!("no run in {}:\n{stderr}", out.join(name).display()));
+    eprintln!("{name}: {stderr}");
+    // To look at a run after the test: FLC_TEST_KEEP=DIR keeps a copy there.
+    if let Some(keep) = std::env::var_os("FLC_TEST_KEEP") {
+        let _ = Command::new("cp").arg("-a").arg(&run).arg(&keep).status();
+    }
+    if !run.join("results.json").is_file() {
+        let log = std::fs::read_to_string(run.join("nodes/n1/zookeeper.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>();
+        panic!(
+            "{name}: no verdict; fle-chaos said:\n{stderr}\nn1's log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    (o.status.code().unwrap_or(-1), run)
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every checker true but vote-rule (ZooKeeper does not expose its votes: unknown, not
+/// applicable), and the run judged valid.
+fn judged_valid(run: &Path, code: i32) {
+    let results = json(&run.join("results.json"));
+    let checkers = results["checkers"].as_array().unwrap();
+    assert!(checkers.len() >= 5, "{results}");
+    for c in checkers {
+        let (name, valid) = (c["name"].as_str().unwrap(), c["valid"].as_str().unwrap());
+        let why = c["explanation"].as_str().unwrap_or("");
+        if name == "vote-rule" {
+            assert_eq!(valid, "unknown", "{why}");
+        } else {
+            assert_eq!(valid, "true", "{name}: {why}");
+        }
+    }
+    assert_eq!(code, fle_chaos::exit::VALID, "judged valid");
+}
+
+/// The version each server reported, from test.json.
+fn versions(run: &Path) -> Vec<String> {
+    let test = json(&run.join("test.json"));
+    let software = &test["settings"]["software"];
+    let v = software["versions"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{software}"));
+    v.values()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Nothing of the run on any fake VM: no node folder, no process but sshd, no iptables rule.
+fn nothing_left(vms: &FakeVms) {
+    for (i, vm) in vms.vms.iter().enumerate() {
+        assert!(
+            !vms.iptables_rules(i).contains("flc"),
+            "rules left on vm {}",
+            i + 1
+        );
+        let out = Command::new("ip")
+            .args(["netns", "pids", &vm.netns])
+            .output()
+            .unwrap();
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                assert_eq!(comm.trim(), "sshd", "process {pid} left on vm {}", i + 1);
+            }
+        }
+    }
+}
+
+fn node_folders_left(run: &Path) -> Vec<PathBuf> {
+    let test = json(&run.join("test.json"));
+    let id = test["settings"]["run_id"].as_str().unwrap().to_string();
+    (1..=3)
+        .map(|n| PathBuf::from(format!("/tmp/flc-{id}-n{n}")))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+#[test]
+fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
+    let name = "zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing";
+    if !can_run(name) || !zookeeper_here(name) {
+        return;
+    }
+    let vms = FakeVms::create(3);
+    let out = vms.dir.path().join("reports");
+    // One fault of each kind at fixed times, the first 5 s in: a fault that lands on a leader
+    // before any of its reads vouched for its epoch (over SSH a new leader's epoch files take
+    // one SSH round trip, ~0.3-0.8 s on a loaded machine) leaves that epoch's leader unseen,
+    // and election-safety rightly says unknown, not true. The JVMs elect within ~2 s of their
+    // start here. The partition goes last and the run lasts 30 s: on a loaded machine a cut
+    // over SSH took 4-6 s to apply and its heal up to 10 s (iptables waits for the xtables
+    // lock, shared by every network namespace here).
+    let schedule = vms.dir.path().join("kill-pause-partition.toml");
+    std::fs::write(
+        &schedule,
+        "[[step]]\nat = \"5s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"2s\"\n\n\
+         [[step]]\nat = \"9s\"\nkind = \"pause\"\ntarget = \"n2\"\nduration = \"2s\"\n\n\
+         [[step]]\nat = \"13s\"\nkind = \"partition\"\ngroups = [[\"n3\"], [\"n1\", \"n2\"]]\n\
+         duration = \"2s\"\n",
+    )
+    .unwrap();
+    let (code, run) = fle_chaos(
+        Some(&vms),
+        &out,
+        "zk-ssh",
+        &[
+            "--nemesis-file",
+            schedule.to_str().unwrap(),
+            "--time-limit",
+            "30",
+        ],
+    );
+    judged_valid(&run, code);
+    let history =
+        fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
+    let events: Vec<Value> = history
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for kind in ["kill", "pause", "partition"] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e["process"] == "nemesis" && e["f"] == kind && e["type"] == "info"),
+            "no {kind} done"
+        );
+    }
+    let leaders: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e["f"] == "status" && e["value"]["state"] == "LEADING")
+        .filter_map(|e| e["node"].as_str())
+        .collect();
+    assert!(
+        !leaders.is_empty(),
+        "a leader was observed over the AdminServer"
+    );
+    let acked = events
+        .iter()
+        .filter(|e| e["f"] == "write" && e["type"] == "ok")
+        .count();
+    assert!(acked > 0, "writes were acknowledged");
+    let test = json(&run.join("test.json"));
+    let software = &test["settings"]["software"];
+    assert!(
+        software["epoch_files"]
+            .as_str()
+            .unwrap()
+            .contains("over SSH"),
+        "{software}"
+    );
+    let v = versions(&run);
+    assert_eq!(v.len(), 3, "every server reported its version: {software}");
+    assert!(v.iter().all(|v| v.starts_with("3.")), "{v:?}");
+    // The servers' logs came back from the hosts.
+    for n in 1..=3 {
+        let log = run.join(format!("nodes/n{n}/zookeeper.log"));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("QuorumPeer"), "{} fetched", log.display());
+    }
+    assert_eq!(node_folders_left(&run), Vec::<PathBuf>::new());
+    nothing_left(&vms);
+    let clean = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
+        .arg("clean")
+        .output()
+        .unwrap();
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    nothing_left(&vms);
+}
+
+/// A ZooKeeper distribution folder in Apache's layout made of Debian's jars: `lib/` holds
+/// zookeeper.jar and everything its manifest's Class-Path names (transitively), slf4j-simple
+/// (logging) and servlet-api (AdminServer); `bin/` and `conf/` as Apache ships them, minus
+/// what the tool does not run.
+fn assemble_home(dir: &Path) -> PathBuf {
+    let home = dir.join("zookeeper-from-debian");
+    for d in ["bin", "lib", "conf"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    let java = Path::new("/usr/share/java");
+    let mut todo = vec![
+        "zookeeper.jar".to_string(),
+        "slf4j-simple.jar".into(),
+        "servlet-api.jar".into(),
+    ];
+    let mut copied = Vec::new();
+    while let Some(jar) = todo.pop() {
+        // Class-Path entries are absolute in Debian's manifests: `join` keeps them as they are.
+        let from = java.join(&jar);
+        let name = from.file_name().unwrap().to_owned();
+        let to = home.join("lib").join(&name);
+        if copied.contains(&name) || !from.exists() {
+            continue;
+        }
+        let manifest = Command::new("unzip")
+            .arg("-p")
+            .arg(&from)
+            .arg("META-INF/MANIFEST.MF")
+            .output()
+            .expect("unzip (apt-get install unzip)");
+        let text = String::from_utf8_lossy(&manifest.stdout)
+            .replace("\r\n ", "")
+            .replace("\n ", "");
+        for line in text.lines() {
+            if let Some(cp) = line.strip_prefix("Class-Path:") {
+                todo.extend(cp.split_whitespace().map(String::from));
+            }
+        }
+        // Never onto the source (copying a file onto itself truncates it).
+        assert!(to.starts_with(&home) && to != from, "{}", to.display());
+        std::fs::copy(&from, &to).unwrap();
+        copied.push(name);
+    }
+    std::fs::write(
+        home.join("conf/zoo_sample.cfg"),
+        "tickTime=2000\ndataDir=/tmp/zookeeper\nclientPort=2181\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join("bin/README"),
+        "fle-chaos starts QuorumPeerMain itself; Apache's scripts are not needed\n",
+    )
+    .unwrap();
+    home
+}
+
+/// The version the folder's ZooKeeper reports for itself, asked without the tool.
+fn version_of(home: &Path) -> String {
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(format!("{}/lib/*", home.display()))
+        .arg("org.apache.zookeeper.version.VersionInfoMain")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "Apache ZooKeeper, version 3.8.0 2024-12-29 17:54 UTC"
+    text.split("version ")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap_or_else(|| panic!("VersionInfoMain said {text:?}"))
+        .to_string()
+}
+
+/// Hides `dir` from fake VM `i`: a tmpfs over it in the mount namespace its sshd (and every
+/// session it forks) runs in (`ip netns exec` gives each VM its own, a slave of this
+/// machine's, so nothing propagates back here).
+fn hide_on_vm(vms: &FakeVms, i: usize, dir: &Path) {
+    let pid = vms.vms[i].sshd_pid().unwrap().to_string();
+    let out = Command::new("nsenter")
+        .args(["-t", &pid, "-m", "mount", "-t", "tmpfs", "flc-hidden"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cannot hide {} on vm {}: {}",
+        dir.display(),
+        i + 1,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The line of a ZooKeeper log naming its class path.
+fn class_path(run: &Path, node: &str) -> String {
+    let log = std::fs::read_to_string(run.join(format!("nodes/{node}/zookeeper.log"))).unwrap();
+    log.lines()
+        .find(|l| l.contains("java.class.path="))
+        .unwrap_or_else(|| panic!("{node}: no class path in its log"))
+        .to_string()
+}
+
+#[test]
+fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version() {
+    let name = "zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version";
+    if !can_run(name) || !zookeeper_here(name) {
+        return;
+    }
+    let vms = FakeVms::create(3);
+    // The folder is on this machine; vm1 and vm2 do not see it (it is uploaded to them), vm3
+    // sees it at the same path (used where it is).
+    let local = vms.dir.path().join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    let home = assemble_home(&local);
+    for i in [0, 1] {
+        hide_on_vm(&vms, i, &local);
+    }
+    let want = version_of(&home);
+    let out = vms.dir.path().join("reports");
+    let home_arg = home.to_str().unwrap();
+    let args = [
+        "--zookeeper-home",
+        home_arg,
+        "--nemesis",
+        "none",
+        // Long enough for three JVMs to elect on a loaded machine before the final phase.
+        "--time-limit",
+        "12",
+    ];
+    for (vms, name) in [(Some(&vms), "zk-home-ssh"), (None, "zk-home-local")] {
+        let (code, run) = fle_chaos(vms, &out, name, &args);
+        judged_valid(&run, code);
+        let v = versions(&run);
+        assert_eq!(v.len(), 3, "{name}: every server reported its version");
+        for got in &v {
+            assert!(
+                got.starts_with(&want),
+                "{name}: recorded {got}, the folder's ZooKeeper says {want}"
+            );
+        }
+        let test = json(&run.join("test.json"));
+        let software = &test["settings"]["software"];
+        let install = software["install"].as_str().unwrap();
+        assert!(install.contains(home_arg), "{install}");
+        // Each JVM ran the folder's jars (ZooKeeper logs its class path at start): over SSH
+        // n1's and n2's from the copy uploaded into their node folders, n3's where it is.
+        for n in ["n1", "n2", "n3"] {
+            let cp = class_path(&run, n);
+            let uploaded = vms.is_some() && n != "n3";
+            let from = if uploaded {
+                format!("-{n}/zookeeper-home/lib/")
+            } else {
+                format!("{home_arg}/lib/")
+            };
+            assert!(cp.contains(&from), "{name} {n}: {cp}");
+            assert!(
+                !cp.contains("/usr/share/java/zookeeper.jar"),
+                "{name} {n}: {cp}"
+            );
+            if vms.is_some() {
+                let how = &software["homes"][n]["how"];
+                assert_eq!(
+                    how,
+                    if uploaded { "uploaded" } else { "there" },
+                    "{software}"
+                );
+            }
+        }
+        if vms.is_none() {
+            assert!(software.get("homes").is_none(), "{software}");
+        }
+        // The uploaded copies went with the node folders.
+        assert_eq!(node_folders_left(&run), Vec::<PathBuf>::new(), "{name}");
+    }
+    nothing_left(&vms);
+}
+
+#[test]
+fn a_zookeeper_home_that_is_not_one_is_refused_before_anything_starts() {
+    let out = tempfile::Builder::new()
+        .prefix("flc-zkh")
+        .tempdir()
+        .unwrap();
+    let empty = out.path().join("empty");
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "--target",
+                "zookeeper",
+                "--zookeeper-home",
+                "/nonexistent/zk",
+            ],
+            "no such folder",
+        ),
+        (
+            vec![
+                "--target",
+                "zookeeper",
+                "--zookeeper-home",
+                empty.to_str().unwrap(),
+            ],
+            "no lib/zookeeper-*.jar",
+        ),
+        (
+            vec!["--zookeeper-home", empty.to_str().unwrap()],
+            "without --target zookeeper",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+            .arg("test")
+            .args(&args)
+            .args(["--net", "loopback", "--out"])
+            .arg(out.path().join("reports"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(fle_chaos::exit::BAD_ARGS), "{err}");
+        assert!(
+            err.contains(says) && err.contains("--zookeeper-home"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(!out.path().join("reports").exists(), "nothing created");
+    }
+}
