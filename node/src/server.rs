@@ -230,7 +230,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 shell.role = None;
                 shell.progress = None;
                 let reason = end.context("Zab failed on this server (see the error; fix it and restart)")?;
-                shell.follow_streak.role_ended(cfg.sid, &reason, shell.zab.tick, shell.zab.init_limit);
+                shell.follow_streak.role_ended(cfg.sid, &reason, Instant::now(), &shell.zab);
                 let (zxid, epoch) = shell.vote_basis();
                 let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
                 shell.looking(&election);
@@ -304,22 +304,31 @@ struct Shell {
     follow_streak: FollowStreak,
 }
 
-/// Follow attempts that ended before broadcast, in a row (issue 18's re-follow storm: a leader
-/// that refuses or drops us at once, and an election that names it again a millisecond later).
-/// Like ZooKeeper's Learner, the next attempt waits (tickTime doubling up to tickTime·initLimit)
-/// and the loop is logged once, then at 2, 4, 8, ... failures with the count.
+/// Follow attempts that failed before broadcast, in a row (issue 18's re-follow storm: a
+/// leader that refuses or drops us at once, and an election that names it again a millisecond
+/// later). Like ZooKeeper's Learner, the next attempt waits (tickTime doubling up to
+/// tickTime·initLimit) and the loop is logged once, then at 2, 4, 8, ... failures with the count.
+///
+/// Only a quick end is a failure: an attempt that waited syncLimit·tickTime or more before it
+/// ended (a leader paused or cut off while we synced, given up on after initLimit) was paced by
+/// its own wait, and a back-off after it only delays the next election's quorum (the paused
+/// leader's tail: a second or more, in whole ticks, after a pause caught a follower mid-sync).
+/// Any broadcast, leading too, ends a streak.
 #[derive(Debug, Default)]
 struct FollowStreak {
     /// Following (not leading) when the current role started.
     following: bool,
     broadcast: bool,
+    /// When the current follow attempt dials its leader (after its back-off).
+    dials_at: Option<Instant>,
     failures: u32,
 }
 
 impl FollowStreak {
-    fn started(&mut self, following: bool) {
+    fn started(&mut self, following: bool, dials_at: Instant) {
         self.following = following;
         self.broadcast = false;
+        self.dials_at = following.then_some(dials_at);
     }
 
     fn reached_broadcast(&mut self) {
@@ -330,9 +339,7 @@ impl FollowStreak {
             );
         }
         self.broadcast = true;
-        if self.following {
-            self.failures = 0;
-        }
+        self.failures = 0;
     }
 
     /// Whether lines about this attempt are worth logging (not while a storm repeats itself).
@@ -340,11 +347,13 @@ impl FollowStreak {
         self.failures < 2 || self.failures.is_power_of_two()
     }
 
-    fn role_ended(&mut self, sid: u64, reason: &str, tick: Duration, init_limit: u32) {
-        if self.following && !self.broadcast {
+    fn role_ended(&mut self, sid: u64, reason: &str, now: Instant, zab: &ZabConfig) {
+        let (tick, init_limit) = (zab.tick, zab.init_limit);
+        let quick = self
+            .dials_at
+            .is_some_and(|at| now.saturating_duration_since(at) < tick * zab.sync_limit);
+        if self.following && !self.broadcast && quick {
             self.failures += 1;
-        } else if self.following {
-            self.failures = 0;
         }
         if self.failures >= 2 && self.loud() {
             tracing::warn!(
@@ -457,8 +466,9 @@ impl Shell {
         ));
         self.progress = Some(progress_rx);
         let (cfg, store) = (self.zab.clone(), self.store.clone());
+        let delay = self.follow_streak.delay(cfg.tick, cfg.init_limit);
         self.follow_streak
-            .started(d.state == ServerState::Following);
+            .started(d.state == ServerState::Following, Instant::now() + delay);
         self.role = Some(match d.state {
             ServerState::Leading => {
                 // A fresh channel per term: its senders fail once the term ends (503).
@@ -473,7 +483,6 @@ impl Shell {
                 self.writes.set(Route::Following {
                     leader: d.vote.leader,
                 });
-                let delay = self.follow_streak.delay(cfg.tick, cfg.init_limit);
                 let leader = d.vote.leader;
                 Box::pin(async move {
                     tokio::time::sleep(delay).await;
@@ -515,4 +524,50 @@ fn config_string(cfg: &Config) -> String {
     }
     s.push_str("version=0");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zab() -> ZabConfig {
+        // tickTime 200 ms, initLimit 10, syncLimit 5: the side-by-side bench's settings.
+        ZabConfig::new(1, BTreeMap::new(), Duration::from_millis(200), 10, 5)
+    }
+
+    /// A follow attempt that starts now, dials at once and ends `after` later.
+    fn attempt(streak: &mut FollowStreak, after: Duration) {
+        let zab = zab();
+        let dials_at = Instant::now() + streak.delay(zab.tick, zab.init_limit);
+        streak.started(true, dials_at);
+        streak.role_ended(2, "test", dials_at + after, &zab);
+    }
+
+    #[test]
+    fn a_leader_that_drops_us_at_once_backs_the_next_attempts_off() {
+        let (zab, mut streak) = (zab(), FollowStreak::default());
+        attempt(&mut streak, Duration::from_millis(5));
+        assert_eq!(streak.delay(zab.tick, zab.init_limit), zab.tick);
+        attempt(&mut streak, Duration::from_millis(5));
+        attempt(&mut streak, Duration::from_millis(5));
+        assert_eq!(streak.delay(zab.tick, zab.init_limit), zab.tick * 4);
+    }
+
+    #[test]
+    fn a_leader_given_up_on_after_init_limit_costs_the_next_attempt_no_wait() {
+        let (zab, mut streak) = (zab(), FollowStreak::default());
+        attempt(&mut streak, zab.tick * zab.init_limit);
+        assert_eq!(streak.delay(zab.tick, zab.init_limit), Duration::ZERO);
+    }
+
+    #[test]
+    fn leading_to_broadcast_ends_a_streak() {
+        let (zab, mut streak) = (zab(), FollowStreak::default());
+        attempt(&mut streak, Duration::from_millis(5));
+        attempt(&mut streak, Duration::from_millis(5));
+        streak.started(false, Instant::now());
+        streak.reached_broadcast();
+        streak.role_ended(1, "paused", Instant::now(), &zab);
+        assert_eq!(streak.delay(zab.tick, zab.init_limit), Duration::ZERO);
+    }
 }

@@ -114,6 +114,15 @@ fn sigterm_mid_run_tears_everything_down() {
     }
 }
 
+/// A node binary that runs until killed (a real process standing in for a server): node
+/// processes must outlive their controller for these tests to mean something.
+fn sleeping_node(dir: &std::path::Path) -> std::path::PathBuf {
+    let node = dir.join("node.sh");
+    std::fs::write(&node, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    node
+}
+
 #[test]
 fn sigkill_leaves_resources_that_clean_removes() {
     if !root_or_skip("sigkill_leaves_resources_that_clean_removes") {
@@ -122,11 +131,7 @@ fn sigkill_leaves_resources_that_clean_removes() {
     let _dead_runs = hold(Exclusive::DeadRuns);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("reports");
-    // Node processes must outlive their controller for this test to mean something: a node
-    // that runs until killed (a real process standing in for a server).
-    let node = tmp.path().join("node.sh");
-    std::fs::write(&node, "#!/bin/sh\nexec sleep 1000\n").unwrap();
-    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let node = sleeping_node(tmp.path());
     let (mut child, dir) = start_run(&out, node.to_str().unwrap());
     child.kill().unwrap();
     child.wait().unwrap();
@@ -218,9 +223,7 @@ fn leave_running_keeps_the_cluster_until_clean() {
     let _dead_runs = hold(Exclusive::DeadRuns);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("reports");
-    let node = tmp.path().join("node.sh");
-    std::fs::write(&node, "#!/bin/sh\nexec sleep 1000\n").unwrap();
-    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let node = sleeping_node(tmp.path());
     let mut child = spawn(
         &[
             "--nodes",
