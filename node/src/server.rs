@@ -316,23 +316,21 @@ struct Shell {
 /// Any broadcast, leading too, ends a streak.
 #[derive(Debug, Default)]
 struct FollowStreak {
-    /// Following (not leading) when the current role started.
-    following: bool,
     broadcast: bool,
-    /// When the current follow attempt dials its leader (after its back-off).
+    /// When the current follow attempt dials its leader (after its back-off); None while
+    /// leading.
     dials_at: Option<Instant>,
     failures: u32,
 }
 
 impl FollowStreak {
     fn started(&mut self, following: bool, dials_at: Instant) {
-        self.following = following;
         self.broadcast = false;
         self.dials_at = following.then_some(dials_at);
     }
 
     fn reached_broadcast(&mut self) {
-        if self.following && !self.broadcast && self.failures > 1 {
+        if self.dials_at.is_some() && !self.broadcast && self.failures > 1 {
             tracing::info!(
                 failed_attempts = self.failures,
                 "following works again after failed attempts"
@@ -349,10 +347,12 @@ impl FollowStreak {
 
     fn role_ended(&mut self, sid: u64, reason: &str, now: Instant, zab: &ZabConfig) {
         let (tick, init_limit) = (zab.tick, zab.init_limit);
+        // A follow attempt (never a term of leading) that ended sooner than a silent leader is
+        // given up on.
         let quick = self
             .dials_at
             .is_some_and(|at| now.saturating_duration_since(at) < tick * zab.sync_limit);
-        if self.following && !self.broadcast && quick {
+        if !self.broadcast && quick {
             self.failures += 1;
         }
         if self.failures >= 2 && self.loud() {
