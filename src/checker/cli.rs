@@ -75,6 +75,9 @@ pub fn summary(results: &Results) -> String {
         let first = first.trim_end_matches('.');
         out.push_str(&format!("{:<19} {:<7} {first}.\n", c.name, c.shown()));
     }
+    if let Some(c) = &results.coverage {
+        out.push_str(&format!("coverage: {}\n", c.line()));
+    }
     out.push_str(&format!("verdict: {}\n", results.valid.word()));
     out
 }

@@ -320,7 +320,7 @@ impl Undoing {
 /// Judges a digest on its own (one view pass); `check_digest` shares recovery's pass instead.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut t = Tracker::new(info);
-    super::recovery::view_with(d, info, |v, r, ix| t.after(v, r, ix));
+    super::recovery::view_with(d, info, |_, _, _| {}, |v, r, ix| t.after(v, r, ix));
     judge(&t, d, info, opts)
 }
 

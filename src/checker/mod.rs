@@ -193,9 +193,14 @@ impl CheckResult {
 pub struct Results {
     pub valid: Validity,
     pub checkers: Vec<CheckResult>,
+    /// The situations the run's faults met (`history::situation`); None in results written
+    /// before coverage was measured, or when the history could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
 }
 
 use crate::history::file::HistoryFile;
+use crate::history::situation::Coverage;
 use crate::history::test_info::TestInfo;
 use crate::history::Event;
 use anyhow::{Context, Result};
@@ -273,7 +278,7 @@ pub fn check_digest(
     opts: &CheckOptions,
     mut quote: impl FnMut(u32) -> serde_json::Value,
 ) -> Results {
-    let findings = registry::run_all(d, info, opts);
+    let (findings, coverage) = registry::run_all(d, info, opts);
     let mut valid = Validity::True;
     let mut checkers = Vec::new();
     for (checker, mut f) in CHECKERS.iter().zip(findings) {
@@ -307,7 +312,11 @@ pub fn check_digest(
             applicable,
         });
     }
-    Results { valid, checkers }
+    Results {
+        valid,
+        checkers,
+        coverage: Some(coverage),
+    }
 }
 
 /// Checks a history held in memory.
@@ -336,6 +345,7 @@ fn unreadable(why: String) -> Results {
     Results {
         valid: Validity::Unknown,
         checkers,
+        coverage: None,
     }
 }
 

@@ -20,7 +20,7 @@ use super::model::{Digest, Rec};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{
-    FaultInterval, FaultRecovery, Finished, Overlap, Stall, Stray, View, Window,
+    FaultInterval, FaultRecovery, Fed, Finished, Overlap, Stall, Stray, View, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -79,14 +79,16 @@ pub fn default_bound_ms(info: &TestInfo) -> u64 {
 
 /// Feeds a digest to a view, in history order.
 pub fn view_of(d: &Digest, info: &TestInfo) -> Finished {
-    view_with(d, info, |_, _, _| {})
+    view_with(d, info, |_, _, _| {}, |_, _, _| {})
 }
 
-/// `view_of`, calling `after(view, record, view index of the record's node)` after each record
-/// is fed: other checkers (leader-stepdown) ask the same view in the same pass.
+/// `view_of`, calling `before(view, fed, record)` just before each record is fed and
+/// `after(view, record, view index of the record's node)` right after: other checkers
+/// (leader-stepdown) and the coverage ask the same view in the same pass.
 pub fn view_with(
     d: &Digest,
     info: &TestInfo,
+    mut before: impl FnMut(&View, &Fed<'_>, &Rec),
     mut after: impl FnMut(&View, &Rec, Option<usize>),
 ) -> Finished {
     // The digest's nodes are test.json's first: a quorum is a majority of those.
@@ -95,7 +97,9 @@ pub fn view_with(
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
     for r in d.records() {
-        view.feed(r.fed(&map));
+        let fed = r.fed(&map);
+        before(&view, &fed, r);
+        view.feed(fed);
         let ix = match r {
             Rec::Status(s) => Some(map[s.node as usize]),
             Rec::Unreachable { node, .. } => Some(map[*node as usize]),

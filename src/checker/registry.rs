@@ -6,10 +6,12 @@
 
 use super::finding::Finding;
 use super::model::Digest;
+use super::model::Rec;
 use super::{
     ack_zxids, crash, durability, election_safety, epoch_monotonic, faults, leader_completeness,
     leader_stepdown, log_order, recovery, vote_rule, CheckOptions,
 };
+use crate::history::situation::{Coverage, Situations};
 use crate::history::test_info::TestInfo;
 use crate::history::view::Finished;
 
@@ -53,13 +55,28 @@ impl Needs {
 pub struct ViewPass {
     pub view: Finished,
     pub stepdown: leader_stepdown::Tracker,
+    /// The situations the run's faults met (results.json's `coverage`).
+    pub coverage: Coverage,
 }
 
 impl ViewPass {
     pub fn of(d: &Digest, info: &TestInfo) -> ViewPass {
         let mut stepdown = leader_stepdown::Tracker::new(info);
-        let view = recovery::view_with(d, info, |v, r, ix| stepdown.after(v, r, ix));
-        ViewPass { view, stepdown }
+        let mut situations = Situations::new();
+        let view = recovery::view_with(
+            d,
+            info,
+            |v, fed, r| match r {
+                Rec::Write(w) => situations.write(&w.process, w.kind, w.time),
+                _ => situations.before(v, fed),
+            },
+            |v, r, ix| stepdown.after(v, r, ix),
+        );
+        ViewPass {
+            view,
+            stepdown,
+            coverage: situations.finish(),
+        }
     }
 }
 
@@ -179,39 +196,39 @@ pub fn list() -> String {
         .collect()
 }
 
-/// Runs every checker on `d`: the heavy ones on a second core, the rest (and the one view
-/// pass, fed only if some checker asks it) on this one; findings in `CHECKERS` order.
-pub fn run_all(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Vec<Finding> {
+/// Runs every checker on `d`: the heavy ones on a second core, the rest and the one view pass
+/// (which also gives the run's coverage) on this one; findings in `CHECKERS` order.
+pub fn run_all(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> (Vec<Finding>, Coverage) {
     let run = |c: &Checker, pass: Option<&ViewPass>| match c.judge {
         Judge::Digest(f) => f(d, info, opts),
         Judge::View(f) => f(pass.expect("the view pass is fed first"), d, info, opts),
     };
-    // The checkers of one core (by their place in `CHECKERS`), with the view pass fed only
-    // when one of them asks it.
-    let run_side = |heavy: bool| -> Vec<(usize, Finding)> {
+    // The checkers of one core (by their place in `CHECKERS`); the light side also feeds the
+    // view pass, which the coverage comes from whether or not a checker asks it.
+    let run_side = |heavy: bool| -> (Vec<(usize, Finding)>, Option<Coverage>) {
         let side = || {
             CHECKERS
                 .iter()
                 .enumerate()
                 .filter(move |(_, c)| c.heavy == heavy)
         };
-        let pass = side()
-            .any(|(_, c)| matches!(c.judge, Judge::View(_)))
+        let pass = (!heavy || side().any(|(_, c)| matches!(c.judge, Judge::View(_))))
             .then(|| ViewPass::of(d, info));
-        side().map(|(i, c)| (i, run(c, pass.as_ref()))).collect()
+        let findings = side().map(|(i, c)| (i, run(c, pass.as_ref()))).collect();
+        (findings, pass.map(|p| p.coverage))
     };
-    let mut all = std::thread::scope(|s| {
+    let (mut all, coverage) = std::thread::scope(|s| {
         let heavy = s.spawn(|| run_side(true));
-        let mut all = run_side(false);
-        all.extend(
-            heavy
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-        );
-        all
+        let (mut all, coverage) = run_side(false);
+        let (more, _) = heavy
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        all.extend(more);
+        (all, coverage)
     });
     all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, f)| f).collect()
+    let findings = all.into_iter().map(|(_, f)| f).collect();
+    (findings, coverage.unwrap_or_default())
 }
 
 #[cfg(test)]

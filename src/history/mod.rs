@@ -58,7 +58,10 @@ pub mod file;
 pub mod line;
 pub mod read;
 pub mod recorder;
+pub mod situation;
 pub mod store;
+#[cfg(test)]
+pub mod test_feed;
 pub mod test_info;
 pub mod view;
 

@@ -9,6 +9,7 @@
 //! A history that cannot be written (a full disk) is reported through `failed`, which the run
 //! waits on beside its body: the run stops at once instead of testing on without a record.
 
+use crate::history::situation::{Situation, Situations};
 use crate::history::store::HistoryWriter;
 use crate::history::view::View;
 use crate::history::{Event, EventType, F};
@@ -20,8 +21,9 @@ use tokio::sync::watch;
 
 pub struct Recorder {
     start: Instant,
-    /// The writer and the view fed from it, under one lock: the view sees lines in index order.
-    inner: Mutex<(HistoryWriter, View)>,
+    /// The writer and the view fed from it (and the situations met, fed just before the
+    /// view), under one lock: the view sees lines in index order.
+    inner: Mutex<(HistoryWriter, View, Situations)>,
     write_errors: AtomicU64,
     pub ok: AtomicU64,
     pub fail: AtomicU64,
@@ -36,7 +38,11 @@ impl Recorder {
     pub fn create_for(path: &Path, start: Instant, nodes: &[String]) -> anyhow::Result<Self> {
         Ok(Recorder {
             start,
-            inner: Mutex::new((HistoryWriter::create(path)?, View::new(nodes))),
+            inner: Mutex::new((
+                HistoryWriter::create(path)?,
+                View::new(nodes),
+                Situations::new(),
+            )),
             write_errors: AtomicU64::new(0),
             ok: AtomicU64::new(0),
             fail: AtomicU64::new(0),
@@ -76,7 +82,7 @@ impl Recorder {
         };
         {
             let mut inner = self.inner.lock().unwrap();
-            let (writer, view) = &mut *inner;
+            let (writer, view, situations) = &mut *inner;
             event.time = self.now();
             match writer.append_line(event.clone()) {
                 Ok((i, text)) => {
@@ -84,6 +90,7 @@ impl Recorder {
                     match crate::history::line::decode(text) {
                         Ok(line) => {
                             let e = view.of_line(i as u32, &line);
+                            situations.line(view, &e, &line);
                             view.feed(e)
                         }
                         Err(e) => {
@@ -139,6 +146,11 @@ impl Recorder {
     /// Asks the live view of everything recorded so far.
     pub fn view<R>(&self, ask: impl FnOnce(&View) -> R) -> R {
         ask(&self.inner.lock().unwrap().1)
+    }
+
+    /// The situations the run's faults have met so far (`history::situation`).
+    pub fn situations_met(&self) -> std::collections::BTreeSet<Situation> {
+        self.inner.lock().unwrap().2.met()
     }
 
     /// The faults in force now ("kill n2", "partition", ...).

@@ -1143,64 +1143,7 @@ pub struct Finished {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::line::decode;
-
-    const MS: u64 = 1_000_000;
-
-    /// Feeds history lines written as compact JSON.
-    struct Feed {
-        view: View,
-        pos: u32,
-    }
-
-    impl Feed {
-        fn new() -> Self {
-            let nodes: Vec<String> = (1..=3).map(|i| format!("n{i}")).collect();
-            Feed {
-                view: View::new(&nodes),
-                pos: 0,
-            }
-        }
-
-        fn line(&mut self, text: String) -> &mut Self {
-            let l = decode(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-            let e = self.view.of_line(self.pos, &l);
-            self.view.feed(e);
-            self.pos += 1;
-            self
-        }
-
-        /// A status read of `node` at `ms`: "L" leading, "F<k>" following n<k>, "?" looking.
-        fn read(&mut self, ms: u64, node: u64, role: &str, epoch: u64) -> &mut Self {
-            let (state, leader, phase) = match role {
-                "L" => ("LEADING", format!("{node}"), "broadcast"),
-                "L-discovery" => ("LEADING", format!("{node}"), "discovery"),
-                "?" => ("LOOKING", "null".into(), "election"),
-                f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
-            };
-            let text = format!(
-                r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"accepted_epoch":{epoch},"zab_phase":"{phase}","last_zxid":0,"last_committed_zxid":0}}}}"#,
-                self.pos,
-                ms * MS
-            );
-            self.line(text)
-        }
-
-        fn nemesis(&mut self, ms: u64, f: &str, value: &str) -> &mut Self {
-            let text = format!(
-                r#"{{"index":{},"time":{},"process":"nemesis","type":"info","f":"{f}","value":{value}}}"#,
-                self.pos,
-                ms * MS
-            );
-            self.line(text)
-        }
-
-        fn leader(&self, since_ms: u64) -> Option<(u64, u64)> {
-            self.view
-                .quorum_leader(since_ms * MS)
-                .map(|l| (l.sid, l.epoch))
-        }
-    }
+    use crate::history::test_feed::{Feed, MS};
 
     /// A node the view first hears of while a stall is open (a live recorder's view learns
     /// nodes as their lines arrive) is counted, not indexed past the stall's read counts.

@@ -9,6 +9,7 @@
 //! - `targets`: resolving leader/random/minority/... to nodes when a fault starts;
 //! - `timing`: fixed or seeded random gaps and durations;
 //! - `trigger`: faults fired by what the observers see (`when = "election"`);
+//! - `steer`: which planned fault goes next, toward situations the run has not met;
 //! - `seam`: the `Nemesis` trait and the `NemesisContext` a run hands it (`NoNemesis`,
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
@@ -19,6 +20,7 @@ pub mod plan;
 pub mod runner;
 pub mod schedule;
 pub mod seam;
+pub mod steer;
 pub mod targets;
 pub mod timed;
 pub mod timing;

@@ -7,6 +7,7 @@ use super::inject::{self, Active};
 use super::plan::{fault_window, plan, PlannedFault};
 use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
 use super::seam::{Nemesis, NemesisContext};
+use super::steer::{self, Strategy};
 use super::trigger::{Fired, Trigger, Watch};
 use crate::control::clock::ClockSetting;
 use crate::control::iptables::CHAIN;
@@ -44,7 +45,17 @@ impl ScheduledNemesis {
         // When the last fault was undone: a trigger's wait delays the faults after it, which
         // keep their drawn gap.
         let mut free_at = start;
-        for mut fault in plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit)) {
+        let mut planned = plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit));
+        let steered = ctx.settings.strategy == Strategy::Steered && self.schedule.timed.is_none();
+        let mut quiet_after = std::time::Duration::ZERO;
+        for i in 0..planned.len() {
+            if steered {
+                let ahead = steer::lookahead(self.schedule.faults.len());
+                let met = ctx.recorder.situations_met();
+                steer::bring_forward(&mut planned, i, ahead, &met, quiet_after);
+            }
+            let mut fault = planned[i].clone();
+            quiet_after = fault.template.quiet_after;
             let at = (start + fault.start).max(free_at + fault.gap);
             if at + fault.span() > window_end {
                 break;

@@ -34,6 +34,8 @@ pub struct NemesisSettings {
     /// What the default schedule left out because this run cannot do it, one line per kind
     /// naming why (`crate::nemesis::Chosen::left_out`); empty when nothing was.
     pub left_out: Vec<String>,
+    /// How the scheduled nemesis orders its planned faults (`--nemesis-strategy`).
+    pub strategy: super::steer::Strategy,
 }
 
 /// Everything a nemesis may use.

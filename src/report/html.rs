@@ -2,7 +2,8 @@
 //! URIs, no network): verdict banner, an account paragraph per invalid checker (`account`)
 //! with its first violation zoomed, settings and seed with the replay command, each checker's
 //! verdict and explanation, its evidence as rows linked to the history (`evidence`), stale
-//! leaders, leaderless windows and overlaps as tables (`tables`), the interactive timeline
+//! leaders, leaderless windows and overlaps as tables (`tables`), the situations the faults
+//! met (`coverage`), the interactive timeline
 //! (`interactive`), the plots, the recovery and fault-schedule tables, and the head of the
 //! history with links to the whole JSONL and to every node's logs.
 
@@ -66,7 +67,7 @@ table{border-collapse:collapse;width:100%;background:#fff;font-size:14px}
 th,td{border:1px solid #ddd;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}
 td.valid{color:#2e7d32;font-weight:bold}td.invalid{color:#c62828;font-weight:bold}
-td.unknown{color:#ef6c00;font-weight:bold}td.na{color:#777}
+td.unknown{color:#ef6c00;font-weight:bold}td.na{color:#777}td.never{background:#f4f4f4}
 pre{background:#fff;border:1px solid #ddd;padding:8px;overflow:auto;font-size:12px;max-height:480px}
 code{background:#eee;padding:1px 4px}
 figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
@@ -100,6 +101,7 @@ pub fn report_html(p: &Page) -> String {
     settings(&mut h, p.info);
     checkers(&mut h, p.results);
     evidence_rows(&mut h, p);
+    h += &super::coverage::section(p.results);
     h += &super::tables::leadership(p.results);
     h += &super::interactive::section(p.data, &p.data.violations);
     plots(&mut h, "plots", "Plots", p.plots);
@@ -145,6 +147,9 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
             crate::checker::NOT_APPLICABLE,
             not_applicable.join(", ")
         );
+    }
+    if let Some(why) = p.results.and_then(|r| r.coverage.as_ref()?.thin()) {
+        detail += &format!(" · thin coverage: {why}");
     }
     let _ = writeln!(
         h,

@@ -19,6 +19,7 @@
 
 pub mod account;
 pub mod cli;
+pub mod coverage;
 pub mod evidence;
 pub mod history_view;
 pub mod html;

@@ -15,6 +15,9 @@ pub fn finish_run(run_dir: &Path) -> Result<i32> {
     for c in &results.checkers {
         eprintln!("fle-chaos: {:<19} {}", c.name, c.shown());
     }
+    if let Some(c) = &results.coverage {
+        eprintln!("fle-chaos: {:<19} {}", "coverage", c.line());
+    }
     match crate::report::render_run(run_dir) {
         Ok(()) => eprintln!(
             "fle-chaos: report {}",

@@ -101,6 +101,7 @@ mod tests {
             recovery_ms: Vec::new(),
             rejoin_ms: Vec::new(),
             unrecovered: 0,
+            situations: Vec::new(),
             failed_checkers: Vec::new(),
             note: None,
             minimal: None,

@@ -9,6 +9,7 @@ use super::keep::Keep;
 use super::matrix::{Cell, Shard};
 use crate::checker::Validity;
 use crate::exit;
+use crate::history::situation::Situation;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,9 @@ pub struct RunRecord {
     /// Faults after which no quorum-backed leader was seen before the history ended.
     #[serde(default)]
     pub unrecovered: usize,
+    /// The situations the run's faults met (results.json's coverage; empty when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub situations: Vec<Situation>,
     /// Checkers whose verdict was false.
     #[serde(default)]
     pub failed_checkers: Vec<String>,

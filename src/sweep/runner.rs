@@ -258,6 +258,7 @@ impl Runner {
             recovery_ms: Vec::new(),
             rejoin_ms: Vec::new(),
             unrecovered: 0,
+            situations: Vec::new(),
             failed_checkers: Vec::new(),
             note: child.note,
             minimal: None,
@@ -272,6 +273,9 @@ impl Runner {
                 .filter(|c| c.valid == crate::checker::Validity::False)
                 .map(|c| c.name.clone())
                 .collect();
+            if let Some(c) = &results.coverage {
+                r.situations = c.met.iter().map(|m| m.situation.clone()).collect();
+            }
             if let Some(m) = results.checkers.iter().find_map(|c| c.recovery()) {
                 for f in &m.faults {
                     match f.ms_to_quorum_leader {

@@ -4,6 +4,7 @@
 
 use super::record::{ms_text, outcome_word, percentile, RunRecord, SweepRecord};
 use crate::exit;
+use crate::history::situation::{self, Situation};
 use crate::report::html::CSS;
 use crate::report::text::{duration, escape};
 use anyhow::{Context, Result};
@@ -123,7 +124,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
     h.push_str(
         "<table id=\"runs\"><tr><th>run</th><th>result</th><th>target</th><th>workload</th>\
          <th>schedule</th><th>nodes</th><th>seed</th><th>bug</th><th>recovery p50 / p99</th>\
-         <th>rejoin p50 / p99</th><th>took</th><th>report</th><th>note</th></tr>\n",
+         <th>rejoin p50 / p99</th><th>situations</th><th>took</th><th>report</th><th>note</th></tr>\n",
     );
     for x in &r.runs {
         let mut note = x.note.clone().map(|n| escape(&n)).unwrap_or_default();
@@ -143,7 +144,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&x.cell.id),
             class(x),
             outcome_word(x),
@@ -157,12 +158,15 @@ pub fn summary_html(r: &SweepRecord) -> String {
             ms_text(percentile(&x.recovery_ms, 99.0)),
             ms_text(percentile(&x.rejoin_ms, 50.0)),
             ms_text(percentile(&x.rejoin_ms, 99.0)),
+            labels(&x.situations),
+            x.situations.len(),
             duration(x.duration_s),
             link(x),
             note.trim()
         );
     }
     h.push_str("</table>\n");
+    h += &night_coverage(r);
     if !r.skipped.is_empty() {
         let _ = write!(
             h,
@@ -290,4 +294,38 @@ pub fn junit_xml(r: &SweepRecord) -> String {
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// The situations (`history::situation`) a run met, escaped, one per line of the cell's
+/// tooltip (a character reference, so that each table row stays one line of the page).
+fn labels(situations: &[Situation]) -> String {
+    situations
+        .iter()
+        .map(|s| escape(&s.label()))
+        .collect::<Vec<_>>()
+        .join("&#10;")
+}
+
+/// What the night's faults met, over every run, and which values of whom and phase none did.
+fn night_coverage(r: &SweepRecord) -> String {
+    let met = super::trends::situations_met(&r.runs);
+    let mut h = format!(
+        "<h2 id=\"coverage\">Coverage</h2>\n<p>The night's faults met {} distinct situation(s) \
+         (each run's report lists its own).",
+        met.len()
+    );
+    let _ = writeln!(
+        h,
+        " Never met: {}.</p>",
+        escape(&situation::never_met(met.iter().copied()))
+    );
+    if !met.is_empty() {
+        h += "<table id=\"night-situations\"><tr><th>situation</th><th>runs</th></tr>\n";
+        for s in &met {
+            let runs = r.runs.iter().filter(|x| x.situations.contains(s)).count();
+            let _ = writeln!(h, "<tr><td>{}</td><td>{runs}</td></tr>", escape(&s.label()));
+        }
+        h += "</table>\n";
+    }
+    h
 }

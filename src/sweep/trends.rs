@@ -10,6 +10,7 @@
 
 use super::record::{ms_text, percentile, SweepRecord};
 use crate::checker::Validity;
+use crate::history::situation::Situation;
 use crate::report::html::CSS;
 use crate::report::text::escape;
 use anyhow::{Context, Result};
@@ -40,6 +41,9 @@ pub struct TrendRow {
     pub recovery_p99_ms: Option<u64>,
     pub rejoin_p50_ms: Option<u64>,
     pub rejoin_p99_ms: Option<u64>,
+    /// Distinct situations the group's faults met (`history::situation`), over its runs.
+    #[serde(default)]
+    pub situations: usize,
     /// The night's summary page, relative to OUT (the page links it); None once `prune` removed
     /// the sweep folder (the row and its figures stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,10 +94,18 @@ pub fn rows_of(r: &SweepRecord, summary: Option<String>) -> Vec<TrendRow> {
                 recovery_p99_ms: percentile(&recovery, 99.0),
                 rejoin_p50_ms: percentile(&rejoin, 50.0),
                 rejoin_p99_ms: percentile(&rejoin, 99.0),
+                situations: situations_met(runs.iter().copied()).len(),
                 summary: summary.clone(),
             }
         })
         .collect()
+}
+
+/// The distinct situations some of `runs` met.
+pub fn situations_met<'a>(
+    runs: impl IntoIterator<Item = &'a super::record::RunRecord>,
+) -> std::collections::BTreeSet<&'a Situation> {
+    runs.into_iter().flat_map(|x| &x.situations).collect()
 }
 
 /// Reads `OUT/trends.jsonl`; a line that is not a row is left out, and said (a hand-edited or
@@ -218,14 +230,14 @@ fn page_html(rows: &[TrendRow], plots: &[crate::report::plot::Plot]) -> String {
             h,
             "<h2>{}</h2>\n<table class=\"series\"><tr><th>started (UTC)</th><th>runs</th><th>valid</th>\
              <th>invalid</th><th>unknown</th><th>no verdict</th><th>recovery p50 / p99</th>\
-             <th>rejoin p50 / p99</th></tr>\n",
+             <th>rejoin p50 / p99</th><th>situations met</th></tr>\n",
             escape(name)
         );
         for r in rows.iter().rev() {
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td class=\"valid\">{}</td><td class=\"invalid\">{}</td>\
-                 <td class=\"unknown\">{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
+                 <td class=\"unknown\">{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{}</td></tr>",
                 match &r.summary {
                     Some(page) => format!(
                         "<a href=\"{}\">{}</a>",
@@ -243,6 +255,7 @@ fn page_html(rows: &[TrendRow], plots: &[crate::report::plot::Plot]) -> String {
                 ms_text(r.recovery_p99_ms),
                 ms_text(r.rejoin_p50_ms),
                 ms_text(r.rejoin_p99_ms),
+                r.situations,
             );
         }
         h.push_str("</table>\n");

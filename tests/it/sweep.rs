@@ -116,6 +116,7 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         recovery_p99_ms: Some(4000),
         rejoin_p50_ms: Some(1000),
         rejoin_p99_ms: Some(4500),
+        situations: 0,
         summary: None,
     };
     std::fs::write(
@@ -198,6 +199,29 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
             row.contains(&fle_chaos::sweep::record::ms_text(p50)),
             "{row}"
         );
+        // Each run's situations come from its results.json's coverage.
+        let results: fle_chaos::checker::Results = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(r.run_dir.as_ref().unwrap()).join("results.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let met: Vec<_> = (results.coverage.unwrap().met.into_iter())
+            .map(|m| m.situation)
+            .collect();
+        assert!(!met.is_empty(), "{}: a kill or a pause ran", r.cell.id);
+        assert_eq!(r.situations, met, "{}", r.cell.id);
+        assert!(row.contains(&format!(">{}</td>", met.len())), "{row}");
+    }
+    // The night's coverage: every situation some run met, once.
+    let night: std::collections::BTreeSet<_> =
+        record.runs.iter().flat_map(|r| &r.situations).collect();
+    assert!(summary.contains("id=\"night-situations\""), "{summary}");
+    for s in &night {
+        assert_eq!(
+            summary.matches(&format!("<td>{}</td>", s.label())).count(),
+            1,
+            "{summary}"
+        );
     }
 
     // The JUnit file parses, with one testcase per run and failures for invalid ones.
@@ -225,6 +249,9 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         assert_eq!(t.runs, 2);
         assert_eq!(t.valid + t.invalid + t.unknown + t.no_verdict, 2);
         assert!(t.recovery_p50_ms.is_some() && t.recovery_p99_ms >= t.recovery_p50_ms);
+        let of_group = (record.runs.iter()).filter(|r| r.cell.schedule == t.schedule);
+        let met: std::collections::BTreeSet<_> = of_group.flat_map(|r| &r.situations).collect();
+        assert!(t.situations > 0 && t.situations == met.len(), "{t:?}");
     }
     assert!(stderr.contains("not a trend row"), "{stderr}");
     let page = std::fs::read_to_string(out.join("trends.html")).unwrap();
@@ -869,6 +896,7 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
                 recovery_p99_ms: None,
                 rejoin_p50_ms: None,
                 rejoin_p99_ms: None,
+                situations: 0,
                 summary: Some(format!(
                     "{}/summary.html",
                     d.strip_prefix(&root).unwrap().display()

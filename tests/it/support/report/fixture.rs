@@ -768,7 +768,11 @@ fn write_results(
     let valid = checkers.iter().fold(Validity::True, |a, c| a.and(c.valid));
     let out = checkers.iter().map(|c| (c.name.clone(), c.valid)).collect();
     if spec.results {
-        let results = Results { valid, checkers };
+        let results = Results {
+            valid,
+            checkers,
+            coverage: None,
+        };
         std::fs::write(
             run_dir.join("results.json"),
             serde_json::to_string_pretty(&results)?,

@@ -1,0 +1,262 @@
+//! Steering: before each fault, the scheduled nemesis may bring forward a later fault of its
+//! seeded plan that aims at a situation (`history::situation`) the run has not met yet. What a
+//! fault aims at is read off its template: its kind, and whom its target names (the leader, a
+//! follower, a minority, the followers ...; a random node names nobody in particular). A fault
+//! scores one for each aim of its own and of its composed parts that no situation met so far
+//! has; the highest score within the next [`lookahead`] faults goes next, the earliest in
+//! plan order on a tie (the plan's order is the seeded shuffle, so ties stay random), and the
+//! plan's own next fault when nothing scores. The choice is a pure function of the seed and
+//! of what the history showed; every fault is still recorded as it was applied, so a run is
+//! replayed and shrunk from its history as before. `--nemesis-strategy random` keeps the plan's
+//! order.
+
+use super::plan::PlannedFault;
+use super::schedule::{PartitionShape, TargetSpec};
+use crate::history::situation::{Situation, Who};
+use crate::history::FaultKind;
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How the scheduled nemesis orders its faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Toward situations the run has not met yet (ties and the rest in seeded order).
+    #[default]
+    Steered,
+    /// The seeded plan's order, as drawn.
+    Random,
+}
+
+impl Strategy {
+    pub fn word(self) -> &'static str {
+        match self {
+            Strategy::Steered => "steered",
+            Strategy::Random => "random",
+        }
+    }
+}
+
+/// How far ahead a choice looks: one deal of the deck (every entry of the schedule once).
+pub fn lookahead(entries: usize) -> usize {
+    entries.max(1)
+}
+
+/// What one fault or part aims at: its kind and, when its target names it, whom.
+pub type Aim = (FaultKind, Option<Who>);
+
+/// Whom a target names, when it names a role.
+fn whom(f: &super::schedule::FaultTemplate) -> Option<Who> {
+    if f.kind == FaultKind::Partition {
+        return match f.shape {
+            Some(PartitionShape::IsolateLeader | PartitionShape::LeaderMinority) => {
+                Some(Who::Leader)
+            }
+            _ => None,
+        };
+    }
+    match f.target {
+        TargetSpec::Leader => Some(Who::Leader),
+        TargetSpec::Follower => Some(Who::Follower),
+        TargetSpec::Followers | TargetSpec::Majority => Some(Who::Quorum),
+        TargetSpec::Minority | TargetSpec::FollowersLow | TargetSpec::FollowersHigh => {
+            Some(Who::Minority)
+        }
+        _ => None,
+    }
+}
+
+/// The aims of a planned fault: its own, then its parts'.
+pub fn aims(f: &PlannedFault) -> Vec<Aim> {
+    std::iter::once(&f.template)
+        .chain(f.parts.iter().map(|p| &p.template))
+        .map(|t| (t.kind, whom(t)))
+        .collect()
+}
+
+/// How many of `f`'s aims no situation in `met` has.
+pub fn novelty(f: &PlannedFault, met: &BTreeSet<Situation>) -> usize {
+    aims(f)
+        .into_iter()
+        .filter(|&(kind, who)| {
+            !met.iter()
+                .any(|s| s.kind == kind && who.is_none_or(|w| s.who == w))
+        })
+        .count()
+}
+
+/// The index, within `upcoming` (the plan's next faults, in order), of the fault to run next.
+pub fn choose(upcoming: &[PlannedFault], met: &BTreeSet<Situation>) -> usize {
+    let mut best = (0, 0);
+    for (i, f) in upcoming.iter().enumerate() {
+        let score = novelty(f, met);
+        if score > best.1 {
+            best = (i, score);
+        }
+    }
+    best.0
+}
+
+/// Brings forward to place `i` of `planned` the fault of the next `ahead` that [`choose`]
+/// picks, recorded as `steered` (how many places it moved). The times stay with the places:
+/// it takes place `i`'s start and gap, the gap at least the `quiet_after` of the fault that
+/// ran before it (`prev_quiet`).
+pub fn bring_forward(
+    planned: &mut [PlannedFault],
+    i: usize,
+    ahead: usize,
+    met: &BTreeSet<Situation>,
+    prev_quiet: Duration,
+) {
+    let end = (i + ahead).min(planned.len());
+    let j = i + choose(&planned[i..end], met);
+    if j > i {
+        let times: Vec<_> = planned[i..=j].iter().map(|f| (f.start, f.gap)).collect();
+        planned[i..=j].rotate_right(1);
+        for (f, (start, gap)) in planned[i..=j].iter_mut().zip(times) {
+            (f.start, f.gap) = (start, gap);
+        }
+        planned[i]
+            .annotations
+            .insert("steered".into(), (j - i).into());
+    }
+    // Its predecessor may have moved too.
+    let f = &mut planned[i];
+    f.quiet = prev_quiet;
+    f.gap = f.gap.max(prev_quiet);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::situation::Phase;
+    use crate::nemesis::plan::plan;
+    use crate::nemesis::schedule::Schedule;
+
+    fn situation(kind: FaultKind, who: Who) -> Situation {
+        Situation {
+            kind,
+            who,
+            phase: Phase::Broadcast,
+            with: vec![],
+        }
+    }
+
+    fn schedule() -> Schedule {
+        Schedule::from_toml(
+            "steer",
+            r#"
+interval = "5s"
+duration = "2s"
+[[fault]]
+kind = "kill"
+target = "leader"
+[[fault]]
+kind = "kill"
+target = "follower"
+[[fault]]
+kind = "pause"
+target = "random"
+"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_first_fault_aiming_at_something_unmet_goes_next() {
+        let s = schedule();
+        let p = plan(&s, 7, Duration::from_secs(60));
+        let ahead = &p[..lookahead(s.faults.len())];
+        // Nothing met: everything is new, the plan's own next fault goes.
+        assert_eq!(choose(ahead, &BTreeSet::new()), 0);
+        // Every aim met but a pause: the first pause ahead goes.
+        let all_but_pause: BTreeSet<Situation> = [
+            situation(FaultKind::Kill, Who::Leader),
+            situation(FaultKind::Kill, Who::Follower),
+        ]
+        .into();
+        let i = choose(ahead, &all_but_pause);
+        assert_eq!(ahead[i].template.kind, FaultKind::Pause, "{ahead:?}");
+        assert!(ahead[..i]
+            .iter()
+            .all(|f| f.template.kind != FaultKind::Pause));
+        // A pause of anyone met the random pause's aim: nothing is new, the plan's order holds.
+        let mut everything = all_but_pause.clone();
+        everything.insert(situation(FaultKind::Pause, Who::Lagging));
+        assert_eq!(choose(ahead, &everything), 0);
+    }
+
+    #[test]
+    fn a_composed_fault_scores_its_parts_too() {
+        let s = Schedule::from_toml(
+            "steer",
+            r#"
+interval = "5s"
+duration = "4s"
+[[fault]]
+kind = "kill"
+target = "leader"
+[[fault]]
+kind = "partition"
+shape = "isolate-leader"
+[[fault.with]]
+kind = "power-loss"
+target = "followers"
+after = "1s"
+duration = "2s"
+"#,
+        )
+        .unwrap();
+        let p = plan(&s, 1, Duration::from_secs(60));
+        let ahead = &p[..2];
+        let seen: BTreeSet<Situation> = [situation(FaultKind::Partition, Who::Leader)].into();
+        let composed = ahead.iter().position(|f| !f.parts.is_empty()).unwrap();
+        assert_eq!(novelty(&ahead[composed], &seen), 1, "the power loss is new");
+        let seen_kill: BTreeSet<Situation> = [situation(FaultKind::Kill, Who::Leader)].into();
+        assert_eq!(ahead[choose(ahead, &seen_kill)].parts.len(), 1);
+    }
+
+    /// Steers a whole plan as the runner does, each fault meeting what it aimed at (or, aimed
+    /// at nobody, a random node: `lagging`), and returns the kinds and targets in run order.
+    fn steered_run(s: &Schedule, seed: u64) -> Vec<String> {
+        let mut planned = plan(s, seed, Duration::from_secs(120));
+        let mut met = BTreeSet::new();
+        let mut quiet = Duration::ZERO;
+        let mut order = Vec::new();
+        for i in 0..planned.len() {
+            bring_forward(&mut planned, i, lookahead(s.faults.len()), &met, quiet);
+            let f = &planned[i];
+            quiet = f.template.quiet_after;
+            for (kind, who) in aims(f) {
+                met.insert(situation(kind, who.unwrap_or(Who::Lagging)));
+            }
+            order.push(format!(
+                "{:?}@{:?}@{:?}",
+                f.template.kind, f.template.target, f.start
+            ));
+        }
+        order
+    }
+
+    #[test]
+    fn same_seed_same_behaviour_same_faults_and_the_times_keep_their_places() {
+        let s = schedule();
+        let a = steered_run(&s, 11);
+        assert_eq!(a, steered_run(&s, 11));
+        assert_ne!(a, steered_run(&s, 12));
+        // The plan's start times, in order, whatever moved.
+        let starts: Vec<String> = (plan(&s, 11, Duration::from_secs(120)).iter())
+            .map(|f| format!("{:?}", f.start))
+            .collect();
+        let steered: Vec<&str> = a.iter().map(|x| x.rsplit('@').next().unwrap()).collect();
+        assert_eq!(steered, starts);
+        // Every aim of the schedule is met within its first deal.
+        let first: BTreeSet<&str> = a[..3]
+            .iter()
+            .map(|x| x.rsplit_once('@').unwrap().0)
+            .collect();
+        assert_eq!(first.len(), 3, "{a:?}");
+    }
+}

@@ -1,0 +1,92 @@
+//! Coverage on a real 3-node cluster: a run whose only fault is one kill of a follower in a
+//! settled cluster reports exactly one situation met (kill · follower · broadcast), in
+//! results.json, on the console and in the report, and says its coverage is thin.
+
+use crate::support;
+
+use crate::support::run::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
+use fle_chaos::checker::Results;
+use fle_chaos::history::situation::{Phase, Who};
+use fle_chaos::history::store::read_history;
+use fle_chaos::history::{EventType, FaultKind, F, NEMESIS};
+use std::time::Duration;
+
+/// One kill of a follower at 6 s (the cluster has settled by then), for 2 s; the next would
+/// start after the 12 s run's fault window.
+const ONE_KILL: &str = r#"
+interval = "6s"
+duration = "2s"
+
+[[fault]]
+kind = "kill"
+target = "follower"
+"#;
+
+#[test]
+fn a_single_kill_of_a_follower_reports_exactly_the_situation_it_met() {
+    if !root_or_skip("a_single_kill_of_a_follower_reports_exactly_the_situation_it_met") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one-kill.toml");
+    std::fs::write(&file, ONE_KILL).unwrap();
+    let out = dir.path().join("reports");
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        "12",
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &support::run::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = run_dir(&out).expect("the run folder");
+    assert!(leftovers(&resources(&run)).is_empty());
+
+    // The history: one kill landed, of a node whose last read before it followed the leader
+    // in broadcast.
+    let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
+    let kills: Vec<_> = (h.iter())
+        .filter(|e| e.process == NEMESIS && e.kind == EventType::Info && e.f == F::Kill)
+        .collect();
+    assert_eq!(kills.len(), 1, "{stderr}");
+    let killed = kills[0].value["nodes"][0].as_str().unwrap().to_string();
+    let last_read = (h.iter())
+        .take_while(|e| e.index < kills[0].index)
+        .filter(|e| e.f == F::Status && e.kind == EventType::Ok)
+        .filter(|e| e.node.as_deref() == Some(killed.as_str()))
+        .last()
+        .expect("a read of the killed node before the kill");
+    assert_eq!(last_read.value["state"], "FOLLOWING", "{}", last_read.value);
+    assert_eq!(last_read.value["zab_phase"], "broadcast");
+
+    let text = std::fs::read_to_string(run.join("results.json")).unwrap();
+    let results: Results = serde_json::from_str(&text).unwrap();
+    let c = results.coverage.expect("coverage in results.json");
+    assert_eq!(c.faults, 1, "{text}");
+    assert_eq!(c.met.len(), 1, "{:?}", c.met);
+    let s = &c.met[0].situation;
+    assert_eq!(
+        (s.kind, s.who, s.phase, s.with.len()),
+        (FaultKind::Kill, Who::Follower, Phase::Broadcast, 0),
+        "{}",
+        s.label()
+    );
+    assert_eq!(c.met[0].first_index, kills[0].index);
+
+    let label = "kill · follower · broadcast";
+    assert!(
+        stderr.contains("coverage") && stderr.contains("1 fault(s) met 1 situation(s)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("thin:"),
+        "one situation is thin coverage: {stderr}"
+    );
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains("id=\"coverage-met\"") && page.contains(label));
+    assert!(page.contains("id=\"coverage-thin\""));
+}
