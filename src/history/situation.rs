@@ -191,7 +191,7 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    /// The values of one dimension that some fault met.
+    /// Whom, phases and kinds that some fault met (one dimension each).
     pub fn whos(&self) -> BTreeSet<Who> {
         self.met.iter().map(|m| m.situation.who).collect()
     }
@@ -239,8 +239,8 @@ impl Coverage {
             "{} fault(s) met {} situation(s) (whom: {}; phase: {})",
             self.faults,
             self.met.len(),
-            or_none(&whos),
-            or_none(&phases)
+            listed(&whos, "none"),
+            listed(&phases, "none")
         )
     }
 }
@@ -260,19 +260,13 @@ pub fn never_met<'a>(met: impl IntoIterator<Item = &'a Situation>) -> String {
         .filter(|p| !phases.contains(p))
         .map(|p| p.word())
         .collect();
-    let dash = |w: &[&str]| {
-        if w.is_empty() {
-            "—".to_string()
-        } else {
-            w.join(", ")
-        }
-    };
-    format!("whom {}; phase {}", dash(&whom), dash(&phase))
+    format!("whom {}; phase {}", listed(&whom, "—"), listed(&phase, "—"))
 }
 
-fn or_none(words: &[&str]) -> String {
+/// `words` joined by commas, or `empty`.
+fn listed(words: &[&str], empty: &str) -> String {
     if words.is_empty() {
-        "none".into()
+        empty.into()
     } else {
         words.join(", ")
     }
@@ -288,7 +282,7 @@ pub struct Situations {
     faults: u64,
     /// Per view node index: when it last (re)started (a kill's undo), if it did.
     started_at: Vec<Option<u64>>,
-    /// When a node last entered broadcast (from discovery or sync, or after being unread).
+    /// When a node last entered broadcast (from discovery or sync, or first since it started).
     entered_broadcast: Option<u64>,
     /// Per view node index: its latest successful read since it (re)started. Unlike the
     /// view, a failed or timed-out read keeps it: a read that did not come back in time
