@@ -322,18 +322,10 @@ impl Situations {
                 ..
             } if !value.r#final => match value.step(f) {
                 Some(FaultStep::Starts(kind)) => {
-                    let mut hit: Vec<usize> = value
-                        .nodes
-                        .iter()
-                        .filter_map(|n| view.nodes().iter().position(|x| &x.name == n))
-                        .collect();
-                    if hit.is_empty() {
-                        hit.extend(node);
-                    }
                     let targets = if kind == FaultKind::Partition {
                         cut_off(view, value)
                     } else {
-                        hit
+                        named(view, value, node)
                     };
                     let s = self.classify(view, kind, &targets, time);
                     self.count(s, index, time);
@@ -341,12 +333,7 @@ impl Situations {
                 Some(FaultStep::Undoes(
                     FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt,
                 )) => {
-                    let nodes = value
-                        .nodes
-                        .iter()
-                        .filter_map(|n| view.nodes().iter().position(|x| &x.name == n))
-                        .chain(node);
-                    for ix in nodes.collect::<Vec<_>>() {
+                    for ix in named(view, value, node) {
                         self.grow(ix);
                         self.started_at[ix] = Some(time);
                         self.reads[ix] = None;
@@ -424,115 +411,107 @@ impl Situations {
 
     /// The situation a fault of `kind` on `targets` (view indices) meets now.
     fn classify(&mut self, view: &View, kind: FaultKind, targets: &[usize], now: u64) -> Situation {
-        let nodes = view.nodes();
-        // The leader of the moment: the quorum-backed one, else the last one while it still
-        // claims to lead (cut off, it keeps LEADING until its syncLimit runs out).
         let backed = view.quorum_leader(0).map(|l| l.node);
-        let claiming = self
-            .last_leader
-            .filter(|&l| self.read(view, l).and_then(|r| r.leads()).is_some());
-        // Else a node LEADING an epoch it is still discovering or syncing (the highest).
-        let leading = || {
-            (0..nodes.len())
-                .filter_map(|i| {
-                    let r = self
-                        .read(view, i)
-                        .filter(|r| r.state == ServerState::Leading)?;
-                    (!nodes[i].down).then_some((r.peer_epoch, i))
-                })
-                .max()
-                .map(|(_, i)| i)
-        };
-        let leader = backed.or(claiming).or_else(leading);
-        let mut with = BTreeSet::new();
-        for f in view.active_faults() {
-            with.insert(With::Fault(f.kind));
-        }
-        if let Some(l) = leader {
-            let reach = (0..nodes.len())
-                .filter(|&b| b == l || !view.cut(l, b))
-                .count();
-            if reach < view.quorum() {
-                with.insert(With::LeaderCut);
+        let leader = self.leader(view, backed);
+        let mut with: BTreeSet<With> = view.active_faults().map(|f| With::Fault(f.kind)).collect();
+        match leader {
+            Some(l) => {
+                let nodes = view.nodes().len();
+                let reach = (0..nodes).filter(|&b| b == l || !view.cut(l, b)).count();
+                if reach < view.quorum() {
+                    with.insert(With::LeaderCut);
+                }
             }
-        } else if self
-            .last_leader
-            .is_some_and(|l| nodes.get(l).is_some_and(|n| n.down))
-        {
-            with.insert(With::LeaderDown);
+            None if self.last_leader.is_some_and(|l| view.nodes()[l].down) => {
+                with.insert(With::LeaderDown);
+            }
+            None => {}
         }
         if backed.is_some() {
             self.last_leader = backed;
         }
+        Situation {
+            kind,
+            who: self.whom(view, leader, targets, now),
+            phase: self.phase(view, leader, now),
+            with: with.into_iter().collect(),
+        }
+    }
 
-        let phase = match leader.and_then(|l| self.read(view, l)) {
+    /// The leader of the moment: the quorum-backed one (`backed`), else the last one while
+    /// it still claims to lead (cut off, it keeps LEADING until its syncLimit runs out), else
+    /// the node LEADING the highest epoch it is still discovering or syncing.
+    fn leader(&self, view: &View, backed: Option<usize>) -> Option<usize> {
+        let claiming =
+            (self.last_leader).filter(|&l| self.read(view, l).and_then(|r| r.leads()).is_some());
+        backed.or(claiming).or_else(|| {
+            (0..view.nodes().len())
+                .filter_map(|i| {
+                    let r = self.read(view, i)?;
+                    (r.state == ServerState::Leading).then_some((r.peer_epoch, i))
+                })
+                .max()
+                .map(|(_, i)| i)
+        })
+    }
+
+    /// The phase: the leader's Zab phase, broadcast told apart by what just happened.
+    fn phase(&self, view: &View, leader: Option<usize>, now: u64) -> Phase {
+        let within = |t: Option<u64>, ns: u64| t.is_some_and(|t| now.saturating_sub(t) <= ns);
+        match leader.and_then(|l| self.read(view, l)).map(|r| r.phase) {
             None => Phase::Electing,
-            Some(r) => match r.phase {
-                ZabPhase::Discovery => Phase::Discovery,
-                ZabPhase::Sync => Phase::Sync,
-                _ if self
-                    .entered_broadcast
-                    .is_some_and(|t| now.saturating_sub(t) <= AFTER_NEWLEADER_NS) =>
-                {
-                    Phase::AfterNewleader
-                }
-                _ if self
-                    .last_ack
-                    .is_some_and(|t| now.saturating_sub(t) <= AFTER_ACK_NS) =>
-                {
-                    Phase::AfterAck
-                }
-                _ if !self.in_flight.is_empty() => Phase::WritesInFlight,
-                _ => Phase::Broadcast,
-            },
-        };
+            Some(ZabPhase::Discovery) => Phase::Discovery,
+            Some(ZabPhase::Sync) => Phase::Sync,
+            _ if within(self.entered_broadcast, AFTER_NEWLEADER_NS) => Phase::AfterNewleader,
+            _ if within(self.last_ack, AFTER_ACK_NS) => Phase::AfterAck,
+            _ if !self.in_flight.is_empty() => Phase::WritesInFlight,
+            _ => Phase::Broadcast,
+        }
+    }
 
+    /// Whom a fault on `targets` hit, against `leader`.
+    fn whom(&self, view: &View, leader: Option<usize>, targets: &[usize], now: u64) -> Who {
+        let nodes = view.nodes();
         let up: Vec<usize> = targets
             .iter()
             .copied()
             .filter(|&t| !nodes[t].down)
             .collect();
-        let who = if leader.is_some_and(|l| targets.contains(&l)) {
-            Who::Leader
-        } else if up.is_empty() {
-            Who::Down
-        } else if up.len() >= view.quorum() {
-            Who::Quorum
-        } else if up.len() > 1 {
-            Who::Minority
-        } else {
-            let t = up[0];
-            let recent = self
-                .started_at
-                .get(t)
-                .copied()
-                .flatten()
-                .is_some_and(|s| now.saturating_sub(s) <= RESTART_RECENT_NS);
-            let read = self.read(view, t);
-            let follows = match (leader, read) {
-                (Some(l), Some(r)) => {
-                    nodes[l].sid.is_some() && r.follows().map(|f| f.0) == nodes[l].sid
+        if leader.is_some_and(|l| targets.contains(&l)) {
+            return Who::Leader;
+        }
+        match up[..] {
+            [] => Who::Down,
+            _ if up.len() >= view.quorum() => Who::Quorum,
+            [_, _, ..] => Who::Minority,
+            [t] => {
+                let restarted = (self.started_at.get(t).copied().flatten())
+                    .is_some_and(|s| now.saturating_sub(s) <= RESTART_RECENT_NS);
+                let leader_sid = leader.and_then(|l| nodes[l].sid);
+                let follows = (self.read(view, t).and_then(|r| r.follows()))
+                    .is_some_and(|(sid, _)| Some(sid) == leader_sid);
+                match () {
+                    _ if restarted => Who::Restarted,
+                    _ if follows => Who::Follower,
+                    _ if leader.is_some() => Who::Lagging,
+                    _ => Who::Voter,
                 }
-                _ => false,
-            };
-            if recent {
-                Who::Restarted
-            } else if follows {
-                Who::Follower
-            } else if leader.is_some() {
-                Who::Lagging
-            } else {
-                Who::Voter
             }
-        };
-        // A fault of one kind is not "with" itself unless another of its kind was in force.
-        Situation {
-            kind,
-            who,
-            phase,
-            with: with.into_iter().collect(),
         }
     }
+}
+
+/// The nodes a fault's value names (view indices), else the event's own node.
+fn named(view: &View, value: &super::FaultValue, node: Option<usize>) -> Vec<usize> {
+    let mut ix: Vec<usize> = value
+        .nodes
+        .iter()
+        .filter_map(|n| view.index_of(n))
+        .collect();
+    if ix.is_empty() {
+        ix.extend(node);
+    }
+    ix
 }
 
 /// The nodes a partition cuts off: those that can no longer reach a quorum (counting
@@ -540,13 +519,10 @@ impl Situations {
 /// majorities), those cut from the leader, or every node named.
 fn cut_off(view: &View, value: &super::FaultValue) -> Vec<usize> {
     let nodes = view.nodes();
-    let ix = |name: &str| nodes.iter().position(|n| n.name == name);
     let dropped = |a: usize, b: usize| {
         let drops = |x: usize, y: usize| {
-            value
-                .drops
-                .get(&nodes[x].name)
-                .is_some_and(|from| from.iter().any(|f| ix(f) == Some(y)))
+            (value.drops.get(&nodes[x].name))
+                .is_some_and(|from| from.iter().any(|f| *f == nodes[y].name))
         };
         drops(a, b) || drops(b, a)
     };
@@ -563,7 +539,7 @@ fn cut_off(view: &View, value: &super::FaultValue) -> Vec<usize> {
             return from_leader;
         }
     }
-    value.nodes.iter().filter_map(|name| ix(name)).collect()
+    named(view, value, None)
 }
 
 #[cfg(test)]

@@ -373,9 +373,14 @@ impl View {
         &self.nodes
     }
 
+    /// The index of node `name`, if the view knows it (`node_ix` adds it otherwise).
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
     /// The index of `name`, added when new.
     pub fn node_ix(&mut self, name: &str) -> usize {
-        if let Some(i) = self.nodes.iter().position(|n| n.name == name) {
+        if let Some(i) = self.index_of(name) {
             return i;
         }
         self.nodes.push(NodeNow {

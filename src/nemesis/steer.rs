@@ -252,7 +252,7 @@ duration = "2s"
             .collect();
         let steered: Vec<&str> = a.iter().map(|x| x.rsplit('@').next().unwrap()).collect();
         assert_eq!(steered, starts);
-        // Every aim of the schedule is met within its first deal.
+        // Steering keeps the deck's promise: every entry within the first deal.
         let first: BTreeSet<&str> = a[..3]
             .iter()
             .map(|x| x.rsplit_once('@').unwrap().0)
