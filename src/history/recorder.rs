@@ -153,6 +153,13 @@ impl Recorder {
         self.inner.lock().unwrap().2.met()
     }
 
+    /// The protocol's phase now, as a fault landing now would meet it.
+    pub fn phase_now(&self) -> crate::history::situation::Phase {
+        let now = self.now();
+        let inner = self.inner.lock().unwrap();
+        inner.2.phase_now(&inner.1, now)
+    }
+
     /// The faults in force now ("kill n2", "partition", ...).
     pub fn active_faults(&self) -> Vec<String> {
         let mut out: Vec<String> = self.view(|v| {

@@ -118,6 +118,19 @@ impl Phase {
             Phase::AfterNewleader => "after NEWLEADER",
         }
     }
+
+    /// The name a schedule file uses (`phase = "after-ack"`), as results.json spells it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Phase::Electing => "electing",
+            Phase::Discovery => "discovery",
+            Phase::Sync => "sync",
+            Phase::Broadcast => "broadcast",
+            Phase::WritesInFlight => "writes-in-flight",
+            Phase::AfterAck => "after-ack",
+            Phase::AfterNewleader => "after-newleader",
+        }
+    }
 }
 
 /// What else was in force when the fault landed.
@@ -352,6 +365,13 @@ impl Situations {
             Body::Write(_) => self.write(&l.process, l.kind, l.time),
             _ => self.before(view, e),
         }
+    }
+
+    /// The phase a fault landing at `now` would meet (the steering nemesis waits for its
+    /// goal's phase by it).
+    pub fn phase_now(&self, view: &View, now: u64) -> Phase {
+        let leader = self.leader(view, view.quorum_leader(0).map(|l| l.node));
+        self.phase(view, leader, now)
     }
 
     /// The situations met so far.

@@ -10,10 +10,12 @@
 //! - `timing`: fixed or seeded random gaps and durations;
 //! - `trigger`: faults fired by what the observers see (`when = "election"`);
 //! - `steer`: which planned fault goes next, toward situations the run has not met;
+//! - `goal`: the situation an entry is there to meet (`[fault.goal]`), which `steer` deals first;
 //! - `seam`: the `Nemesis` trait and the `NemesisContext` a run hands it (`NoNemesis`,
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
 pub mod catalogue;
+pub mod goal;
 pub mod inject;
 pub mod partition;
 pub mod plan;

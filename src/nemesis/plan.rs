@@ -214,6 +214,24 @@ pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault
     out
 }
 
+/// [`plan`], then the next `reserve` faults of the same deal, planned past `until`: a
+/// steering nemesis may bring one forward (it takes the time of the place it moves to; the
+/// runner starts none past its window), so a short run can choose among a whole deal, not
+/// only among the few faults that fit. A timed schedule's steps as written.
+pub fn plan_ahead(
+    schedule: &Schedule,
+    seed: u64,
+    until: Duration,
+    reserve: usize,
+) -> Vec<PlannedFault> {
+    let mut out = plan(schedule, seed, until);
+    if schedule.timed.is_none() {
+        let n = out.len();
+        out.extend(Planner::new(schedule, seed).skip(n).take(reserve));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! composed one applies and undoes its parts on their own clocks within its span.
 
 use super::inject::{self, Active};
-use super::plan::{fault_window, plan, PlannedFault};
+use super::plan::{fault_window, plan, plan_ahead, PlannedFault};
 use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
 use super::seam::{Nemesis, NemesisContext};
 use super::steer::{self, Strategy};
@@ -45,14 +45,24 @@ impl ScheduledNemesis {
         // When the last fault was undone: a trigger's wait delays the faults after it, which
         // keep their drawn gap.
         let mut free_at = start;
-        let mut planned = plan(&self.schedule, ctx.seed, fault_window(ctx.time_limit));
         let steered = ctx.settings.strategy == Strategy::Steered && self.schedule.timed.is_none();
+        let ahead = steer::lookahead(self.schedule.faults.len());
+        let window = fault_window(ctx.time_limit);
+        let mut planned = match steered {
+            // Two deals in reserve: a goal missed once has its entry's next copy to try.
+            true => plan_ahead(&self.schedule, ctx.seed, window, 2 * ahead),
+            false => plan(&self.schedule, ctx.seed, window),
+        };
         let mut quiet_after = std::time::Duration::ZERO;
         for i in 0..planned.len() {
             if steered {
-                let ahead = steer::lookahead(self.schedule.faults.len());
                 let met = ctx.recorder.situations_met();
-                steer::bring_forward(&mut planned, i, ahead, &met, quiet_after);
+                let seen = steer::Seen {
+                    met: &met,
+                    before: &ctx.settings.met_before,
+                    writes: ctx.settings.writes,
+                };
+                steer::bring_forward(&mut planned, i, ahead, seen, quiet_after);
             }
             let mut fault = planned[i].clone();
             quiet_after = fault.template.quiet_after;
@@ -77,6 +87,18 @@ impl ScheduledNemesis {
                 }
             } else if sleep_or_stop(&mut stop, at).await {
                 break;
+            }
+            if let Some(phase) = goal_phase(&fault) {
+                // Dealt for its goal: it lands in the goal's phase (an election just ended
+                // is "after NEWLEADER", not "after an ACK"), or after GOAL_WAIT anyway.
+                let until = (Instant::now() + GOAL_WAIT).min(window_end - fault.span());
+                let waited = Instant::now();
+                let a = &mut fault.annotations;
+                match wait_for_phase(ctx, &mut stop, phase, until).await {
+                    None => break,
+                    Some(true) => a.insert("goal_wait_ms".into(), ms(waited).into()),
+                    Some(false) => a.insert("goal_missed".into(), true.into()),
+                };
             }
             let stopped = if fault.parts.is_empty() {
                 self.single(ctx, &mut stop, &fault).await
@@ -400,6 +422,42 @@ async fn wait_for(
             return Waited::Stopped;
         }
     }
+}
+
+/// How long a fault dealt for its goal waits for the goal's phase.
+const GOAL_WAIT: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// The phase a fault waits for: its goal's, when its goal chose it (`steer`) and it has no
+/// trigger of its own.
+fn goal_phase(f: &PlannedFault) -> Option<crate::history::situation::Phase> {
+    let chosen = f.annotations.contains_key("goal") && f.template.when.is_none();
+    chosen.then(|| f.template.goal.as_ref()?.phase).flatten()
+}
+
+/// Waits until the run's live situation fold says `phase` (Some(true)), `until` passes
+/// (Some(false)), or the run stops (None).
+async fn wait_for_phase(
+    ctx: &NemesisContext,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    phase: crate::history::situation::Phase,
+    until: Instant,
+) -> Option<bool> {
+    loop {
+        if ctx.recorder.phase_now() == phase {
+            return Some(true);
+        }
+        let next = Instant::now() + TRIGGER_POLL;
+        if next > until {
+            return Some(false);
+        }
+        if sleep_or_stop(stop, next).await {
+            return None;
+        }
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
 }
 
 /// Marks `fault` with what fired it (recorded in its value) and points `target = "trigger"`

@@ -219,6 +219,9 @@ pub struct FaultTemplate {
     /// this, the drawn gap when longer): a fault whose damage shows only as a stall (a server
     /// that cannot join) needs the checkers' stall bound of calm after it to be judged.
     pub quiet_after: Duration,
+    /// The situation this entry is there to meet (`[fault.goal]`): the steering nemesis deals
+    /// it first while the run has not met it (`super::goal`).
+    pub goal: Option<super::goal::Goal>,
 }
 
 /// How long a triggered fault waits for its observation unless it says (`wait`).
@@ -450,6 +453,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         cut: Cut::Every,
         duration_timing: None,
         quiet_after: Duration::ZERO,
+        goal: None,
     }
 }
 
@@ -515,6 +519,8 @@ pub(super) struct RawFault {
     timing: Option<String>,
     /// The least quiet after its span before the next fault ("6s").
     quiet_after: Option<String>,
+    /// `[fault.goal]`: the situation the entry is there to meet.
+    goal: Option<super::goal::RawGoal>,
 }
 
 impl RawFault {
@@ -661,10 +667,16 @@ impl RawFault {
             return Err("compose names a group of faults: add [[fault.with]] tables".into());
         }
         t.compose = self.compose;
+        t.goal = self.goal.map(super::goal::RawGoal::parse).transpose()?;
         for part in self.with {
-            if !part.with.is_empty() || part.compose.is_some() || part.weight.is_some() {
+            if !part.with.is_empty()
+                || part.compose.is_some()
+                || part.weight.is_some()
+                || part.goal.is_some()
+            {
                 return Err(
-                    "a [[fault.with]] part takes no with, compose or weight of its own".into(),
+                    "a [[fault.with]] part takes no with, compose, weight or goal of its own"
+                        .into(),
                 );
             }
             if part.timing.is_some() {

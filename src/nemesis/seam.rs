@@ -36,6 +36,15 @@ pub struct NemesisSettings {
     pub left_out: Vec<String>,
     /// How the scheduled nemesis orders its planned faults (`--nemesis-strategy`).
     pub strategy: super::steer::Strategy,
+    /// Whether the workload writes: goals after an ACK need client writes (`super::goal`).
+    /// test.json names the workload already.
+    #[serde(skip)]
+    pub writes: bool,
+    /// Situations met before this run (`--met-before`; a sweep's earlier runs and nights):
+    /// steering prefers what neither they nor the run met. Recorded, so test.json says what
+    /// the choices depended on.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub met_before: std::collections::BTreeSet<crate::history::situation::Situation>,
 }
 
 /// Everything a nemesis may use.

@@ -5,11 +5,15 @@
 //! scores one for each aim of its own and of its composed parts that no situation met so far
 //! has; the highest score within the next [`lookahead`] faults goes next, the earliest in
 //! plan order on a tie (the plan's order is the seeded shuffle, so ties stay random), and the
-//! plan's own next fault when nothing scores. The choice is a pure function of the seed and
+//! plan's own next fault when nothing scores. Before novelty, goals: a fault whose entry names
+//! the situation it is there to meet (`[fault.goal]`, `super::goal`) goes first while no
+//! fault of the run has met that situation and the run can (a goal after an ACK needs a
+//! workload that writes). The choice is a pure function of the seed and
 //! of what the history showed; every fault is still recorded as it was applied, so a run is
 //! replayed and shrunk from its history as before. `--nemesis-strategy random` keeps the plan's
 //! order.
 
+use super::goal::Goal;
 use super::plan::PlannedFault;
 use super::schedule::{PartitionShape, TargetSpec};
 use crate::history::situation::{Situation, Who};
@@ -87,11 +91,41 @@ pub fn novelty(f: &PlannedFault, met: &BTreeSet<Situation>) -> usize {
         .count()
 }
 
-/// The index, within `upcoming` (the plan's next faults, in order), of the fault to run next.
-pub fn choose(upcoming: &[PlannedFault], met: &BTreeSet<Situation>) -> usize {
-    let mut best = (0, 0);
+/// How many faults a run spends on one goal: a fault can land in another situation than its
+/// goal (an election had just ended), so a missed goal is tried again, but not forever.
+pub const GOAL_TRIES: usize = 3;
+
+/// The index, within `upcoming` (the plan's next faults, in order), of the first fault whose
+/// entry's goal (`super::goal`) is still open and not yet tried [`GOAL_TRIES`] times in
+/// `done` (the faults run before); `writes`: the workload writes.
+pub fn open_goal(
+    done: &[PlannedFault],
+    upcoming: &[PlannedFault],
+    met: &BTreeSet<Situation>,
+    writes: bool,
+) -> Option<usize> {
+    let tries = |g: &Goal| {
+        (done.iter())
+            .filter(|f| f.annotations.contains_key("goal") && f.template.goal.as_ref() == Some(g))
+            .count()
+    };
+    upcoming.iter().position(|f| {
+        (f.template.goal.as_ref()).is_some_and(|g| g.open(met, writes) && tries(g) < GOAL_TRIES)
+    })
+}
+
+/// The index, within `upcoming`, of the first fault of the highest novelty: first against
+/// what neither this run (`met`) nor the runs before it (`before`: a sweep's, earlier
+/// nights') met, then against the run's own; 0 (the plan's own next) when nothing scores.
+pub fn choose(
+    upcoming: &[PlannedFault],
+    met: &BTreeSet<Situation>,
+    before: &BTreeSet<Situation>,
+) -> usize {
+    let everywhere: BTreeSet<Situation> = met.union(before).cloned().collect();
+    let mut best = (0, (0, 0));
     for (i, f) in upcoming.iter().enumerate() {
-        let score = novelty(f, met);
+        let score = (novelty(f, &everywhere), novelty(f, met));
         if score > best.1 {
             best = (i, score);
         }
@@ -99,19 +133,35 @@ pub fn choose(upcoming: &[PlannedFault], met: &BTreeSet<Situation>) -> usize {
     best.0
 }
 
-/// Brings forward to place `i` of `planned` the fault of the next `ahead` that [`choose`]
-/// picks, recorded as `steered` (how many places it moved). The times stay with the places:
-/// it takes place `i`'s start and gap, the gap at least the `quiet_after` of the fault that
-/// ran before it (`prev_quiet`).
+/// What a choice is made from.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The situations this run met so far.
+    pub met: &'a BTreeSet<Situation>,
+    /// Those met before it (`--met-before`).
+    pub before: &'a BTreeSet<Situation>,
+    /// Whether its workload writes (goals after an ACK need writes).
+    pub writes: bool,
+}
+
+/// Brings forward to place `i` of `planned` the first later fault with an open goal
+/// ([`open_goal`]), else the one of the next `ahead` that [`choose`] picks, recorded as `steered` (how many places it moved) and, when its goal chose it, the
+/// `goal`. The times stay with the places: it takes place `i`'s start and gap, the gap at
+/// least the `quiet_after` of the fault that ran before it (`prev_quiet`).
 pub fn bring_forward(
     planned: &mut [PlannedFault],
     i: usize,
     ahead: usize,
-    met: &BTreeSet<Situation>,
+    seen: Seen<'_>,
     prev_quiet: Duration,
 ) {
     let end = (i + ahead).min(planned.len());
-    let j = i + choose(&planned[i..end], met);
+    let goal = open_goal(&planned[..i], &planned[i..], seen.met, seen.writes);
+    let j = i + goal.unwrap_or_else(|| choose(&planned[i..end], seen.met, seen.before));
+    if let Some(g) = goal.and(planned[j].template.goal.as_ref()) {
+        let label = g.label();
+        planned[j].annotations.insert("goal".into(), label.into());
+    }
     if j > i {
         let times: Vec<_> = planned[i..=j].iter().map(|f| (f.start, f.gap)).collect();
         planned[i..=j].rotate_right(1);
@@ -131,9 +181,19 @@ pub fn bring_forward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::situation::Phase;
+    use crate::history::situation::{Phase, With};
     use crate::nemesis::plan::plan;
     use crate::nemesis::schedule::Schedule;
+
+    static NOTHING: BTreeSet<Situation> = BTreeSet::new();
+
+    fn seen(met: &BTreeSet<Situation>, writes: bool) -> Seen<'_> {
+        Seen {
+            met,
+            before: &NOTHING,
+            writes,
+        }
+    }
 
     fn situation(kind: FaultKind, who: Who) -> Situation {
         Situation {
@@ -170,14 +230,14 @@ target = "random"
         let p = plan(&s, 7, Duration::from_secs(60));
         let ahead = &p[..lookahead(s.faults.len())];
         // Nothing met: everything is new, the plan's own next fault goes.
-        assert_eq!(choose(ahead, &BTreeSet::new()), 0);
+        assert_eq!(choose(ahead, &BTreeSet::new(), &BTreeSet::new()), 0);
         // Every aim met but a pause: the first pause ahead goes.
         let all_but_pause: BTreeSet<Situation> = [
             situation(FaultKind::Kill, Who::Leader),
             situation(FaultKind::Kill, Who::Follower),
         ]
         .into();
-        let i = choose(ahead, &all_but_pause);
+        let i = choose(ahead, &all_but_pause, &BTreeSet::new());
         assert_eq!(ahead[i].template.kind, FaultKind::Pause, "{ahead:?}");
         assert!(ahead[..i]
             .iter()
@@ -185,7 +245,26 @@ target = "random"
         // A pause of anyone met the random pause's aim: nothing is new, the plan's order holds.
         let mut everything = all_but_pause.clone();
         everything.insert(situation(FaultKind::Pause, Who::Lagging));
-        assert_eq!(choose(ahead, &everything), 0);
+        assert_eq!(choose(ahead, &everything, &BTreeSet::new()), 0);
+    }
+
+    #[test]
+    fn what_earlier_runs_met_counts_after_what_this_run_met() {
+        let s = schedule();
+        let p = plan(&s, 7, Duration::from_secs(60));
+        let ahead = &p[..lookahead(s.faults.len())];
+        // The run met nothing; earlier runs met both kills: the pause is new everywhere.
+        let kills: BTreeSet<Situation> = [
+            situation(FaultKind::Kill, Who::Leader),
+            situation(FaultKind::Kill, Who::Follower),
+        ]
+        .into();
+        let i = choose(ahead, &BTreeSet::new(), &kills);
+        assert_eq!(ahead[i].template.kind, FaultKind::Pause, "{ahead:?}");
+        // Everything met before: the run's own novelty decides (nothing met: the plan's next).
+        let mut all = kills.clone();
+        all.insert(situation(FaultKind::Pause, Who::Lagging));
+        assert_eq!(choose(ahead, &BTreeSet::new(), &all), 0);
     }
 
     #[test]
@@ -215,7 +294,85 @@ duration = "2s"
         let composed = ahead.iter().position(|f| !f.parts.is_empty()).unwrap();
         assert_eq!(novelty(&ahead[composed], &seen), 1, "the power loss is new");
         let seen_kill: BTreeSet<Situation> = [situation(FaultKind::Kill, Who::Leader)].into();
-        assert_eq!(ahead[choose(ahead, &seen_kill)].parts.len(), 1);
+        assert_eq!(
+            ahead[choose(ahead, &seen_kill, &BTreeSet::new())]
+                .parts
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn an_open_goal_goes_first_whatever_the_seed_until_a_fault_met_it() {
+        let s = Schedule::from_toml(
+            "steer",
+            r#"
+interval = "5s"
+duration = "4s"
+[[fault]]
+kind = "kill"
+target = "leader"
+[[fault]]
+kind = "pause"
+target = "follower"
+[[fault]]
+kind = "partition"
+shape = "isolate-leader"
+[fault.goal]
+kind = "power-loss"
+who = "quorum"
+phase = "after-ack"
+with = ["leader-cut"]
+[[fault.with]]
+kind = "power-loss"
+target = "followers"
+duration = "2s"
+"#,
+        )
+        .unwrap();
+        let ahead = lookahead(s.faults.len());
+        let none = BTreeSet::new();
+        let mut moved = 0;
+        for seed in 1..=20 {
+            let mut planned = plan(&s, seed, Duration::from_secs(60));
+            moved += usize::from(planned[0].template.goal.is_none());
+            bring_forward(&mut planned, 0, ahead, seen(&none, true), Duration::ZERO);
+            assert!(planned[0].template.goal.is_some(), "seed {seed}");
+            assert_eq!(
+                planned[0].annotations["goal"],
+                "power-loss · quorum · after an ACK · with leader cut off"
+            );
+            // Without client writes there is no ACK: novelty alone, as if no goal were set.
+            let mut quiet = plan(&s, seed, Duration::from_secs(60));
+            let mut no_goal = quiet.clone();
+            no_goal.iter_mut().for_each(|f| f.template.goal = None);
+            bring_forward(&mut quiet, 0, ahead, seen(&none, false), Duration::ZERO);
+            bring_forward(&mut no_goal, 0, ahead, seen(&none, false), Duration::ZERO);
+            assert_eq!(quiet[0].pick, no_goal[0].pick);
+            assert!(!quiet[0].annotations.contains_key("goal"));
+        }
+        assert!(
+            moved > 0,
+            "no seed put the goal elsewhere: the test proves nothing"
+        );
+        // Met (by the part, with the leader cut off, after an ACK): novelty decides again.
+        let met: BTreeSet<Situation> = [Situation {
+            kind: FaultKind::PowerLoss,
+            who: Who::Quorum,
+            phase: Phase::AfterAck,
+            with: vec![With::LeaderCut, With::Fault(FaultKind::Partition)],
+        }]
+        .into();
+        let planned = plan(&s, 3, Duration::from_secs(60));
+        assert_eq!(open_goal(&[], &planned, &met, true), None);
+        // Missed GOAL_TRIES times: the run moves on.
+        let mut tried = planned.clone();
+        tried.retain(|f| f.template.goal.is_some());
+        tried.truncate(1);
+        tried[0].annotations.insert("goal".into(), "tried".into());
+        let tried = vec![tried[0].clone(); GOAL_TRIES];
+        assert!(open_goal(&tried[..GOAL_TRIES - 1], &planned, &none, true).is_some());
+        assert_eq!(open_goal(&tried, &planned, &none, true), None);
     }
 
     /// Steers a whole plan as the runner does, each fault meeting what it aimed at (or, aimed
@@ -226,7 +383,13 @@ duration = "2s"
         let mut quiet = Duration::ZERO;
         let mut order = Vec::new();
         for i in 0..planned.len() {
-            bring_forward(&mut planned, i, lookahead(s.faults.len()), &met, quiet);
+            bring_forward(
+                &mut planned,
+                i,
+                lookahead(s.faults.len()),
+                seen(&met, true),
+                quiet,
+            );
             let f = &planned[i];
             quiet = f.template.quiet_after;
             for (kind, who) in aims(f) {

@@ -91,6 +91,11 @@ pub struct TestArgs {
     /// run has not met yet (docs/faults.md, Steering); `random` keeps the seeded order.
     #[arg(long, value_enum, default_value_t = Strategy::Steered, value_name = "STRATEGY")]
     pub nemesis_strategy: Strategy,
+    /// Situations met before this run (a JSON list; a sweep writes one per run from
+    /// OUT/coverage.json and its finished runs): steering prefers faults aimed at what
+    /// neither they nor this run met (docs/coverage.md).
+    #[arg(long, value_name = "FILE")]
+    pub met_before: Option<PathBuf>,
     /// A fault schedule (nemesis/*.toml); takes precedence over --nemesis.
     #[arg(long, value_name = "FILE")]
     pub nemesis_file: Option<PathBuf>,
@@ -375,6 +380,11 @@ impl Plan {
             file: args.nemesis_file.clone(),
             left_out,
             strategy: args.nemesis_strategy,
+            writes: workload.kind == workload::Kind::Writes,
+            met_before: match &args.met_before {
+                Some(f) => crate::sweep::carried::read_met_before(f).map_err(bad_input)?,
+                None => Default::default(),
+            },
         };
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());

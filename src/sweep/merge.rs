@@ -137,9 +137,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path, into: Option<&Path>) -> Result<i32> {
     merged.write(&into)?;
     let (page, junit) = summary::write(&into, &merged)?;
     let missing = summary::missing(&merged);
-    let trends = super::trends::update(out, &merged, &into, &mut |w| {
-        eprintln!("fle-chaos merge: {w}")
-    })?;
+    let warn = &mut |w| eprintln!("fle-chaos merge: {w}");
+    let trends = super::trends::update(out, &merged, &into, warn)?;
+    super::carried::update(out, &merged, warn)?;
     eprintln!(
         "fle-chaos merge: {} run(s) from {} folder(s), {} failed, {} not started, {} missing{}",
         merged.runs.len(),

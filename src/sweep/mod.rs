@@ -8,13 +8,16 @@
 //! - `runner`: parallel runs within the budget; `progress`: the live display;
 //! - `record`: `sweep.json`, the typed record every page is written from;
 //! - `summary`: summary.html and junit.xml; `merge`: shard folders into one;
-//! - `trends` and `trends_plot`: `OUT/trends.jsonl`, `OUT/trends.html` and its PNGs.
+//! - `trends` and `trends_plot`: `OUT/trends.jsonl`, `OUT/trends.html` and its PNGs;
+//! - `carried`: `OUT/coverage.json`, the situations earlier runs met, handed to each run's
+//!   steering nemesis.
 //!
 //! A sweep folder is `OUT/sweeps/<matrix>/<UTC time>[-shard-I-of-N]/` holding sweep.json,
 //! summary.html, junit.xml, `runs/<run id>/<time>/` (each run's own folder and report) and
 //! `logs/<run id>.log` (each child's stderr). The exit code is the worst run's
 //! (`exit::worse`), or the signal's when one stopped the sweep.
 
+pub mod carried;
 pub mod keep;
 pub mod matrix;
 pub mod merge;
@@ -335,7 +338,13 @@ impl Night {
         record.write(&dir)?;
         // A resumed run's earlier, unfinished attempt goes first (a new sweep has none).
         resume::remove_torn(&dir, &cells)?;
+        // What earlier nights and this night's finished runs met: each run steers past it.
+        let mut met_before =
+            carried::CarriedCoverage::read(&out, &mut |w| eprintln!("fle-chaos sweep: {w}"))?
+                .situations();
+        met_before.extend(trends::situations_met(&record.runs).into_iter().cloned());
         let runner = runner::Runner {
+            met_before,
             exe: std::env::current_exe().context("cannot find the fle-chaos executable")?,
             dir: dir.clone(),
             parallel: args.parallel as usize,
@@ -447,8 +456,11 @@ fn finish(dir: &Path, out: &Path, record: &SweepRecord) -> Result<()> {
     eprintln!("fle-chaos sweep: summary {}", page.display());
     eprintln!("fle-chaos sweep: junit {}", junit.display());
     if record.shard.is_none() && record.interrupted.is_none() {
-        let trends = trends::update(out, record, dir, &mut |w| eprintln!("fle-chaos sweep: {w}"))?;
+        let warn = &mut |w| eprintln!("fle-chaos sweep: {w}");
+        let trends = trends::update(out, record, dir, warn)?;
         eprintln!("fle-chaos sweep: trends {}", trends.display());
+        let carried = carried::update(out, record, warn)?;
+        eprintln!("fle-chaos sweep: coverage {}", carried.display());
     }
     eprintln!("fle-chaos sweep: exit {}", record.exit_code);
     Ok(())

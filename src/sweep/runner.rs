@@ -10,8 +10,10 @@ use super::matrix::{Cell, Matrix};
 use super::progress::Progress;
 use super::record::{outcome, RunRecord};
 use crate::exit;
+use crate::history::situation::Situation;
 use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
@@ -37,6 +39,9 @@ pub struct Runner {
     pub keep: Keep,
     /// `--shrink`: an invalid run keeps its history, which the shrink replays.
     pub shrink: bool,
+    /// Situations met before this night's next run (`carried`): earlier nights' and the
+    /// runs finished so far, handed to each run as it starts (`--met-before`).
+    pub met_before: BTreeSet<Situation>,
 }
 
 /// What running the cells gave.
@@ -108,6 +113,7 @@ impl Runner {
         let mut runs = Vec::new();
         let mut out_of_budget = false;
         let mut interrupted = None;
+        let mut met_before = self.met_before.clone();
         loop {
             while running.len() < self.parallel && !out_of_budget && interrupted.is_none() {
                 let Some(cell) = queue.front() else { break };
@@ -132,7 +138,7 @@ impl Runner {
                 }
                 let cell = cell.clone();
                 queue.pop_front();
-                running.spawn(self.start(cell.clone(), interrupts.clone()));
+                running.spawn(self.start(cell.clone(), interrupts.clone(), &met_before));
                 progress.started(
                     &cell.id,
                     running.len(),
@@ -153,6 +159,7 @@ impl Runner {
                 estimate.measured(child.duration);
             }
             let mut record = self.record(cell, started_at, child);
+            met_before.extend(record.situations.iter().cloned());
             let shrinks = self.shrink && record.verdict == Some(crate::checker::Validity::False);
             if self.keep.trims(&record) && !shrinks {
                 let folder = self
@@ -198,11 +205,19 @@ impl Runner {
         &self,
         cell: Cell,
         interrupts: Interrupts,
+        met_before: &BTreeSet<Situation>,
     ) -> impl std::future::Future<Output = (Cell, chrono::DateTime<chrono::Utc>, ChildRun)>
            + Send
            + 'static {
         let mut args = cell.test_args(&self.matrix);
         args.extend(self.pass_through.iter().cloned());
+        // Nothing met yet, or the hand-over failed (said): the run steers on its own.
+        if !met_before.is_empty() {
+            match super::carried::hand_over(&self.dir, &cell.id, met_before) {
+                Ok(file) => args.extend(["--met-before".into(), file.display().to_string()]),
+                Err(e) => eprintln!("fle-chaos sweep: {}: {e:#}", cell.id),
+            }
+        }
         let exe = self.exe.clone();
         let out = self.runs_dir();
         let log = self.dir.join("logs").join(format!("{}.log", cell.id));

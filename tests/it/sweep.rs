@@ -6,6 +6,8 @@
 
 use crate::support::report::{distinct_colors, parse_xml, read_png};
 use crate::support::run::*;
+use fle_chaos::history::situation::Situation;
+use fle_chaos::sweep::carried::{Carried, CarriedCoverage};
 use fle_chaos::sweep::record::SweepRecord;
 use fle_chaos::sweep::trends::{read_rows, TrendRow};
 use std::path::{Path, PathBuf};
@@ -124,6 +126,19 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         format!("{}\n{{\"torn\n", serde_json::to_string(&earlier).unwrap()),
     )
     .unwrap();
+    // And a situation an earlier night met, carried in OUT/coverage.json.
+    let carried_before: Situation = serde_json::from_value(serde_json::json!(
+        {"kind": "clock", "who": "down", "phase": "sync"}
+    ))
+    .unwrap();
+    let mut carried = CarriedCoverage::default();
+    carried.sweeps.push(earlier.sweep.clone());
+    carried.met.push(Carried {
+        situation: carried_before.clone(),
+        runs: 3,
+        first_sweep: earlier.sweep.clone(),
+    });
+    carried.write(&out).unwrap();
     let log = tmp.path().join("sweep.stderr");
     let node = fle_node();
     let code = run(
@@ -256,6 +271,65 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
     assert!(stderr.contains("not a trend row"), "{stderr}");
     let page = std::fs::read_to_string(out.join("trends.html")).unwrap();
     assert!(page.contains("2 sweep(s), 2 series"), "{page}");
+
+    // Carried coverage: each run was handed what earlier nights and the runs finished before
+    // it met (its test.json records it); the file now holds both nights' situations.
+    for r in &record.runs {
+        let test: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(r.run_dir.as_ref().unwrap()).join("test.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let before: std::collections::BTreeSet<Situation> =
+            serde_json::from_value(test["settings"]["nemesis"]["met_before"].clone())
+                .unwrap_or_else(|e| panic!("{}: met_before: {e}: {test}", r.cell.id));
+        assert!(
+            before.contains(&carried_before),
+            "{}: {before:?}",
+            r.cell.id
+        );
+        for q in &record.runs {
+            let q_end = q.started_at + chrono::Duration::milliseconds((q.duration_s * 1e3) as i64);
+            if q_end < r.started_at {
+                let missing: Vec<_> = q
+                    .situations
+                    .iter()
+                    .filter(|s| !before.contains(s))
+                    .collect();
+                assert!(
+                    missing.is_empty(),
+                    "{} ran after {}: {missing:?}",
+                    r.cell.id,
+                    q.cell.id
+                );
+            }
+        }
+    }
+    let carried = CarriedCoverage::read(&out, &mut |w| panic!("{w}")).unwrap();
+    assert_eq!(carried.sweeps.len(), 2, "{carried:?}");
+    let mut expected = night
+        .iter()
+        .map(|s| (*s).clone())
+        .collect::<std::collections::BTreeSet<_>>();
+    expected.insert(carried_before.clone());
+    assert_eq!(carried.situations(), expected);
+    let old = carried
+        .met
+        .iter()
+        .find(|c| c.situation == carried_before)
+        .unwrap();
+    assert_eq!(
+        (old.runs, old.first_sweep.as_str()),
+        (3, earlier.sweep.as_str())
+    );
+    for c in carried.met.iter().filter(|c| c.situation != carried_before) {
+        let runs = record
+            .runs
+            .iter()
+            .filter(|r| r.situations.contains(&c.situation))
+            .count();
+        assert_eq!(c.runs, runs as u64, "{c:?}");
+    }
     for png in ["trends-verdicts.png", "trends-recovery.png"] {
         let (w, h, px) = read_png(&out.join(png));
         assert!(w >= 1000 && h >= 300, "{png}: {w}x{h}");

@@ -1,0 +1,184 @@
+//! Goals: the situation a schedule entry is there to meet (`[fault.goal]` in its table), so
+//! that the steering nemesis (`steer`) deals it first while no fault of the run has met it.
+//! A goal is a pattern over `history::situation::Situation`: the fault's kind, and optionally
+//! whom it hit, the phase and what else had to be in force. `mixed`'s power loss of the
+//! followers while the leader is cut off names the situation that exposes ACK-before-durable
+//! bugs, so every default writes run meets it whatever the seed.
+
+use crate::history::situation::{Phase, Situation, Who, With};
+use crate::history::FaultKind;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+
+/// The situation an entry aims at; a field left out matches anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Goal {
+    pub kind: FaultKind,
+    pub who: Option<Who>,
+    pub phase: Option<Phase>,
+    /// Each of these must have been in force.
+    pub with: Vec<With>,
+}
+
+impl Goal {
+    /// Whether situation `s` is one this goal names.
+    pub fn met_by(&self, s: &Situation) -> bool {
+        s.kind == self.kind
+            && self.who.is_none_or(|w| s.who == w)
+            && self.phase.is_none_or(|p| s.phase == p)
+            && self.with.iter().all(|w| s.with.contains(w))
+    }
+
+    /// Whether a run whose workload writes (`writes`) can meet it: a phase of client writes
+    /// needs them.
+    pub fn reachable(&self, writes: bool) -> bool {
+        writes || !matches!(self.phase, Some(Phase::AfterAck | Phase::WritesInFlight))
+    }
+
+    /// Still to pursue: reachable, and no situation of `met` is one it names.
+    pub fn open(&self, met: &BTreeSet<Situation>, writes: bool) -> bool {
+        self.reachable(writes) && !met.iter().any(|s| self.met_by(s))
+    }
+
+    /// "power-loss · quorum · after an ACK · with leader cut off", "any" for what is left out.
+    pub fn label(&self) -> String {
+        let mut s = format!(
+            "{} · {} · {}",
+            self.kind.name(),
+            self.who.map_or("anyone", Who::word),
+            self.phase.map_or("any phase", Phase::word)
+        );
+        if !self.with.is_empty() {
+            let with: Vec<String> = self.with.iter().map(|w| w.word()).collect();
+            s.push_str(&format!(" · with {}", with.join(", ")));
+        }
+        s
+    }
+}
+
+/// A `[fault.goal]` table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGoal {
+    kind: String,
+    who: Option<String>,
+    phase: Option<String>,
+    #[serde(default)]
+    with: Vec<String>,
+}
+
+impl RawGoal {
+    pub(super) fn parse(self) -> Result<Goal, String> {
+        let kind = FaultKind::parse(&self.kind).ok_or_else(|| {
+            format!(
+                "goal: kind = \"{}\" is unknown; use {}",
+                self.kind,
+                words(FaultKind::ALL.iter().map(|k| k.name()))
+            )
+        })?;
+        let who = match &self.who {
+            None => None,
+            Some(w) => Some(
+                (Who::ALL.into_iter().find(|x| x.word() == w)).ok_or_else(|| {
+                    format!(
+                        "goal: who = \"{w}\" is unknown; use {}",
+                        words(Who::ALL.iter().map(|x| x.word()))
+                    )
+                })?,
+            ),
+        };
+        let phase = match &self.phase {
+            None => None,
+            Some(p) => Some(
+                (Phase::ALL.into_iter().find(|x| x.key() == p)).ok_or_else(|| {
+                    format!(
+                        "goal: phase = \"{p}\" is unknown; use {}",
+                        words(Phase::ALL.iter().map(|x| x.key()))
+                    )
+                })?,
+            ),
+        };
+        let with = (self.with.iter())
+            .map(|w| match w.as_str() {
+                "leader-cut" => Ok(With::LeaderCut),
+                "leader-down" => Ok(With::LeaderDown),
+                other => FaultKind::parse(other).map(With::Fault).ok_or_else(|| {
+                    format!("goal: with = \"{other}\" is unknown; use leader-cut, leader-down or a fault kind")
+                }),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Goal {
+            kind,
+            who,
+            phase,
+            with,
+        })
+    }
+}
+
+fn words<'a>(w: impl Iterator<Item = &'a str>) -> String {
+    w.collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(toml_text: &str) -> Result<Goal, String> {
+        toml::from_str::<RawGoal>(toml_text)
+            .map_err(|e| e.to_string())?
+            .parse()
+    }
+
+    fn power_loss(who: Who, phase: Phase, with: Vec<With>) -> Situation {
+        Situation {
+            kind: FaultKind::PowerLoss,
+            who,
+            phase,
+            with,
+        }
+    }
+
+    #[test]
+    fn a_goal_matches_only_the_situations_it_names() {
+        let g = raw(
+            "kind = \"power-loss\"\nwho = \"quorum\"\nphase = \"after-ack\"\nwith = [\"leader-cut\"]",
+        )
+        .unwrap();
+        let cut = vec![With::LeaderCut, With::Fault(FaultKind::Partition)];
+        assert!(g.met_by(&power_loss(Who::Quorum, Phase::AfterAck, cut.clone())));
+        assert!(!g.met_by(&power_loss(Who::Quorum, Phase::AfterAck, vec![])));
+        assert!(!g.met_by(&power_loss(Who::Leader, Phase::AfterAck, cut.clone())));
+        assert!(!g.met_by(&power_loss(Who::Quorum, Phase::Electing, cut.clone())));
+        let met: BTreeSet<Situation> = [power_loss(Who::Quorum, Phase::AfterAck, cut)].into();
+        assert!(!g.open(&met, true));
+        assert!(g.open(&BTreeSet::new(), true));
+        // Without client writes there is no ACK to land after.
+        assert!(!g.open(&BTreeSet::new(), false));
+        assert_eq!(
+            g.label(),
+            "power-loss · quorum · after an ACK · with leader cut off"
+        );
+    }
+
+    #[test]
+    fn a_bad_goal_names_the_field_and_the_choices() {
+        let e = raw("kind = \"kill\"\nphase = \"after an ACK\"").unwrap_err();
+        assert!(
+            e.contains("phase = \"after an ACK\"") && e.contains("after-ack"),
+            "{e}"
+        );
+        let e = raw("kind = \"kill\"\nwho = \"boss\"").unwrap_err();
+        assert!(e.contains("who = \"boss\"") && e.contains("quorum"), "{e}");
+        let e = raw("kind = \"kill\"\nwith = [\"rain\"]").unwrap_err();
+        assert!(e.contains("with = \"rain\""), "{e}");
+        assert!(raw("kind = \"kill\"\nwhom = \"leader\"").is_err());
+    }
+
+    #[test]
+    fn phase_keys_are_the_names_results_json_uses() {
+        for p in Phase::ALL {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.key());
+        }
+    }
+}
