@@ -76,28 +76,8 @@ impl RawGoal {
                 words(FaultKind::ALL.iter().map(|k| k.name()))
             )
         })?;
-        let who = match &self.who {
-            None => None,
-            Some(w) => Some(
-                (Who::ALL.into_iter().find(|x| x.word() == w)).ok_or_else(|| {
-                    format!(
-                        "goal: who = \"{w}\" is unknown; use {}",
-                        words(Who::ALL.iter().map(|x| x.word()))
-                    )
-                })?,
-            ),
-        };
-        let phase = match &self.phase {
-            None => None,
-            Some(p) => Some(
-                (Phase::ALL.into_iter().find(|x| x.key() == p)).ok_or_else(|| {
-                    format!(
-                        "goal: phase = \"{p}\" is unknown; use {}",
-                        words(Phase::ALL.iter().map(|x| x.key()))
-                    )
-                })?,
-            ),
-        };
+        let who = one_of("who", self.who.as_deref(), &Who::ALL, Who::word)?;
+        let phase = one_of("phase", self.phase.as_deref(), &Phase::ALL, Phase::key)?;
         let with = (self.with.iter())
             .map(|w| match w.as_str() {
                 "leader-cut" => Ok(With::LeaderCut),
@@ -114,6 +94,24 @@ impl RawGoal {
             with,
         })
     }
+}
+
+/// The value of `all` named `given` (None when the field was left out), or the line naming
+/// the field and the choices.
+fn one_of<T: Copy>(
+    field: &str,
+    given: Option<&str>,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<Option<T>, String> {
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    let found = all.iter().copied().find(|&x| name(x) == given);
+    found.map(Some).ok_or_else(|| {
+        let choices = words(all.iter().map(|&x| name(x)));
+        format!("goal: {field} = \"{given}\" is unknown; use {choices}")
+    })
 }
 
 fn words<'a>(w: impl Iterator<Item = &'a str>) -> String {

@@ -5,13 +5,14 @@
 //! scores one for each aim of its own and of its composed parts that no situation met so far
 //! has; the highest score within the next [`lookahead`] faults goes next, the earliest in
 //! plan order on a tie (the plan's order is the seeded shuffle, so ties stay random), and the
-//! plan's own next fault when nothing scores. Before novelty, goals: a fault whose entry names
-//! the situation it is there to meet (`[fault.goal]`, `super::goal`) goes first while no
-//! fault of the run has met that situation and the run can (a goal after an ACK needs a
-//! workload that writes). The choice is a pure function of the seed and
-//! of what the history showed; every fault is still recorded as it was applied, so a run is
-//! replayed and shrunk from its history as before. `--nemesis-strategy random` keeps the plan's
-//! order.
+//! plan's own next fault when nothing scores. Aims that neither the run nor the runs before it
+//! met (`Seen::before`: a sweep's, earlier nights') count first, the run's own second. Before
+//! novelty, goals: a fault whose entry names the situation it is there to meet
+//! (`[fault.goal]`, `super::goal`) goes first while no fault of the run has met that situation
+//! and the run can (a goal after an ACK needs a workload that writes). The choice is a pure function of the seed, of what
+//! the history showed and of `Seen::before`; every fault is still recorded as it was applied,
+//! so a run is replayed and shrunk from its history as before. `--nemesis-strategy random`
+//! keeps the plan's order.
 
 use super::goal::Goal;
 use super::plan::PlannedFault;
@@ -145,8 +146,8 @@ pub struct Seen<'a> {
 }
 
 /// Brings forward to place `i` of `planned` the first later fault with an open goal
-/// ([`open_goal`]), else the one of the next `ahead` that [`choose`] picks, recorded as `steered` (how many places it moved) and, when its goal chose it, the
-/// `goal`. The times stay with the places: it takes place `i`'s start and gap, the gap at
+/// ([`open_goal`]), else the one of the next `ahead` that [`choose`] picks, recorded as
+/// `steered` (how many places it moved) and, when its goal chose it, `goal`. The times stay with the places: it takes place `i`'s start and gap, the gap at
 /// least the `quiet_after` of the fault that ran before it (`prev_quiet`).
 pub fn bring_forward(
     planned: &mut [PlannedFault],

@@ -123,3 +123,34 @@ pub fn read_met_before(path: &Path) -> Result<BTreeSet<Situation>, String> {
     })?;
     Ok(list.into_iter().collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_file_is_said_and_read_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut said = Vec::new();
+        let none = CarriedCoverage::read(dir.path(), &mut |w| said.push(w)).unwrap();
+        assert_eq!((none, said.len()), (CarriedCoverage::default(), 0));
+        std::fs::write(dir.path().join(FILE), "{\"sweeps\": [").unwrap();
+        let torn = CarriedCoverage::read(dir.path(), &mut |w| said.push(w)).unwrap();
+        assert_eq!(torn, CarriedCoverage::default());
+        assert!(said.len() == 1 && said[0].contains(FILE), "{said:?}");
+    }
+
+    #[test]
+    fn a_hand_over_reads_back_and_a_bad_one_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Situation = serde_json::from_value(serde_json::json!(
+            {"kind": "kill", "who": "leader", "phase": "after-ack"}
+        ))
+        .unwrap();
+        let file = hand_over(dir.path(), "r1", &[s.clone()].into()).unwrap();
+        assert_eq!(read_met_before(&file).unwrap(), [s].into());
+        std::fs::write(&file, "[{\"kind\": \"kill\"}]").unwrap();
+        let e = read_met_before(&file).unwrap_err();
+        assert!(e.contains("--met-before") && e.contains("r1.json"), "{e}");
+    }
+}
