@@ -3,7 +3,8 @@
 //! for the bug, each run a real `fle-chaos test --workload writes` child process. Prints one
 //! line per run, then per bug and schedule: runs, detected (invalid), unknown, the median time
 //! from the run's start to the first violating event (the earliest evidence of an invalid
-//! checker), and which checkers saw it.
+//! checker), the situations the runs' faults met (coverage, docs/coverage.md), and which
+//! checkers saw it.
 //!
 //! `cargo bench --bench detect` (root: namespaces). Environment:
 //! - FLC_TIME_LIMIT [60]: seconds of workload and faults per run;
@@ -100,6 +101,8 @@ struct Outcome {
     checkers: Vec<String>,
     /// The checkers that said unknown.
     unknown: Vec<String>,
+    /// Situations the run's faults met (results.json's coverage), when it has one.
+    situations: Option<usize>,
     wall_s: f64,
     dir: Option<PathBuf>,
 }
@@ -202,6 +205,9 @@ fn outcome(job: Job, child: &ChildRun) -> Outcome {
         first_violation_s: first.map(|t| t as f64 / 1e9),
         checkers,
         unknown,
+        situations: (child.results.as_ref())
+            .and_then(|r| r.coverage.as_ref())
+            .map(|c| c.met.len()),
         wall_s: child.duration.as_secs_f64(),
         dir: child.run_dir.clone(),
     }
@@ -309,7 +315,7 @@ fn main() {
             let Some(done) = running.join_next().await else { break };
             let (i, o) = done.expect("a run task");
             println!(
-                "run {:>3} {:<30} {:<20} seed {}: {:<10} first violation {:>6}  invalid: {}  unknown: {}  ({:.0} s) {}",
+                "run {:>3} {:<30} {:<20} seed {}: {:<10} first violation {:>6}  invalid: {}  unknown: {}  situations: {}  ({:.0} s) {}",
                 i + 1,
                 o.job.bug,
                 o.job.schedule,
@@ -319,6 +325,7 @@ fn main() {
                     .map_or("-".into(), |s| format!("{s:.1} s")),
                 if o.checkers.is_empty() { "-".into() } else { o.checkers.join(",") },
                 if o.unknown.is_empty() { "-".into() } else { o.unknown.join(",") },
+                o.situations.map_or("-".into(), |n| n.to_string()),
                 o.wall_s,
                 o.dir.as_ref().map_or("no run folder".into(), |d| d.display().to_string()),
             );
@@ -339,8 +346,8 @@ fn main() {
             .push(o);
     }
     println!();
-    println!("| bug | schedule | detected | unknown | other | median first violation | checkers |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| bug | schedule | detected | unknown | other | median first violation | situations met (median) | checkers |");
+    println!("|---|---|---|---|---|---|---|---|");
     for ((order, schedule), runs) in &table {
         let bug = bugs.get(*order).map_or("?", String::as_str);
         let detected = runs.iter().filter(|o| o.code == 1).count();
@@ -358,10 +365,16 @@ fn main() {
             }
         }
         let checkers: Vec<String> = seen.iter().map(|(c, n)| format!("{c} ({n})")).collect();
+        let situations: Vec<f64> = runs
+            .iter()
+            .filter_map(|o| o.situations)
+            .map(|n| n as f64)
+            .collect();
         println!(
-            "| {bug} | {schedule} | {detected}/{} | {unknown} | {other} | {} | {} |",
+            "| {bug} | {schedule} | {detected}/{} | {unknown} | {other} | {} | {} | {} |",
             runs.len(),
             median(firsts).map_or("-".into(), |m| format!("{m:.1} s")),
+            median(situations).map_or("-".into(), |m| format!("{m:.0}")),
             if checkers.is_empty() {
                 "-".into()
             } else {
