@@ -169,18 +169,19 @@ pub struct Situation {
 impl Situation {
     /// "power-loss · quorum · after an ACK · with leader cut off".
     pub fn label(&self) -> String {
-        let mut s = format!(
-            "{} · {} · {}",
-            self.kind.name(),
-            self.who.word(),
-            self.phase.word()
-        );
-        if !self.with.is_empty() {
-            let with: Vec<String> = self.with.iter().map(|w| w.word()).collect();
-            s.push_str(&format!(" · with {}", with.join(", ")));
-        }
-        s
+        label(self.kind, self.who.word(), self.phase.word(), &self.with)
     }
+}
+
+/// How a situation (or a pattern of them, `nemesis::goal`) reads: "kind · whom · phase · with
+/// what else".
+pub fn label(kind: FaultKind, who: &str, phase: &str, with: &[With]) -> String {
+    let mut s = format!("{} · {who} · {phase}", kind.name());
+    if !with.is_empty() {
+        let with: Vec<String> = with.iter().map(|w| w.word()).collect();
+        s.push_str(&format!(" · with {}", with.join(", ")));
+    }
+    s
 }
 
 /// One situation a run met: how often, and the first fault that met it.

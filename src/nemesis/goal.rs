@@ -42,17 +42,9 @@ impl Goal {
 
     /// "power-loss · quorum · after an ACK · with leader cut off", "any" for what is left out.
     pub fn label(&self) -> String {
-        let mut s = format!(
-            "{} · {} · {}",
-            self.kind.name(),
-            self.who.map_or("anyone", Who::word),
-            self.phase.map_or("any phase", Phase::word)
-        );
-        if !self.with.is_empty() {
-            let with: Vec<String> = self.with.iter().map(|w| w.word()).collect();
-            s.push_str(&format!(" · with {}", with.join(", ")));
-        }
-        s
+        let who = self.who.map_or("anyone", Who::word);
+        let phase = self.phase.map_or("any phase", Phase::word);
+        crate::history::situation::label(self.kind, who, phase, &self.with)
     }
 }
 

@@ -274,6 +274,7 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
 
     // Carried coverage: each run was handed what earlier nights and the runs finished before
     // it met (its test.json records it); the file now holds both nights' situations.
+    let mut handed_over = 0;
     for r in &record.runs {
         let test: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.join(r.run_dir.as_ref().unwrap()).join("test.json"))
@@ -290,7 +291,8 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         );
         for q in &record.runs {
             let q_end = q.started_at + chrono::Duration::milliseconds((q.duration_s * 1e3) as i64);
-            if q_end < r.started_at {
+            if q_end <= r.started_at {
+                handed_over += 1;
                 let missing: Vec<_> = q
                     .situations
                     .iter()
@@ -305,6 +307,8 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
             }
         }
     }
+    // Two at a time: the third and fourth runs start after one of the first two ended.
+    assert!(handed_over >= 2, "no run started after another ended");
     let carried = CarriedCoverage::read(&out, &mut |w| panic!("{w}")).unwrap();
     assert_eq!(carried.sweeps.len(), 2, "{carried:?}");
     let mut expected = night
