@@ -5,7 +5,8 @@
 
 use super::model::{Digest, DigestBuilder, NodeIx};
 use crate::history::file::HistoryFile;
-use crate::history::read::{self, Part};
+use crate::history::line::Line;
+use crate::history::read::{self, Located, Part};
 use anyhow::Result;
 use std::path::Path;
 
@@ -26,6 +27,19 @@ pub fn digest_opened(
     nodes: &[String],
     parts: Option<usize>,
 ) -> Result<(Digest, Vec<u64>)> {
+    let (digest, offsets, _) = digest_with(file, nodes, parts, || (), |_, _, _| {})?;
+    Ok((digest, offsets))
+}
+
+/// `digest_opened`, with a rider: each part's lines also go, in order, through a fold of the
+/// caller's (`init`, `step`), whose parts come back in file order for the caller to join.
+pub fn digest_with<R: Send>(
+    file: &HistoryFile,
+    nodes: &[String],
+    parts: Option<usize>,
+    init: impl Fn() -> R + Sync,
+    step: impl Fn(&mut R, Located, &Line<'_>) + Sync,
+) -> Result<(Digest, Vec<u64>, Vec<Part<R>>)> {
     let len = file.len();
     let parts = parts.unwrap_or_else(|| read::parts_for(len));
     // Status lines are several hundred bytes; reserved but untouched room costs no memory.
@@ -36,14 +50,34 @@ pub fn digest_opened(
         || {
             let mut b = DigestBuilder::new(nodes);
             b.reserve(per_part);
-            (b, Vec::with_capacity(per_part))
+            (b, Vec::with_capacity(per_part), init())
         },
-        |(b, offsets), at, line, election| {
+        |(b, offsets, rider), at, line, election| {
             b.line(at.pos, line, election);
             offsets.push(at.offset);
+            step(rider, at, line);
         },
     )?;
-    Ok(join(parts))
+    let mut digests = Vec::with_capacity(parts.len());
+    let mut riders = Vec::with_capacity(parts.len());
+    for p in parts {
+        let (b, offsets, rider) = p.state;
+        let (pos_base, line_base, events) = (p.pos_base, p.line_base, p.events);
+        digests.push(Part {
+            state: (b, offsets),
+            pos_base,
+            line_base,
+            events,
+        });
+        riders.push(Part {
+            state: rider,
+            pos_base,
+            line_base,
+            events,
+        });
+    }
+    let (digest, offsets) = join(digests);
+    Ok((digest, offsets, riders))
 }
 
 /// Joins parts parsed separately: positions shift by the lines before each part, node indices

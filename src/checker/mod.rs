@@ -199,7 +199,29 @@ pub struct Results {
     pub coverage: Option<Coverage>,
 }
 
+impl Results {
+    /// `RUN_DIR/results.json`, typed: None when the checkers have not run; a file that is
+    /// there but does not decode is the user's to fix (re-run `fle-chaos check`).
+    pub fn read(run_dir: &Path) -> Result<Option<Results>> {
+        let path = run_dir.join("results.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            crate::exit::bad_input(format!(
+                "{} is not valid results.json ({e}); re-run `fle-chaos check {}`",
+                path.display(),
+                run_dir.display()
+            ))
+        })
+    }
+}
+
 use crate::history::file::HistoryFile;
+use crate::history::line::Line;
+use crate::history::read::{Located, Part};
 use crate::history::situation::Coverage;
 use crate::history::test_info::TestInfo;
 use crate::history::Event;
@@ -357,25 +379,67 @@ pub struct LoadedRun {
     history: HistoryFile,
 }
 
+/// A run folder's test.json and opened history, before the one pass over it.
+pub struct RunFiles {
+    pub info: TestInfo,
+    pub history: HistoryFile,
+    /// How many parts the pass reads the history in (None: as `read::parts_for` says).
+    pub parts: Option<usize>,
+}
+
+impl RunFiles {
+    /// Reads `RUN_DIR/test.json` and opens the run's history (`history::file::in_run`).
+    pub fn open(run_dir: &Path) -> Result<RunFiles> {
+        let info = TestInfo::read(&run_dir.join("test.json"))?;
+        let history = HistoryFile::open(&crate::history::file::in_run(run_dir))?;
+        Ok(RunFiles {
+            info,
+            history,
+            parts: None,
+        })
+    }
+
+    /// The one pass: digests the history for the checkers.
+    pub fn load(self) -> Result<LoadedRun> {
+        Ok(self.load_with(|| (), |_, _, _| {})?.0)
+    }
+
+    /// The one pass, with a fold that rides along: each part of the file (`load::digest_with`)
+    /// also goes through a fold of its own from `init`, so another consumer of the history
+    /// (the report) reads it in the same pass. The rider's parts come back in file order.
+    pub fn load_with<R: Send>(
+        self,
+        init: impl Fn() -> R + Sync,
+        step: impl Fn(&mut R, Located, &Line<'_>) + Sync,
+    ) -> Result<(LoadedRun, Vec<Part<R>>)> {
+        let RunFiles {
+            info,
+            history,
+            parts,
+        } = self;
+        let (digest, offsets, riders) =
+            load::digest_with(&history, &info.nodes, parts, init, step)?;
+        // A node test.json does not list would be judged without its place in the quorum.
+        if let Some(extra) = digest.nodes.iter().find(|n| !info.nodes.contains(n)) {
+            anyhow::bail!(
+                "{} names node {extra}, which test.json's nodes ({}) do not list: use the run's own test.json",
+                history.path().display(),
+                info.nodes.join(", ")
+            );
+        }
+        let run = LoadedRun {
+            info,
+            digest,
+            offsets,
+            history,
+        };
+        Ok((run, riders))
+    }
+}
+
 /// Reads `RUN_DIR/test.json` and the run's history (`history::file::in_run`).
 pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
-    let info = TestInfo::read(&run_dir.join("test.json"))?;
-    let history = HistoryFile::open(&crate::history::file::in_run(run_dir))?;
-    let (digest, offsets) = load::digest_opened(&history, &info.nodes, None)?;
-    // A node test.json does not list would be judged without its place in the quorum.
-    if let Some(extra) = digest.nodes.iter().find(|n| !info.nodes.contains(n)) {
-        anyhow::bail!(
-            "{} names node {extra}, which test.json's nodes ({}) do not list: use the run's own test.json",
-            history.path().display(),
-            info.nodes.join(", ")
-        );
-    }
-    Ok(LoadedRun {
-        info,
-        digest,
-        offsets,
-        history,
-    })
+    RunFiles::open(run_dir)?.load()
 }
 
 /// Checks a loaded run, quoting evidence from its history file.

@@ -173,6 +173,17 @@ impl Rec {
         }
     }
 
+    /// The record's position in the history and its time.
+    pub fn at(&self) -> (u32, u64) {
+        match self {
+            Rec::Status(s) => (s.pos, s.time),
+            Rec::Unreachable { pos, time, .. } | Rec::Other { pos, time } => (*pos, *time),
+            Rec::Write(w) => (w.pos, w.time),
+            Rec::FinalLog(l) => (l.pos, l.time),
+            Rec::Nemesis(n) => (n.pos, n.time),
+        }
+    }
+
     /// This record as a view takes it (`map`: digest node index -> view index): the same
     /// event `View::of_line` makes of the line it came from.
     pub fn fed(&self, map: &[usize]) -> Fed<'_> {

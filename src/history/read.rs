@@ -183,6 +183,36 @@ pub fn parts_for(len: u64) -> usize {
     (len / PART_MIN).clamp(1, cores as u64) as usize
 }
 
+/// The time of the last complete event, read from the file's tail (so that a one-pass fold
+/// can bucket time series into columns from its first line). A line the decoder rejects here
+/// is rejected, with its position, by the pass itself.
+pub fn last_event_time(history: &HistoryFile) -> Result<u64> {
+    let mut file = history.reader()?;
+    let len = history.len();
+    let mut window = 64 * 1024u64;
+    loop {
+        let from = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(from))?;
+        let mut tail = Vec::new();
+        (&mut file).take(window).read_to_end(&mut tail)?;
+        let mut lines: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
+        if from > 0 && !lines.is_empty() {
+            lines.remove(0); // may start mid-line
+        }
+        let time = lines.iter().rev().find_map(|l| {
+            let text = std::str::from_utf8(l).ok()?;
+            super::line::decode(text).ok().map(|e| e.time)
+        });
+        if let Some(t) = time {
+            return Ok(t);
+        }
+        if from == 0 {
+            return Ok(0);
+        }
+        window *= 4;
+    }
+}
+
 /// The whole line at plain offset `offset`, as JSON (evidence quotes the original event).
 pub fn quote(file: &mut BufReader<Reader>, offset: u64) -> Option<serde_json::Value> {
     file.seek(SeekFrom::Start(offset)).ok()?;

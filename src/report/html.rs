@@ -8,13 +8,12 @@
 //! history with links to the whole JSONL and to every node's logs.
 
 use super::plot::Plot;
-use super::recovery::{self, RecoverySource};
+use super::recovery;
 use super::scan::RunData;
 use super::text::{base64, duration, escape, shorten};
 use crate::checker::{CheckResult, Results, Validity};
 use crate::history;
 use crate::history::test_info::TestInfo;
-use crate::history::view::FaultRecovery;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -27,8 +26,6 @@ pub struct Page<'a> {
     pub plots: &'a [Plot],
     /// Each invalid checker's first violation, zoomed.
     pub zooms: &'a [Plot],
-    pub recoveries: &'a [FaultRecovery],
-    pub recovery_source: RecoverySource,
 }
 
 pub fn verdict_word(v: Option<Validity>) -> &'static str {
@@ -342,27 +339,22 @@ fn plots(h: &mut String, id: &str, heading: &str, plots: &[Plot]) {
 
 fn recoveries(h: &mut String, p: &Page) {
     h.push_str("<h2 id=\"recovery\">Recovery after each fault</h2>\n");
-    if p.recoveries.is_empty() {
+    if p.data.recoveries.is_empty() {
         h.push_str("<p>No faults took effect in this run.</p>\n");
         return;
     }
     let _ = writeln!(
         h,
-        "<p>Source: {}. Recovery is the time from the fault to the first quorum-backed leader \
-         read after it: a node leading an epoch it has established, followed in broadcast by a \
-         quorum, none of them cut off from it, killed or paused.</p>",
-        match p.recovery_source {
-            RecoverySource::Checker => "the recovery checker's measurements",
-            RecoverySource::History =>
-                "computed from the history by the recovery checker's definition \
-                 (results.json has no recovery measurements)",
-        }
+        "<p>Source: the recovery checker's definition, over the history it judged. Recovery \
+         is the time from the fault to the first quorum-backed leader read after it: a node \
+         leading an epoch it has established, followed in broadcast by a quorum, none of them \
+         cut off from it, killed or paused.</p>"
     );
     h.push_str(
         "<table><tr><th>fault at</th><th>kind</th><th>nodes</th>\
          <th>time to a quorum-backed leader</th><th>leader then</th></tr>\n",
     );
-    for r in p.recoveries {
+    for r in &p.data.recoveries {
         let leader = match (&r.leader, r.epoch) {
             (Some(l), Some(e)) => format!("{l} (epoch {e})"),
             (Some(l), None) => l.clone(),

@@ -53,9 +53,8 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
             let Ok(info) = TestInfo::read(&run.join("test.json")) else {
                 continue;
             };
-            let results = std::fs::read_to_string(run.join("results.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Results>(&t).ok());
+            // A run whose results.json is damaged is listed as not checked.
+            let results = Results::read(&run).ok().flatten();
             let not_applicable = results
                 .iter()
                 .flat_map(|r| &r.checkers)

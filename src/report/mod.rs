@@ -36,16 +36,14 @@ pub mod series;
 pub mod serve;
 pub mod tables;
 pub mod text;
+pub mod view_pass;
 pub mod violations;
 
-use crate::checker::Results;
+use crate::checker::{LoadedRun, Results, RunFiles};
 use crate::exit::bad_input;
 use crate::history;
-use crate::history::test_info::TestInfo;
-use crate::history::view::FaultRecovery;
 use anyhow::{Context, Result};
-use plot::{render, Plot};
-use recovery::RecoverySource;
+use plot::Plot;
 use std::path::{Path, PathBuf};
 
 /// Plot file names (without extension), in page order.
@@ -65,16 +63,51 @@ pub fn render_run(run_dir: &Path) -> Result<()> {
     render_run_detailed(run_dir).map(|_| ())
 }
 
-/// `render_run`, returning the paths written.
+/// `fle-chaos report`'s loader: the stored run in one pass (`load`), its results.json when
+/// the checkers have run, then `render`. Returns the paths written.
 pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
     check_run_dir(run_dir)?;
-    let info = TestInfo::read(&run_dir.join("test.json")).map_err(|e| {
+    let (run, lines) = load(run_dir)?;
+    let results = Results::read(run_dir)?;
+    render(run_dir, &run, results.as_ref(), lines)
+}
+
+/// The one pass over a stored run: the checkers' digest and the report's fold of the same
+/// lines (`scan::LineFold`, riding along). A damaged test.json or history is the input's
+/// fault, said as `fle-chaos check` says it.
+pub fn load(run_dir: &Path) -> Result<(LoadedRun, scan::Lines)> {
+    let files = RunFiles::open(run_dir).map_err(|e| {
         bad_input(format!(
-            "{e:#}; the run folder's test.json is damaged: re-run the test"
+            "{e:#}; the run folder's test.json or history is damaged: re-run the test"
         ))
     })?;
-    let results = read_results(run_dir)?;
-    let violations = violations::of(results.as_ref());
+    load_from(files)
+}
+
+/// `load` of opened run files (tests choose the number of parts with `RunFiles::parts`).
+pub fn load_from(files: RunFiles) -> Result<(LoadedRun, scan::Lines)> {
+    let t_end_ns = history::read::last_event_time(&files.history)
+        .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
+    let empty = scan::LineFold::new(
+        t_end_ns,
+        &files.info.nodes,
+        files.info.started_at.timestamp_millis(),
+    );
+    let (run, parts) = files
+        .load_with(|| empty.clone(), scan::LineFold::line)
+        .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
+    Ok((run, scan::LineFold::join(empty, parts)))
+}
+
+/// Renders the report of a loaded run (`results`: None when the checkers have not run) into
+/// `run_dir`, and updates the reports index. Nothing the run wrote is read again.
+pub fn render(
+    run_dir: &Path,
+    run: &LoadedRun,
+    results: Option<&Results>,
+    lines: scan::Lines,
+) -> Result<Rendered> {
+    let violations = violations::of(results);
     // The view is asked what held at every quoted evidence event.
     let wanted = results
         .iter()
@@ -82,33 +115,24 @@ pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
         .flat_map(|c| &c.evidence)
         .filter_map(|e| violations::event_index(&e.event))
         .collect();
-    let mut data = scan::scan_at(
-        &history::file::in_run(run_dir),
-        &info.nodes,
-        info.started_at.timestamp_millis(),
-        wanted,
-    )
-    // As `fle-chaos check` words it: a history that cannot be read is the input's fault.
-    .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
-    data.violations = violations;
-    let (recoveries, recovery_source) = recovery::choose(results.as_ref(), &data.recoveries);
+    let viewed = view_pass::of(run, &lines.places, &wanted);
+    let data = scan::RunData::of(lines, viewed, violations);
+    let info = &run.info;
 
-    let plots = draw_plots(run_dir, &data, &recoveries, recovery_source)?;
+    let plots = draw_plots(run_dir, &data)?;
     let zooms = draw_zooms(run_dir, &data)?;
     let html = html::report_html(&html::Page {
         run_dir,
-        info: &info,
-        results: results.as_ref(),
+        info,
+        results,
         data: &data,
         plots: &plots,
         zooms: &zooms,
-        recoveries: &recoveries,
-        recovery_source,
     });
     let report = run_dir.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
     let junit = run_dir.join("junit.xml");
-    let xml = junit::junit_xml(&info, results.as_ref(), data.t_end_ns as f64 / 1e9);
+    let xml = junit::junit_xml(info, results, data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 
     // Only the run folder and the reports root that holds it are written to.
@@ -154,34 +178,14 @@ pub fn check_run_dir(run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn read_results(run_dir: &Path) -> Result<Option<Results>> {
-    let path = run_dir.join("results.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        bad_input(format!(
-            "{} is not valid results.json ({e}); re-run `fle-chaos check {}`",
-            path.display(),
-            run_dir.display()
-        ))
-    })
-}
-
-fn draw_plots(
-    dir: &Path,
-    data: &scan::RunData,
-    recoveries: &[FaultRecovery],
-    source: RecoverySource,
-) -> Result<Vec<Plot>> {
+fn draw_plots(dir: &Path, data: &scan::RunData) -> Result<Vec<Plot>> {
+    let recoveries = &data.recoveries;
     let timeline = plot::timeline::Timeline(data);
     let writes = plot::writes::Writes(data);
     let has_clock = data.nodes.values().any(|n| !n.clock_offset_s.is_empty());
-    let recovery_note = Some(recovery::note(source, recoveries.len()));
+    let recovery_note = Some(recovery::note(recoveries.len()));
     Ok(vec![
-        render(
+        plot::render(
             dir,
             PLOTS[0],
             "Leader timeline",
@@ -189,7 +193,7 @@ fn draw_plots(
             &timeline,
             None,
         )?,
-        render(
+        plot::render(
             dir,
             PLOTS[1],
             "Recovery after each fault",
@@ -201,7 +205,7 @@ fn draw_plots(
             },
             recovery_note,
         )?,
-        render(
+        plot::render(
             dir,
             PLOTS[2],
             "Client operations: latency and throughput",
@@ -209,7 +213,7 @@ fn draw_plots(
             &writes,
             (!writes.has_ops()).then(|| "no client operations in this run".to_string()),
         )?,
-        render(
+        plot::render(
             dir,
             PLOTS[3],
             "Epochs and last zxid per node",
@@ -217,7 +221,7 @@ fn draw_plots(
             &plot::epochs::Epochs(data),
             None,
         )?,
-        render(
+        plot::render(
             dir,
             PLOTS[4],
             "Clock offset per node",
@@ -249,7 +253,7 @@ fn draw_zooms(dir: &Path, data: &scan::RunData) -> Result<Vec<Plot>> {
                 ),
             };
             let title = format!("{}: its first violation, zoomed", v.checker);
-            render(
+            plot::render(
                 dir,
                 &format!("zoom-{}", v.checker),
                 &title,

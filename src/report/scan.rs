@@ -8,18 +8,15 @@
 //! flat however long the run was.
 
 use super::lane::LaneState;
-use super::moment::{self, LeaderChange, Moment};
+use super::moment::{LeaderChange, Moment};
 use super::schedule::{Schedule, ScheduleRow};
 use super::series::ColumnSeries;
 use crate::api::ZabPhase;
-use crate::history::file::HistoryFile;
 use crate::history::line::{Body, Line, StatusRead};
-use crate::history::view::{FaultInterval, FaultRecovery, View};
-use crate::history::{read, EventType, F};
-use anyhow::Result;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use crate::history::read::{self, Part};
+use crate::history::view::{FaultInterval, FaultRecovery};
+use crate::history::{EventType, F};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Width, in columns, of every time series: one per pixel of the widest plot area.
 pub const COLUMNS: usize = 1100;
@@ -45,7 +42,7 @@ pub struct Span {
 }
 
 /// Everything a node contributes to the plots.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeData {
     pub spans: Vec<Span>,
     pub epoch: ColumnSeries,
@@ -56,7 +53,7 @@ pub struct NodeData {
 }
 
 /// Operations of one outcome (ok, fail, info) per column: latency spread and count.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OpSeries {
     pub ok: ColumnSeries,
     pub fail: ColumnSeries,
@@ -86,77 +83,100 @@ pub struct RunData {
     pub violations: Vec<super::violations::Violation>,
 }
 
-/// Reads the history at `path`. `nodes` are test.json's nodes (lanes appear even for nodes
-/// never read, and a quorum is a majority of them); `started_at_ms` anchors clock offsets.
-pub fn scan(path: &Path, nodes: &[String], started_at_ms: i64) -> Result<RunData> {
-    scan_at(path, nodes, started_at_ms, BTreeSet::new())
-}
-
-/// `scan`, also taking a `Moment` at each event whose history index is in `wanted` (the
-/// evidence events).
-pub fn scan_at(
-    path: &Path,
-    nodes: &[String],
-    started_at_ms: i64,
-    wanted: BTreeSet<u64>,
-) -> Result<RunData> {
-    let history = HistoryFile::open(path)?;
-    let t_end_ns = last_event_time(&history)?.max(1);
-    let mut s = Scanner::new(t_end_ns, nodes, started_at_ms);
-    s.wanted = wanted;
-    read::for_each_in(&history, |at, line, _| s.line(at, line))?;
-    Ok(s.finish())
-}
-
-/// The time of the last complete event, read from the file's tail so that series can be
-/// bucketed into columns during the single pass (decoded by the history's own decoder; a line
-/// it rejects here is rejected, with its position, by the pass itself).
-fn last_event_time(history: &HistoryFile) -> Result<u64> {
-    let mut file = history.reader()?;
-    let len = history.len();
-    let mut window = 64 * 1024u64;
-    loop {
-        let from = len.saturating_sub(window);
-        file.seek(SeekFrom::Start(from))?;
-        let mut tail = Vec::new();
-        (&mut file).take(window).read_to_end(&mut tail)?;
-        let mut lines: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
-        if from > 0 && !lines.is_empty() {
-            lines.remove(0); // may start mid-line
+impl RunData {
+    /// The report's data: the pass's fold of the lines, the view's answers (`view_pass`) and
+    /// the invalid checkers' evidence times.
+    pub fn of(
+        lines: Lines,
+        viewed: super::view_pass::Viewed,
+        violations: Vec<super::violations::Violation>,
+    ) -> RunData {
+        RunData {
+            t_end_ns: lines.t_end_ns,
+            events: lines.events,
+            nodes: lines.nodes,
+            ops: lines.ops,
+            faults: viewed.faults,
+            schedule: lines.schedule,
+            recoveries: viewed.recoveries,
+            head: lines.head,
+            moments: viewed.moments,
+            leader_changes: viewed.leader_changes,
+            violations,
         }
-        let time = lines.iter().rev().find_map(|l| {
-            let text = std::str::from_utf8(l).ok()?;
-            crate::history::line::decode(text).ok().map(|e| e.time)
-        });
-        if let Some(t) = time {
-            return Ok(t);
-        }
-        if from == 0 {
-            return Ok(0);
-        }
-        window *= 4;
     }
 }
 
-struct Scanner {
+/// The report's fold of one part of a history (`checker::RunFiles::load_with` runs one per
+/// part, beside the checkers' digest): lanes, series, operations, the schedule and the first
+/// lines. What needs the whole history in order (the view) is not here: `view_pass` asks the
+/// checkers' digest for it, in memory.
+#[derive(Clone)]
+pub struct LineFold {
     t_end_ns: u64,
     started_at_ms: i64,
     events: u64,
     nodes: BTreeMap<String, NodeData>,
     ops: OpSeries,
     pending_ops: HashMap<String, u64>,
+    /// Processes with an operation line in this part, and the completions whose invocation
+    /// is in an earlier part (paired when the parts are joined).
+    touched: HashSet<String>,
+    unpaired: Vec<(String, EventType, u64)>,
     schedule: Schedule,
-    view: View,
     head: Vec<String>,
-    wanted: BTreeSet<u64>,
-    moments: BTreeMap<u64, Moment>,
-    leader_changes: Vec<LeaderChange>,
-    /// Something that can change the quorum-backed leader happened in this line.
-    changed: bool,
+    places: Places,
 }
 
-impl Scanner {
-    fn new(t_end_ns: u64, nodes: &[String], started_at_ms: i64) -> Self {
+/// Where an event is, for the positions where the history index or the line number stops
+/// being the position plus a constant (blank lines, a history that does not start at 0): a
+/// handful of entries for any history.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Places {
+    /// (position, history index, 1-based line number), in position order.
+    marks: Vec<(u32, u64, u64)>,
+}
+
+impl Places {
+    fn note(&mut self, pos: u32, index: u64, line_no: u64) {
+        let fits = self.marks.last().is_some_and(|&(p, i, l)| {
+            let d = u64::from(pos - p);
+            index == i + d && line_no == l + d
+        });
+        if !fits {
+            self.marks.push((pos, index, line_no));
+        }
+    }
+
+    /// The 1-based line number of the event at `pos`.
+    pub fn line_no(&self, pos: u32) -> u64 {
+        match self.marks.iter().rev().find(|m| m.0 <= pos) {
+            Some(&(p, _, l)) => l + u64::from(pos - p),
+            None => u64::from(pos) + 1,
+        }
+    }
+
+    /// The history index of the event at `pos`.
+    pub fn index(&self, pos: u32) -> u64 {
+        match self.marks.iter().rev().find(|m| m.0 <= pos) {
+            Some(&(p, i, _)) => i + u64::from(pos - p),
+            None => u64::from(pos),
+        }
+    }
+
+    fn join(&mut self, next: Places, pos_base: u32, line_base: u64) {
+        for (p, i, l) in next.marks {
+            self.note(p + pos_base, i, l + line_base);
+        }
+    }
+}
+
+impl LineFold {
+    /// An empty fold: `t_end_ns` is the history's last time (`read::last_event_time`),
+    /// `nodes` test.json's (lanes appear even for nodes never read), `started_at_ms` anchors
+    /// clock offsets.
+    pub fn new(t_end_ns: u64, nodes: &[String], started_at_ms: i64) -> Self {
+        let t_end_ns = t_end_ns.max(1);
         let series = || ColumnSeries::new(t_end_ns, COLUMNS);
         let mut s = Self {
             t_end_ns,
@@ -169,13 +189,11 @@ impl Scanner {
                 info: series(),
             },
             pending_ops: HashMap::new(),
+            touched: HashSet::new(),
+            unpaired: Vec::new(),
             schedule: Schedule::default(),
-            view: View::new(nodes),
             head: Vec::new(),
-            wanted: BTreeSet::new(),
-            moments: BTreeMap::new(),
-            leader_changes: Vec::new(),
-            changed: false,
+            places: Places::default(),
         };
         for n in nodes {
             s.node(n);
@@ -185,50 +203,26 @@ impl Scanner {
 
     fn node(&mut self, name: &str) -> &mut NodeData {
         if !self.nodes.contains_key(name) {
-            let series = || ColumnSeries::new(self.t_end_ns, COLUMNS);
-            let data = NodeData {
-                spans: Vec::new(),
-                epoch: series(),
-                zxid_counter: series(),
-                clock_offset_s: series(),
-            };
+            let data = NodeData::new(self.t_end_ns);
             self.nodes.insert(name.to_string(), data);
         }
         self.nodes.get_mut(name).expect("inserted above")
     }
 
-    fn line(&mut self, at: read::Located, l: &Line<'_>) {
+    /// Takes the part's next line.
+    pub fn line(&mut self, at: read::Located, l: &Line<'_>) {
         self.events += 1;
+        self.places.note(at.pos, l.index, at.line_no);
         if self.head.len() < HEAD_LINES {
             self.head
                 .push(super::text::shorten(l.text.trim_end(), HEAD_LINE_CHARS));
         }
-        let e = self.view.of_line(at.pos, l);
-        self.view.feed(e);
         match (&l.body, l.f) {
             (Body::Status(s), _) => self.status(l, Some(s)),
             (Body::Unreachable, _) if l.kind != EventType::Invoke => self.status(l, None),
             (_, F::Write | F::Read) => self.op(l),
-            (Body::Fault(_), _) => {
-                self.changed = true;
-                self.schedule.line(l)
-            }
+            (Body::Fault(_), _) => self.schedule.line(l),
             _ => {}
-        }
-        // The quorum-backed leader can only change when a lane or a fault does: asked then.
-        if std::mem::take(&mut self.changed) {
-            let now = moment::quorum_leader(&self.view);
-            if self.leader_changes.last().map(|c| &c.leader) != Some(&now) {
-                self.leader_changes.push(LeaderChange {
-                    time_ns: l.time,
-                    index: l.index,
-                    leader: now,
-                });
-            }
-        }
-        if self.wanted.contains(&l.index) {
-            let m = Moment::of(&self.view, l.index, at.line_no, l.time);
-            self.moments.insert(l.index, m);
         }
     }
 
@@ -236,50 +230,13 @@ impl Scanner {
     fn status(&mut self, l: &Line<'_>, read: Option<&StatusRead<'_>>) {
         let name = l.node.as_deref().unwrap_or(&l.process);
         let t = l.time;
-        let (state, leader, epoch, phase, zxid) = match read {
-            Some(r) => (
-                LaneState::from(r.state),
-                r.leader,
-                r.peer_epoch,
-                Some(r.phase),
-                r.last_zxid,
-            ),
-            None => (LaneState::Down, None, 0, None, 0),
+        let span = match read {
+            Some(r) => Span::at(t, l.index, r.into(), r.last_zxid),
+            None => Span::at(t, l.index, Lane::DOWN, 0),
         };
         let started_at_ms = self.started_at_ms;
-        let index = l.index;
         let node = self.node(name);
-        let mut changed = false;
-        match node.spans.last_mut() {
-            Some(last)
-                if last.state == state
-                    && last.leader == leader
-                    && last.epoch == epoch
-                    && last.phase == phase =>
-            {
-                last.end_ns = t;
-                last.zxid_last = zxid;
-            }
-            last => {
-                if let Some(last) = last {
-                    last.end_ns = t;
-                }
-                node.spans.push(Span {
-                    start_ns: t,
-                    end_ns: t,
-                    state,
-                    leader,
-                    epoch,
-                    phase,
-                    start_index: index,
-                    zxid_first: zxid,
-                    zxid_last: zxid,
-                });
-                changed = true;
-            }
-        }
-        self.changed |= changed;
-        let node = self.node(name);
+        node.extend(span);
         if let Some(r) = read {
             node.epoch.add(t, r.peer_epoch as f64);
             node.zxid_counter
@@ -292,43 +249,238 @@ impl Scanner {
     }
 
     fn op(&mut self, l: &Line<'_>) {
+        let first_here = self.touched.insert(l.process.to_string());
         if l.kind == EventType::Invoke {
             self.pending_ops.insert(l.process.to_string(), l.time);
             return;
         }
-        let Some(start) = self.pending_ops.remove(l.process.as_ref()) else {
-            return;
+        match self.pending_ops.remove(l.process.as_ref()) {
+            Some(start) => self.ops.add(l.kind, start, l.time),
+            // Its invocation may be in the part before.
+            None if first_here => self.unpaired.push((l.process.to_string(), l.kind, l.time)),
+            None => {}
+        }
+    }
+
+    /// Joins the parts of one pass, in file order, into the whole history's fold.
+    /// `empty` is what a history without lines leaves (the fold the parts started from).
+    pub fn join(empty: LineFold, parts: Vec<Part<LineFold>>) -> Lines {
+        let mut it = parts.into_iter();
+        let mut all = match it.next() {
+            Some(first) => first.state,
+            None => empty,
         };
-        let latency_ms = l.time.saturating_sub(start) as f64 / 1e6;
-        let series = match l.kind {
-            EventType::Ok => &mut self.ops.ok,
-            EventType::Fail => &mut self.ops.fail,
-            _ => &mut self.ops.info,
+        for p in it {
+            all.append(p.state, p.pos_base, p.line_base);
+        }
+        all.finish()
+    }
+
+    /// The next part's fold after this one's, as one pass over both would have left it.
+    fn append(&mut self, next: LineFold, pos_base: u32, line_base: u64) {
+        self.events += next.events;
+        self.places.join(next.places, pos_base, line_base);
+        let room = HEAD_LINES.saturating_sub(self.head.len());
+        self.head.extend(next.head.into_iter().take(room));
+        for (name, data) in next.nodes {
+            match self.nodes.get_mut(&name) {
+                Some(mine) => mine.append(data),
+                None => {
+                    self.nodes.insert(name, data);
+                }
+            }
+        }
+        for (process, kind, time) in next.unpaired {
+            if let Some(start) = self.pending_ops.remove(&process) {
+                self.ops.add(kind, start, time);
+            }
+        }
+        for process in &next.touched {
+            self.pending_ops.remove(process);
+        }
+        self.pending_ops.extend(next.pending_ops);
+        self.touched.extend(next.touched);
+        self.ops.merge(next.ops);
+        self.schedule.append(next.schedule);
+    }
+
+    fn finish(mut self) -> Lines {
+        // Each lane's last span runs to the end of the history.
+        for node in self.nodes.values_mut() {
+            if let Some(last) = node.spans.last_mut() {
+                last.end_ns = last.end_ns.max(self.t_end_ns);
+            }
+        }
+        Lines {
+            t_end_ns: self.t_end_ns,
+            events: self.events,
+            nodes: self.nodes,
+            ops: self.ops,
+            schedule: self.schedule.rows,
+            head: self.head,
+            places: self.places,
+        }
+    }
+}
+
+/// The report's fold of a whole history (`LineFold::join`).
+#[derive(Debug, PartialEq)]
+pub struct Lines {
+    pub t_end_ns: u64,
+    pub events: u64,
+    pub nodes: BTreeMap<String, NodeData>,
+    pub ops: OpSeries,
+    pub schedule: Vec<ScheduleRow>,
+    pub head: Vec<String>,
+    pub places: Places,
+}
+
+/// What a lane shows, from one read: spans are cut where it changes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Lane {
+    state: LaneState,
+    leader: Option<u64>,
+    epoch: u64,
+    phase: Option<ZabPhase>,
+}
+
+impl Lane {
+    const DOWN: Lane = Lane {
+        state: LaneState::Down,
+        leader: None,
+        epoch: 0,
+        phase: None,
+    };
+}
+
+impl From<&StatusRead<'_>> for Lane {
+    fn from(r: &StatusRead<'_>) -> Self {
+        Lane {
+            state: LaneState::from(r.state),
+            leader: r.leader,
+            epoch: r.peer_epoch,
+            phase: Some(r.phase),
+        }
+    }
+}
+
+impl Span {
+    fn at(t: u64, index: u64, lane: Lane, zxid: u64) -> Span {
+        Span {
+            start_ns: t,
+            end_ns: t,
+            state: lane.state,
+            leader: lane.leader,
+            epoch: lane.epoch,
+            phase: lane.phase,
+            start_index: index,
+            zxid_first: zxid,
+            zxid_last: zxid,
+        }
+    }
+
+    fn lane(&self) -> Lane {
+        Lane {
+            state: self.state,
+            leader: self.leader,
+            epoch: self.epoch,
+            phase: self.phase,
+        }
+    }
+}
+
+impl NodeData {
+    fn new(t_end_ns: u64) -> Self {
+        let series = || ColumnSeries::new(t_end_ns, COLUMNS);
+        NodeData {
+            spans: Vec::new(),
+            epoch: series(),
+            zxid_counter: series(),
+            clock_offset_s: series(),
+        }
+    }
+
+    /// A read's span: it lengthens the last span when the lane shows the same, else the last
+    /// span ends where this one starts.
+    fn extend(&mut self, span: Span) {
+        match self.spans.last_mut() {
+            Some(last) if last.lane() == span.lane() => {
+                last.end_ns = span.end_ns;
+                last.zxid_last = span.zxid_last;
+            }
+            last => {
+                if let Some(last) = last {
+                    last.end_ns = span.start_ns;
+                }
+                self.spans.push(span);
+            }
+        }
+    }
+
+    fn append(&mut self, next: NodeData) {
+        let mut spans = next.spans.into_iter();
+        if let Some(first) = spans.next() {
+            self.extend(first);
+        }
+        self.spans.extend(spans);
+        self.epoch.merge(next.epoch);
+        self.zxid_counter.merge(next.zxid_counter);
+        self.clock_offset_s.merge(next.clock_offset_s);
+    }
+}
+
+impl OpSeries {
+    fn add(&mut self, kind: EventType, start: u64, end: u64) {
+        let latency_ms = end.saturating_sub(start) as f64 / 1e6;
+        let series = match kind {
+            EventType::Ok => &mut self.ok,
+            EventType::Fail => &mut self.fail,
+            _ => &mut self.info,
         };
         series.add(start, latency_ms);
     }
 
-    fn finish(mut self) -> RunData {
-        let t_end_ns = self.t_end_ns;
-        // Each lane's last span runs to the end of the history.
-        for node in self.nodes.values_mut() {
-            if let Some(last) = node.spans.last_mut() {
-                last.end_ns = last.end_ns.max(t_end_ns);
-            }
+    fn merge(&mut self, next: OpSeries) {
+        self.ok.merge(next.ok);
+        self.fail.merge(next.fail);
+        self.info.merge(next.info);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_follow_blank_lines_and_an_index_that_does_not_start_at_zero() {
+        let mut p = Places::default();
+        // Events 0-2 on lines 1-3 with indices 10-12; a blank line; events 3-4 on lines 5-6.
+        for (pos, index, line) in [(0, 10, 1), (1, 11, 2), (2, 12, 3), (3, 13, 5), (4, 14, 6)] {
+            p.note(pos, index, line);
         }
-        let view = self.view.finish();
-        RunData {
-            t_end_ns,
-            events: self.events,
-            nodes: self.nodes,
-            ops: self.ops,
-            faults: view.intervals,
-            schedule: self.schedule.rows,
-            recoveries: view.recoveries,
-            head: self.head,
-            moments: self.moments,
-            leader_changes: self.leader_changes,
-            violations: Vec::new(),
-        }
+        assert_eq!(
+            p.marks.len(),
+            2,
+            "one mark per change of offset: {:?}",
+            p.marks
+        );
+        assert_eq!((p.index(1), p.line_no(1)), (11, 2));
+        assert_eq!((p.index(4), p.line_no(4)), (14, 6));
+        // Noted in two parts (the second's positions and lines from 0), then joined: the same.
+        let (mut a, mut b) = (Places::default(), Places::default());
+        [(0, 10, 1), (1, 11, 2)]
+            .into_iter()
+            .for_each(|(x, i, l)| a.note(x, i, l));
+        [(0, 12, 1), (1, 13, 3), (2, 14, 4)]
+            .into_iter()
+            .for_each(|(x, i, l)| b.note(x, i, l));
+        a.join(b, 2, 2);
+        assert_eq!(a, p);
+    }
+
+    #[test]
+    fn no_marks_means_position_is_index_and_the_line_follows() {
+        let p = Places::default();
+        assert_eq!((p.index(7), p.line_no(7)), (7, 8));
     }
 }

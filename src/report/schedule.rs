@@ -19,10 +19,14 @@ pub struct ScheduleRow {
 }
 
 /// Builds the schedule from the history's lines, in order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Schedule {
     pending_invoke: Option<(F, u64)>,
     pub rows: Vec<ScheduleRow>,
+    /// Whether any nemesis action was seen, and the first row when its line came before any
+    /// invocation (read in parts, its invocation may end the part before).
+    seen: bool,
+    first_unpaired: Option<(usize, F)>,
 }
 
 const DETAIL_CHARS: usize = 160;
@@ -34,6 +38,7 @@ impl Schedule {
         if l.process != NEMESIS {
             return;
         }
+        let first = !std::mem::replace(&mut self.seen, true);
         if l.kind == EventType::Invoke {
             self.pending_invoke = Some((l.f, l.time));
             return;
@@ -42,6 +47,9 @@ impl Schedule {
             Some((f, t)) if f == l.f => Some(t),
             _ => None,
         };
+        if first {
+            self.first_unpaired = Some((self.rows.len(), l.f));
+        }
         let detail = serde_json::to_string(value).unwrap_or_default();
         self.rows.push(ScheduleRow {
             invoke_ns,
@@ -51,6 +59,23 @@ impl Schedule {
             nodes: value.nodes.clone(),
             detail: super::text::shorten(&detail, DETAIL_CHARS),
         });
+    }
+}
+
+impl Schedule {
+    /// The schedule of the lines right after these (the next part of a history read in
+    /// parts), as if they had been read here.
+    pub fn append(&mut self, mut next: Schedule) {
+        if let (Some((ix, f)), Some((pf, t))) = (next.first_unpaired, self.pending_invoke) {
+            if f == pf {
+                next.rows[ix].invoke_ns = Some(t);
+            }
+        }
+        if next.seen {
+            self.pending_invoke = next.pending_invoke;
+        }
+        self.seen |= next.seen;
+        self.rows.extend(next.rows);
     }
 }
 
@@ -93,5 +118,29 @@ mod tests {
         );
         assert_eq!(s.rows[0].nodes, vec!["n1", "n2"]);
         assert!(s.rows[1].detail.contains("no such process"));
+    }
+
+    #[test]
+    fn an_invocation_that_ends_one_part_pairs_with_the_completion_that_starts_the_next() {
+        let lines = [
+            r#"{"index":0,"time":10,"process":"nemesis","type":"info","f":"kill","value":{"nodes":["n1"]}}"#,
+            r#"{"index":1,"time":20,"process":"nemesis","type":"invoke","f":"pause","value":{"nodes":["n2"]}}"#,
+            r#"{"index":2,"time":25,"process":"nemesis","type":"info","f":"pause","value":{"nodes":["n2"]}}"#,
+            r#"{"index":3,"time":30,"process":"nemesis","type":"invoke","f":"heal","value":{"nodes":[]}}"#,
+        ];
+        let mut whole = Schedule::default();
+        feed(&mut whole, &lines);
+        for cut in 0..=lines.len() {
+            let (mut a, mut b) = (Schedule::default(), Schedule::default());
+            feed(&mut a, &lines[..cut]);
+            feed(&mut b, &lines[cut..]);
+            a.append(b);
+            assert_eq!(a.rows, whole.rows, "cut before line {cut}");
+            assert_eq!(
+                a.pending_invoke, whole.pending_invoke,
+                "cut before line {cut}"
+            );
+        }
+        assert_eq!(whole.rows[1].invoke_ns, Some(20));
     }
 }

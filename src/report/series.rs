@@ -2,7 +2,7 @@
 //! (min, max, last) triple per column, which is all a plot of that width can show.
 
 /// Values of one series bucketed into `columns` equal slices of `[0, t_end]`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ColumnSeries {
     t_end_ns: u64,
     buckets: Vec<Option<Bucket>>,
@@ -37,6 +37,22 @@ impl ColumnSeries {
 
     pub fn column_width_s(&self) -> f64 {
         self.t_end_ns as f64 / 1e9 / self.buckets.len() as f64
+    }
+
+    /// Takes in a series of the same columns filled from later events (the next part of a
+    /// history read in parts): as if its values had been added here, in order.
+    pub fn merge(&mut self, later: ColumnSeries) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(later.buckets) {
+            *mine = match (*mine, theirs) {
+                (Some(a), Some(b)) => Some(Bucket {
+                    min: a.min.min(b.min),
+                    max: a.max.max(b.max),
+                    last: b.last,
+                    count: a.count + b.count,
+                }),
+                (a, b) => a.or(b),
+            };
+        }
     }
 
     pub fn add(&mut self, t_ns: u64, value: f64) {
@@ -125,5 +141,30 @@ mod tests {
         assert_eq!(segs.len(), 3);
         assert_eq!(segs[2][0].1.last, 4.0);
         assert_eq!(s.range(), Some((1.0, 4.0)));
+    }
+
+    #[test]
+    fn a_series_filled_in_two_halves_and_merged_is_the_series_filled_at_once() {
+        let values = [
+            (3, 5.0),
+            (7, -1.0),
+            (12, 2.0),
+            (14, 9.0),
+            (15, 4.0),
+            (61, 0.5),
+        ];
+        let mut whole = ColumnSeries::new(100, 10);
+        values.iter().for_each(|&(t, v)| whole.add(t, v));
+        // Cut inside column 1 (10..20), so one bucket gets values from both halves.
+        let (mut first, mut second) = (ColumnSeries::new(100, 10), ColumnSeries::new(100, 10));
+        values[..3].iter().for_each(|&(t, v)| first.add(t, v));
+        values[3..].iter().for_each(|&(t, v)| second.add(t, v));
+        first.merge(second);
+        assert_eq!(first, whole);
+        let column_1 = whole.points().nth(1).unwrap().1;
+        assert_eq!(
+            (column_1.min, column_1.max, column_1.last, column_1.count),
+            (2.0, 9.0, 4.0, 3)
+        );
     }
 }

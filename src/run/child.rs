@@ -206,12 +206,14 @@ pub fn newest_run(test_dir: &Path) -> Option<PathBuf> {
     runs.pop()
 }
 
-/// A run's results.json, typed (an error when the checkers did not run or it is unreadable).
+/// A run's results.json, typed (`Results::read`); an error when the checkers did not run.
 pub fn read_results(run_dir: &Path) -> Result<Results> {
-    let path = run_dir.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not results.json", path.display()))
+    Results::read(run_dir)?.with_context(|| {
+        format!(
+            "{} has no results.json: the checkers did not run",
+            run_dir.display()
+        )
+    })
 }
 
 /// The names of the checkers that judged the run invalid.

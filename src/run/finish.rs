@@ -1,7 +1,9 @@
 //! Check and report: the last step of a run, and the one `fle-chaos check`/`report` redo.
 //!
-//! `finish_run` reads a finished run folder (test.json, its history), runs the checkers,
-//! writes results.json and the report, and returns the exit code of the verdict.
+//! `finish_run` reads the finished run folder once (`report::load`: the checkers' digest and
+//! the report's fold of the same lines, in one pass), runs the checkers on what it read,
+//! writes results.json, hands the report the loaded run and the results, and returns the exit
+//! code of the verdict.
 
 use crate::checker::{self, CheckOptions};
 use anyhow::Result;
@@ -11,15 +13,17 @@ use std::path::Path;
 /// A report that cannot be rendered is said loudly but does not change the verdict: the
 /// results are in results.json and `fle-chaos report` can try again.
 pub fn finish_run(run_dir: &Path) -> Result<i32> {
-    let results = checker::check_run(run_dir, &CheckOptions::default())?;
+    let (run, lines) = crate::report::load(run_dir)?;
+    let results = checker::check_loaded(&run, &CheckOptions::default());
+    checker::write_results(run_dir, &results)?;
     for c in &results.checkers {
         eprintln!("fle-chaos: {:<19} {}", c.name, c.shown());
     }
     if let Some(c) = &results.coverage {
         eprintln!("fle-chaos: {:<19} {}", "coverage", c.line());
     }
-    match crate::report::render_run(run_dir) {
-        Ok(()) => eprintln!(
+    match crate::report::render(run_dir, &run, Some(&results), lines) {
+        Ok(_) => eprintln!(
             "fle-chaos: report {}",
             run_dir.join("report.html").display()
         ),

@@ -221,3 +221,31 @@ fn every_fixture_checks_and_reports_the_same_compressed() {
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+/// The end of a run (`finish_run`: one pass, the checkers, the report from what they hold)
+/// and `fle-chaos report` on the stored folder (the thin loader) write the same page and
+/// JUnit for every fixture, invalid ones (with their evidence moments) included.
+#[test]
+fn a_finished_runs_report_is_the_one_report_renders_from_its_folder() {
+    let mut compared = 0;
+    for dir in fixture_dirs() {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        for f in ["test.json", "history.jsonl"] {
+            std::fs::copy(dir.join(f), run.join(f)).unwrap();
+        }
+        fle_chaos::run::finish::finish_run(&run).unwrap();
+        let read = |f: &str| std::fs::read_to_string(run.join(f)).unwrap();
+        let (page, junit) = (read("report.html"), read("junit.xml"));
+        fle_chaos::report::render_run(&run).unwrap();
+        assert!(
+            read("report.html") == page,
+            "{}: the page differs",
+            dir.display()
+        );
+        assert_eq!(read("junit.xml"), junit, "{}", dir.display());
+        compared += page.contains("class=\"evidence\"") as usize;
+    }
+    assert!(compared > 0, "no fixture's page had evidence to compare");
+}

@@ -300,3 +300,28 @@ fn the_fast_parse_digests_tricky_lines_exactly_as_serde_does() {
         assert!(digest_file_in(&h, &info.nodes, parts).is_err(), "{parts}");
     }
 }
+
+/// The report's fold rides along the same pass in the same parts: read in 2, 3 or 7 parts it
+/// must come out as one sequential pass leaves it (lanes joined across a cut, an operation
+/// invoked in one part and completed in the next, the schedule's invocations, line numbers).
+#[test]
+fn the_reports_fold_of_any_number_of_parts_is_the_whole_ones() {
+    use fle_chaos::checker::RunFiles;
+    let dirs = fixtures();
+    assert!(dirs.len() >= 20);
+    let mut compared_ops = 0;
+    for dir in dirs {
+        let load = |parts| {
+            let mut files = RunFiles::open(&dir).unwrap();
+            files.parts = Some(parts);
+            fle_chaos::report::load_from(files).unwrap().1
+        };
+        let whole = load(1);
+        compared_ops += whole.ops.ok.points().count();
+        for parts in [2, 3, 7] {
+            assert!(load(parts) == whole, "{} in {parts} parts", dir.display());
+        }
+    }
+    // Some fixture has completed operations, so their pairing across cuts was compared.
+    assert!(compared_ops > 0);
+}

@@ -12,10 +12,8 @@
 
 use anyhow::Result;
 use fle_chaos::api::{self, CountedVote, ElectionSummary, NodeStatus, ServerState, ZabPhase};
-use fle_chaos::checker::recovery::RecoveryMeasurements;
 use fle_chaos::checker::{self, CheckResult, Results, Validity};
 use fle_chaos::history::test_info::TestInfo;
-use fle_chaos::history::view::FaultRecovery;
 use fle_chaos::history::{node_name, Event, EventType, FaultKind, F, NEMESIS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -38,8 +36,6 @@ pub struct FixtureSpec {
     pub seed: u64,
     /// Make the durability checker invalid in results.json.
     pub invalid: bool,
-    /// Give the recovery checker per-fault measurements (else the report derives them).
-    pub recovery_measurements: bool,
     /// Write results.json at all.
     pub results: bool,
     /// A leader cut off by a partition acknowledges the writes sent to it until it notices
@@ -62,7 +58,6 @@ impl FixtureSpec {
             fault_len_s: 3.0,
             seed: 42,
             invalid: false,
-            recovery_measurements: false,
             results: true,
             lose_writes: false,
             real_checkers: false,
@@ -652,50 +647,6 @@ fn write_results(
     spec: &FixtureSpec,
     script: &Script,
 ) -> Result<Vec<(String, Validity)>> {
-    // Typed, as the recovery checker writes them, with made-up times (600 ms, 650 ms, ...) a
-    // test can tell from what the report would derive from the history.
-    let recovery_measurements = if spec.recovery_measurements {
-        let faults: Vec<FaultRecovery> = script
-            .fault_starts
-            .iter()
-            .enumerate()
-            .map(|(k, (kind, start_ns, index, node))| FaultRecovery {
-                fault_index: *index,
-                kind: *kind,
-                nodes: vec![node.clone()],
-                start_ns: *start_ns,
-                ms_to_quorum_leader: Some(600 + 50 * k as u64),
-                ms_to_all_rejoined: Some(800 + 50 * k as u64),
-                leader: None,
-                epoch: None,
-                pos: 0,
-            })
-            .collect();
-        RecoveryMeasurements {
-            bound_ms: 2700,
-            quorum: fle_chaos::api::quorum(spec.nodes),
-            final_heal_to_quorum_leader_ms: Some(700),
-            final_heal_to_all_rejoined_ms: Some(900),
-            faults,
-            fault_intervals: vec![],
-            leaderless_windows: vec![],
-            leaderless_windows_count: 0,
-            leaderless_ms_total: 0,
-            leaderless_ms_max: None,
-            leader_overlaps: vec![],
-            leader_overlaps_count: 0,
-            leader_overlap_ms_total: 0,
-            rejoin_bound_ms: 4700,
-            stall_bound_ms: 4700,
-            stalls: vec![],
-            stalls_count: 0,
-            stray_bound_ms: 7200,
-            strays: vec![],
-        }
-        .into()
-    } else {
-        checker::Measurements::None
-    };
     let checkers = vec![
         CheckResult {
             applicable: true,
@@ -762,7 +713,7 @@ fn write_results(
             valid: Validity::True,
             explanation: "a quorum agreed on one leader 0.7 s after the final heal".into(),
             evidence: vec![],
-            measurements: recovery_measurements,
+            measurements: checker::Measurements::None,
         },
     ];
     let valid = checkers.iter().fold(Validity::True, |a, c| a.and(c.valid));
