@@ -162,7 +162,7 @@ pub async fn prune(args: PruneArgs) -> Result<i32> {
 }
 
 fn prune_blocking(args: &PruneArgs) -> Result<i32> {
-    let age = crate::nemesis::schedule::parse_duration(&args.older_than)
+    let age = crate::nemesis::units::parse_duration(&args.older_than)
         .map_err(|e| bad_input(format!("--older-than {}: {e}", args.older_than)))?;
     let root = args.root.canonicalize().map_err(|e| {
         bad_input(format!(

@@ -8,9 +8,10 @@
 //! partition needs `Control::net`, a clock fault `Target::clock`; without them the fault is
 //! recorded as `fail`.
 
-use super::partition::{components, groups_grudge, grudge, Grudge};
-use super::plan::PlannedFault;
-use super::schedule::{ClockMode, FaultKind, FrameMode, PartitionShape, TargetSpec};
+use super::partition::{components, groups_grudge, grudge};
+use super::schedule::{
+    ClockMode, FaultKind, FrameMode, Grudge, PartitionShape, PlannedFault, TargetSpec,
+};
 use super::seam::NemesisContext;
 use super::targets::resolve;
 use crate::control::clock::{Clock, ClockChange, ClockSetting};

@@ -19,14 +19,17 @@ pub mod goal;
 pub mod inject;
 pub mod partition;
 pub mod plan;
+pub mod raw_fault;
 pub mod runner;
 pub mod schedule;
+pub mod schedule_file;
 pub mod seam;
 pub mod steer;
 pub mod targets;
 pub mod timed;
 pub mod timing;
 pub mod trigger;
+pub mod units;
 
 pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 

@@ -2,14 +2,11 @@
 //! the iptables rules implement (one DROP per source address, in the receiving node's namespace),
 //! so a one-way cut is simply an asymmetric grudge.
 
-use super::schedule::PartitionShape;
+use super::schedule::{Grudge, PartitionShape};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet};
-
-/// node -> the nodes it drops traffic from.
-pub type Grudge = BTreeMap<String, BTreeSet<String>>;
+use std::collections::BTreeSet;
 
 /// The grudge for `shape` over `nodes` (sorted by sid). `targets` are the resolved targets of the
 /// fault (the node to isolate for isolate-* and one-way); `pick` seeds random shapes.

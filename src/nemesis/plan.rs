@@ -2,46 +2,11 @@
 //! start times, durations and random picks. Everything random is drawn here, up front, so the same
 //! seed and settings give the same sequence; only roles (who leads) are resolved at run time.
 
-use super::schedule::{ClockMode, FaultTemplate, Schedule};
+use super::schedule::{ClockMode, FaultTemplate, PlannedFault, Schedule};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
-
-/// One fault the nemesis will inject.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlannedFault {
-    /// When it starts, from the start of the nemesis.
-    pub start: Duration,
-    /// How long it lasts before it is undone.
-    pub duration: Duration,
-    pub template: FaultTemplate,
-    /// A random word for choices made at run time (which random node, which shuffle).
-    pub pick: u64,
-    /// The clock delta after the seeded sign is applied (clock bumps only).
-    pub clock_delta_ms: Option<i64>,
-    /// The quiet drawn before it (what the runner keeps after the previous fault ends, when a
-    /// trigger delayed that one).
-    pub gap: Duration,
-    /// The least quiet before it: the previous fault's `quiet_after` (at most `gap`). A
-    /// triggered fault watches only after it, so it cannot fire on what the previous fault set
-    /// off.
-    pub quiet: Duration,
-    /// Composed parts, each with `start` counted from this fault's start.
-    pub parts: Vec<PlannedFault>,
-    /// Keys added to its recorded value: `trigger`, `trigger_index`, `composed`.
-    pub annotations: serde_json::Map<String, serde_json::Value>,
-}
-
-impl PlannedFault {
-    /// From its start until its last part is undone.
-    pub fn span(&self) -> Duration {
-        self.parts
-            .iter()
-            .map(|p| p.start + p.duration)
-            .fold(self.duration, Duration::max)
-    }
-}
 
 /// The endless sequence of faults a schedule and a seed give, in order.
 ///

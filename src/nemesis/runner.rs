@@ -4,7 +4,8 @@
 //! composed one applies and undoes its parts on their own clocks within its span.
 
 use super::inject::{self, Active};
-use super::plan::{fault_window, plan, plan_ahead, PlannedFault};
+use super::plan::{fault_window, plan, plan_ahead};
+use super::schedule::PlannedFault;
 use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
 use super::seam::{Nemesis, NemesisContext};
 use super::steer::{self, Strategy};

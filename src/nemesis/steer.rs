@@ -15,8 +15,7 @@
 //! keeps the plan's order.
 
 use super::goal::Goal;
-use super::plan::PlannedFault;
-use super::schedule::{PartitionShape, TargetSpec};
+use super::schedule::{PartitionShape, PlannedFault, TargetSpec};
 use crate::history::situation::{Situation, Who};
 use crate::history::FaultKind;
 use clap::ValueEnum;

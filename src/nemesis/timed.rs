@@ -19,12 +19,13 @@
 //! [`of_run`] makes the steps of a recorded run from its history's fault intervals
 //! (`history::view`, the one definition of when a fault was in force); [`to_toml`] writes them.
 
-use super::partition::{components, groups_grudge, Grudge};
-use super::plan::PlannedFault;
+use super::partition::{components, groups_grudge};
+use super::raw_fault::RawFault;
 use super::schedule::{
-    parse_duration, toml_error, ClockMode, FaultKind, FaultTemplate, FrameMode, PacketMode,
-    PartitionShape, RawFault, Schedule, TargetSpec,
+    ClockMode, FaultKind, FaultTemplate, FrameMode, Grudge, PacketMode, PartitionShape,
+    PlannedFault, Schedule, TargetSpec,
 };
+use super::units::{line_of, parse_duration, table_line, toml_error};
 use crate::control::iptables::Cut;
 use crate::control::packet::PacketRecord;
 use crate::exit::bad_input;
@@ -57,7 +58,7 @@ pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
                     return Err(format!("line {line}: step must be [[step]] tables"));
                 };
                 for (i, step) in list.iter().enumerate() {
-                    let line = step_line(text, i);
+                    let line = table_line(text, "[[step]]", i);
                     let Some(step) = step.as_table() else {
                         return Err(format!("line {line}: step must be [[step]] tables"));
                     };
@@ -342,27 +343,6 @@ fn parse_links(v: &toml::Value) -> Result<Grudge, String> {
         return Err("links hits nothing: name at least one [from, to] pair".into());
     }
     Ok(g)
-}
-
-/// The 1-based line of the `index`-th `[[step]]` header.
-fn step_line(text: &str, index: usize) -> usize {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with("[[step]]"))
-        .nth(index)
-        .map(|(i, _)| i + 1)
-        .unwrap_or(1)
-}
-
-/// The 1-based line where the top-level `key` is set, or 1.
-fn line_of(text: &str, key: &str) -> usize {
-    text.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.starts_with(key) || l.starts_with(&format!("[[{key}]]"))
-        })
-        .map(|i| i + 1)
-        .unwrap_or(1)
 }
 
 /// A duration as a step writes it: "4s", "4.138s".

@@ -28,6 +28,7 @@ pub mod interactive;
 pub mod junit;
 pub mod lane;
 pub mod moment;
+pub mod places;
 pub mod plot;
 pub mod recovery;
 pub mod scan;

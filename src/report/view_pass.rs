@@ -7,7 +7,7 @@
 
 use super::lane::LaneState;
 use super::moment::{self, LeaderChange, Moment};
-use super::scan::Places;
+use super::places::Places;
 use crate::api::ZabPhase;
 use crate::checker::model::Rec;
 use crate::checker::recovery::view_with;

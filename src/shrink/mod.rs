@@ -25,9 +25,9 @@ pub mod report;
 pub mod search;
 
 use crate::exit::{self, bad_input};
-use crate::nemesis::plan::PlannedFault;
-use crate::nemesis::schedule::parse_duration;
+use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
+use crate::nemesis::units::parse_duration;
 use crate::run::interrupt::Interrupts;
 use crate::run::plan::TestArgs;
 use anyhow::{Context, Result};

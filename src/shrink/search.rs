@@ -6,7 +6,8 @@
 //! deadline (the budget), and an interrupt stops every child before returning.
 
 use super::child::test_argv;
-use crate::nemesis::plan::{time_limit_for, PlannedFault};
+use crate::nemesis::plan::time_limit_for;
+use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
 use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};

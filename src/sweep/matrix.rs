@@ -8,7 +8,7 @@
 //! Everything is validated here, before any run starts (bad input: one line, exit 254).
 
 use crate::exit::bad_input;
-use crate::nemesis::schedule::parse_duration;
+use crate::nemesis::units::parse_duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

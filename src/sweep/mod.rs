@@ -284,7 +284,7 @@ fn budget_of(args: &SweepArgs, m: &Matrix) -> Result<Option<std::time::Duration>
     let Some(b) = &args.budget else {
         return Ok(None);
     };
-    let d = crate::nemesis::schedule::parse_duration(b)
+    let d = crate::nemesis::units::parse_duration(b)
         .map_err(|e| bad_input(format!("--budget {b}: {e}")))?;
     let one = runner::Estimate::new(m.time_limit).run();
     if d < one {
