@@ -17,7 +17,8 @@ pub struct TeardownReport {
     pub errors: Vec<String>,
 }
 
-/// Removes every resource in `resources` (the controller record excepted).
+/// Removes every resource in `resources` (the controller record excepted), in the order
+/// that lets each go: remote nodes, processes (then what they left), mounts, network, files.
 pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     let mut report = TeardownReport::default();
     // Remote nodes (SSH clusters) first: their record lives on their hosts.
@@ -26,6 +27,24 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     report.errors.extend(errors);
     let local = super::ssh::local_resources(resources);
     let resources = &local[..];
+    let mut killed = kill_recorded(resources, &mut report);
+    killed.extend(kill_spawned(resources, &mut report));
+    wait_gone(&killed, &mut report);
+    // After the processes (nothing of theirs is still writing), before the folders go.
+    unmount(resources, &mut report);
+    remove_network(resources, &mut report);
+    for r in resources.iter().rev() {
+        if let Resource::SshControl { dir } = r {
+            remove_ssh_control(dir, &mut report);
+        }
+    }
+    remove_files(resources, &mut report);
+    report
+}
+
+/// SIGKILLs the recorded processes that are still the ones recorded; returns (pid, start time)
+/// of each one killed.
+fn kill_recorded(resources: &[Resource], report: &mut TeardownReport) -> Vec<(u32, u64)> {
     let mut killed = Vec::new();
     for r in resources {
         if let Resource::Process {
@@ -52,8 +71,13 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             }
         }
     }
-    // A process recorded only by its spawn token (the controller died before its pid was
-    // written down), and whatever it started.
+    killed
+}
+
+/// SIGKILLs a process recorded only by its spawn token (the controller died before its pid
+/// was written down), and whatever it started.
+fn kill_spawned(resources: &[Resource], report: &mut TeardownReport) -> Vec<(u32, u64)> {
+    let mut killed = Vec::new();
     let spawned: Vec<(&str, &str)> = resources
         .iter()
         .filter_map(|r| match r {
@@ -81,19 +105,28 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             Err(e) => report.errors.push(format!("kill {pid}: {e}")),
         }
     }
-    // A killed process keeps its sockets until it is gone; wait (bounded) so namespaces go cleanly.
+    killed
+}
+
+/// Waits (bounded) until the killed processes are gone: a killed process keeps its sockets
+/// until then, and namespaces go cleanly only after. Then removes the libfaketime files each
+/// one left.
+fn wait_gone(killed: &[(u32, u64)], report: &mut TeardownReport) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while killed.iter().any(|(p, s)| is_same_process(*p, *s)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    for (pid, start_time) in &killed {
+    for (pid, start_time) in killed {
         for f in super::faketime_shm::remove_pair_of(*pid, *start_time) {
             report
                 .removed
                 .push(format!("libfaketime's {}", f.display()));
         }
     }
-    // After the processes (nothing of theirs is still writing), before the folders go.
+}
+
+/// Unmounts the lazyfs mounts, newest first.
+fn unmount(resources: &[Resource], report: &mut TeardownReport) {
     for r in resources.iter().rev() {
         if let Resource::LazyFs { mount, node, .. } = r {
             match super::lazyfs::unmount_local(mount) {
@@ -108,6 +141,11 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             }
         }
     }
+}
+
+/// Qdiscs, iptables rules, then chains (a chain still referenced cannot be deleted), then
+/// namespaces and links, newest first.
+fn remove_network(resources: &[Resource], report: &mut TeardownReport) {
     for r in resources.iter().rev() {
         if let Resource::Qdisc { netns, dev, handle } = r {
             if remove_qdisc(netns.as_deref(), dev, handle) {
@@ -115,7 +153,6 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             }
         }
     }
-    // Rules before chains: a chain still referenced cannot be deleted.
     for r in resources.iter().rev() {
         if let Resource::Rule { netns, table, spec } = r {
             let mut args = vec!["-w", "-t", table, "-D"];
@@ -163,11 +200,10 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             _ => {}
         }
     }
-    for r in resources.iter().rev() {
-        if let Resource::SshControl { dir } = r {
-            remove_ssh_control(dir, &mut report);
-        }
-    }
+}
+
+/// Subnet claims and files outside the run folder, newest first.
+fn remove_files(resources: &[Resource], report: &mut TeardownReport) {
     for r in resources.iter().rev() {
         match r {
             Resource::Subnet { claim, cidr } if std::fs::remove_file(claim).is_ok() => {
@@ -186,7 +222,6 @@ pub fn remove_all(resources: &[Resource]) -> TeardownReport {
             _ => {}
         }
     }
-    report
 }
 
 /// Ends the run's OpenSSH masters (those with their socket under `dir`) and removes `dir`,
