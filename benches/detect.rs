@@ -246,7 +246,8 @@ fn main() {
     let bin = tmp.path().join("fle-chaos");
     let node = tmp.path().join("fle-node");
     std::fs::copy(env!("CARGO_BIN_EXE_fle-chaos"), &bin).expect("copy fle-chaos");
-    std::fs::copy(fle_chaos::control::fle_node::built_binary(), &node).expect("copy fle-node");
+    std::fs::copy(fle_chaos::control::target::fle_node::built_binary(), &node)
+        .expect("copy fle-node");
     let listed = bugs_listed(&node);
     let bugs: Vec<String> = match std::env::var("FLC_BUGS") {
         Ok(list) => list.split(',').map(|b| b.trim().to_string()).collect(),

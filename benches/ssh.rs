@@ -11,9 +11,9 @@ mod test_support {
     pub mod ssh;
 }
 
-use fle_chaos::control::os_setup::Needs;
-use fle_chaos::control::registry::Registry;
-use fle_chaos::control::ssh::{SshCluster, SshClusterConfig, SshOptions};
+use fle_chaos::control::backend::os_setup::Needs;
+use fle_chaos::control::backend::registry::Registry;
+use fle_chaos::control::backend::ssh::{SshCluster, SshClusterConfig, SshOptions};
 use fle_chaos::control::{Control, DaemonSpec};
 use std::path::Path;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ fn main() {
     let run_dir = vms.dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
     let registry = Arc::new(Registry::create(&run_id, &run_dir).unwrap());
-    let binary = fle_chaos::control::fle_node::built_binary();
+    let binary = fle_chaos::control::target::fle_node::built_binary();
     let size = std::fs::metadata(&binary).unwrap().len();
 
     let t = Instant::now();

@@ -28,7 +28,7 @@ enum Command {
     /// Run a test: start a cluster, run the workload and faults, check, report.
     Test(run::TestArgs),
     /// Remove what crashed runs left behind (processes, namespaces, links, iptables chains).
-    Clean(control::clean::CleanArgs),
+    Clean(control::backend::clean::CleanArgs),
     /// Re-run the checkers on a stored run and rewrite its results.json.
     Check(checker::cli::CheckArgs),
     /// Re-render a stored run's report.
@@ -98,7 +98,7 @@ fn main() {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Test(args) => run::test(args).await,
-            Command::Clean(args) => control::clean::clean(args).await,
+            Command::Clean(args) => control::backend::clean::clean(args).await,
             Command::Check(args) => checker::cli::check(args).await,
             Command::Report(args) => report::cli::report(args).await,
             Command::Serve(args) => report::cli::serve(args).await,

@@ -38,30 +38,15 @@
 //! Every resource a run creates is recorded in `registry` before it exists, and `teardown`
 //! removes exactly those, on every exit path and from `clean`.
 
-pub mod apt;
-pub mod clean;
-pub mod clock;
-pub mod corrupt;
-pub mod faketime;
-pub mod faketime_shm;
-pub mod fle_node;
-pub mod frames;
-pub mod iptables;
-pub mod lazyfs;
+pub mod backend;
+pub mod fault;
 /// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).
 pub use ::fle_node::host_clock;
-pub mod local;
-pub mod netns;
-pub mod os_setup;
-pub mod packet;
-pub mod reaper;
-pub mod registry;
-pub mod ssh;
 pub mod target;
-pub mod teardown;
-pub mod zookeeper;
 
 use anyhow::Result;
+use backend::{registry, teardown};
+use fault::{clock, iptables};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -14,9 +14,9 @@ use super::schedule::{
 };
 use super::seam::NemesisContext;
 use super::targets::resolve;
-use crate::control::clock::{Clock, ClockChange, ClockSetting};
-use crate::control::packet::{self, engine::Engine, PacketMode, PacketRecord};
-use crate::control::{frames, iptables, Net};
+use crate::control::fault::clock::{Clock, ClockChange, ClockSetting};
+use crate::control::fault::packet::{self, engine::Engine, PacketMode, PacketRecord};
+use crate::control::{fault::frames, fault::iptables, Net};
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
@@ -528,7 +528,7 @@ fn frames_targets(
 }
 
 /// Bad frames: for each node, the controller dials its election port as the largest larger
-/// sid and writes `mode`'s bytes (seeded), then hangs up (`control::frames`). Done at once;
+/// sid and writes `mode`'s bytes (seeded), then hangs up (`control::fault::frames`). Done at once;
 /// the value says per node the sid used, the seed and the bytes sent.
 fn frames(
     ctx: &NemesisContext,

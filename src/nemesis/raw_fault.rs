@@ -9,7 +9,7 @@ use super::schedule::{
 use super::timing::Timing;
 use super::trigger::Trigger;
 use super::units::{parse_duration, parse_rate_kbit, parse_signed_ms};
-use crate::control::iptables::Cut;
+use crate::control::fault::iptables::Cut;
 use serde::Deserialize;
 use std::time::Duration;
 

@@ -10,8 +10,8 @@ use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
 use super::seam::{Nemesis, NemesisContext};
 use super::steer::{self, Strategy};
 use super::trigger::{Fired, Trigger, Watch};
-use crate::control::clock::ClockSetting;
-use crate::control::iptables::CHAIN;
+use crate::control::fault::clock::ClockSetting;
+use crate::control::fault::iptables::CHAIN;
 use crate::control::target::BoxFuture;
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::Result;
@@ -293,7 +293,7 @@ impl ScheduledNemesis {
                 ctx,
                 net,
                 &nodes,
-                crate::control::packet::Heal::All,
+                crate::control::fault::packet::Heal::All,
                 Vec::new(),
                 true,
             );
@@ -341,7 +341,8 @@ impl ScheduledNemesis {
             }
             if let Some(net) = packets {
                 let in_netns = net.netns(node).is_some();
-                match crate::control::packet::leftovers(ctx.control.as_ref(), node, in_netns) {
+                match crate::control::fault::packet::leftovers(ctx.control.as_ref(), node, in_netns)
+                {
                     Ok(left) => {
                         for l in left {
                             problems.push(format!("{node} still has {l}"));

@@ -3,16 +3,16 @@
 
 use super::timing::Timing;
 use super::trigger::Trigger;
-use crate::control::iptables::Cut;
+use crate::control::fault::iptables::Cut;
 use crate::exit::bad_input;
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// What a frames fault writes to an election port: one definition, the controller's.
-pub use crate::control::frames::FrameMode;
+pub use crate::control::fault::frames::FrameMode;
 /// What a packet fault does to a link: one definition, the controller's.
-pub use crate::control::packet::PacketMode;
+pub use crate::control::fault::packet::PacketMode;
 /// The kinds of fault: one definition, the history's.
 pub use crate::history::FaultKind;
 

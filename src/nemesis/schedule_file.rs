@@ -99,7 +99,7 @@ struct RawSchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::iptables::Cut;
+    use crate::control::fault::iptables::Cut;
     use crate::nemesis::schedule::*;
     use crate::nemesis::trigger::Trigger;
     use std::time::Duration;

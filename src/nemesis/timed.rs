@@ -26,8 +26,8 @@ use super::schedule::{
     PlannedFault, Schedule, TargetSpec,
 };
 use super::units::{line_of, parse_duration, table_line, toml_error};
-use crate::control::iptables::Cut;
-use crate::control::packet::PacketRecord;
+use crate::control::fault::iptables::Cut;
+use crate::control::fault::packet::PacketRecord;
 use crate::exit::bad_input;
 use crate::history::line::Body;
 use crate::history::read::{self, BadLine};

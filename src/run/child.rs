@@ -3,7 +3,7 @@
 //! tears down its own cluster exactly as a lone run does), its verdict from the exit code and
 //! its details from `OUT/NAME/<timestamp>/results.json` through the typed `checker::Results`.
 //!
-//! Concurrent children are safe: each claims its own subnet and names (`control::netns`
+//! Concurrent children are safe: each claims its own subnet and names (`control::backend::netns`
 //! claims a free 10.a.b.0/24 with a lock file; names carry the run's id). A signal for the
 //! caller, or the caller's cancel, is passed on to the child, which tears down and exits as an
 //! interrupted run; a child that outlives its deadline is stopped the same way (SIGTERM, then

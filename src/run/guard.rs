@@ -2,8 +2,8 @@
 //! exists); `teardown_now` is the normal path, and `Drop` covers errors and panics that unwind
 //! past it. Only a SIGKILLed controller escapes it, and `fle-chaos clean` handles that.
 
-use crate::control::registry::Registry;
-use crate::control::teardown::{remove_all, TeardownReport};
+use crate::control::backend::registry::Registry;
+use crate::control::backend::teardown::{remove_all, TeardownReport};
 use crate::control::Control;
 use std::sync::{Arc, Mutex};
 

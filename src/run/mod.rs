@@ -29,9 +29,9 @@ pub mod test;
 
 pub use plan::TestArgs;
 
-use crate::control::os_setup;
-use crate::control::registry::Registry;
-use crate::control::ssh;
+use crate::control::backend::os_setup;
+use crate::control::backend::registry::Registry;
+use crate::control::backend::ssh;
 use crate::exit;
 use crate::history;
 use crate::history::recorder::Recorder;
@@ -95,7 +95,7 @@ fn warn_real_clock(hosts: &[String], kinds: &[FaultKind]) {
 /// times; the exit code is the worst verdict, or the signal's code when one interrupted it.
 pub async fn test(args: TestArgs) -> Result<i32> {
     // What the run's commands leave running (lazyfs) is reaped by this process, not PID 1.
-    crate::control::reaper::adopt_orphans();
+    crate::control::backend::reaper::adopt_orphans();
     let mut plan = Plan::from_args(args)?;
     let interrupts = Interrupts::install()?;
     match plan.hosts.clone() {
@@ -137,8 +137,10 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         && plan.hosts.is_none()
         && plan.args.zookeeper_home.is_none()
     {
-        let java = crate::control::zookeeper::launch::JvmOptions::default().java;
-        crate::control::zookeeper::os_setup::ensure(&java, &mut |m| eprintln!("fle-chaos: {m}"))?;
+        let java = crate::control::target::zookeeper::launch::JvmOptions::default().java;
+        crate::control::target::zookeeper::os_setup::ensure(&java, &mut |m| {
+            eprintln!("fle-chaos: {m}")
+        })?;
     }
     std::fs::create_dir_all(&plan.args.out)
         .with_context(|| format!("cannot create --out {}", plan.args.out.display()))?;

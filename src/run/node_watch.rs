@@ -10,7 +10,7 @@
 //! test that dies by itself is a bug.
 
 use crate::api::{LogResponse, NodeStatus};
-use crate::control::clock::Clock;
+use crate::control::fault::clock::Clock;
 use crate::control::target::{BoxFuture, ReadError, Target, WriteOutcome};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
@@ -93,7 +93,7 @@ impl Target for Watched {
     ) -> Result<::fle_node::lazyfs::DropReport> {
         self.inner.power_loss(node, tear_seed)
     }
-    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::corrupt::Damage> {
+    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
         self.inner.corrupt(node, seed)
     }
     fn corrupt_file(
@@ -101,7 +101,7 @@ impl Target for Watched {
         node: &str,
         file: &str,
         seed: u64,
-    ) -> Result<crate::control::corrupt::Damage> {
+    ) -> Result<crate::control::fault::corrupt::Damage> {
         self.inner.corrupt_file(node, file, seed)
     }
     fn pause(&self, node: &str) -> Result<Option<u32>> {

@@ -1,9 +1,9 @@
 //! `fle-chaos test` options, and their validation into a `Plan` before anything is created:
 //! every bad flag, file or missing privilege is reported here, as one line, exit 254.
 
-use crate::control::local::NetMode;
-use crate::control::os_setup::Needs;
-use crate::control::ssh::{NodesArg, SshArgs};
+use crate::control::backend::local::NetMode;
+use crate::control::backend::os_setup::Needs;
+use crate::control::backend::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
 use crate::history::FaultKind;
 use crate::nemesis::steer::Strategy;
@@ -134,7 +134,7 @@ pub struct TestArgs {
     /// `fastleader.maxNotificationInterval=5000`. Recorded in test.json.
     #[arg(long = "zookeeper-config", value_name = "KEY=VALUE")]
     #[serde(default)]
-    pub zookeeper_config: Vec<crate::control::zookeeper::config::Setting>,
+    pub zookeeper_config: Vec<crate::control::target::zookeeper::config::Setting>,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -278,7 +278,7 @@ impl Plan {
             }
             // Over SSH the folder may be on the hosts only: checked there at setup.
             if hosts.is_none() || home.exists() {
-                crate::control::zookeeper::install::check_home(home)?;
+                crate::control::target::zookeeper::install::check_home(home)?;
             }
         }
         if let Some(s) = args.zookeeper_config.first() {
@@ -400,7 +400,7 @@ impl Plan {
         }
         let binary = match &args.node_binary {
             Some(b) => b.clone(),
-            None => crate::control::fle_node::built_binary(),
+            None => crate::control::target::fle_node::built_binary(),
         };
         if args.target == TargetKind::Fle
             && !binary.is_file()

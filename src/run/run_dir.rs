@@ -90,8 +90,8 @@ pub fn init_tracing() {
 pub fn log_to(run_dir: &Path) -> Result<()> {
     let path = run_dir.join("controller.log");
     let mut f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    // What apt printed while this machine was set up for the run (`control::apt`).
-    let setup = crate::control::apt::take_transcript();
+    // What apt printed while this machine was set up for the run (`control::backend::apt`).
+    let setup = crate::control::backend::apt::take_transcript();
     if !setup.is_empty() {
         f.write_all(&setup)
             .with_context(|| format!("cannot write {}", path.display()))?;

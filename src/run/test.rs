@@ -7,12 +7,12 @@
 
 use super::guard::Guard;
 use super::plan::{Plan, TargetKind};
-use crate::control::fle_node::{FleNode, FleNodeOptions};
-use crate::control::local::LocalCluster;
-use crate::control::registry::Registry;
+use crate::control::backend::local::LocalCluster;
+use crate::control::backend::registry::Registry;
+use crate::control::target::fle_node::{FleNode, FleNodeOptions};
+use crate::control::target::zookeeper::{ZooKeeper, ZooKeeperOptions};
 use crate::control::target::Target;
-use crate::control::zookeeper::{ZooKeeper, ZooKeeperOptions};
-use crate::control::{blocking, ssh, Control};
+use crate::control::{backend::ssh, blocking, Control};
 use crate::history::recorder::Recorder;
 use crate::nemesis::{Nemesis, NemesisContext, NemesisSettings};
 use crate::workload::observe::Observations;
@@ -141,7 +141,8 @@ fn create_target(
             // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
             opts.faketime = plan.args.faketime;
             if let Some(home) = &plan.args.zookeeper_home {
-                opts.install = crate::control::zookeeper::install::Install::Home(home.clone());
+                opts.install =
+                    crate::control::target::zookeeper::install::Install::Home(home.clone());
             }
             opts.write_timeout = write_timeout;
             opts.status_timeout = status_timeout;

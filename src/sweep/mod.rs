@@ -29,7 +29,7 @@ pub mod summary;
 pub mod trends;
 pub mod trends_plot;
 
-use crate::control::os_setup::{self, Needs};
+use crate::control::backend::os_setup::{self, Needs};
 use crate::exit::{self, bad_input};
 use crate::run::interrupt::Interrupts;
 use crate::run::plan::{Net, Plan, TargetKind, TestArgs};
@@ -150,8 +150,8 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
     }
     os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos sweep: {msg}"))?;
     if zookeeper {
-        let java = crate::control::zookeeper::launch::JvmOptions::default().java;
-        crate::control::zookeeper::os_setup::ensure(&java, &mut |m| {
+        let java = crate::control::target::zookeeper::launch::JvmOptions::default().java;
+        crate::control::target::zookeeper::os_setup::ensure(&java, &mut |m| {
             eprintln!("fle-chaos sweep: {m}")
         })?;
     }
@@ -194,7 +194,7 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
     let copy = dir.join(resume::MATRIX_COPY);
     std::fs::write(&copy, &m.text).with_context(|| format!("cannot write {}", copy.display()))?;
     // What apt printed while the preflight set this machine up, if it installed anything.
-    let setup = crate::control::apt::take_transcript();
+    let setup = crate::control::backend::apt::take_transcript();
     if !setup.is_empty() {
         let log = dir.join("logs").join("apt.log");
         std::fs::write(&log, setup).with_context(|| format!("cannot write {}", log.display()))?;

@@ -388,7 +388,7 @@ fn blocking_connect_stalls_the_election_behind_a_blackholed_peer() {
 /// healthy leader at once.
 #[test]
 fn wall_clock_timeouts_drop_a_healthy_leader_on_a_clock_jump() {
-    let lib = fle_chaos::control::faketime::LIBFAKETIME;
+    let lib = fle_chaos::control::fault::faketime::LIBFAKETIME;
     if !std::path::Path::new(lib).exists() {
         eprintln!("SKIP wall_clock_timeouts: {lib} missing (apt-get install libfaketime)");
         return;
@@ -399,7 +399,7 @@ fn wall_clock_timeouts_drop_a_healthy_leader_on_a_clock_jump() {
         c.set_tick(300);
         let file = c.dir.path().join("n1.faketime");
         std::fs::write(&file, "+0\n").unwrap();
-        c.extra_env = fle_chaos::control::faketime::env(&file);
+        c.extra_env = fle_chaos::control::fault::faketime::env(&file);
         c.start(1);
         c.extra_env.clear();
         c.start(2);

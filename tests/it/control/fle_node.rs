@@ -4,9 +4,9 @@
 
 use crate::support::run::{fle_node, leftovers, root_or_skip};
 use fle_chaos::api::ServerState;
-use fle_chaos::control::fle_node::{FleNode, FleNodeOptions};
-use fle_chaos::control::local::{LocalCluster, NetMode};
-use fle_chaos::control::registry::Registry;
+use fle_chaos::control::backend::local::{LocalCluster, NetMode};
+use fle_chaos::control::backend::registry::Registry;
+use fle_chaos::control::target::fle_node::{FleNode, FleNodeOptions};
 use fle_chaos::control::target::{Target, WriteOutcome};
 use fle_chaos::control::Control;
 use fle_chaos::history::recorder::Recorder;

@@ -3,8 +3,8 @@
 //! paused, resumed and killed, and teardown removes exactly what was created.
 
 use crate::support::run::{cluster, in_netns, leftovers, root_or_skip, wait_for};
-use fle_chaos::control::local::NetMode;
-use fle_chaos::control::registry::{is_same_process, process_start_time};
+use fle_chaos::control::backend::local::NetMode;
+use fle_chaos::control::backend::registry::{is_same_process, process_start_time};
 use fle_chaos::control::{Control, DaemonSpec, Signal};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;

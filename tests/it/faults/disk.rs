@@ -61,7 +61,10 @@ fn power_loss_runs_valid_records_what_was_lost_and_unmounts() {
     assert_eq!(
         recorded
             .iter()
-            .filter(|r| matches!(r, fle_chaos::control::registry::Resource::LazyFs { .. }))
+            .filter(|r| matches!(
+                r,
+                fle_chaos::control::backend::registry::Resource::LazyFs { .. }
+            ))
             .count(),
         3,
         "one lazyfs mount per node, recorded"

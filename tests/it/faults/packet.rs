@@ -5,8 +5,8 @@
 
 use crate::support::exclusive::{hold, Exclusive};
 use crate::support::run::*;
-use fle_chaos::control::local::NetMode;
-use fle_chaos::control::packet::{self, engine::Engine, PacketMode};
+use fle_chaos::control::backend::local::NetMode;
+use fle_chaos::control::fault::packet::{self, engine::Engine, PacketMode};
 use fle_chaos::control::Control;
 use fle_chaos::history::{store::read_history, Event, EventType, F};
 use std::net::{SocketAddr, UdpSocket};
@@ -487,7 +487,7 @@ fn sigkilled_controller_leaves_qdisc_and_chain_that_clean_removes() {
     let qdiscs: Vec<_> = recorded
         .iter()
         .filter_map(|r| match r {
-            fle_chaos::control::registry::Resource::Qdisc { netns, .. } => netns.clone(),
+            fle_chaos::control::backend::registry::Resource::Qdisc { netns, .. } => netns.clone(),
             _ => None,
         })
         .collect();

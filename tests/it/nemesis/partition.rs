@@ -4,9 +4,9 @@
 use crate::support;
 
 use crate::support::run::{in_netns, root_or_skip, Cluster};
-use fle_chaos::control::iptables::Cut;
-use fle_chaos::control::iptables::QUORUM_PORT;
-use fle_chaos::control::local::NetMode;
+use fle_chaos::control::backend::local::NetMode;
+use fle_chaos::control::fault::iptables::Cut;
+use fle_chaos::control::fault::iptables::QUORUM_PORT;
 use fle_chaos::control::Control;
 use fle_chaos::nemesis::inject::{cut, uncut};
 use fle_chaos::nemesis::partition::grudge;

@@ -54,9 +54,10 @@ fn chromium() -> Option<PathBuf> {
         return None;
     }
     // The controller's installer: one apt-get at a time in this process (dpkg has one lock).
-    let installed = fle_chaos::control::apt::install(&["chromium"], "the browser test", &mut |s| {
-        eprintln!("{s}")
-    });
+    let installed =
+        fle_chaos::control::backend::apt::install(&["chromium"], "the browser test", &mut |s| {
+            eprintln!("{s}")
+        });
     assert!(
         installed.ok,
         "apt-get install chromium failed: {}",

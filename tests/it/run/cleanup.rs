@@ -303,7 +303,8 @@ fn nothing_is_left_defunct_right_after_a_run_exits() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("reports");
     // This test process's own start time: every process of the run starts at or after it.
-    let since = fle_chaos::control::registry::process_start_time(std::process::id()).unwrap();
+    let since =
+        fle_chaos::control::backend::registry::process_start_time(std::process::id()).unwrap();
     let mut child = spawn(
         &[
             "--nodes",
@@ -324,7 +325,12 @@ fn nothing_is_left_defunct_right_after_a_run_exits() {
     let dir = run_dir(&out).expect("no run folder");
     let mounts = resources(&dir)
         .iter()
-        .filter(|r| matches!(r, fle_chaos::control::registry::Resource::LazyFs { .. }))
+        .filter(|r| {
+            matches!(
+                r,
+                fle_chaos::control::backend::registry::Resource::LazyFs { .. }
+            )
+        })
         .count();
     assert_eq!(mounts, 3, "the run must have had its lazyfs filesystems");
     assert_eq!(zombies, Vec::<String>::new(), "{stderr}");

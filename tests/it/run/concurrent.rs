@@ -2,7 +2,7 @@
 //! its own nodes (which elect their own leader), and each tears down only what it created.
 
 use crate::support::run::*;
-use fle_chaos::control::registry::Resource;
+use fle_chaos::control::backend::registry::Resource;
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{EventType, F};
 use std::time::Duration;

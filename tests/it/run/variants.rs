@@ -50,9 +50,10 @@ fn loopback_run_works_without_root() {
         );
     }
     let recorded = resources(&dir);
-    assert!(recorded
-        .iter()
-        .all(|r| !matches!(r, fle_chaos::control::registry::Resource::Netns { .. })));
+    assert!(recorded.iter().all(|r| !matches!(
+        r,
+        fle_chaos::control::backend::registry::Resource::Netns { .. }
+    )));
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
 }
 

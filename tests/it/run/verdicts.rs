@@ -254,7 +254,9 @@ fn a_node_killed_from_outside_mid_run_is_a_crash() {
     let pid = resources(&dir)
         .iter()
         .find_map(|r| match r {
-            fle_chaos::control::registry::Resource::Process { pid, node, .. } if node == "n2" => {
+            fle_chaos::control::backend::registry::Resource::Process { pid, node, .. }
+                if node == "n2" =>
+            {
                 Some(*pid)
             }
             _ => None,

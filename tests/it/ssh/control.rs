@@ -4,10 +4,10 @@
 //! traffic, and teardown (or `clean` after a "crashed" controller) leaves nothing on the hosts.
 
 use crate::support::ssh::{can_run, process_alive, process_state, wait_for, FakeVms};
-use fle_chaos::control::os_setup::Needs;
-use fle_chaos::control::registry::{read_resources, Registry};
-use fle_chaos::control::ssh::{SshCluster, SshClusterConfig, SshOptions};
-use fle_chaos::control::teardown::remove_all;
+use fle_chaos::control::backend::os_setup::Needs;
+use fle_chaos::control::backend::registry::{read_resources, Registry};
+use fle_chaos::control::backend::ssh::{SshCluster, SshClusterConfig, SshOptions};
+use fle_chaos::control::backend::teardown::remove_all;
 use fle_chaos::control::{Control, DaemonSpec, Signal};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +36,7 @@ fn cluster(vms: &FakeVms, run_id: &str) -> (SshCluster, PathBuf) {
         SshClusterConfig {
             hosts: vms.hosts(),
             options: options(vms),
-            binary: fle_chaos::control::fle_node::built_binary(),
+            binary: fle_chaos::control::target::fle_node::built_binary(),
             needs: Needs {
                 netns: false,
                 iptables: true,
@@ -135,7 +135,7 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
         .arg("--strip-debug")
         .arg("-o")
         .arg(&stripped)
-        .arg(fle_chaos::control::fle_node::built_binary())
+        .arg(fle_chaos::control::target::fle_node::built_binary())
         .status()
         .unwrap();
     assert!(strip.success());

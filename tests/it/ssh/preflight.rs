@@ -3,7 +3,7 @@
 //! correct setup (strict host key checking with the VMs' known_hosts) passes.
 
 use crate::support::ssh::{can_run, FakeVms};
-use fle_chaos::control::ssh::{check_hosts, SshOptions};
+use fle_chaos::control::backend::ssh::{check_hosts, SshOptions};
 use fle_chaos::exit::{code_for, BAD_ARGS};
 use std::path::Path;
 use std::process::Command;

@@ -12,9 +12,9 @@ use crate::support::run::{
 };
 use crate::support::vm::{can_run, Guest, QemuVms};
 use fle_chaos::api::NodeStatus;
-use fle_chaos::control::os_setup::Needs;
-use fle_chaos::control::registry::{Registry, Resource};
-use fle_chaos::control::ssh::{SshCluster, SshClusterConfig};
+use fle_chaos::control::backend::os_setup::Needs;
+use fle_chaos::control::backend::registry::{Registry, Resource};
+use fle_chaos::control::backend::ssh::{SshCluster, SshClusterConfig};
 use fle_chaos::control::{Control, DaemonSpec, Signal};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
@@ -133,7 +133,7 @@ fn files_and_stops_are_read_on_the_host(vms: &QemuVms, registry: &Path) {
     let c = SshCluster::create(
         SshClusterConfig {
             hosts: vms.hosts(),
-            options: fle_chaos::control::ssh::SshOptions {
+            options: fle_chaos::control::backend::ssh::SshOptions {
                 user: None,
                 port: None,
                 private_key: None,
@@ -142,7 +142,7 @@ fn files_and_stops_are_read_on_the_host(vms: &QemuVms, registry: &Path) {
                 connect_timeout: Duration::from_secs(20),
                 retries: 3,
             },
-            binary: fle_chaos::control::fle_node::built_binary(),
+            binary: fle_chaos::control::target::fle_node::built_binary(),
             needs: Needs::default(),
             real_clock: false,
         },

@@ -14,7 +14,7 @@ use std::process::Command;
 
 fn zookeeper_here(test: &str) -> bool {
     let mut say = |s: &str| eprintln!("setup: {s}");
-    match fle_chaos::control::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
+    match fle_chaos::control::target::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
         Ok(()) => true,
         Err(e) => {
             eprintln!("SKIPPED {test}: no ZooKeeper/Java here and could not install: {e:#}");

@@ -1,8 +1,8 @@
 //! Helpers shared by the controller's end-to-end tests: the binaries, polling with a deadline,
 //! and finding and checking what a run created (from its `resources.jsonl`).
 
-use fle_chaos::control::local::{LocalCluster, NetMode};
-use fle_chaos::control::registry::{is_same_process, read_resources, Registry, Resource};
+use fle_chaos::control::backend::local::{LocalCluster, NetMode};
+use fle_chaos::control::backend::registry::{is_same_process, read_resources, Registry, Resource};
 use fle_chaos::control::Control;
 use fle_chaos::history::{Event, EventType, F, NEMESIS};
 use std::os::fd::AsRawFd;
@@ -18,7 +18,7 @@ pub fn fle_chaos() -> Command {
 /// The fle-node under test: this crate's, or FLE_CHAOS_TEST_NODE (another build of it).
 pub fn fle_node() -> String {
     std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| {
-        fle_chaos::control::fle_node::built_binary()
+        fle_chaos::control::target::fle_node::built_binary()
             .to_string_lossy()
             .into_owned()
     })
@@ -151,14 +151,16 @@ pub fn leftovers(resources: &[Resource]) -> Vec<String> {
             Resource::Process {
                 pid, start_time, ..
             } if is_same_process(*pid, *start_time) => left.push(format!("process {pid}")),
-            Resource::LazyFs { mount, .. } if fle_chaos::control::lazyfs::is_mounted(mount) => {
+            Resource::LazyFs { mount, .. }
+                if fle_chaos::control::fault::lazyfs::is_mounted(mount) =>
+            {
                 left.push(format!("lazyfs mount {}", mount.display()))
             }
             Resource::Subnet { claim, .. } if claim.exists() => {
                 left.push(format!("subnet claim {}", claim.display()))
             }
             Resource::SshControl { dir } => {
-                let masters = fle_chaos::control::ssh::masters_in(dir);
+                let masters = fle_chaos::control::backend::ssh::masters_in(dir);
                 if dir.exists() || !masters.is_empty() {
                     left.push(format!("ssh masters {masters:?} in {}", dir.display()));
                 }

@@ -107,7 +107,9 @@ fn ensure_packages() {
     }
     // The controller's installer: one apt-get at a time in this process (dpkg has one lock).
     let installed =
-        fle_chaos::control::apt::install(&PACKAGES, "the VM tests", &mut |s| eprintln!("{s}"));
+        fle_chaos::control::backend::apt::install(&PACKAGES, "the VM tests", &mut |s| {
+            eprintln!("{s}")
+        });
     assert!(
         have_everything(),
         "the VM tests need {p}, which could not be installed ({}); run `apt-get install -y {p}`",
@@ -503,7 +505,7 @@ fn build_initramfs(
     }
     // The SSH backend uploads fle-node into the guest; only its libraries must be there.
     fs.binary_and_libraries(
-        &fle_chaos::control::fle_node::built_binary().to_string_lossy(),
+        &fle_chaos::control::target::fle_node::built_binary().to_string_lossy(),
         false,
     );
     if guest.zookeeper {

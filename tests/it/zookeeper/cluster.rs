@@ -5,10 +5,10 @@
 
 use crate::support::exclusive::{hold, Exclusive};
 use fle_chaos::api::{NodeStatus, ServerState};
-use fle_chaos::control::local::{LocalCluster, NetMode};
-use fle_chaos::control::registry::Registry;
+use fle_chaos::control::backend::local::{LocalCluster, NetMode};
+use fle_chaos::control::backend::registry::Registry;
+use fle_chaos::control::target::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::target::{Target, WriteOutcome};
-use fle_chaos::control::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
 use fle_chaos::control::Control;
 use fle_chaos::history::view::quorum_leader_of as quorum_leader;
 use std::collections::HashMap;

@@ -225,11 +225,11 @@ impl Cluster {
     /// is preloaded into is killed).
     pub fn kill(&mut self, sid: u64) {
         if let Some(mut c) = self.procs.remove(&sid) {
-            let start = fle_chaos::control::registry::process_start_time(c.id());
+            let start = fle_chaos::control::backend::registry::process_start_time(c.id());
             let _ = c.kill();
             let _ = c.wait();
             if let Some(start) = start {
-                fle_chaos::control::faketime_shm::remove_pair_of(c.id(), start);
+                fle_chaos::control::fault::faketime_shm::remove_pair_of(c.id(), start);
             }
         }
     }

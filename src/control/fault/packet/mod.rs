@@ -25,9 +25,9 @@
 
 pub mod engine;
 
-use super::iptables::{args, run_program};
-use super::registry::Resource;
-use super::Control;
+use crate::control::backend::registry::Resource;
+use crate::control::fault::iptables::{args, run_program};
+use crate::control::Control;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;

@@ -20,12 +20,12 @@ pub mod session;
 pub mod setup;
 pub mod shell;
 
+use crate::control::backend::resource::RemoteNode;
 pub use cli::{NodesArg, SshArgs};
 pub use cluster::{SshCluster, SshClusterConfig};
-pub use remote::RemoteNode;
 pub use session::SshOptions;
 
-use super::registry::Resource;
+use crate::control::backend::registry::Resource;
 use session::{ConnectionLog, HostSession};
 use std::sync::Arc;
 

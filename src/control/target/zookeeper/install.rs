@@ -10,7 +10,7 @@
 //! teardown).
 
 use super::launch::CLASSPATH;
-use crate::control::ssh::shell::quote;
+use crate::control::backend::ssh::shell::quote;
 use crate::control::Control;
 use crate::exit::bad_input;
 use anyhow::{bail, Context, Result};

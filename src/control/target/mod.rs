@@ -1,12 +1,15 @@
 //! `Target`: the system under test as the controller, workloads and nemesis see it (Jepsen's
-//! `db` + `client` for one node). fle-node (`control::fle_node`) and real Apache ZooKeeper
-//! (`control::zookeeper`) implement it; nothing here names either, and everything above this
+//! `db` + `client` for one node). fle-node (`control::target::fle_node`) and real Apache ZooKeeper
+//! (`control::target::zookeeper`) implement it; nothing here names either, and everything above this
 //! trait goes through it.
 
-use super::clock::Clock;
-use super::faketime::FaketimeClock;
-use super::{Control, Signal};
+pub mod fle_node;
+pub mod zookeeper;
+
 use crate::api::{LogResponse, NodeStatus};
+use crate::control::fault::clock::Clock;
+use crate::control::fault::faketime::FaketimeClock;
+use crate::control::{Control, Signal};
 use anyhow::Result;
 use std::future::Future;
 use std::path::PathBuf;
@@ -77,12 +80,17 @@ pub trait Target: Send + Sync {
         anyhow::bail!("{node}: this target does not put its data on lazyfs (power-loss)")
     }
     /// Damages a stopped node's txnlog as `seed` says (`corrupt`); returns what was done.
-    fn corrupt(&self, node: &str, _seed: u64) -> Result<super::corrupt::Damage> {
+    fn corrupt(&self, node: &str, _seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
         anyhow::bail!("{node}: this target has no file-corruption fault")
     }
     /// Damages one of a stopped node's data files (`file`: a name from
     /// `nemesis::schedule::CORRUPT_FILES`); the txnlog goes through `corrupt`.
-    fn corrupt_file(&self, node: &str, file: &str, seed: u64) -> Result<super::corrupt::Damage> {
+    fn corrupt_file(
+        &self,
+        node: &str,
+        file: &str,
+        seed: u64,
+    ) -> Result<crate::control::fault::corrupt::Damage> {
         if file == "txnlog" {
             return self.corrupt(node, seed);
         }

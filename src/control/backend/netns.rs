@@ -5,7 +5,7 @@
 //! nemesis calls `exec_in` (iptables inside a node's namespace), `node_addr` and `bridge_addr`
 //! (to spare the controller's own traffic when it partitions).
 
-use super::registry::{Registry, Resource};
+use crate::control::backend::registry::{Registry, Resource};
 use anyhow::{bail, Context, Result};
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
@@ -252,7 +252,7 @@ fn subnets_in_use() -> Vec<(u8, u8)> {
 /// exclusively in the registry directory, so two runs starting at once never pick the same.
 fn claim_subnet(registry: &Registry) -> Result<Subnet> {
     use rand::Rng;
-    let dir: PathBuf = super::registry::registry_dir().join("subnets");
+    let dir: PathBuf = crate::control::backend::registry::registry_dir().join("subnets");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let used = subnets_in_use();
     let mut rng = rand::thread_rng();

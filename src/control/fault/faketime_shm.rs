@@ -8,7 +8,7 @@
 //! it removes them, but only a dead process's pair made while that process ran: a later process
 //! with the same pid makes newer files, which are not ours.
 
-use super::registry::{is_same_process, process_started_at};
+use crate::control::backend::registry::{is_same_process, process_started_at};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -62,15 +62,15 @@ fn remove_made_between(dir: &Path, pid: u32, from: SystemTime, to: SystemTime) -
 #[cfg(test)]
 pub fn sleeper_with_pair(dir: &Path) -> Option<(std::process::Child, [PathBuf; 2])> {
     use std::time::Instant;
-    let lib = super::faketime::LIBFAKETIME;
+    let lib = crate::control::fault::faketime::LIBFAKETIME;
     if !Path::new(lib).exists() {
         eprintln!("SKIPPED: {lib} missing (apt-get install libfaketime)");
         return None;
     }
-    let file = super::faketime::prepare(dir).unwrap();
+    let file = crate::control::fault::faketime::prepare(dir).unwrap();
     let child = std::process::Command::new("sleep")
         .arg("30")
-        .envs(super::faketime::env(&file))
+        .envs(crate::control::fault::faketime::env(&file))
         .spawn()
         .unwrap();
     let pair = pair(Path::new(SHM), child.id());

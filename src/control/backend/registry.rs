@@ -4,73 +4,13 @@
 //! `fle-chaos clean` finds the leftovers of a SIGKILLed controller without knowing the run
 //! folder). Teardown and `clean` remove exactly what is listed here and nothing else.
 
+pub use super::resource::Resource;
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-
-/// One thing a run created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Resource {
-    /// The controller that owns the run; `clean` leaves a run alone while it is alive.
-    Controller {
-        pid: u32,
-        start_time: u64,
-        run_dir: PathBuf,
-    },
-    /// A network namespace (`ip netns`).
-    Netns { name: String },
-    /// A host network link (bridge or host end of a veth pair).
-    Link { name: String },
-    /// A claimed /24 (a lock file in the registry directory).
-    Subnet { claim: PathBuf, cidr: String },
-    /// A process the run started; `start_time` (from /proc/PID/stat) proves a pid is still ours.
-    Process {
-        pid: u32,
-        start_time: u64,
-        comm: String,
-        node: String,
-    },
-    /// A process about to be started: its environment carries `FLC_SPAWN=<token>` (`SPAWN_ENV`),
-    /// so a controller killed between the spawn and the `Process` record (the exec included:
-    /// milliseconds) leaves a process that teardown and `clean` still find, by that exact token.
-    Spawn { node: String, token: String },
-    /// An iptables chain (in a node's namespace when `netns` is set, else on the host).
-    Chain {
-        netns: Option<String>,
-        table: String,
-        chain: String,
-    },
-    /// An iptables rule, as the arguments after `-A` / `-D` (e.g. `["INPUT", "-j", "flc-x"]`).
-    Rule {
-        netns: Option<String>,
-        table: String,
-        spec: Vec<String>,
-    },
-    /// A root qdisc of the tool's (packet bandwidth faults), by its handle, on `dev` in a node's
-    /// namespace (`netns`) or on a host.
-    Qdisc {
-        netns: Option<String>,
-        dev: String,
-        handle: String,
-    },
-    /// A file or directory outside the run folder.
-    File { path: PathBuf },
-    /// A lazyfs mount (a node's dataDir, power-loss faults); unmounting ends its process.
-    /// `control` is its control socket as `fle-node lazyfs` takes it (`@NAME`: abstract, so
-    /// nothing on disk to remove; older runs recorded a path).
-    LazyFs {
-        node: String,
-        mount: PathBuf,
-        control: String,
-    },
-    /// A node's folder on a remote host (SSH clusters); what it holds is listed on the host.
-    SshNode(super::ssh::RemoteNode),
-    /// The folder of a run's OpenSSH master sockets: the masters (`ssh -M -S DIR/...`) go with it.
-    SshControl { dir: PathBuf },
-}
 
 /// The fixed directory where every live run lists its resources.
 /// Root uses /run (a tmpfs: it empties on reboot, exactly when namespaces and processes vanish).
@@ -85,15 +25,17 @@ pub fn registry_dir() -> PathBuf {
     }
 }
 
-/// The list of one run's resources, appended as they are created.
-pub struct Registry {
+/// The list of one run's resources, appended as they are created. Generic over what it
+/// records (a run's records are `Resource`s; the registry only writes them down and keeps them
+/// in order).
+pub struct Registry<R = Resource> {
     run_id: String,
     global: PathBuf,
     local: PathBuf,
-    inner: Mutex<Vec<Resource>>,
+    inner: Mutex<Vec<R>>,
 }
 
-impl Registry {
+impl Registry<Resource> {
     /// Starts the registry of run `run_id` in `registry_dir()`, recording the controller itself
     /// first.
     pub fn create(run_id: &str, run_dir: &Path) -> Result<Self> {
@@ -103,6 +45,20 @@ impl Registry {
     /// `create`, listing the run in `dir` rather than `registry_dir()` (`FLE_CHAOS_REGISTRY` is
     /// the whole process's environment: tests side by side pass their own here).
     pub fn create_in(dir: &Path, run_id: &str, run_dir: &Path) -> Result<Self> {
+        let pid = std::process::id();
+        let controller = Resource::Controller {
+            pid,
+            start_time: process_start_time(pid).unwrap_or(0),
+            run_dir: run_dir.to_path_buf(),
+        };
+        Registry::open(dir, run_id, run_dir, controller)
+    }
+}
+
+impl<R: Serialize + Clone> Registry<R> {
+    /// Starts the registry of run `run_id`: `DIR/RUN_ID.jsonl` and `RUN_DIR/resources.jsonl`,
+    /// each with `owner` (what `clean` must leave alone while it lives) as its first line.
+    pub fn open(dir: &Path, run_id: &str, run_dir: &Path, owner: R) -> Result<Self> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the registry directory {}", dir.display()))?;
         let registry = Registry {
@@ -111,16 +67,10 @@ impl Registry {
             local: run_dir.join("resources.jsonl"),
             inner: Mutex::new(Vec::new()),
         };
-        let pid = std::process::id();
-        let controller = Resource::Controller {
-            pid,
-            start_time: process_start_time(pid).unwrap_or(0),
-            run_dir: run_dir.to_path_buf(),
-        };
-        // The global file appears with its controller line already in it (written aside, then
+        // The global file appears with its owner line already in it (written aside, then
         // hard-linked into place): `clean` never sees a run's file without the owner it must
         // leave alone.
-        let first = format!("{}\n", serde_json::to_string(&controller)?);
+        let first = format!("{}\n", serde_json::to_string(&owner)?);
         let aside = dir.join(format!(".{run_id}.tmp"));
         // hard_link, not rename: it fails when another run took the same id.
         let linked = std::fs::write(&aside, &first)
@@ -129,7 +79,7 @@ impl Registry {
         linked.with_context(|| format!("cannot create {}", registry.global.display()))?;
         std::fs::write(&registry.local, &first)
             .with_context(|| format!("cannot write {}", registry.local.display()))?;
-        registry.inner.lock().unwrap().push(controller);
+        registry.inner.lock().unwrap().push(owner);
         Ok(registry)
     }
 
@@ -144,7 +94,7 @@ impl Registry {
     /// Writes `resource` down in both lists. Call it before creating the resource, so that a
     /// crash in between leaves a record of something that may not exist (harmless) rather than
     /// a resource nobody knows about.
-    pub fn record(&self, resource: Resource) -> Result<()> {
+    pub fn record(&self, resource: R) -> Result<()> {
         let mut line = serde_json::to_string(&resource)?;
         line.push('\n');
         for path in [&self.global, &self.local] {
@@ -160,7 +110,7 @@ impl Registry {
     }
 
     /// Everything recorded so far, in creation order.
-    pub fn resources(&self) -> Vec<Resource> {
+    pub fn resources(&self) -> Vec<R> {
         self.inner.lock().unwrap().clone()
     }
 
@@ -174,7 +124,7 @@ impl Registry {
 }
 
 /// Reads a registry file; unknown or torn lines are skipped (a killed controller may tear one).
-pub fn read_resources(path: &Path) -> Result<Vec<Resource>> {
+pub fn read_resources<R: DeserializeOwned>(path: &Path) -> Result<Vec<R>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(text

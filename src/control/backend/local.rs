@@ -8,10 +8,12 @@
 //! Capabilities: with namespaces every node has its own network stack, so the cluster is a
 //! `Net` (iptables in the node's namespace); on loopback it is not. It never steps clocks.
 
-use super::netns::{self, NetnsCluster};
-use super::registry::{process_comm, process_start_time, Registry, Resource, SPAWN_ENV};
-use super::teardown::{remove_all, TeardownReport};
-use super::{blocking, iptables, Control, DaemonSpec, Net, Signal};
+use crate::control::backend::netns::{self, NetnsCluster};
+use crate::control::backend::registry::{
+    process_comm, process_start_time, Registry, Resource, SPAWN_ENV,
+};
+use crate::control::backend::teardown::{remove_all, TeardownReport};
+use crate::control::{blocking, fault::iptables, Control, DaemonSpec, Net, Signal};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -37,7 +39,7 @@ pub struct LocalCluster {
     daemons: Mutex<HashMap<String, Child>>,
     /// Processes of ours that are not our children by birth (`Control::adopt`), reaped by pid
     /// at teardown.
-    adopted: Mutex<Vec<super::reaper::Adopted>>,
+    adopted: Mutex<Vec<crate::control::backend::reaper::Adopted>>,
     /// Spawns so far: numbers each spawn's token (`Resource::Spawn`).
     spawns: std::sync::atomic::AtomicU64,
     torn_down: Mutex<bool>,
@@ -236,7 +238,7 @@ impl Control for LocalCluster {
         blocking(|| child.wait())?;
         // A SIGKILLed process under libfaketime leaves its /dev/shm pair behind.
         if let Some(start_time) = start_time {
-            super::faketime_shm::remove_pair_of(pid, start_time);
+            crate::control::fault::faketime_shm::remove_pair_of(pid, start_time);
         }
         Ok(Some(pid))
     }
@@ -246,7 +248,7 @@ impl Control for LocalCluster {
     }
 
     fn adopt(&self, _node: &str, pid: u32) {
-        if let Some(a) = super::reaper::Adopted::of(pid) {
+        if let Some(a) = crate::control::backend::reaper::Adopted::of(pid) {
             self.adopted.lock().unwrap().push(a);
         }
     }
@@ -272,7 +274,8 @@ impl LocalCluster {
         }
         // The filesystems end once unmounted (by `remove_all`), within milliseconds.
         let adopted = std::mem::take(&mut *self.adopted.lock().unwrap());
-        for a in super::reaper::reap(&adopted, std::time::Duration::from_secs(5)) {
+        for a in crate::control::backend::reaper::reap(&adopted, std::time::Duration::from_secs(5))
+        {
             report.errors.push(format!(
                 "process {} (adopted) still runs after teardown",
                 a.pid

@@ -3,8 +3,10 @@
 //! and by `fle-chaos clean`; it touches nothing that is not listed, and a process only when its
 //! pid and start time still match the record (pids get reused).
 
-use super::netns;
-use super::registry::{is_same_process, process_start_time, processes_with_spawn_tokens, Resource};
+use crate::control::backend::netns;
+use crate::control::backend::registry::{
+    is_same_process, process_start_time, processes_with_spawn_tokens, Resource,
+};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::process::Command;
@@ -22,10 +24,10 @@ pub struct TeardownReport {
 pub fn remove_all(resources: &[Resource]) -> TeardownReport {
     let mut report = TeardownReport::default();
     // Remote nodes (SSH clusters) first: their record lives on their hosts.
-    let (removed, errors) = super::ssh::remove_recorded(resources);
+    let (removed, errors) = crate::control::backend::ssh::remove_recorded(resources);
     report.removed.extend(removed);
     report.errors.extend(errors);
-    let local = super::ssh::local_resources(resources);
+    let local = crate::control::backend::ssh::local_resources(resources);
     let resources = &local[..];
     let mut killed = kill_recorded(resources, &mut report);
     killed.extend(kill_spawned(resources, &mut report));
@@ -117,7 +119,7 @@ fn wait_gone(killed: &[(u32, u64)], report: &mut TeardownReport) {
         std::thread::sleep(Duration::from_millis(10));
     }
     for (pid, start_time) in killed {
-        for f in super::faketime_shm::remove_pair_of(*pid, *start_time) {
+        for f in crate::control::fault::faketime_shm::remove_pair_of(*pid, *start_time) {
             report
                 .removed
                 .push(format!("libfaketime's {}", f.display()));
@@ -129,14 +131,14 @@ fn wait_gone(killed: &[(u32, u64)], report: &mut TeardownReport) {
 fn unmount(resources: &[Resource], report: &mut TeardownReport) {
     for r in resources.iter().rev() {
         if let Resource::LazyFs { mount, node, .. } = r {
-            match super::lazyfs::unmount_local(mount) {
+            match crate::control::fault::lazyfs::unmount_local(mount) {
                 Ok(true) => report
                     .removed
                     .push(format!("lazyfs mount {} (node {node})", mount.display())),
                 Ok(false) => {}
                 // Unmounted between the look and the unmount (its run tearing itself down, a
                 // concurrent `clean`): gone, as wanted.
-                Err(_) if !super::lazyfs::is_mounted(mount) => {}
+                Err(_) if !crate::control::fault::lazyfs::is_mounted(mount) => {}
                 Err(e) => report.errors.push(format!("{e:#}")),
             }
         }
@@ -237,7 +239,7 @@ fn remove_ssh_control(dir: &std::path::Path, report: &mut TeardownReport) {
         ));
         return;
     }
-    for pid in super::ssh::masters_in(dir) {
+    for pid in crate::control::backend::ssh::masters_in(dir) {
         if kill(Pid::from_raw(pid as i32), Signal::SIGTERM).is_ok() {
             report.removed.push(format!("ssh master {pid}"));
         }
@@ -299,7 +301,7 @@ fn iptables(netns: Option<&str>, args: &[&str]) -> Result<(), ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::registry::{process_start_time, SPAWN_ENV};
+    use crate::control::backend::registry::{process_start_time, SPAWN_ENV};
 
     /// A process recorded only by its spawn token (the controller was killed between the
     /// spawn and the pid's record) is found and killed by that exact token; a process whose
@@ -431,7 +433,8 @@ mod tests {
     #[test]
     fn teardown_removes_the_shm_pair_libfaketime_leaves_behind_a_killed_process() {
         let dir = tempfile::tempdir().unwrap();
-        let Some((mut child, pair)) = crate::control::faketime_shm::sleeper_with_pair(dir.path())
+        let Some((mut child, pair)) =
+            crate::control::fault::faketime_shm::sleeper_with_pair(dir.path())
         else {
             return;
         };

@@ -9,8 +9,8 @@
 
 use super::session::{HostSession, SshOptions};
 use super::shell::quote;
+use crate::control::backend::resource::RemoteNode;
 use crate::control::host_clock;
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The record file inside a node's remote folder.
@@ -19,20 +19,6 @@ pub const RECORD: &str = "flc-resources";
 pub const BINARY: &str = "fle-node";
 /// The file the spawned daemon's pid appears in.
 const PID_FILE: &str = ".flc-pid";
-
-/// A node's folder on a remote host, as the controller's registry records it: enough to
-/// reconnect and clean up from `fle-chaos clean` after the controller died.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RemoteNode {
-    pub node: String,
-    pub host: String,
-    pub user: Option<String>,
-    pub port: Option<u16>,
-    pub private_key: Option<PathBuf>,
-    pub strict_host_key_checking: bool,
-    pub config_file: Option<PathBuf>,
-    pub dir: PathBuf,
-}
 
 impl RemoteNode {
     pub fn options(&self) -> SshOptions {
@@ -278,7 +264,7 @@ pub fn fetch_script(dir: &str) -> String {
     format!(
         "[ -d {d} ] || exit 0; tar -C {d} --exclude=./{BINARY} --exclude=./{PID_FILE} --exclude=./{home} -cf - .",
         d = quote(dir),
-        home = crate::control::zookeeper::install::UPLOADED_HOME,
+        home = crate::control::target::zookeeper::install::UPLOADED_HOME,
     )
 }
 
@@ -352,9 +338,10 @@ mod tests {
     /// (here on this machine: the same shell functions run on every host), and no older file.
     #[test]
     fn the_host_script_removes_the_shm_pair_of_a_killed_process_only() {
-        use crate::control::registry::process_start_time;
+        use crate::control::backend::registry::process_start_time;
         let dir = tempfile::tempdir().unwrap();
-        let Some((mut child, pair)) = crate::control::faketime_shm::sleeper_with_pair(dir.path())
+        let Some((mut child, pair)) =
+            crate::control::fault::faketime_shm::sleeper_with_pair(dir.path())
         else {
             return;
         };

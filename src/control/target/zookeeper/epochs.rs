@@ -242,7 +242,7 @@ fn read_remote(control: &dyn Control, node: &str) -> Epochs {
     let v2 = dir.join("data/version-2");
     let script = format!(
         "cd {} 2>/dev/null || exit 0; echo \"c=$(cat currentEpoch 2>/dev/null) a=$(cat acceptedEpoch 2>/dev/null)\"",
-        crate::control::ssh::shell::quote(&v2.to_string_lossy())
+        crate::control::backend::ssh::shell::quote(&v2.to_string_lossy())
     );
     match control.exec(node, "sh", &["-c", &script]) {
         Ok(out) => parse_remote(&String::from_utf8_lossy(&out.stdout)),

@@ -1,4 +1,4 @@
-//! OS setup for the zookeeper target, as `control::os_setup` does it for the fault tools:
+//! OS setup for the zookeeper target, as `control::backend::os_setup` does it for the fault tools:
 //! Debian's `zookeeper` package (which brings the jars, Jetty, servlet-api and a JRE) is
 //! installed with apt-get when missing and we are root, saying what is installed; without
 //! root a missing piece is a clear error with the command to run.
@@ -46,7 +46,7 @@ pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
             before.join(", ")
         )));
     }
-    let installed = crate::control::apt::install(PACKAGES, "the zookeeper target", say);
+    let installed = crate::control::backend::apt::install(PACKAGES, "the zookeeper target", say);
     let after = missing(java);
     if after.is_empty() {
         return Ok(());

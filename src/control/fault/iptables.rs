@@ -5,8 +5,8 @@
 //! `drop_from`, `heal` and `is_cut` are the `Net` of both backends that have one: the commands
 //! run through the backend's `Control::exec` (in the node's namespace, or on its host).
 
-use super::registry::Resource;
-use super::Control;
+use crate::control::backend::registry::Resource;
+use crate::control::Control;
 use anyhow::{bail, Result};
 use std::net::IpAddr;
 

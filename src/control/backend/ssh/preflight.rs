@@ -4,7 +4,7 @@
 //! All hosts are asked at once and every problem is reported together, as bad input (exit 254).
 
 use super::session::HostSession;
-use crate::control::faketime::LIBFAKETIME;
+use crate::control::fault::faketime::LIBFAKETIME;
 use crate::exit::bad_input;
 use anyhow::Result;
 use std::net::IpAddr;

@@ -3,7 +3,7 @@
 //! installing them with apt-get (`apt`) when missing and we are root, and saying what we install.
 //! Without root a missing tool is a clear error with the command to run.
 
-use super::faketime::LIBFAKETIME;
+use crate::control::fault::faketime::LIBFAKETIME;
 use crate::exit::bad_input;
 use anyhow::Result;
 use std::path::Path;
@@ -68,7 +68,7 @@ pub fn ensure(needs: Needs, say: &mut dyn FnMut(&str)) -> Result<()> {
             packages.join(" ")
         )));
     }
-    let installed = super::apt::install(&packages, &what.join(", "), say);
+    let installed = crate::control::backend::apt::install(&packages, &what.join(", "), say);
     let still_missing: Vec<&str> = missing
         .iter()
         .filter(|t| !(t.present)())

@@ -12,8 +12,8 @@
 //! a socket file in the node's folder would put a 107-byte limit on where `--out` and a sweep's
 //! deep run folders may live, and an abstract name leaves nothing on disk to remove.
 
-use super::registry::Resource;
-use super::Control;
+use crate::control::backend::registry::Resource;
+use crate::control::Control;
 use anyhow::{bail, Context, Result};
 use fle_node::lazyfs::{ControlSocket, DropReport};
 use std::path::Path;

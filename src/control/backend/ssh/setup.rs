@@ -6,8 +6,8 @@ use super::preflight::HostFacts;
 use super::remote::BINARY;
 use super::session::HostSession;
 use super::shell::quote;
-use crate::control::faketime::LIBFAKETIME;
-use crate::control::os_setup::Needs;
+use crate::control::backend::os_setup::Needs;
+use crate::control::fault::faketime::LIBFAKETIME;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 

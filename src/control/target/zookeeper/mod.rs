@@ -20,10 +20,10 @@ pub mod launch;
 pub mod observe;
 pub mod os_setup;
 
-use super::clock::Clock;
-use super::target::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
-use super::{faketime, Control, DaemonSpec};
 use crate::api::{LogResponse, NodeStatus, ServerState};
+use crate::control::fault::clock::Clock;
+use crate::control::target::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::{fault::faketime, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
 use client::{ClientOptions, Sessions};

@@ -31,12 +31,13 @@ pub struct Adopted {
 impl Adopted {
     /// `pid` as it runs now, if it does.
     pub fn of(pid: u32) -> Option<Adopted> {
-        super::registry::process_start_time(pid).map(|start_time| Adopted { pid, start_time })
+        crate::control::backend::registry::process_start_time(pid)
+            .map(|start_time| Adopted { pid, start_time })
     }
 
     /// Whether it is still that process and our child (adopted through the subreaper).
     fn ours(&self) -> bool {
-        use super::registry::{process_parent, process_start_time};
+        use crate::control::backend::registry::{process_parent, process_start_time};
         process_parent(self.pid) == Some(std::process::id())
             && process_start_time(self.pid) == Some(self.start_time)
     }

@@ -5,8 +5,8 @@
 //! the node sees the change at its next clock read. Monotonic clocks stay real, like an NTP step.
 //! `FaketimeClock` is the `Clock` a target running its nodes this way hands the nemesis.
 
-use super::clock::{is_reset, Clock, ClockChange, ClockSetting, Mechanism};
-use super::Control;
+use crate::control::fault::clock::{is_reset, Clock, ClockChange, ClockSetting, Mechanism};
+use crate::control::Control;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +23,11 @@ pub fn control_file(node_dir: &Path) -> PathBuf {
 }
 
 /// A node's control file when it runs under libfaketime (`enabled`), as every Target reports it.
-pub fn node_file(control: &dyn super::Control, node: &str, enabled: bool) -> Option<PathBuf> {
+pub fn node_file(
+    control: &dyn crate::control::Control,
+    node: &str,
+    enabled: bool,
+) -> Option<PathBuf> {
     if !enabled {
         return None;
     }

@@ -134,7 +134,7 @@ pub fn send(
     mode: FrameMode,
     seed: u64,
 ) -> Result<Sent> {
-    super::blocking(|| send_now(to, as_sid, as_addr, mode, seed))
+    crate::control::blocking(|| send_now(to, as_sid, as_addr, mode, seed))
 }
 
 fn send_now(

@@ -2,11 +2,11 @@
 //! `fle-node --config DIR/zoo.cfg` through the cluster's `Control` (optionally under
 //! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`).
 
-use super::clock::Clock;
-use super::target::clock_of;
-use super::target::{BoxFuture, ReadError, Target, WriteOutcome};
-use super::{faketime, lazyfs, Control, DaemonSpec};
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
+use crate::control::fault::clock::Clock;
+use crate::control::target::clock_of;
+use crate::control::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::{fault::faketime, fault::lazyfs, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -240,11 +240,16 @@ impl Target for FleNode {
         lazyfs::drop_unsynced(self.control.as_ref(), node, &self.opts.binary, tear_seed)
     }
 
-    fn corrupt(&self, node: &str, seed: u64) -> Result<super::corrupt::Damage> {
+    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
         self.corrupt_file(node, "txnlog", seed)
     }
 
-    fn corrupt_file(&self, node: &str, file: &str, seed: u64) -> Result<super::corrupt::Damage> {
+    fn corrupt_file(
+        &self,
+        node: &str,
+        file: &str,
+        seed: u64,
+    ) -> Result<crate::control::fault::corrupt::Damage> {
         let name = format!("data/{file}");
         let rel = Path::new(&name);
         // A missing epoch file means epoch 0: there is nothing written yet to damage.
@@ -252,7 +257,7 @@ impl Target for FleNode {
         if bytes.is_empty() {
             anyhow::bail!("{node}: {name} is missing or empty, nothing to damage");
         }
-        let d = super::corrupt::damage(&name, &mut bytes, seed);
+        let d = crate::control::fault::corrupt::damage(&name, &mut bytes, seed);
         self.control.write_file(node, rel, &bytes)?;
         Ok(d)
     }

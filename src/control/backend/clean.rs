@@ -4,8 +4,8 @@
 //! them), skips runs whose controller is still alive (another run in progress, perhaps someone
 //! else's), and removes exactly what the others recorded. Nothing unrecorded is ever touched.
 
-use super::registry::{is_same_process, read_resources, registry_dir, Resource};
-use super::teardown::remove_all;
+use crate::control::backend::registry::{is_same_process, read_resources, registry_dir, Resource};
+use crate::control::backend::teardown::remove_all;
 use clap::Args;
 use std::path::PathBuf;
 

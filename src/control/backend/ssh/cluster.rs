@@ -9,15 +9,16 @@
 
 use super::bridge::Bridge;
 use super::preflight::{preflight, HostFacts};
-use super::remote::{self, RemoteNode};
+use super::remote;
 use super::session::{ConnectionLog, HostSession, SshOptions};
 use super::setup;
 use super::shell::{command_line, quote};
-use crate::control::clock::{Clock, ClockChange, ClockSetting, Mechanism};
-use crate::control::os_setup::Needs;
-use crate::control::registry::{Registry, Resource};
-use crate::control::teardown::{remove_all, TeardownReport};
-use crate::control::{blocking, host_clock, iptables, Control, DaemonSpec, Net, Signal};
+use crate::control::backend::os_setup::Needs;
+use crate::control::backend::registry::{Registry, Resource};
+use crate::control::backend::resource::RemoteNode;
+use crate::control::backend::teardown::{remove_all, TeardownReport};
+use crate::control::fault::clock::{Clock, ClockChange, ClockSetting, Mechanism};
+use crate::control::{blocking, fault::iptables, host_clock, Control, DaemonSpec, Net, Signal};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::net::IpAddr;
