@@ -67,10 +67,35 @@ pub(super) struct RawFault {
 }
 
 impl RawFault {
+    /// The checked template: each group of keys in a step of its own (where; what this kind
+    /// takes; how long and how often; the aim; the composed parts), each mistake one line
+    /// naming the key and the fix.
     pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind)
             .ok_or_else(|| format!("kind = \"{}\" is unknown; use {}", self.kind, kind_names()))?;
         let mut t = default_template(kind);
+        self.where_keys(&mut t)?;
+        self.kind_keys(&mut t)?;
+        self.how_long_keys(&mut t)?;
+        self.aim_keys(&mut t)?;
+        if self.after.is_some() {
+            return Err("after is only for a composed part ([[fault.with]])".into());
+        }
+        if self.compose.is_some() && self.with.is_empty() {
+            return Err("compose names a group of faults: add [[fault.with]] tables".into());
+        }
+        t.compose = self.compose;
+        t.goal = self.goal.map(super::goal::RawGoal::parse).transpose()?;
+        for part in self.with {
+            let p = part.into_part(&t)?;
+            t.with.push(p);
+        }
+        Ok(t)
+    }
+
+    /// target, shape, groups.
+    fn where_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
+        let kind = t.kind;
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
                 format!("target = \"{target}\" is unknown; use leader, follower, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, main or others (composed parts), or node names like \"n1,n2\"")
@@ -106,15 +131,12 @@ impl RawFault {
             (Some(_), _) => return Err("groups is only for shape = \"groups\"".into()),
             (None, _) => {}
         }
-        if let Some(timing) = &self.timing {
-            t.duration_timing = Some(Timing::parse(timing).ok_or_else(|| {
-                let names = listed(&Timing::ALL, Timing::name);
-                format!("timing = \"{timing}\" is unknown; use {names}")
-            })?);
-        }
-        if let Some(q) = &self.quiet_after {
-            t.quiet_after = parse_duration(q).map_err(|e| format!("quiet_after: {e}"))?;
-        }
+        Ok(())
+    }
+
+    /// port, the clock, packet and frames keys, and file: each only for its kind.
+    fn kind_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
+        let kind = t.kind;
         if let Some(port) = &self.port {
             if kind != FaultKind::Partition {
                 return Err("port is only for kind = \"partition\"".into());
@@ -166,6 +188,20 @@ impl RawFault {
             }
             t.file = Some(file.clone());
         }
+        Ok(())
+    }
+
+    /// timing, quiet_after, duration, weight.
+    fn how_long_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
+        if let Some(timing) = &self.timing {
+            t.duration_timing = Some(Timing::parse(timing).ok_or_else(|| {
+                let names = listed(&Timing::ALL, Timing::name);
+                format!("timing = \"{timing}\" is unknown; use {names}")
+            })?);
+        }
+        if let Some(q) = &self.quiet_after {
+            t.quiet_after = parse_duration(q).map_err(|e| format!("quiet_after: {e}"))?;
+        }
         if let Some(d) = &self.duration {
             t.duration = Some(parse_duration(d).map_err(|e| format!("duration: {e}"))?);
         }
@@ -177,6 +213,11 @@ impl RawFault {
             }
             t.weight = w;
         }
+        Ok(())
+    }
+
+    /// when, wait, watch, and a trigger target.
+    fn aim_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
         if let Some(w) = &self.when {
             t.when = Some(Trigger::parse(w).ok_or_else(|| {
                 let names = listed(&Trigger::ALL, Trigger::name);
@@ -203,71 +244,63 @@ impl RawFault {
         if t.target == TargetSpec::Trigger && t.when.is_none() {
             return Err("target = \"trigger\" needs when = \"election\" (or another trigger): it is the node the observation names".into());
         }
-        if self.after.is_some() {
-            return Err("after is only for a composed part ([[fault.with]])".into());
+        Ok(())
+    }
+
+    /// A `[[fault.with]]` part of `main`, checked as a part: no keys of a whole entry, its
+    /// `after`, and a `target = "trigger"` that names the main fault's observation.
+    fn into_part(self, main: &FaultTemplate) -> Result<FaultTemplate, String> {
+        let part = self;
+        let t = main;
+        if !part.with.is_empty()
+            || part.compose.is_some()
+            || part.weight.is_some()
+            || part.goal.is_some()
+        {
+            return Err(
+                "a [[fault.with]] part takes no with, compose, weight or goal of its own".into(),
+            );
         }
-        if self.compose.is_some() && self.with.is_empty() {
-            return Err("compose names a group of faults: add [[fault.with]] tables".into());
+        if part.timing.is_some() {
+            return Err(
+                "with: timing is for a [[fault]]'s own duration; a part's is never drawn".into(),
+            );
         }
-        t.compose = self.compose;
-        t.goal = self.goal.map(super::goal::RawGoal::parse).transpose()?;
-        for part in self.with {
-            if !part.with.is_empty()
-                || part.compose.is_some()
-                || part.weight.is_some()
-                || part.goal.is_some()
-            {
-                return Err(
-                    "a [[fault.with]] part takes no with, compose, weight or goal of its own"
-                        .into(),
-                );
-            }
-            if part.timing.is_some() {
-                return Err(
-                    "with: timing is for a [[fault]]'s own duration; a part's is never drawn"
-                        .into(),
-                );
-            }
-            if part.quiet_after.is_some() {
-                return Err(
-                    "with: quiet_after is for the [[fault]]: the quiet follows the whole group"
-                        .into(),
-                );
-            }
-            let after = match &part.after {
-                Some(a) => parse_duration(a).map_err(|e| format!("with: after: {e}"))?,
-                None => Duration::ZERO,
-            };
-            // A part with its own `when` waits from its `after` for its observation (and may
-            // hit the node that names, `target = "trigger"`); the others fire at `after`.
-            let own_trigger = part.when.is_some();
-            let mut raw = part;
-            raw.after = None;
-            // A part may hit the node the main fault's trigger names.
-            let at_trigger = !own_trigger && raw.target.as_deref() == Some("trigger");
-            if at_trigger {
-                if t.when.is_none() {
-                    return Err(
-                        "with: target = \"trigger\" needs when = ... on the main fault".into(),
-                    );
-                }
-                raw.target = None;
-            }
-            let mut p = raw.into_template().map_err(|e| format!("with: {e}"))?;
-            if at_trigger {
-                p.target = TargetSpec::Trigger;
-            }
-            p.after = after;
-            if let (Some(wait), Some(d)) = (p.wait.filter(|_| own_trigger), p.duration) {
-                if wait >= d {
-                    return Err(format!(
-                        "with: wait ({wait:?}) must be shorter than the part's duration ({d:?}): a triggered part is undone at after + duration, fired or not"
-                    ));
-                }
-            }
-            t.with.push(p);
+        if part.quiet_after.is_some() {
+            return Err(
+                "with: quiet_after is for the [[fault]]: the quiet follows the whole group".into(),
+            );
         }
-        Ok(t)
+        let after = match &part.after {
+            Some(a) => parse_duration(a).map_err(|e| format!("with: after: {e}"))?,
+            None => Duration::ZERO,
+        };
+        // A part with its own `when` waits from its `after` for its observation (and may
+        // hit the node that names, `target = "trigger"`); the others fire at `after`.
+        let own_trigger = part.when.is_some();
+        let mut raw = part;
+        raw.after = None;
+        // A part may hit the node the main fault's trigger names.
+        let at_trigger = !own_trigger && raw.target.as_deref() == Some("trigger");
+        if at_trigger {
+            if t.when.is_none() {
+                return Err("with: target = \"trigger\" needs when = ... on the main fault".into());
+            }
+            raw.target = None;
+        }
+        let mut p = raw.into_template().map_err(|e| format!("with: {e}"))?;
+        if at_trigger {
+            p.target = TargetSpec::Trigger;
+        }
+        p.after = after;
+        if let (Some(wait), Some(d)) = (p.wait.filter(|_| own_trigger), p.duration) {
+            if wait >= d {
+                return Err(format!(
+                    "with: wait ({wait:?}) must be shorter than the part's duration ({d:?}): a triggered part is undone at after + duration, fired or not"
+                ));
+            }
+        }
+        Ok(p)
     }
 
     fn packet_mode(&self) -> Result<PacketMode, String> {

@@ -262,33 +262,127 @@ fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Resu
     Ok(())
 }
 
+/// `--zookeeper-home` and `--zookeeper-config` belong to `--target zookeeper`; a home given
+/// is checked here unless it is on the SSH hosts only (checked there at setup).
+fn check_zookeeper_flags(args: &TestArgs, over_ssh: bool) -> Result<()> {
+    if let Some(home) = &args.zookeeper_home {
+        if args.target != TargetKind::Zookeeper {
+            return Err(bad_input(
+                "--zookeeper-home without --target zookeeper: add --target zookeeper, or \
+                 drop --zookeeper-home",
+            ));
+        }
+        // Over SSH the folder may be on the hosts only: checked there at setup.
+        if !over_ssh || home.exists() {
+            crate::control::target::zookeeper::install::check_home(home)?;
+        }
+    }
+    if let Some(s) = args.zookeeper_config.first() {
+        if args.target != TargetKind::Zookeeper {
+            return Err(bad_input(format!(
+                "--zookeeper-config {s} without --target zookeeper: add --target zookeeper, \
+                 or drop --zookeeper-config"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The workload file with `--concurrency` and `--rate` applied.
+fn workload_of(args: &TestArgs) -> Result<workload::Workload> {
+    let mut workload = workload::load(&args.workload)?;
+    if let Some(c) = args.concurrency {
+        if c == 0 || c > 1000 {
+            return Err(bad_input(format!(
+                "--concurrency {c}: must be between 1 and 1000"
+            )));
+        }
+        workload.clients = c;
+    }
+    if let Some(r) = args.rate {
+        if !(r.is_finite() && r > 0.0 && r <= 100_000.0) {
+            return Err(bad_input(format!(
+                "--rate {r}: must be a positive number of writes per second"
+            )));
+        }
+        workload.rate = r;
+    }
+    Ok(workload)
+}
+
+/// What this run's control and target can do, for choosing and checking the schedule.
+fn abilities_of(args: &TestArgs, mode: NetMode, over_ssh: bool) -> crate::nemesis::Abilities {
+    // Power loss mounts lazyfs under fle-node's dataDir: not ZooKeeper's; locally it needs
+    // FUSE and root (over SSH each host's FUSE is probed at preflight: `leave_out_power_loss`).
+    let no_power_loss = if args.target == TargetKind::Zookeeper {
+        Some("--target zookeeper (lazyfs is wired under fle-node's dataDir only, see docs/faults.md)".into())
+    } else if !over_ssh {
+        crate::nemesis::local_power_loss_blocker()
+    } else {
+        None
+    };
+    crate::nemesis::Abilities {
+        partitions: mode == NetMode::Netns,
+        no_power_loss,
+        // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
+        no_clock: (args.target == TargetKind::Zookeeper && !args.ssh.real_clock_skew).then(|| {
+            "--target zookeeper without --real-clock-skew (libfaketime stalls the JVM: \
+                 every clock read takes its locks, the servers miss their sync deadlines and \
+                 never serve; docs/zookeeper.md)"
+                .into()
+        }),
+        no_local_packets: over_ssh.then(|| {
+            "--ssh (the packet engine and qdiscs run in local namespaces; over SSH only \
+             loss, an iptables rule, runs)"
+                .into()
+        }),
+    }
+}
+
+/// A run's name becomes a folder name: letters, digits, '.', '_' and '-', not hidden.
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        || name.starts_with('.')
+    {
+        return Err(bad_input(format!(
+            "--name {name:?}: use letters, digits, '.', '_' and '-' only"
+        )));
+    }
+    Ok(())
+}
+
+/// The fle-node binary: `--node-binary`, else the one built beside fle-chaos (built with
+/// cargo when missing).
+fn node_binary(args: &TestArgs) -> Result<PathBuf> {
+    let binary = match &args.node_binary {
+        Some(b) => b.clone(),
+        None => crate::control::target::fle_node::built_binary(),
+    };
+    if args.target == TargetKind::Fle
+        && !binary.is_file()
+        && (args.node_binary.is_some() || !build_node_with_cargo(&binary))
+    {
+        return Err(bad_input(format!(
+            "fle-node not found at {}: build it (cargo build --release -p fle-node) or pass --node-binary FILE",
+            binary.display()
+        )));
+    }
+    Ok(binary)
+}
+
 impl Plan {
+    /// The validated plan of `fle-chaos test`: every flag checked (one line naming it and the
+    /// fix), the schedule chosen for what this run can do, the binary found.
     pub fn from_args(args: TestArgs) -> Result<Plan> {
         let mode = match args.net {
             Net::Netns => NetMode::Netns,
             Net::Loopback => NetMode::Loopback,
         };
         let hosts = args.ssh.hosts(Some(&args.nodes))?;
-        if let Some(home) = &args.zookeeper_home {
-            if args.target != TargetKind::Zookeeper {
-                return Err(bad_input(
-                    "--zookeeper-home without --target zookeeper: add --target zookeeper, or \
-                     drop --zookeeper-home",
-                ));
-            }
-            // Over SSH the folder may be on the hosts only: checked there at setup.
-            if hosts.is_none() || home.exists() {
-                crate::control::target::zookeeper::install::check_home(home)?;
-            }
-        }
-        if let Some(s) = args.zookeeper_config.first() {
-            if args.target != TargetKind::Zookeeper {
-                return Err(bad_input(format!(
-                    "--zookeeper-config {s} without --target zookeeper: add --target zookeeper, \
-                     or drop --zookeeper-config"
-                )));
-            }
-        }
+        check_zookeeper_flags(&args, hosts.is_some())?;
         let count = args.nodes.count();
         if !(1..=31).contains(&count) {
             return Err(bad_input(format!(
@@ -304,50 +398,8 @@ impl Plan {
                 "--tick-ms, --init-limit and --sync-limit must be positive",
             ));
         }
-        let mut workload = workload::load(&args.workload)?;
-        if let Some(c) = args.concurrency {
-            if c == 0 || c > 1000 {
-                return Err(bad_input(format!(
-                    "--concurrency {c}: must be between 1 and 1000"
-                )));
-            }
-            workload.clients = c;
-        }
-        if let Some(r) = args.rate {
-            if !(r.is_finite() && r > 0.0 && r <= 100_000.0) {
-                return Err(bad_input(format!(
-                    "--rate {r}: must be a positive number of writes per second"
-                )));
-            }
-            workload.rate = r;
-        }
-        // Power loss mounts lazyfs under fle-node's dataDir: not ZooKeeper's; locally it needs
-        // FUSE and root (over SSH each host's FUSE is probed at preflight: `leave_out_power_loss`).
-        let no_power_loss = if args.target == TargetKind::Zookeeper {
-            Some("--target zookeeper (lazyfs is wired under fle-node's dataDir only, see docs/faults.md)".into())
-        } else if hosts.is_none() {
-            crate::nemesis::local_power_loss_blocker()
-        } else {
-            None
-        };
-        let abilities = crate::nemesis::Abilities {
-            partitions: mode == NetMode::Netns,
-            no_power_loss,
-            // ZooKeeper's clocks move only for real (--real-clock-skew on throwaway VMs).
-            no_clock: (args.target == TargetKind::Zookeeper && !args.ssh.real_clock_skew).then(
-                || {
-                    "--target zookeeper without --real-clock-skew (libfaketime stalls the JVM: \
-                     every clock read takes its locks, the servers miss their sync deadlines and \
-                     never serve; docs/zookeeper.md)"
-                        .into()
-                },
-            ),
-            no_local_packets: hosts.is_some().then(|| {
-                "--ssh (the packet engine and qdiscs run in local namespaces; over SSH only \
-                 loss, an iptables rule, runs)"
-                    .into()
-            }),
-        };
+        let workload = workload_of(&args)?;
+        let abilities = abilities_of(&args, mode, hosts.is_some());
         let crate::nemesis::Chosen {
             mut schedule,
             mut left_out,
@@ -388,29 +440,8 @@ impl Plan {
         };
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            || name.starts_with('.')
-        {
-            return Err(bad_input(format!(
-                "--name {name:?}: use letters, digits, '.', '_' and '-' only"
-            )));
-        }
-        let binary = match &args.node_binary {
-            Some(b) => b.clone(),
-            None => crate::control::target::fle_node::built_binary(),
-        };
-        if args.target == TargetKind::Fle
-            && !binary.is_file()
-            && (args.node_binary.is_some() || !build_node_with_cargo(&binary))
-        {
-            return Err(bad_input(format!(
-                "fle-node not found at {}: build it (cargo build --release -p fle-node) or pass --node-binary FILE",
-                binary.display()
-            )));
-        }
+        check_name(&name)?;
+        let binary = node_binary(&args)?;
         if let (TargetKind::Fle, Some(bug)) = (args.target, &args.bug) {
             super::preflight::check_bugs(&binary, bug)?;
         }
