@@ -71,49 +71,116 @@ fn entry_issues<'a>(
 }
 
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
-    let mut fates: FastMap<&str, Fate> = FastMap::default();
-    let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
-    let mut writes = 0usize;
-    // The last read of each node: the final leader is the one leading the highest epoch.
-    let mut last_lead: Vec<Option<u64>> = vec![None; d.nodes.len()];
-    for r in d.records() {
-        match r {
-            Rec::Status(s) => last_lead[s.node as usize] = s.leads(),
-            Rec::Write(w) => {
-                writes += 1;
-                let Some(v) = w.value.as_deref() else {
-                    continue;
-                };
-                let fate = fates.entry(v).or_default();
-                match w.kind {
-                    EventType::Invoke => fate.invoke = fate.invoke.or(Some(w)),
-                    EventType::Ok => fate.ok = Some(w),
-                    EventType::Fail => fate.fail = Some(w),
-                    EventType::Info => {}
-                }
-            }
-            // The last final read of a node counts.
-            Rec::FinalLog(l) => {
-                logs.insert(l.node, l);
-            }
-            _ => {}
-        }
-    }
+    let seen = Seen::of(d);
+    let fates = &seen.fates;
     // With writes but none acknowledged the logs are still judged (a failed write in a log is
     // a violation), but nothing durable was tested: a gap either way.
     let acknowledged = fates.values().filter(|f| f.ok.is_some()).count();
-    let mut gaps: Vec<Item> = super::nothing_acknowledged(NAME, info, writes, acknowledged)
+    let mut gaps: Vec<Item> = super::nothing_acknowledged(NAME, info, seen.writes, acknowledged)
         .into_iter()
         .collect();
-    if writes == 0 {
+    if seen.writes == 0 {
         return Finding::judge(vec![], gaps, String::new());
     }
-
     let mut violations: Vec<Item> = Vec::new();
-    let readable: Vec<(&FinalLog, &Vec<(u64, String)>)> = logs
-        .values()
-        .filter_map(|l| l.entries.as_ref().ok().map(|e| (*l, e)))
-        .collect();
+    gaps.extend(unread_logs(d, info, &seen.logs));
+    let Some(logs) = Logs::of(d, &seen.logs) else {
+        gaps.push(("No final log could be read.".to_string(), vec![]));
+        return Finding::judge(violations, gaps, String::new());
+    };
+    let final_leader = seen.final_leader();
+    let is_prefix = logs.divergences(fates, &mut violations, &mut gaps);
+    let mut listed = Listed::default();
+    let longest_issues = logs.entry_violations(&is_prefix, fates, &mut listed, &mut violations);
+    let acked = logs.ack_violations(
+        (&is_prefix, &longest_issues),
+        fates,
+        (final_leader, info.quorum()),
+        &mut listed,
+        &mut violations,
+    );
+    let invoked = fates.values().filter(|f| f.invoke.is_some()).count();
+    let (readable, longest) = (logs.readable.len(), logs.longest.len());
+    let ok = format!(
+        "All {acked} acknowledged writes are in the final logs at their zxids; the {readable} readable final logs are identical ({longest} entries), with no value twice, none that failed and none that no client wrote."
+    );
+    let m = DurabilityMeasurements {
+        write_events: seen.writes,
+        invoked,
+        acknowledged: acked,
+        final_log_entries: longest,
+        lost: cap(&listed.lost),
+        duplicated: cap(&listed.duplicated),
+        phantom: cap(&listed.phantom),
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
+}
+
+/// One pass over the digest: each value's fate, each node's last final log, how many write
+/// events, and what each node's last read led.
+struct Seen<'a> {
+    fates: FastMap<&'a str, Fate<'a>>,
+    logs: BTreeMap<u16, &'a FinalLog>,
+    writes: usize,
+    /// The last read of each node: the final leader is the one leading the highest epoch.
+    last_lead: Vec<Option<u64>>,
+}
+
+impl<'a> Seen<'a> {
+    fn of(d: &'a Digest) -> Seen<'a> {
+        let mut fates: FastMap<&str, Fate> = FastMap::default();
+        let mut logs: BTreeMap<u16, &FinalLog> = BTreeMap::new();
+        let mut writes = 0usize;
+        // The last read of each node: the final leader is the one leading the highest epoch.
+        let mut last_lead: Vec<Option<u64>> = vec![None; d.nodes.len()];
+        for r in d.records() {
+            match r {
+                Rec::Status(s) => last_lead[s.node as usize] = s.leads(),
+                Rec::Write(w) => {
+                    writes += 1;
+                    let Some(v) = w.value.as_deref() else {
+                        continue;
+                    };
+                    let fate = fates.entry(v).or_default();
+                    match w.kind {
+                        EventType::Invoke => fate.invoke = fate.invoke.or(Some(w)),
+                        EventType::Ok => fate.ok = Some(w),
+                        EventType::Fail => fate.fail = Some(w),
+                        EventType::Info => {}
+                    }
+                }
+                // The last final read of a node counts.
+                Rec::FinalLog(l) => {
+                    logs.insert(l.node, l);
+                }
+                _ => {}
+            }
+        }
+        Seen {
+            fates,
+            logs,
+            writes,
+            last_lead,
+        }
+    }
+
+    /// The final leader's readable log: the node whose last read led the highest epoch.
+    fn final_leader(&self) -> Option<ReadLog<'a>> {
+        let last_lead = &self.last_lead;
+        (0..last_lead.len())
+            .filter_map(|i| Some((last_lead[i]?, i as u16)))
+            .max()
+            .and_then(|(_, n)| self.logs.get(&n).copied())
+            .and_then(|l| Some((l, l.entries.as_ref().ok()?)))
+    }
+}
+
+/// A final log that could be read, with its entries.
+type ReadLog<'a> = (&'a FinalLog, &'a Vec<(u64, String)>);
+
+/// The nodes of test.json whose final log was never read or could not be read.
+fn unread_logs(d: &Digest, info: &TestInfo, logs: &BTreeMap<u16, &FinalLog>) -> Vec<Item> {
+    let mut gaps = Vec::new();
     for name in &info.nodes {
         let ix = d.nodes.iter().position(|x| x == name).map(|i| i as u16);
         match ix.and_then(|i| logs.get(&i)) {
@@ -128,220 +195,294 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             }
         }
     }
-    let Some(&(longest_log, longest)) = readable.iter().max_by_key(|(_, e)| e.len()) else {
-        gaps.push(("No final log could be read.".to_string(), vec![]));
-        return Finding::judge(violations, gaps, String::new());
-    };
-    let lname = d.name(longest_log.node);
-    let final_leader = (0..last_lead.len())
-        .filter_map(|i| Some((last_lead[i]?, i as u16)))
-        .max()
-        .and_then(|(_, n)| logs.get(&n).copied())
-        .and_then(|l| Some((l, l.entries.as_ref().ok()?)));
-    let quorum = info.quorum();
+    gaps
+}
 
-    // One total order: every log a prefix of the longest.
-    let named: Vec<divergence::NamedLog> = readable
-        .iter()
-        .map(|(l, e)| (d.name(l.node), e.as_slice()))
-        .collect();
-    let acknowledged = |v: &str| fates.get(v).is_some_and(|f| f.ok.is_some());
-    let mut is_prefix: Vec<bool> = Vec::with_capacity(readable.len());
-    for (l, entries) in &readable {
-        let name = d.name(l.node);
-        let diverges = entries.iter().zip(longest.iter()).position(|(a, b)| a != b);
-        is_prefix.push(diverges.is_none());
-        if let Some(i) = diverges {
-            let shape =
-                divergence::describe((name, entries), (lname, longest), i, &named, &acknowledged);
-            violations.push((
-                format!(
-                    "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}. {shape}",
-                    entries[i].0, entries[i].1, longest[i].0, longest[i].1
-                ).trim_end().to_string(),
-                vec![
-                    EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
-                    EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
-                ],
-            ));
-        } else if entries.len() < longest.len() {
-            gaps.push((
-                format!(
-                    "{name}'s final log holds {} of the {} entries of {lname}'s (a prefix: it may not have caught up).",
-                    entries.len(),
-                    longest.len()
-                ),
-                vec![EvRef::new(l.pos, format!("{name} final log")).at_entry(entries.len())],
-            ));
-        }
+/// The values listed in results.json's measurements.
+#[derive(Default)]
+struct Listed<'a> {
+    lost: BTreeSet<&'a str>,
+    duplicated: BTreeSet<&'a str>,
+    phantom: BTreeSet<&'a str>,
+}
+
+/// The readable final logs, judged against the longest of them.
+struct Logs<'a> {
+    d: &'a Digest,
+    readable: Vec<ReadLog<'a>>,
+    longest_log: &'a FinalLog,
+    longest: &'a Vec<(u64, String)>,
+    lname: &'a str,
+}
+
+impl<'a> Logs<'a> {
+    fn of(d: &'a Digest, logs: &BTreeMap<u16, &'a FinalLog>) -> Option<Logs<'a>> {
+        let readable: Vec<ReadLog<'a>> = logs
+            .values()
+            .filter_map(|l| l.entries.as_ref().ok().map(|e| (*l, e)))
+            .collect();
+        let &(longest_log, longest) = readable.iter().max_by_key(|(_, e)| e.len())?;
+        Some(Logs {
+            d,
+            lname: d.name(longest_log.node),
+            readable,
+            longest_log,
+            longest,
+        })
     }
 
-    // Each value at most once in a log, each written by a client, none that certainly failed.
-    // Lost, duplicated and phantom values. A log that is a prefix of the longest has exactly
-    // the longest's issues below its length: the longest is scanned once, not every log.
-    let mut listed: (BTreeSet<&str>, BTreeSet<&str>, BTreeSet<&str>) = Default::default();
-    let longest_issues = entry_issues(longest, &fates);
-    for ((l, entries), prefix) in readable.iter().zip(&is_prefix) {
-        let name = d.name(l.node);
-        let own;
-        let issues: &[(usize, EntryIssue)] = if *prefix {
-            let below = longest_issues.partition_point(|(i, _)| *i < entries.len());
-            &longest_issues[..below]
-        } else {
-            own = entry_issues(entries, &fates);
-            &own
-        };
-        for (i, issue) in issues {
-            let (zxid, v) = (entries[*i].0, entries[*i].1.as_str());
-            let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(*i);
-            match issue {
-                EntryIssue::Twice(first) => {
-                    listed.1.insert(v);
-                    violations.push((
-                        format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
-                        vec![here],
-                    ));
-                }
-                EntryIssue::Unwritten => {
-                    listed.2.insert(v);
-                    violations.push((
-                        format!("Phantom write: {v} is in {name}'s final log (zxid {zxid:#x}) but no client wrote it."),
-                        vec![here],
-                    ));
-                }
-                EntryIssue::Failed(f) => {
-                    listed.2.insert(v);
-                    violations.push((
-                        format!("Phantom write: {v} failed (certainly not applied) yet is in {name}'s final log (zxid {zxid:#x})."),
-                        vec![EvRef::new(f.pos, format!("write of {v} failed")), here],
-                    ));
-                }
-            }
-        }
-    }
-
-    // Every acknowledged write is in the longest log, at its acknowledged zxid. Where a value
-    // is in the longest log: found by its acknowledged zxid (the log is sorted by zxid and
-    // holds no value twice, as is usual), else by value in a table built only then.
-    let by_zxid = longest.windows(2).all(|w| w[0].0 < w[1].0)
-        && !longest_issues
+    /// One total order: every log a prefix of the longest. Returns, per readable log, whether
+    /// it is one.
+    fn divergences(
+        &self,
+        fates: &FastMap<&str, Fate>,
+        violations: &mut Vec<Item>,
+        gaps: &mut Vec<Item>,
+    ) -> Vec<bool> {
+        let Logs {
+            d,
+            readable,
+            longest_log,
+            longest,
+            lname,
+        } = self;
+        let (longest_log, longest, lname) = (*longest_log, *longest, *lname);
+        let named: Vec<divergence::NamedLog> = readable
             .iter()
-            .any(|(_, x)| matches!(x, EntryIssue::Twice(_)));
-    let mut by_value: Option<FastMap<&str, (usize, u64)>> = None;
-    let mut in_longest = |v: &str, zxid: Option<u64>| -> Option<(usize, u64)> {
-        if let (true, Some(z)) = (by_zxid, zxid) {
-            if let Ok(i) = longest.binary_search_by_key(&z, |e| e.0) {
-                if longest[i].1 == v {
-                    return Some((i, z));
-                }
-            }
-        }
-        by_value
-            .get_or_insert_with(|| {
-                longest
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (z, v))| (v.as_str(), (i, *z)))
-                    .collect()
-            })
-            .get(v)
-            .copied()
-    };
-    let mut holders_of: Option<FastMap<&str, Vec<Holder>>> = None;
-    let mut acked = 0usize;
-    let mut acks: Vec<(&str, &WriteOp)> = fates
-        .iter()
-        .filter_map(|(v, f)| f.ok.map(|ok| (*v, ok)))
-        .collect();
-    acks.sort_by_key(|a| a.1.pos);
-    for (v, ok) in acks {
-        acked += 1;
-        let at = in_longest(v, ok.zxid);
-        // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
-        // index i when it is no longer than i.
-        let lacks = |e: &Vec<(u64, String)>| at.is_none_or(|(i, _)| e.len() <= i);
-        let n_lacking = readable.iter().filter(|(_, e)| lacks(e)).count();
-        let leader_lacks = final_leader.filter(|(_, e)| lacks(e));
-        let proof = || vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
-        match (at, ok.zxid) {
-            (None, _) => {
-                let mut proof = proof();
-                proof.push(EvRef::new(
-                    longest_log.pos,
-                    format!("{lname} final log (the longest)"),
-                ));
-                // A diverged log may still hold it: name who, so nobody reads "lost
-                // everywhere" where one server kept it. Held by a quorum, it is not lost: the
-                // longest log is the diverged one, and its divergence is reported above.
-                let holders = holders_of.get_or_insert_with(|| holders_map(&readable, &is_prefix));
-                let holders = holders.get(v).map(Vec::as_slice).unwrap_or_default();
-                if holders.len() >= quorum {
-                    continue;
-                }
-                listed.0.insert(v);
-                let text = if holders.is_empty() {
-                    format!("Lost write: {v} was acknowledged but is in no final log.")
-                } else {
-                    let who: Vec<String> = holders
-                        .iter()
-                        .map(|(l, _, z)| format!("{} (zxid {z:#x})", d.name(l.node)))
-                        .collect();
-                    for (l, i, _) in holders {
-                        proof.push(
-                            EvRef::new(l.pos, format!("{} final log", d.name(l.node))).at_entry(*i),
-                        );
-                    }
+            .map(|(l, e)| (d.name(l.node), e.as_slice()))
+            .collect();
+        let acknowledged = |v: &str| fates.get(v).is_some_and(|f| f.ok.is_some());
+        let mut is_prefix: Vec<bool> = Vec::with_capacity(readable.len());
+        for (l, entries) in readable {
+            let name = d.name(l.node);
+            let diverges = entries.iter().zip(longest.iter()).position(|(a, b)| a != b);
+            is_prefix.push(diverges.is_none());
+            if let Some(i) = diverges {
+                let shape = divergence::describe(
+                    (name, entries),
+                    (lname, longest),
+                    i,
+                    &named,
+                    &acknowledged,
+                );
+                violations.push((
                     format!(
-                        "Lost write: {v} was acknowledged but is in no final log of the majority: only {} {} it.",
-                        who.join(", "),
-                        if holders.len() == 1 { "holds" } else { "hold" }
-                    )
-                };
-                violations.push((text, proof));
-            }
-            (Some((i, _)), _) if leader_lacks.is_some() || n_lacking >= quorum => {
-                listed.0.insert(v);
-                let whose = match leader_lacks {
-                    Some((l, _)) => format!("the final leader {}'s log", d.name(l.node)),
-                    None => format!("{n_lacking} of the final logs, a majority"),
-                };
-                let mut proof = proof();
-                for (l, _) in readable.iter().filter(|(_, e)| lacks(e)).take(2) {
-                    proof.push(EvRef::new(l.pos, format!("{} final log", d.name(l.node))));
-                }
-                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
-                violations.push((
-                    format!("Lost write: {v} was acknowledged but is missing from {whose} (it is entry {i} of {lname}'s): a committed write is never missing from the leader or a quorum."),
-                    proof,
+                        "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}. {shape}",
+                        entries[i].0, entries[i].1, longest[i].0, longest[i].1
+                    ).trim_end().to_string(),
+                    vec![
+                        EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
+                        EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
+                    ],
+                ));
+            } else if entries.len() < longest.len() {
+                gaps.push((
+                    format!(
+                        "{name}'s final log holds {} of the {} entries of {lname}'s (a prefix: it may not have caught up).",
+                        entries.len(),
+                        longest.len()
+                    ),
+                    vec![EvRef::new(l.pos, format!("{name} final log")).at_entry(entries.len())],
                 ));
             }
-            (Some((i, at)), Some(z)) if at != z => {
-                let mut proof = proof();
-                proof.push(EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i));
-                violations.push((
-                    format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),
-                    proof,
-                ));
-            }
-            _ => {}
         }
+
+        is_prefix
     }
-    let invoked = fates.values().filter(|f| f.invoke.is_some()).count();
-    let ok = format!(
-        "All {acked} acknowledged writes are in the final logs at their zxids; the {} readable final logs are identical ({} entries), with no value twice, none that failed and none that no client wrote.",
-        readable.len(),
-        longest.len()
-    );
-    let m = DurabilityMeasurements {
-        write_events: writes,
-        invoked,
-        acknowledged: acked,
-        final_log_entries: longest.len(),
-        lost: cap(&listed.0),
-        duplicated: cap(&listed.1),
-        phantom: cap(&listed.2),
-    };
-    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
+
+    /// Each value at most once in a log, each written by a client, none that certainly failed:
+    /// duplicated and phantom values. A log that is a prefix of the longest has exactly the
+    /// longest's issues below its length, so the longest is scanned once, not every log.
+    /// Returns the longest log's issues.
+    fn entry_violations(
+        &self,
+        is_prefix: &[bool],
+        fates: &FastMap<&'a str, Fate<'a>>,
+        listed: &mut Listed<'a>,
+        violations: &mut Vec<Item>,
+    ) -> Vec<(usize, EntryIssue<'a>)> {
+        let Logs {
+            d,
+            readable,
+            longest,
+            ..
+        } = self;
+        let (d, longest) = (*d, *longest);
+        let longest_issues = entry_issues(longest, fates);
+        for ((l, entries), prefix) in readable.iter().zip(is_prefix) {
+            let name = d.name(l.node);
+            let own;
+            let issues: &[(usize, EntryIssue)] = if *prefix {
+                let below = longest_issues.partition_point(|(i, _)| *i < entries.len());
+                &longest_issues[..below]
+            } else {
+                own = entry_issues(entries, fates);
+                &own
+            };
+            for (i, issue) in issues {
+                let (zxid, v) = (entries[*i].0, entries[*i].1.as_str());
+                let here = EvRef::new(l.pos, format!("{name} final log")).at_entry(*i);
+                match issue {
+                    EntryIssue::Twice(first) => {
+                        listed.duplicated.insert(v);
+                        violations.push((
+                            format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
+                            vec![here],
+                        ));
+                    }
+                    EntryIssue::Unwritten => {
+                        listed.phantom.insert(v);
+                        violations.push((
+                            format!("Phantom write: {v} is in {name}'s final log (zxid {zxid:#x}) but no client wrote it."),
+                            vec![here],
+                        ));
+                    }
+                    EntryIssue::Failed(f) => {
+                        listed.phantom.insert(v);
+                        violations.push((
+                            format!("Phantom write: {v} failed (certainly not applied) yet is in {name}'s final log (zxid {zxid:#x})."),
+                            vec![EvRef::new(f.pos, format!("write of {v} failed")), here],
+                        ));
+                    }
+                }
+            }
+        }
+        longest_issues
+    }
+
+    /// Every acknowledged write is in the final leader's log and a majority's, at its
+    /// acknowledged zxid: lost writes (naming who holds one the majority lacks) and moved ones.
+    /// Returns how many writes were acknowledged.
+    fn ack_violations(
+        &self,
+        (is_prefix, longest_issues): (&[bool], &[(usize, EntryIssue<'a>)]),
+        fates: &FastMap<&'a str, Fate<'a>>,
+        (final_leader, quorum): (Option<ReadLog<'a>>, usize),
+        listed: &mut Listed<'a>,
+        violations: &mut Vec<Item>,
+    ) -> usize {
+        let Logs {
+            d,
+            readable,
+            longest_log,
+            longest,
+            lname,
+        } = self;
+        let (d, longest_log, longest, lname) = (*d, *longest_log, *longest, *lname);
+        // Every acknowledged write is in the longest log, at its acknowledged zxid. Where a value
+        // is in the longest log: found by its acknowledged zxid (the log is sorted by zxid and
+        // holds no value twice, as is usual), else by value in a table built only then.
+        let by_zxid = longest.windows(2).all(|w| w[0].0 < w[1].0)
+            && !longest_issues
+                .iter()
+                .any(|(_, x)| matches!(x, EntryIssue::Twice(_)));
+        let mut by_value: Option<FastMap<&str, (usize, u64)>> = None;
+        let mut in_longest = |v: &str, zxid: Option<u64>| -> Option<(usize, u64)> {
+            if let (true, Some(z)) = (by_zxid, zxid) {
+                if let Ok(i) = longest.binary_search_by_key(&z, |e| e.0) {
+                    if longest[i].1 == v {
+                        return Some((i, z));
+                    }
+                }
+            }
+            by_value
+                .get_or_insert_with(|| {
+                    longest
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (z, v))| (v.as_str(), (i, *z)))
+                        .collect()
+                })
+                .get(v)
+                .copied()
+        };
+        let mut holders_of: Option<FastMap<&str, Vec<Holder>>> = None;
+        let mut acked = 0usize;
+        let mut acks: Vec<(&str, &WriteOp)> = fates
+            .iter()
+            .filter_map(|(v, f)| f.ok.map(|ok| (*v, ok)))
+            .collect();
+        acks.sort_by_key(|a| a.1.pos);
+        for (v, ok) in acks {
+            acked += 1;
+            let at = in_longest(v, ok.zxid);
+            // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
+            // index i when it is no longer than i.
+            let lacks = |e: &Vec<(u64, String)>| at.is_none_or(|(i, _)| e.len() <= i);
+            let n_lacking = readable.iter().filter(|(_, e)| lacks(e)).count();
+            let leader_lacks = final_leader.filter(|(_, e)| lacks(e));
+            let proof = || vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
+            match (at, ok.zxid) {
+                (None, _) => {
+                    let mut proof = proof();
+                    proof.push(EvRef::new(
+                        longest_log.pos,
+                        format!("{lname} final log (the longest)"),
+                    ));
+                    // A diverged log may still hold it: name who, so nobody reads "lost
+                    // everywhere" where one server kept it. Held by a quorum, it is not lost: the
+                    // longest log is the diverged one, and its divergence is reported above.
+                    let holders =
+                        holders_of.get_or_insert_with(|| holders_map(readable, is_prefix));
+                    let holders = holders.get(v).map(Vec::as_slice).unwrap_or_default();
+                    if holders.len() >= quorum {
+                        continue;
+                    }
+                    listed.lost.insert(v);
+                    let text = if holders.is_empty() {
+                        format!("Lost write: {v} was acknowledged but is in no final log.")
+                    } else {
+                        let who: Vec<String> = holders
+                            .iter()
+                            .map(|(l, _, z)| format!("{} (zxid {z:#x})", d.name(l.node)))
+                            .collect();
+                        for (l, i, _) in holders {
+                            proof.push(
+                                EvRef::new(l.pos, format!("{} final log", d.name(l.node)))
+                                    .at_entry(*i),
+                            );
+                        }
+                        format!(
+                            "Lost write: {v} was acknowledged but is in no final log of the majority: only {} {} it.",
+                            who.join(", "),
+                            if holders.len() == 1 { "holds" } else { "hold" }
+                        )
+                    };
+                    violations.push((text, proof));
+                }
+                (Some((i, _)), _) if leader_lacks.is_some() || n_lacking >= quorum => {
+                    listed.lost.insert(v);
+                    let whose = match leader_lacks {
+                        Some((l, _)) => format!("the final leader {}'s log", d.name(l.node)),
+                        None => format!("{n_lacking} of the final logs, a majority"),
+                    };
+                    let mut proof = proof();
+                    for (l, _) in readable.iter().filter(|(_, e)| lacks(e)).take(2) {
+                        proof.push(EvRef::new(l.pos, format!("{} final log", d.name(l.node))));
+                    }
+                    proof.push(
+                        EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
+                    );
+                    violations.push((
+                        format!("Lost write: {v} was acknowledged but is missing from {whose} (it is entry {i} of {lname}'s): a committed write is never missing from the leader or a quorum."),
+                        proof,
+                    ));
+                }
+                (Some((i, at)), Some(z)) if at != z => {
+                    let mut proof = proof();
+                    proof.push(
+                        EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
+                    );
+                    violations.push((
+                        format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),
+                        proof,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        acked
+    }
 }
 
 /// Where a value sits in a log other than the longest: the log, the entry, its zxid.
