@@ -43,7 +43,10 @@ type RoleFuture = Pin<Box<dyn Future<Output = anyhow::Result<String>> + Send>>;
 /// Writes queued for the leader per term before senders wait.
 const WRITE_QUEUE: usize = 4096;
 
-/// Runs the server until SIGTERM/SIGINT.
+/// Runs the server until SIGTERM/SIGINT: setup, then one `select!` over election
+/// notifications, the election's deadline, the role's progress and its end, and the signals,
+/// which share the server's state (store, election, role); its length is setup plus that
+/// loop's arms, and each arm hands off to the machine that decides (`election`, `zab`).
 pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     // A repaired (torn or corrupt) log tail is logged as a WARN line by open_logged.

@@ -35,6 +35,9 @@ pub struct AckZxidsMeasurements {
     pub epochs_with_writes: usize,
 }
 
+/// One pass over the digest with its accumulators side by side (who showed leading which
+/// epoch, invocations, acknowledgements, each node's epoch reads), then the judgement of each
+/// acknowledged zxid: long because the accumulators are fed from the same records.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     let mut shown = EpochLeaders::new(d);

@@ -50,6 +50,9 @@ pub struct CompletenessMeasurements {
     pub leaderships_with_prior_writes: usize,
 }
 
+/// One pass over the digest with its accumulators side by side (acknowledged writes, final
+/// logs, leaderships and their winning votes), then one judgement per leadership: the pass is
+/// long because the accumulators are fed from the same records in the same order.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     let mut acks: Vec<Ack> = Vec::new();

@@ -46,7 +46,7 @@
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::Digest;
-use crate::api::ServerState;
+use crate::api::{ElectionSummary, ServerState};
 use crate::history::sid_of;
 use crate::history::test_info::TestInfo;
 use serde::{Deserialize, Serialize};
@@ -60,149 +60,22 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut violations: Vec<Item> = Vec::new();
     let mut heard = 0usize;
     for el in &d.elections {
-        let s = &el.summary;
-        let name = d.name(el.node);
-        let decided = (s.peer_epoch, s.zxid, s.leader);
-        let at = |why: String| vec![EvRef::new(el.pos, why)];
-        let me = sid_of(name);
-        if let Some(own) = s
-            .own_round
-            .filter(|&own| me == Some(s.leader) && own != s.round)
-        {
-            let notices: Vec<String> = s
-                .votes
-                .iter()
-                .map(|v| match (v.state, v.round) {
-                    (Some(st), Some(r)) => format!("n{} {} round {r}", v.sid, state_name(st)),
-                    _ => format!("n{}", v.sid),
-                })
-                .collect();
-            violations.push((
-                format!(
-                    "{name} decided to lead on FOLLOWING/LEADING notices of round {} ({}) while its own round was {own}: a server named leader by notices may lead only in its own round (checkLeader, ZOOKEEPER-1514).",
-                    s.round,
-                    notices.join(", ")
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
-            continue;
+        let e = Decided::of(&el.summary, d.name(el.node));
+        // The rules in order; an election is reported for the first it breaks.
+        let mut broken = e
+            .leads_out_of_its_round()
+            .or_else(|| e.counts_a_stale_looking_vote())
+            .or_else(|| e.proposals_fell())
+            .or_else(|| e.beaten_by_a_counted_vote());
+        if broken.is_none() {
+            heard += e.s.received.len();
+            broken = e
+                .beaten_by_a_heard_vote()
+                .or_else(|| e.short_of_a_quorum(&voters, quorum));
         }
-        // A LOOKING vote counts only in its own round: FLE drops older rounds' notices and
-        // clears its tally when it moves to a newer round.
-        if let Some(v) = s.votes.iter().find(|v| {
-            v.state == Some(ServerState::Looking) && v.round.is_some_and(|r| r != s.round)
-        }) {
-            violations.push((
-                format!(
-                    "{name} decided n{} in round {} counting n{}'s LOOKING vote of round {}: FLE counts a LOOKING vote only in its own round (it ignores older rounds and clears its tally for a newer one).",
-                    s.leader,
-                    s.round,
-                    v.sid,
-                    v.round.unwrap_or(0)
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
-            continue;
-        }
-        let mine = s
-            .received
-            .iter()
-            .filter(|v| Some(v.sid) == me && v.round == s.round && v.state == ServerState::Looking);
-        if let Some((a, b)) = mine
-            .clone()
-            .zip(mine.skip(1))
-            .find(|(a, b)| (a.peer_epoch, a.zxid, a.leader) > (b.peer_epoch, b.zxid, b.leader))
-        {
-            violations.push((
-                format!(
-                    "{name}'s proposals fell in round {}: it proposed n{} (peerEpoch {}, zxid {:#x}) and later n{} (peerEpoch {}, zxid {:#x}), which the first beats; FLE only adopts a better vote, so the order it used is not (peerEpoch, zxid, sid) (ZOOKEEPER-1419). It decided n{}.",
-                    s.round, a.leader, a.peer_epoch, a.zxid, b.leader, b.peer_epoch, b.zxid, s.leader
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
-            continue;
-        }
-        // FOLLOWING/LEADING notices for the decided leader carry the zxid and round of whichever
-        // election their sender took part in: followers of one leader may hold votes of two of
-        // its terms (ZOOKEEPER-1732; ZooKeeper compares them on leader and epoch only), so
-        // those are not ranked against the decision.
-        if let Some(v) = s
-            .votes
-            .iter()
-            .find(|v| !v.settled_for(s.leader) && (v.peer_epoch, v.zxid, v.leader) > decided)
-        {
-            violations.push((
-                format!(
-                    "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it counted n{}'s vote for n{} (peerEpoch {}, zxid {:#x}), which beats it.",
-                    s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
-            continue;
-        }
-        // The whole round: every LOOKING vote of the deciding round heard by a server that
-        // decided it on LOOKING votes. One that joined a leader, or heard FOLLOWING/LEADING
-        // notices for the winner in its round (FLE then follows a leader a quorum already
-        // established, which a restarted server with a longer log need not beat), is not judged.
-        heard += s.received.len();
-        let on_notices = s.joined
-            || s.received.iter().any(|v| {
-                v.leader == s.leader
-                    && v.round == s.round
-                    && matches!(v.state, ServerState::Following | ServerState::Leading)
-            });
-        if let Some(v) = s
-            .received
-            .iter()
-            .filter(|v| !on_notices && v.round == s.round && v.state == ServerState::Looking)
-            .find(|v| (v.peer_epoch, v.zxid, v.leader) > decided)
-        {
-            violations.push((
-                format!(
-                    "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} on LOOKING votes although it heard n{}'s vote for n{} (peerEpoch {}, zxid {:#x}) in that round, which beats it.",
-                    s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
-            continue;
-        }
-        let for_leader: Vec<u64> = s
-            .votes
-            .iter()
-            .filter(|v| v.leader == s.leader)
-            .map(|v| v.sid)
-            .collect();
-        let backers: BTreeSet<u64> = for_leader
-            .iter()
-            .copied()
-            .filter(|sid| voters.contains(sid))
-            .collect();
-        if backers.len() < quorum {
-            let outsiders: BTreeSet<u64> = for_leader
-                .iter()
-                .copied()
-                .filter(|sid| !voters.contains(sid))
-                .collect();
-            let from_voters = for_leader.iter().filter(|v| voters.contains(v)).count();
-            let twice = from_voters - backers.len();
-            let mut why = String::new();
-            if !outsiders.is_empty() {
-                why.push_str(&format!(
-                    " (votes of servers that are not voters {outsiders:?} do not count)"
-                ));
-            }
-            if twice > 0 {
-                why.push_str(&format!(
-                    " ({twice} repeated vote(s) of one server count once)"
-                ));
-            }
-            violations.push((
-                format!(
-                    "{name} decided n{} in round {} with the votes of {} configured voter(s) {:?}, short of a quorum of {quorum}{why}.",
-                    s.leader, s.round, backers.len(), backers
-                ),
-                at(format!("{name}'s election of round {}", s.round)),
-            ));
+        if let Some(why) = broken {
+            let at = format!("{}'s election of round {}", e.name, e.s.round);
+            violations.push((why, vec![EvRef::new(el.pos, at)]));
         }
     }
     let mut gaps: Vec<Item> = Vec::new();
@@ -226,6 +99,162 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             .then(|| took.iter().sum::<u64>() as f64 / took.len() as f64),
     };
     Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::VoteRule(m))
+}
+
+/// One decided election as a node reported it, and the rules it must keep; each rule says
+/// how the election broke it, or None.
+struct Decided<'a> {
+    s: &'a ElectionSummary,
+    name: &'a str,
+    me: Option<u64>,
+    /// (peerEpoch, zxid, leader): the decision, ordered as FLE orders votes.
+    decided: (u64, u64, u64),
+}
+
+impl<'a> Decided<'a> {
+    fn of(s: &'a ElectionSummary, name: &'a str) -> Self {
+        Decided {
+            s,
+            name,
+            me: sid_of(name),
+            decided: (s.peer_epoch, s.zxid, s.leader),
+        }
+    }
+
+    /// A server named leader by notices may lead only in its own round (checkLeader).
+    fn leads_out_of_its_round(&self) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let own = s
+            .own_round
+            .filter(|&own| self.me == Some(s.leader) && own != s.round)?;
+        let notices: Vec<String> = s
+            .votes
+            .iter()
+            .map(|v| match (v.state, v.round) {
+                (Some(st), Some(r)) => format!("n{} {} round {r}", v.sid, state_name(st)),
+                _ => format!("n{}", v.sid),
+            })
+            .collect();
+        Some(format!(
+            "{name} decided to lead on FOLLOWING/LEADING notices of round {} ({}) while its own round was {own}: a server named leader by notices may lead only in its own round (checkLeader, ZOOKEEPER-1514).",
+            s.round,
+            notices.join(", ")
+        ))
+    }
+
+    /// A LOOKING vote counts only in its own round: FLE drops older rounds' notices and
+    /// clears its tally when it moves to a newer round.
+    fn counts_a_stale_looking_vote(&self) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let v = s.votes.iter().find(|v| {
+            v.state == Some(ServerState::Looking) && v.round.is_some_and(|r| r != s.round)
+        })?;
+        Some(format!(
+            "{name} decided n{} in round {} counting n{}'s LOOKING vote of round {}: FLE counts a LOOKING vote only in its own round (it ignores older rounds and clears its tally for a newer one).",
+            s.leader,
+            s.round,
+            v.sid,
+            v.round.unwrap_or(0)
+        ))
+    }
+
+    /// FLE only adopts a better vote: its own proposals in a round never fall.
+    fn proposals_fell(&self) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let mine = s.received.iter().filter(|v| {
+            Some(v.sid) == self.me && v.round == s.round && v.state == ServerState::Looking
+        });
+        let (a, b) = mine
+            .clone()
+            .zip(mine.skip(1))
+            .find(|(a, b)| (a.peer_epoch, a.zxid, a.leader) > (b.peer_epoch, b.zxid, b.leader))?;
+        Some(format!(
+            "{name}'s proposals fell in round {}: it proposed n{} (peerEpoch {}, zxid {:#x}) and later n{} (peerEpoch {}, zxid {:#x}), which the first beats; FLE only adopts a better vote, so the order it used is not (peerEpoch, zxid, sid) (ZOOKEEPER-1419). It decided n{}.",
+            s.round, a.leader, a.peer_epoch, a.zxid, b.leader, b.peer_epoch, b.zxid, s.leader
+        ))
+    }
+
+    /// No counted vote beats the decision. FOLLOWING/LEADING notices for the decided leader
+    /// carry the zxid and round of whichever election their sender took part in: followers of
+    /// one leader may hold votes of two of its terms (ZOOKEEPER-1732; ZooKeeper compares them
+    /// on leader and epoch only), so those are not ranked against the decision.
+    fn beaten_by_a_counted_vote(&self) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let v = s.votes.iter().find(|v| {
+            !v.settled_for(s.leader) && (v.peer_epoch, v.zxid, v.leader) > self.decided
+        })?;
+        Some(format!(
+            "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} although it counted n{}'s vote for n{} (peerEpoch {}, zxid {:#x}), which beats it.",
+            s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
+        ))
+    }
+
+    /// The whole round: every LOOKING vote of the deciding round heard by a server that
+    /// decided it on LOOKING votes. One that joined a leader, or heard FOLLOWING/LEADING
+    /// notices for the winner in its round (FLE then follows a leader a quorum already
+    /// established, which a restarted server with a longer log need not beat), is not judged.
+    fn beaten_by_a_heard_vote(&self) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let on_notices = s.joined
+            || s.received.iter().any(|v| {
+                v.leader == s.leader
+                    && v.round == s.round
+                    && matches!(v.state, ServerState::Following | ServerState::Leading)
+            });
+        if on_notices {
+            return None;
+        }
+        let v = s
+            .received
+            .iter()
+            .filter(|v| v.round == s.round && v.state == ServerState::Looking)
+            .find(|v| (v.peer_epoch, v.zxid, v.leader) > self.decided)?;
+        Some(format!(
+            "{name} decided n{} (peerEpoch {}, zxid {:#x}) in round {} on LOOKING votes although it heard n{}'s vote for n{} (peerEpoch {}, zxid {:#x}) in that round, which beats it.",
+            s.leader, s.peer_epoch, s.zxid, s.round, v.sid, v.leader, v.peer_epoch, v.zxid
+        ))
+    }
+
+    /// The leader's backers are a quorum of distinct configured voters.
+    fn short_of_a_quorum(&self, voters: &BTreeSet<u64>, quorum: usize) -> Option<String> {
+        let (s, name) = (self.s, self.name);
+        let for_leader: Vec<u64> = s
+            .votes
+            .iter()
+            .filter(|v| v.leader == s.leader)
+            .map(|v| v.sid)
+            .collect();
+        let backers: BTreeSet<u64> = for_leader
+            .iter()
+            .copied()
+            .filter(|sid| voters.contains(sid))
+            .collect();
+        if backers.len() >= quorum {
+            return None;
+        }
+        let outsiders: BTreeSet<u64> = for_leader
+            .iter()
+            .copied()
+            .filter(|sid| !voters.contains(sid))
+            .collect();
+        let from_voters = for_leader.iter().filter(|v| voters.contains(v)).count();
+        let twice = from_voters - backers.len();
+        let mut why = String::new();
+        if !outsiders.is_empty() {
+            why.push_str(&format!(
+                " (votes of servers that are not voters {outsiders:?} do not count)"
+            ));
+        }
+        if twice > 0 {
+            why.push_str(&format!(
+                " ({twice} repeated vote(s) of one server count once)"
+            ));
+        }
+        Some(format!(
+            "{name} decided n{} in round {} with the votes of {} configured voter(s) {:?}, short of a quorum of {quorum}{why}.",
+            s.leader, s.round, backers.len(), backers
+        ))
+    }
 }
 
 /// A state as the wire and the logs spell it.

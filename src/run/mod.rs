@@ -186,6 +186,9 @@ enum Ending {
 }
 
 /// One run: returns the verdict's exit code, or the code of the signal that interrupted it.
+/// It is the run's timeline read top to bottom (folder and test.json, setup, observers,
+/// workload and nemesis, final phase, teardown, finish), each stage a call; its length is
+/// the hand-over between stages, kept in one place so the order is seen at once.
 async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
     let run_dir = run_dir::create(&plan.args.out, &plan.name)?;

@@ -262,21 +262,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         ))
     })?;
     let rec = timed::of_run(&run_dir)?;
-    let mut args: TestArgs = rec
-        .info
-        .settings
-        .rest
-        .get("args")
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("no settings.args"))
-        .and_then(|a| Ok(serde_json::from_value(a)?))
-        .map_err(|e| {
-            bad_input(format!(
-                "{}: test.json does not hold this version's test arguments ({e}); replay it with \
-                 the fle-chaos that made it",
-                run_dir.display()
-            ))
-        })?;
+    let mut args = recorded_args(&run_dir, &rec)?;
     args.seed = Some(rec.info.seed);
     let results = crate::run::child::read_results(&run_dir).map_err(|e| {
         bad_input(format!(
@@ -395,33 +381,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         (Some(_), None) => Status::Shrunk,
     };
     if let Some(m) = &minimal {
-        let file = out.join("minimal.toml");
-        let cmd = command(&args, m, &out);
-        let header = format!(
-            "minimal fault sequence of {} (seed {}): {} of {} faults, run {} s\nfle-chaos test {cmd} --nemesis-file {}",
-            run_dir.display(),
-            rec.info.seed,
-            m.steps.len(),
-            original.steps.len(),
-            m.time_limit.as_secs_f64(),
-            file.display()
-        );
-        if m.steps.is_empty() {
-            std::fs::write(
-                &file,
-                format!(
-                    "# {}\n# no faults needed: replay with --nemesis none\n",
-                    header.replace('\n', "\n# ")
-                ),
-            )?;
-            outcome.replay_command = format!("fle-chaos test {cmd} --nemesis none");
-        } else {
-            std::fs::write(&file, timed::to_toml(&m.steps, &header, rec.fake_monotonic))?;
-            outcome.replay_command =
-                format!("fle-chaos test {cmd} --nemesis-file {}", file.display());
-        }
-        outcome.minimal = Sequence::of(m);
-        outcome.minimal_file = Some(file);
+        write_minimal(&mut outcome, m, (&rec, &original), &args)?;
     }
     outcome.reproduced = reproduced;
     outcome.final_replays = replayed;
@@ -432,6 +392,65 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     outcome.interrupted = engine.interrupted.map(|s| s.name().to_string());
     report::write(&outcome)?;
     Ok(outcome)
+}
+
+/// The test arguments the run was made with (test.json's `settings.args`), as this version
+/// reads them.
+fn recorded_args(run_dir: &Path, rec: &timed::Recorded) -> Result<TestArgs> {
+    let args: TestArgs = rec
+        .info
+        .settings
+        .rest
+        .get("args")
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no settings.args"))
+        .and_then(|a| Ok(serde_json::from_value(a)?))
+        .map_err(|e| {
+            bad_input(format!(
+                "{}: test.json does not hold this version's test arguments ({e}); replay it with \
+                 the fle-chaos that made it",
+                run_dir.display()
+            ))
+        })?;
+    Ok(args)
+}
+
+/// Writes `minimal.toml` (or, when no fault is needed, a note to replay with `--nemesis none`)
+/// and puts it and its replay command in the outcome.
+fn write_minimal(
+    outcome: &mut ShrinkOutcome,
+    m: &Candidate,
+    (rec, original): (&timed::Recorded, &Candidate),
+    args: &TestArgs,
+) -> Result<()> {
+    let (run_dir, out) = (outcome.run_dir.clone(), outcome.out.clone());
+    let file = out.join("minimal.toml");
+    let cmd = command(args, m, &out);
+    let header = format!(
+        "minimal fault sequence of {} (seed {}): {} of {} faults, run {} s\nfle-chaos test {cmd} --nemesis-file {}",
+        run_dir.display(),
+        rec.info.seed,
+        m.steps.len(),
+        original.steps.len(),
+        m.time_limit.as_secs_f64(),
+        file.display()
+    );
+    if m.steps.is_empty() {
+        std::fs::write(
+            &file,
+            format!(
+                "# {}\n# no faults needed: replay with --nemesis none\n",
+                header.replace('\n', "\n# ")
+            ),
+        )?;
+        outcome.replay_command = format!("fle-chaos test {cmd} --nemesis none");
+    } else {
+        std::fs::write(&file, timed::to_toml(&m.steps, &header, rec.fake_monotonic))?;
+        outcome.replay_command = format!("fle-chaos test {cmd} --nemesis-file {}", file.display());
+    }
+    outcome.minimal = Sequence::of(m);
+    outcome.minimal_file = Some(file);
+    Ok(())
 }
 
 /// The search (steps 1 to 3): the smallest candidate that still fails, or None when the

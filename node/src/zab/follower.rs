@@ -96,6 +96,9 @@ impl Follower {
         })]
     }
 
+    /// One message from the leader. One arm per (phase, message) of the protocol, as
+    /// ZooKeeper's `Learner` handles its packets: the arms share the phase's state, and the
+    /// table read top to bottom is the protocol (hence its length).
     pub fn step(&mut self, msg: Msg) -> Vec<Output> {
         let mut out = Vec::new();
         if self.ended {

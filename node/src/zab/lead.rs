@@ -95,6 +95,9 @@ impl Incoming<'_> {
     }
 }
 
+/// The leader's term: one `select!` over the quorum port's new connections, the followers'
+/// frames and closes, the clients' writes and the tick, driving the `Leader` machine. Its length is
+/// that one loop's arms; the protocol's decisions are all in `leader` (pure, unit-tested).
 async fn run(
     cfg: ZabConfig,
     store: SharedStore,
