@@ -369,33 +369,7 @@ impl<'a> Logs<'a> {
             lname,
         } = self;
         let (d, longest_log, longest, lname) = (*d, *longest_log, *longest, *lname);
-        // Every acknowledged write is in the longest log, at its acknowledged zxid. Where a value
-        // is in the longest log: found by its acknowledged zxid (the log is sorted by zxid and
-        // holds no value twice, as is usual), else by value in a table built only then.
-        let by_zxid = longest.windows(2).all(|w| w[0].0 < w[1].0)
-            && !longest_issues
-                .iter()
-                .any(|(_, x)| matches!(x, EntryIssue::Twice(_)));
-        let mut by_value: Option<FastMap<&str, (usize, u64)>> = None;
-        let mut in_longest = |v: &str, zxid: Option<u64>| -> Option<(usize, u64)> {
-            if let (true, Some(z)) = (by_zxid, zxid) {
-                if let Ok(i) = longest.binary_search_by_key(&z, |e| e.0) {
-                    if longest[i].1 == v {
-                        return Some((i, z));
-                    }
-                }
-            }
-            by_value
-                .get_or_insert_with(|| {
-                    longest
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (z, v))| (v.as_str(), (i, *z)))
-                        .collect()
-                })
-                .get(v)
-                .copied()
-        };
+        let mut in_longest = Lookup::new(longest, longest_issues);
         let mut holders_of: Option<FastMap<&str, Vec<Holder>>> = None;
         let mut acked = 0usize;
         let mut acks: Vec<(&str, &WriteOp)> = fates
@@ -405,7 +379,7 @@ impl<'a> Logs<'a> {
         acks.sort_by_key(|a| a.1.pos);
         for (v, ok) in acks {
             acked += 1;
-            let at = in_longest(v, ok.zxid);
+            let at = in_longest.find(v, ok.zxid);
             // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
             // index i when it is no longer than i.
             let lacks = |e: &Vec<(u64, String)>| at.is_none_or(|(i, _)| e.len() <= i);
@@ -482,6 +456,50 @@ impl<'a> Logs<'a> {
             }
         }
         acked
+    }
+}
+
+/// Where a value is in the longest log: found by its acknowledged zxid when the log is sorted
+/// by zxid and holds no value twice, as is usual, else by value in a table built only then.
+struct Lookup<'l> {
+    longest: &'l [(u64, String)],
+    by_zxid: bool,
+    by_value: Option<FastMap<&'l str, (usize, u64)>>,
+}
+
+impl<'l> Lookup<'l> {
+    fn new(longest: &'l [(u64, String)], issues: &[(usize, EntryIssue<'_>)]) -> Self {
+        let by_zxid = longest.windows(2).all(|w| w[0].0 < w[1].0)
+            && !issues
+                .iter()
+                .any(|(_, x)| matches!(x, EntryIssue::Twice(_)));
+        Lookup {
+            longest,
+            by_zxid,
+            by_value: None,
+        }
+    }
+
+    /// Value `v`'s (index, zxid) in the longest log; `zxid` is where it was acknowledged.
+    fn find(&mut self, v: &str, zxid: Option<u64>) -> Option<(usize, u64)> {
+        let longest = self.longest;
+        if let (true, Some(z)) = (self.by_zxid, zxid) {
+            if let Ok(i) = longest.binary_search_by_key(&z, |e| e.0) {
+                if longest[i].1 == v {
+                    return Some((i, z));
+                }
+            }
+        }
+        self.by_value
+            .get_or_insert_with(|| {
+                longest
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (z, v))| (v.as_str(), (i, *z)))
+                    .collect()
+            })
+            .get(v)
+            .copied()
     }
 }
 

@@ -276,25 +276,12 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     let out = opts.out.clone().unwrap_or_else(|| run_dir.join("shrink"));
     prepare_out(&out)?;
     let original_limit = Duration::from_secs_f64(rec.info.time_limit_s);
-    let floor = Duration::from_secs(1);
-    let original = Candidate::fitted(rec.steps.clone(), Duration::ZERO, floor);
+    let original = Candidate::fitted(rec.steps.clone(), Duration::ZERO, FLOOR);
     let original = Candidate {
         time_limit: original.time_limit.max(original_limit),
         ..original
     };
-    let replay_file = out.join("replay.toml");
-    let header = format!(
-        "replay of {} (seed {}): what the nemesis did, as it did it\nfle-chaos test {} --nemesis-file {}",
-        run_dir.display(),
-        rec.info.seed,
-        command(&args, &original, &out),
-        replay_file.display()
-    );
-    std::fs::write(
-        &replay_file,
-        timed::to_toml(&original.steps, &header, rec.fake_monotonic),
-    )
-    .with_context(|| format!("cannot write {}", replay_file.display()))?;
+    let (replay_file, replay_command) = write_replay(&out, &run_dir, &rec, &args, &original)?;
     let mut outcome = ShrinkOutcome {
         run_dir: run_dir.clone(),
         out: out.clone(),
@@ -304,11 +291,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         minimal: Sequence::of(&original),
         replay_file: replay_file.clone(),
         minimal_file: None,
-        replay_command: format!(
-            "fle-chaos test {} --nemesis-file {}",
-            command(&args, &original, &out),
-            replay_file.display()
-        ),
+        replay_command,
         reproduced: 0,
         final_replays: 0,
         candidates: 0,
@@ -339,41 +322,10 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         decided: Default::default(),
         progress: progress::Progress::new(started + opts.budget),
     };
-    let search_deadline = started + opts.budget.mul_f64(0.75);
-    let final_deadline = started + opts.budget;
-    // A candidate accepted on one lucky replay may reproduce rarely: when its final replays
-    // reproduce less often than `min_rate`, it is set aside and the search resumes without it
-    // (decided candidates are not replayed again).
-    let (minimal, reproduced, replayed) = loop {
-        let minimal = search(&mut engine, &original, floor, search_deadline).await?;
-        let (reproduced, replayed) = match (&minimal, engine.interrupted) {
-            (Some(m), None) => {
-                engine
-                    .measure(m, opts.final_replays, final_deadline)
-                    .await?
-            }
-            _ => (0, 0),
-        };
-        let Some(m) = &minimal else {
-            break (minimal, reproduced, replayed);
-        };
-        let enough = f64::from(reproduced) >= opts.min_rate * f64::from(replayed);
-        let last_resort = m.steps == original.steps && m.time_limit == original.time_limit;
-        if enough
-            || replayed == 0
-            || last_resort
-            || engine.budget_hit
-            || engine.interrupted.is_some()
-        {
-            break (minimal, reproduced, replayed);
-        }
-        outcome.set_aside.push(format!(
-            "{} faults, run {:.1} s: {reproduced} of {replayed} final replays reproduced",
-            m.steps.len(),
-            m.time_limit.as_secs_f64()
-        ));
-        engine.set_aside(m);
-    };
+    // Three quarters of the budget to search, the rest for the final replays.
+    let deadlines = (started + opts.budget.mul_f64(0.75), started + opts.budget);
+    let (minimal, reproduced, replayed) =
+        steady_minimal(&mut engine, &original, opts, &mut outcome, deadlines).await?;
     engine.progress.finish();
     outcome.status = match (&minimal, engine.interrupted) {
         (_, Some(_)) => Status::Interrupted,
@@ -392,6 +344,82 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     outcome.interrupted = engine.interrupted.map(|s| s.name().to_string());
     report::write(&outcome)?;
     Ok(outcome)
+}
+
+/// The shortest run a candidate is given.
+const FLOOR: Duration = Duration::from_secs(1);
+
+/// Writes `replay.toml` (what the nemesis did, as it did it, with the command that replays
+/// it in its header); its path and that command.
+fn write_replay(
+    out: &Path,
+    run_dir: &Path,
+    rec: &timed::Recorded,
+    args: &TestArgs,
+    original: &Candidate,
+) -> Result<(PathBuf, String)> {
+    let replay_file = out.join("replay.toml");
+    let replay_command = format!(
+        "fle-chaos test {} --nemesis-file {}",
+        command(args, original, out),
+        replay_file.display()
+    );
+    let header = format!(
+        "replay of {} (seed {}): what the nemesis did, as it did it\n{replay_command}",
+        run_dir.display(),
+        rec.info.seed,
+    );
+    std::fs::write(
+        &replay_file,
+        timed::to_toml(&original.steps, &header, rec.fake_monotonic),
+    )
+    .with_context(|| format!("cannot write {}", replay_file.display()))?;
+    Ok((replay_file, replay_command))
+}
+
+/// Searches for a minimal candidate and measures it with the final replays: (the minimal
+/// candidate, final replays that reproduced, final replays run). A candidate accepted on one
+/// lucky replay may reproduce rarely: when its final replays reproduce less often than
+/// `min_rate`, it is set aside (listed in `outcome.set_aside`) and the search resumes without
+/// it (decided candidates are not replayed again), until a candidate holds, the original is
+/// all that is left, the budget runs out or an interrupt comes. `deadlines`: (search, final).
+async fn steady_minimal(
+    engine: &mut Engine,
+    original: &Candidate,
+    opts: &ShrinkOptions,
+    outcome: &mut ShrinkOutcome,
+    (search_deadline, final_deadline): (Instant, Instant),
+) -> Result<(Option<Candidate>, u32, u32)> {
+    loop {
+        let minimal = search(engine, original, FLOOR, search_deadline).await?;
+        let (reproduced, replayed) = match (&minimal, engine.interrupted) {
+            (Some(m), None) => {
+                engine
+                    .measure(m, opts.final_replays, final_deadline)
+                    .await?
+            }
+            _ => (0, 0),
+        };
+        let Some(m) = &minimal else {
+            return Ok((minimal, reproduced, replayed));
+        };
+        let enough = f64::from(reproduced) >= opts.min_rate * f64::from(replayed);
+        let last_resort = m.steps == original.steps && m.time_limit == original.time_limit;
+        if enough
+            || replayed == 0
+            || last_resort
+            || engine.budget_hit
+            || engine.interrupted.is_some()
+        {
+            return Ok((minimal, reproduced, replayed));
+        }
+        outcome.set_aside.push(format!(
+            "{} faults, run {:.1} s: {reproduced} of {replayed} final replays reproduced",
+            m.steps.len(),
+            m.time_limit.as_secs_f64()
+        ));
+        engine.set_aside(m);
+    }
 }
 
 /// The test arguments the run was made with (test.json's `settings.args`), as this version

@@ -185,33 +185,14 @@ impl Engine {
         stop: Option<usize>,
         deadline: Instant,
     ) -> Result<Vec<(u32, u32)>> {
-        let mut files = Vec::new();
-        let mut ids = Vec::new();
-        for c in cands {
-            self.candidates += 1;
-            let id = self.candidates;
-            files.push(self.write(id, c)?);
-            ids.push(id);
+        let mut batch = Batch::written(self, cands)?;
+        if let Some(known) = self.recall(&mut batch, k, stop) {
+            return Ok(known);
         }
         // Every candidate's first replay before anyone's second: a batch is decided sooner.
         let mut queue: std::collections::VecDeque<(usize, u32)> = (0..k)
             .flat_map(|r| (0..cands.len()).map(move |c| (c, r)))
             .collect();
-        let mut counts = vec![(0u32, 0u32); cands.len()];
-        // Candidates decided before are not replayed again (a search resumed after a candidate
-        // was set aside walks the same path up to it).
-        let mut known = vec![false; cands.len()];
-        if stop.is_some() {
-            for (i, c) in cands.iter().enumerate() {
-                if let Some(&fails) = self.decided.get(&key(c)) {
-                    known[i] = true;
-                    counts[i] = if fails { (1, 1) } else { (0, k) };
-                    if fails && stop.is_some_and(|from| i >= from) {
-                        return Ok(counts);
-                    }
-                }
-            }
-        }
         let (cancel, cancelled) = watch::channel(false);
         let mut running: JoinSet<(usize, u32, Result<ChildRun>)> = JoinSet::new();
         let mut stopping = false;
@@ -221,7 +202,7 @@ impl Engine {
                 let Some((c, r)) = queue.pop_front() else {
                     break;
                 };
-                if known[c] || (stop.is_some() && counts[c].0 > 0) {
+                if batch.known[c] || (stop.is_some() && batch.counts[c].0 > 0) {
                     continue;
                 }
                 if Instant::now() >= deadline {
@@ -229,35 +210,7 @@ impl Engine {
                     stopping = true;
                     break;
                 }
-                let out = self
-                    .dir
-                    .join("runs")
-                    .join(format!("c{}-r{}", ids[c], r + 1));
-                let argv = test_argv(&self.args, cands[c].time_limit, files[c].as_deref());
-                let exe = self.exe.clone();
-                let mut rx = cancelled.clone();
-                running.spawn(async move {
-                    let run = async {
-                        std::fs::create_dir_all(&out)
-                            .with_context(|| format!("cannot create {}", out.display()))?;
-                        let log = out.join("child.log");
-                        let place = ChildPlace {
-                            out: &out,
-                            name: "replay",
-                            log: &log,
-                        };
-                        // A replay is stopped with SIGTERM (never SIGKILL): it tears its
-                        // cluster down, so nothing is left behind.
-                        let cancel = async move {
-                            let _ = rx.wait_for(|c| *c).await;
-                            Stop::Cancelled
-                        };
-                        run_child(&exe, &argv, place, None, cancel).await
-                    };
-                    (c, r, run.await)
-                });
-                self.progress
-                    .update(&self.runs, self.candidates, running.len(), false);
+                self.spawn(&mut running, &batch, c, r, cancelled.clone());
             }
             if running.is_empty() {
                 break;
@@ -288,24 +241,11 @@ impl Engine {
                     self.dir.join("runs").display()
                 );
             }
-            let reproduced = !run.cancelled && self.reproduces(&run);
-            self.runs.push(Replay {
-                candidate: ids[c],
-                faults: cands[c].steps.len(),
-                time_limit_s: cands[c].time_limit.as_secs_f64(),
-                code: run.code,
-                reproduced,
-                invalid: run.invalid_checkers(),
-                run_dir: run.run_dir.clone(),
-                took_s: run.duration.as_secs_f64(),
-                cancelled: run.cancelled,
-            });
-            self.progress
-                .update(&self.runs, self.candidates, running.len(), !run.cancelled);
+            let reproduced = self.record(&batch, c, &run, running.len());
             if !run.cancelled {
-                counts[c].1 += 1;
+                batch.counts[c].1 += 1;
                 if reproduced {
-                    counts[c].0 += 1;
+                    batch.counts[c].0 += 1;
                     if stop.is_some_and(|from| c >= from) {
                         stopping = true;
                         let _ = cancel.send(true);
@@ -314,15 +254,130 @@ impl Engine {
             }
         }
         if stop.is_some() && self.interrupted.is_none() {
-            for (i, c) in cands.iter().enumerate() {
-                let (fails, done) = counts[i];
-                // Decided: it failed, or it passed all k replays.
-                if !known[i] && (fails > 0 || done >= k) {
-                    self.decided.insert(key(c), fails > 0);
+            self.remember(&batch, k);
+        }
+        Ok(batch.counts)
+    }
+
+    /// With `stop`, candidates decided before are not replayed again (a search resumed after
+    /// a candidate was set aside walks the same path up to it): their counts are filled in,
+    /// and when one of them fails at `from` or later the batch is decided already.
+    fn recall(&self, batch: &mut Batch, k: u32, stop: Option<usize>) -> Option<Vec<(u32, u32)>> {
+        stop?;
+        for (i, c) in batch.cands.iter().enumerate() {
+            if let Some(&fails) = self.decided.get(&key(c)) {
+                batch.known[i] = true;
+                batch.counts[i] = if fails { (1, 1) } else { (0, k) };
+                if fails && stop.is_some_and(|from| i >= from) {
+                    return Some(batch.counts.clone());
                 }
             }
         }
-        Ok(counts)
+        None
+    }
+
+    /// Starts replay `r` of candidate `c` as a child run in `runs/cID-rR`, stopped (SIGTERM,
+    /// never SIGKILL: it tears its cluster down, so nothing is left behind) once `cancelled`
+    /// says so.
+    fn spawn(
+        &self,
+        running: &mut JoinSet<(usize, u32, Result<ChildRun>)>,
+        batch: &Batch,
+        c: usize,
+        r: u32,
+        mut cancelled: watch::Receiver<bool>,
+    ) {
+        let out = self
+            .dir
+            .join("runs")
+            .join(format!("c{}-r{}", batch.ids[c], r + 1));
+        let argv = test_argv(
+            &self.args,
+            batch.cands[c].time_limit,
+            batch.files[c].as_deref(),
+        );
+        let exe = self.exe.clone();
+        running.spawn(async move {
+            let run = async {
+                std::fs::create_dir_all(&out)
+                    .with_context(|| format!("cannot create {}", out.display()))?;
+                let log = out.join("child.log");
+                let place = ChildPlace {
+                    out: &out,
+                    name: "replay",
+                    log: &log,
+                };
+                let cancel = async move {
+                    let _ = cancelled.wait_for(|c| *c).await;
+                    Stop::Cancelled
+                };
+                run_child(&exe, &argv, place, None, cancel).await
+            };
+            (c, r, run.await)
+        });
+        self.progress
+            .update(&self.runs, self.candidates, running.len(), false);
+    }
+
+    /// Lists a finished replay of candidate `c` for the report; whether it reproduced the
+    /// failure (a cancelled replay never does).
+    fn record(&mut self, batch: &Batch, c: usize, run: &ChildRun, still_running: usize) -> bool {
+        let reproduced = !run.cancelled && self.reproduces(run);
+        let cand = &batch.cands[c];
+        self.runs.push(Replay {
+            candidate: batch.ids[c],
+            faults: cand.steps.len(),
+            time_limit_s: cand.time_limit.as_secs_f64(),
+            code: run.code,
+            reproduced,
+            invalid: run.invalid_checkers(),
+            run_dir: run.run_dir.clone(),
+            took_s: run.duration.as_secs_f64(),
+            cancelled: run.cancelled,
+        });
+        self.progress
+            .update(&self.runs, self.candidates, still_running, !run.cancelled);
+        reproduced
+    }
+
+    /// Remembers the candidates this batch decided: failed, or passed all `k` replays.
+    fn remember(&mut self, batch: &Batch, k: u32) {
+        for (i, c) in batch.cands.iter().enumerate() {
+            let (fails, done) = batch.counts[i];
+            if !batch.known[i] && (fails > 0 || done >= k) {
+                self.decided.insert(key(c), fails > 0);
+            }
+        }
+    }
+}
+
+/// One batch of candidates being replayed: their numbers and schedule files, per candidate
+/// (reproduced, completed) so far, and which were decided by an earlier batch.
+struct Batch<'a> {
+    cands: &'a [Candidate],
+    ids: Vec<usize>,
+    files: Vec<Option<PathBuf>>,
+    counts: Vec<(u32, u32)>,
+    known: Vec<bool>,
+}
+
+impl<'a> Batch<'a> {
+    /// Numbers each candidate and writes its schedule.
+    fn written(search: &mut Engine, cands: &'a [Candidate]) -> Result<Self> {
+        let mut files = Vec::new();
+        let mut ids = Vec::new();
+        for c in cands {
+            search.candidates += 1;
+            ids.push(search.candidates);
+            files.push(search.write(search.candidates, c)?);
+        }
+        Ok(Batch {
+            cands,
+            ids,
+            files,
+            counts: vec![(0, 0); cands.len()],
+            known: vec![false; cands.len()],
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The view's own tests: each derived fact over small hand-fed histories.
 
-use crate::history::FaultKind;
 use crate::history::test_feed::{Feed, MS};
+use crate::history::FaultKind;
 
 /// A node the view first hears of while a stall is open (a live recorder's view learns
 /// nodes as their lines arrive) is counted, not indexed past the stall's read counts.
