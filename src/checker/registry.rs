@@ -23,7 +23,7 @@ pub enum Needs {
     Nothing,
     /// Client writes (a workload that writes).
     Writes,
-    /// The votes each election counted (fle-node reports them; ZooKeeper does not).
+    /// The votes each election counted (fle-node reports them; ZooKeeper's log tells them).
     Votes,
 }
 
@@ -39,9 +39,6 @@ impl Needs {
     /// Why `info`'s run lacks it, if it does.
     pub fn missing(self, info: &TestInfo) -> Option<String> {
         match self {
-            Needs::Votes if info.target == "zookeeper" => {
-                Some("ZooKeeper does not expose the votes it counted".into())
-            }
             Needs::Writes if info.workload_kind() == "election" => Some(format!(
                 "the workload ({}) only observes and writes nothing",
                 info.workload

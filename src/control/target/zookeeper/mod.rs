@@ -9,18 +9,22 @@
 //! - `launch`: the JVM command line;
 //! - `observe`: AdminServer answers and Zab's epoch files → `api::NodeStatus`;
 //! - `epochs`: when the epoch files are read (every observation here, cached over SSH);
+//! - `fle_log`, `election_log`: each server's elections as its zookeeper.log tells them, read
+//!   into the summary fle-node reports, so vote-rule judges ZooKeeper too;
 //! - `client`: sessions, sequential-znode writes with Jepsen outcomes, the final read;
 //! - `os_setup`: installs the package and a JRE on this machine when missing.
 
 pub mod client;
 pub mod config;
+pub mod election_log;
 pub mod epochs;
+pub mod fle_log;
 pub mod install;
 pub mod launch;
 pub mod observe;
 pub mod os_setup;
 
-use crate::api::{LogResponse, NodeStatus, ServerState};
+use crate::api::{ElectionSummary, LogResponse, NodeStatus, ServerState};
 use crate::control::fault::clock::Clock;
 use crate::control::target::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
 use crate::control::{fault::faketime, Control, DaemonSpec};
@@ -95,6 +99,8 @@ pub struct ZooKeeper {
     homes: Mutex<HashMap<String, String>>,
     /// The version each server reported (AdminServer `srvr`), once it answered.
     versions: Mutex<BTreeMap<String, String>>,
+    /// Each server's elections, from its log.
+    elections: election_log::ElectionLogs,
 }
 
 impl ZooKeeper {
@@ -143,6 +149,7 @@ impl ZooKeeper {
             }
         };
         Ok(ZooKeeper {
+            elections: election_log::ElectionLogs::new(cadence != Cadence::EveryObservation),
             epoch_files: EpochFiles::new(cadence),
             homes: Mutex::new(HashMap::new()),
             versions: Mutex::new(BTreeMap::new()),
@@ -249,6 +256,26 @@ impl ZooKeeper {
         Ok(epochs)
     }
 
+    /// `node`'s latest decided election, from its log (see `election_log`).
+    fn last_election(&self, node: &str, role: Option<(bool, u64)>) -> Option<ElectionSummary> {
+        let log = self.control.node_dir(node).ok()?.join("zookeeper.log");
+        let quorum = crate::api::quorum(self.servers.len());
+        self.elections
+            .last_election(self.control.as_ref(), node, &log, role, |span| {
+                fle_log::summary(span, quorum, |addr| self.sid_at(addr))
+            })
+    }
+
+    /// The server whose quorum (Zab) port is at `addr` (`ip:port`, as a follower's log names
+    /// its leader).
+    fn sid_at(&self, addr: &str) -> Option<u64> {
+        let addr: SocketAddr = addr.parse().ok()?;
+        self.servers
+            .values()
+            .find(|s| SocketAddr::new(s.host, s.ports.quorum) == addr)
+            .map(|s| s.sid)
+    }
+
     async fn observe(&self, node: &str) -> Result<NodeStatus, ReadError> {
         let server = self
             .server(node)
@@ -342,7 +369,7 @@ impl ZooKeeper {
             .get(node)
             .copied()
             .unwrap_or(0);
-        let status = observe::to_status(&Observation {
+        let mut status = observe::to_status(&Observation {
             sid: server.sid,
             leader,
             zab,
@@ -353,6 +380,7 @@ impl ZooKeeper {
             uptime_ms,
         })
         .map_err(ReadError::Timeout)?;
+        status.last_election = self.last_election(node, role);
         // Kept only from a read that counted: a refused one's zxid must not travel on.
         if let Some(z) = zab.last_zxid {
             self.last_zxid.lock().unwrap().insert(node.to_string(), z);

@@ -26,8 +26,9 @@
 //!   (`looking_epoch`); a file above it (syncing, or served unseen) makes the read fail rather
 //!   than report a number that is wrong one way or the other. acceptedEpoch is always the
 //!   file's.
-//! - election epoch (logicalclock) and the counted votes are not exposed by ZooKeeper:
-//!   `election_epoch` is 0 and `last_election` None, so the vote-rule checker answers unknown.
+//! - election epoch (logicalclock) and the counted votes are not exposed by the AdminServer:
+//!   `election_epoch` is 0; `last_election` is read from the server's own log afterwards
+//!   (`fle_log`), None here.
 //! - the node's wall clock: the `Date` header of the AdminServer's answer (the JVM's clock,
 //!   which libfaketime moves; one-second resolution), else the controller's clock.
 
