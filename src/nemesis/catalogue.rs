@@ -48,6 +48,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "txnlog-diff-2846",
         include_str!("../../nemesis/txnlog-diff-2846.toml"),
     ),
+    // ZooKeeper 3.8.0's unsynced start-up snapshot under a power cut (docs/zookeeper.md).
+    (
+        "zookeeper-start-power-loss",
+        include_str!("../../nemesis/zookeeper-start-power-loss.toml"),
+    ),
     (
         "corrupt-txnlog",
         include_str!("../../nemesis/corrupt-txnlog.toml"),

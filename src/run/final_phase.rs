@@ -40,6 +40,10 @@ pub fn ensure_all_up(target: &dyn Target, recorder: &Recorder) {
     }
 }
 
+/// How long fewer than a quorum of servers may run before the final phase stops waiting for a
+/// leader.
+const SHORT_OF_A_QUORUM_GRACE: Duration = Duration::from_secs(2);
+
 /// How the final phase's wait ended.
 pub enum Settled {
     /// Every node that is up rejoined the quorum-backed leader.
@@ -56,9 +60,14 @@ pub enum Settled {
 /// every node that is up leading or following it in broadcast, caught up to its last committed
 /// zxid), or `timeout`. Only reads taken after the final heal count. The final reads must not
 /// start before: a node still catching up would show a prefix of the log, which proves nothing.
-pub async fn wait_for_settle(recorder: &Recorder, timeout: Duration) -> Settled {
+pub async fn wait_for_settle(
+    recorder: &Recorder,
+    target: &dyn Target,
+    timeout: Duration,
+) -> Settled {
     let start = recorder.now();
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut short_since: Option<tokio::time::Instant> = None;
     loop {
         // Only reads taken after the final heal count (an older read may show the pre-heal
         // leader): the recovery checker's rule, on the same view of the same lines.
@@ -70,7 +79,18 @@ pub async fn wait_for_settle(recorder: &Recorder, timeout: Duration) -> Settled 
                 took: Duration::from_nanos(recorder.now().saturating_sub(start)),
             };
         }
-        if tokio::time::Instant::now() >= deadline {
+        // Fewer than a quorum of servers run after the final restarts (the others exited:
+        // they cannot start on what their disks hold): no leader can come, and waiting out the
+        // timeout proves no more.
+        let now = tokio::time::Instant::now();
+        let nodes = target.nodes();
+        let running = nodes.iter().filter(|n| target.is_running(n)).count();
+        short_since = match running >= crate::api::quorum(nodes.len()) {
+            true => None,
+            false => short_since.or(Some(now)),
+        };
+        let hopeless = short_since.is_some_and(|t| now - t >= SHORT_OF_A_QUORUM_GRACE);
+        if now >= deadline || hopeless {
             let stragglers = recorder.view(|v| {
                 settle
                     .stragglers
@@ -100,6 +120,12 @@ pub async fn final_reads(target: Arc<dyn Target>, recorder: Arc<Recorder>) {
     for node in target.nodes() {
         let (target, recorder) = (target.clone(), recorder.clone());
         reads.spawn(async move {
+            // A node whose process has exited cannot answer: no need to wait out a timeout.
+            if !target.is_running(&node) {
+                let value = json!({ "error": "its process is not running" });
+                recorder.record(&node, EventType::Fail, F::FinalLog, Some(&node), value);
+                return;
+            }
             let (kind, value) = match target.read_log(&node).await {
                 Ok(log) => (
                     EventType::Ok,

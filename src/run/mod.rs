@@ -466,7 +466,9 @@ async fn run_body(
         tracing::error!("final heal failed: {e:#}");
     }
     final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_settle(&recorder, test.checks.recovery_timeout).await {
+    match final_phase::wait_for_settle(&recorder, target.as_ref(), test.checks.recovery_timeout)
+        .await
+    {
         final_phase::Settled::Yes { sid, epoch, took } => tracing::info!(
             "settled: n{sid} leads epoch {epoch} and every node rejoined it, {} ms after the final heal",
             took.as_millis()

@@ -312,11 +312,10 @@ fn workload_of(args: &TestArgs) -> Result<workload::Workload> {
 
 /// What this run's control and target can do, for choosing and checking the schedule.
 fn abilities_of(args: &TestArgs, mode: NetMode, over_ssh: bool) -> crate::nemesis::Abilities {
-    // Power loss mounts lazyfs under fle-node's dataDir: not ZooKeeper's; locally it needs
-    // FUSE and root (over SSH each host's FUSE is probed at preflight: `leave_out_power_loss`).
-    let no_power_loss = if args.target == TargetKind::Zookeeper {
-        Some("--target zookeeper (lazyfs is wired under fle-node's dataDir only, see docs/faults.md)".into())
-    } else if !over_ssh {
+    // Power loss mounts fle-node's lazyfs at every dataDir (fle-node's or ZooKeeper's);
+    // locally it needs FUSE and root (over SSH each host's FUSE is probed at preflight:
+    // `leave_out_power_loss`).
+    let no_power_loss = if !over_ssh {
         crate::nemesis::local_power_loss_blocker()
     } else {
         None
@@ -356,17 +355,23 @@ fn check_name(name: &str) -> Result<()> {
 
 /// The fle-node binary: `--node-binary`, else the one built beside fle-chaos (built with
 /// cargo when missing).
-fn node_binary(args: &TestArgs) -> Result<PathBuf> {
+/// The fle-node binary: the system under test, and for ZooKeeper the lazyfs its dataDirs
+/// live on when `power_loss` (otherwise a ZooKeeper run does not need it).
+fn node_binary(args: &TestArgs, power_loss: bool) -> Result<PathBuf> {
     let binary = match &args.node_binary {
         Some(b) => b.clone(),
         None => crate::control::target::fle_node::built_binary(),
     };
-    if args.target == TargetKind::Fle
-        && !binary.is_file()
-        && (args.node_binary.is_some() || !build_node_with_cargo(&binary))
-    {
+    let why = match args.target {
+        TargetKind::Fle => "",
+        TargetKind::Zookeeper if power_loss => {
+            " (--target zookeeper's power-loss faults put its dataDir on fle-node's lazyfs)"
+        }
+        TargetKind::Zookeeper => return Ok(binary),
+    };
+    if !binary.is_file() && (args.node_binary.is_some() || !build_node_with_cargo(&binary)) {
         return Err(bad_input(format!(
-            "fle-node not found at {}: build it (cargo build --release -p fle-node) or pass --node-binary FILE",
+            "fle-node not found at {}{why}: build it (cargo build --release -p fle-node) or pass --node-binary FILE",
             binary.display()
         )));
     }
@@ -441,7 +446,7 @@ impl Plan {
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         check_name(&name)?;
-        let binary = node_binary(&args)?;
+        let binary = node_binary(&args, schedule.kinds().contains(&FaultKind::PowerLoss))?;
         if let (TargetKind::Fle, Some(bug)) = (args.target, &args.bug) {
             super::preflight::check_bugs(&binary, bug)?;
         }

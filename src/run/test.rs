@@ -147,6 +147,7 @@ fn create_target(
             opts.write_timeout = write_timeout;
             opts.status_timeout = status_timeout;
             opts.config = plan.args.zookeeper_config.clone();
+            opts.lazyfs = plan.power_loss().then(|| plan.binary.clone());
             Arc::new(ZooKeeper::new(control, opts)?)
         }
         TargetKind::Fle => Arc::new(FleNode::new(

@@ -29,6 +29,27 @@ pub fn control_socket(control: &dyn Control, node: &str) -> ControlSocket {
     ControlSocket::Abstract(format!("flc-lazyfs-{}-{node}", control.registry().run_id()))
 }
 
+/// Makes the node's dataDir (`data`) with its `myid` file: on lazyfs when `lazyfs` names
+/// the binary that serves it (the run has power-loss faults), else a plain folder. On lazyfs
+/// myid goes straight into the backing folder: written through the mount it would not be
+/// fsynced, and the first power loss would take it.
+pub fn data_dir_with_myid(
+    control: &dyn Control,
+    node: &str,
+    lazyfs: Option<&Path>,
+    myid: &[u8],
+) -> Result<()> {
+    match lazyfs {
+        Some(binary) => {
+            control.write_file(node, &Path::new(BACKING).join("myid"), myid)?;
+            mount(control, node, binary)
+        }
+        None => control
+            .write_file(node, &Path::new(MOUNT).join("myid"), myid)
+            .map(drop),
+    }
+}
+
 /// Mounts lazyfs at the node's `data` folder (backed by `data.durable`), recording it first.
 pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
     let dir = control.node_dir(node)?;

@@ -179,19 +179,13 @@ impl Target for FleNode {
 
     fn setup(&self, node: &str) -> Result<()> {
         let sid = sid_of(node).with_context(|| format!("node name {node} has no sid"))?;
-        if self.opts.power_loss {
-            // myid straight into the backing folder: written through the mount it would not be
-            // fsynced, and the first power loss would take it.
-            self.control.write_file(
-                node,
-                &Path::new(lazyfs::BACKING).join("myid"),
-                format!("{sid}\n").as_bytes(),
-            )?;
-            lazyfs::mount(self.control.as_ref(), node, &self.opts.binary)?;
-        } else {
-            self.control
-                .write_file(node, "data/myid".as_ref(), format!("{sid}\n").as_bytes())?;
-        }
+        let lazyfs_binary = self.opts.power_loss.then_some(self.opts.binary.as_path());
+        lazyfs::data_dir_with_myid(
+            self.control.as_ref(),
+            node,
+            lazyfs_binary,
+            format!("{sid}\n").as_bytes(),
+        )?;
         self.control
             .write_file(node, "zoo.cfg".as_ref(), self.zoo_cfg(node)?.as_bytes())?;
         if self.opts.faketime {

@@ -59,6 +59,9 @@ pub struct ZooKeeperOptions {
     pub write_timeout: Duration,
     /// `--zookeeper-config` lines, written last into every server's zoo.cfg.
     pub config: Vec<config::Setting>,
+    /// The fle-node binary whose lazyfs holds every dataDir, when the schedule has power-loss
+    /// faults (ZooKeeper fsyncs its txnlog and epoch files; a power loss drops the rest).
+    pub lazyfs: Option<PathBuf>,
 }
 
 impl ZooKeeperOptions {
@@ -74,6 +77,7 @@ impl ZooKeeperOptions {
             status_timeout: Duration::from_millis(500),
             write_timeout: Duration::from_secs(5),
             config: Vec::new(),
+            lazyfs: None,
         }
     }
 }
@@ -480,8 +484,12 @@ impl Target for ZooKeeper {
             &self.data_dir(node)?,
             &self.opts.config,
         );
-        self.control
-            .write_file(node, "data/myid".as_ref(), config::myid(me.sid).as_bytes())?;
+        crate::control::fault::lazyfs::data_dir_with_myid(
+            self.control.as_ref(),
+            node,
+            self.opts.lazyfs.as_deref(),
+            config::myid(me.sid).as_bytes(),
+        )?;
         self.control
             .write_file(node, "zoo.cfg".as_ref(), cfg.as_bytes())?;
         if self.opts.faketime {
@@ -514,6 +522,17 @@ impl Target for ZooKeeper {
             .unwrap()
             .insert(node.to_string(), Instant::now());
         Ok(pid)
+    }
+
+    fn power_loss(
+        &self,
+        node: &str,
+        tear_seed: Option<u64>,
+    ) -> Result<::fle_node::lazyfs::DropReport> {
+        let Some(binary) = &self.opts.lazyfs else {
+            anyhow::bail!("{node}: its dataDir is not on lazyfs (no power-loss in the schedule)");
+        };
+        crate::control::fault::lazyfs::drop_unsynced(self.control.as_ref(), node, binary, tear_seed)
     }
 
     fn control(&self) -> &dyn Control {
