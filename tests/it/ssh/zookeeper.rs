@@ -1,5 +1,6 @@
 //! Real ZooKeeper over SSH on fake VMs (namespaces running sshd, see support::ssh):
-//! `fle-chaos test --ssh --target zookeeper` with kill, pause and partition judged valid with
+//! `fle-chaos test --ssh --target zookeeper` with kill, pause, partition and power loss (every
+//! dataDir on lazyfs on its host) judged valid with
 //! every applicable checker true, the version each server reported and how the epoch files were
 //! read recorded in test.json, and nothing left on any host (then `clean` finds nothing either);
 //! and `--zookeeper-home` pointing at a distribution folder the test assembles from Debian's
@@ -144,7 +145,8 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
         "[[step]]\nat = \"5s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"2s\"\n\n\
          [[step]]\nat = \"9s\"\nkind = \"pause\"\ntarget = \"n2\"\nduration = \"2s\"\n\n\
          [[step]]\nat = \"13s\"\nkind = \"partition\"\ngroups = [[\"n3\"], [\"n1\", \"n2\"]]\n\
-         duration = \"2s\"\n",
+         duration = \"2s\"\n\n\
+         [[step]]\nat = \"18s\"\nkind = \"power-loss\"\ntarget = \"n2\"\nduration = \"2s\"\n",
     )
     .unwrap();
     let (code, run) = fle_chaos(
@@ -156,6 +158,11 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
             schedule.to_str().unwrap(),
             "--time-limit",
             "30",
+            // ZooKeeper 3.8.0 does not fsync its snapshots: a power loss that takes n2's only
+            // one leaves it unable to start (docs/zookeeper.md, Findings). This run tests the
+            // mechanism over SSH, so it lets ZooKeeper replay its txnlog without one.
+            "--zookeeper-config",
+            "snapshot.trust.empty=true",
         ],
     );
     judged_valid(&run, code);
@@ -165,7 +172,7 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    for kind in ["kill", "pause", "partition"] {
+    for kind in ["kill", "pause", "partition", "power-loss"] {
         assert!(
             events
                 .iter()
