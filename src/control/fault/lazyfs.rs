@@ -102,6 +102,20 @@ pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A target's power loss of a stopped node: its dataDir's lazyfs, served by `lazyfs` (None:
+/// the run mounted none, having no power-loss faults), forgets the un-fsynced writes.
+pub fn power_loss(
+    control: &dyn Control,
+    node: &str,
+    lazyfs: Option<&Path>,
+    tear_seed: Option<u64>,
+) -> Result<DropReport> {
+    let Some(binary) = lazyfs else {
+        bail!("{node}: its dataDir is not on lazyfs (no power-loss in the schedule)");
+    };
+    drop_unsynced(control, node, binary, tear_seed)
+}
+
 /// The power loss of a stopped node: forgets its un-fsynced writes (tearing the last one when
 /// `tear_seed` is set) and returns exactly what was lost.
 pub fn drop_unsynced(

@@ -228,10 +228,8 @@ impl Target for FleNode {
         node: &str,
         tear_seed: Option<u64>,
     ) -> Result<::fle_node::lazyfs::DropReport> {
-        if !self.opts.power_loss {
-            anyhow::bail!("{node}: its dataDir is not on lazyfs (no power-loss in the schedule)");
-        }
-        lazyfs::drop_unsynced(self.control.as_ref(), node, &self.opts.binary, tear_seed)
+        let binary = self.opts.power_loss.then_some(self.opts.binary.as_path());
+        lazyfs::power_loss(self.control.as_ref(), node, binary, tear_seed)
     }
 
     fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
