@@ -67,7 +67,9 @@ pub async fn wait_for_settle(
 ) -> Settled {
     let start = recorder.now();
     let deadline = tokio::time::Instant::now() + timeout;
+    // Since when fewer than a quorum of servers run, and when that was last asked.
     let mut short_since: Option<tokio::time::Instant> = None;
+    let mut asked: Option<tokio::time::Instant> = None;
     loop {
         // Only reads taken after the final heal count (an older read may show the pre-heal
         // leader): the recovery checker's rule, on the same view of the same lines.
@@ -82,13 +84,18 @@ pub async fn wait_for_settle(
         // Fewer than a quorum of servers run after the final restarts (the others exited:
         // they cannot start on what their disks hold): no leader can come, and waiting out the
         // timeout proves no more.
+        // Asked once a second: over SSH each question is a round trip.
         let now = tokio::time::Instant::now();
-        let nodes = target.nodes();
-        let running = nodes.iter().filter(|n| target.is_running(n)).count();
-        short_since = match running >= crate::api::quorum(nodes.len()) {
-            true => None,
-            false => short_since.or(Some(now)),
-        };
+        if asked.is_none_or(|t| now - t >= Duration::from_secs(1)) {
+            asked = Some(now);
+            let nodes = target.nodes();
+            let running =
+                crate::control::blocking(|| nodes.iter().filter(|n| target.is_running(n)).count());
+            short_since = match running >= crate::api::quorum(nodes.len()) {
+                true => None,
+                false => short_since.or(Some(now)),
+            };
+        }
         let hopeless = short_since.is_some_and(|t| now - t >= SHORT_OF_A_QUORUM_GRACE);
         if now >= deadline || hopeless {
             let stragglers = recorder.view(|v| {
@@ -121,7 +128,7 @@ pub async fn final_reads(target: Arc<dyn Target>, recorder: Arc<Recorder>) {
         let (target, recorder) = (target.clone(), recorder.clone());
         reads.spawn(async move {
             // A node whose process has exited cannot answer: no need to wait out a timeout.
-            if !target.is_running(&node) {
+            if !crate::control::blocking(|| target.is_running(&node)) {
                 let value = json!({ "error": "its process is not running" });
                 recorder.record(&node, EventType::Fail, F::FinalLog, Some(&node), value);
                 return;
