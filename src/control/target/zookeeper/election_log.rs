@@ -11,7 +11,7 @@ use crate::control::Control;
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The most bytes read of one log per observation.
@@ -23,7 +23,8 @@ const REMOTE_EVERY: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct ElectionLogs {
     remote: bool,
-    nodes: Mutex<HashMap<String, Follow>>,
+    /// One lock per node: a slow remote read of one log holds up no other node's observer.
+    nodes: Mutex<HashMap<String, Arc<Mutex<Follow>>>>,
 }
 
 #[derive(Default)]
@@ -57,8 +58,14 @@ impl ElectionLogs {
         role: Option<(bool, u64)>,
         judge: impl Fn(&Span) -> Result<ElectionSummary, String>,
     ) -> Option<ElectionSummary> {
-        let mut nodes = self.nodes.lock().unwrap();
-        let f = nodes.entry(node.to_string()).or_default();
+        let follow = self
+            .nodes
+            .lock()
+            .unwrap()
+            .entry(node.to_string())
+            .or_default()
+            .clone();
+        let mut f = follow.lock().unwrap();
         let due =
             !self.remote || f.role != role || f.read_at.is_none_or(|t| t.elapsed() >= REMOTE_EVERY);
         if due {
