@@ -14,6 +14,8 @@
 //! - `run`: one test run end to end;
 //! - `sweep`: many runs from a matrix (nightly jobs), shards, merge and trends.
 //! - `shrink`: a failing run's smallest failing fault sequence, by delta debugging over replays.
+//! - `sim`: a deterministic simulator of an fle-node cluster (`fle-chaos simulate`): the node's
+//!   own machines in virtual time, judged by the same checkers.
 //! - `prune`: retention for a reports folder (old run and sweep folders removed, links kept right).
 //!
 //! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
@@ -29,5 +31,6 @@ pub mod prune;
 pub mod report;
 pub mod run;
 pub mod shrink;
+pub mod sim;
 pub mod sweep;
 pub mod workload;

@@ -42,6 +42,10 @@ enum Command {
     /// Shrink a failing run to the smallest fault sequence that still fails (delta debugging
     /// over replays of its recorded faults); exit 1 when it reproduces, 2 when it does not.
     Shrink(shrink::ShrinkArgs),
+    /// Simulate many seeded runs of an fle-node cluster in virtual time (the node's own
+    /// election and Zab code), judged by the same checkers; failing runs keep a folder and a
+    /// schedule to replay on real processes.
+    Simulate(fle_chaos::sim::cli::SimulateArgs),
     /// Remove old run and sweep folders from a reports folder, keeping the newest of each and
     /// whatever `latest`, a merged sweep or the trends still point to.
     Prune(prune::PruneArgs),
@@ -106,6 +110,7 @@ fn main() {
             Command::Merge(args) => sweep::merge(args).await,
             Command::Shrink(args) => shrink::shrink(args).await,
             Command::Prune(args) => prune::prune(args).await,
+            Command::Simulate(args) => fle_chaos::sim::cli::simulate(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

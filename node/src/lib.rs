@@ -24,6 +24,7 @@ mod bug_tests;
 pub mod bugs;
 pub mod config;
 pub mod election;
+pub mod follow_streak;
 pub mod host_clock;
 pub mod http;
 pub mod lazyfs;

@@ -260,6 +260,52 @@ fn encode_record(buf: &mut Vec<u8>, kind: u8, zxid: u64, value: &[u8]) {
     buf.extend_from_slice(&body);
 }
 
+/// A log image held in memory, as the simulator keeps a server's disk: the same records in the
+/// same bytes as the file, so a power loss (the image cut to its fsynced length, maybe mid
+/// record) is read back by the same repair rule `open` applies.
+pub mod image {
+    use super::{encode_record, encode_txn, scan, Txn, KIND_COMMIT, MAGIC};
+
+    /// An empty log: just the header.
+    pub fn empty() -> Vec<u8> {
+        MAGIC.to_vec()
+    }
+
+    /// Appends txn records (what `TxnLog::append` writes).
+    pub fn append(buf: &mut Vec<u8>, txns: &[Txn]) {
+        for t in txns {
+            encode_txn(buf, t);
+        }
+    }
+
+    /// Appends a commit watermark record (what `TxnLog::commit` writes).
+    pub fn commit(buf: &mut Vec<u8>, upto: u64) {
+        encode_record(buf, KIND_COMMIT, upto, &[]);
+    }
+
+    /// What `open` would keep of these bytes.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Read {
+        pub txns: Vec<Txn>,
+        pub committed: u64,
+        /// Length of the good prefix (the header included once repaired).
+        pub valid_len: usize,
+        /// Why the tail was cut, when it was.
+        pub bad_tail: Option<String>,
+    }
+
+    /// Reads an image as `open` does; Err when the bytes are not a log at all.
+    pub fn read(bytes: &[u8]) -> Result<Read, String> {
+        let s = scan(bytes)?;
+        Ok(Read {
+            txns: s.txns,
+            committed: s.committed,
+            valid_len: (s.valid_len as usize).max(MAGIC.len()),
+            bad_tail: s.bad_tail,
+        })
+    }
+}
+
 /// Decodes a log image held in memory, as `open` does after reading the file: the number of good
 /// txns, the commit watermark and why the tail is bad (if it is); Err when it is not a log. The
 /// fuzz bench feeds it arbitrary bytes: it never panics and allocates no more than the input.

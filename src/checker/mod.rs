@@ -353,7 +353,7 @@ pub fn check_history(events: &[Event], info: &TestInfo, opts: &CheckOptions) -> 
     }
 }
 
-fn unreadable(why: String) -> Results {
+pub(crate) fn unreadable(why: String) -> Results {
     let checkers = names()
         .map(|n| CheckResult {
             applicable: true,

@@ -499,12 +499,22 @@ impl DigestBuilder {
 /// Builds a digest from events in memory: each is written as a history line and read back
 /// through the one decoder, exactly as a file would be.
 pub fn digest_events(events: &[crate::history::Event], nodes: &[String]) -> Result<Digest, String> {
+    let texts = events
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(|x| x.to_string())?;
+    let lines: Vec<&str> = texts.iter().map(String::as_str).collect();
+    digest_lines(&lines, nodes)
+}
+
+/// Digests a history held in memory as its lines (a simulated run's, as it would be written).
+pub fn digest_lines(lines: &[&str], nodes: &[String]) -> Result<Digest, String> {
     let mut b = DigestBuilder::new(nodes);
     let mut last: HashMap<String, String> = HashMap::new();
-    for (pos, e) in events.iter().enumerate() {
-        let text = serde_json::to_string(e).map_err(|x| x.to_string())?;
-        let l = crate::history::line::decode(&text)
-            .map_err(|why| format!("history event {}: {why}", e.index))?;
+    for (pos, text) in lines.iter().enumerate() {
+        let l = crate::history::line::decode(text)
+            .map_err(|why| format!("history line {}: {why}", pos + 1))?;
         let election = match (&l.body, &l.node) {
             (Body::Status(s), Some(n)) => match s.last_election {
                 None => ReadElection::None,
@@ -513,7 +523,7 @@ pub fn digest_events(events: &[crate::history::Event], nodes: &[String]) -> Resu
                 }
                 Some(raw) => {
                     let summary = crate::history::line::election(raw)
-                        .map_err(|why| format!("history event {}: {why}", e.index))?;
+                        .map_err(|why| format!("history event {}: {why}", l.index))?;
                     last.insert(n.to_string(), raw.to_string());
                     ReadElection::New(summary)
                 }

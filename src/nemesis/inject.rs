@@ -121,16 +121,7 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     for (k, v) in &fault.annotations {
         base[k.as_str()] = v.clone();
     }
-    let f = match t.kind {
-        FaultKind::Kill => F::Kill,
-        FaultKind::Pause => F::Pause,
-        FaultKind::Partition => F::Partition,
-        FaultKind::Clock => F::Clock,
-        FaultKind::PowerLoss => F::PowerLoss,
-        FaultKind::Corrupt => F::Corrupt,
-        FaultKind::Packet => F::Packet,
-        FaultKind::Frames => F::Frames,
-    };
+    let f = t.kind.f();
     let result = match t.kind {
         FaultKind::Kill => {
             // Its undo restarts only what it killed: a node already down (another part of

@@ -465,7 +465,7 @@ fn ms(since: Instant) -> u64 {
 /// Marks `fault` with what fired it (recorded in its value) and points `target = "trigger"`
 /// (its own and its parts') at the node the read named. A trigger not seen in time fires the
 /// fault anyway, marked `trigger_missed`, so the run still tests something.
-fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
+pub(crate) fn aim(fault: &mut PlannedFault, trigger: Trigger, fired: Option<Fired>) {
     let a = &mut fault.annotations;
     a.insert("trigger".into(), trigger.name().into());
     match fired {

@@ -45,7 +45,8 @@ impl Observations {
         &self.nodes
     }
 
-    fn set(&self, node: &str, view: NodeView) {
+    /// Sets a node's latest read (the observers; the simulator's recorder).
+    pub fn set(&self, node: &str, view: NodeView) {
         self.views.write().unwrap().insert(node.to_string(), view);
     }
 

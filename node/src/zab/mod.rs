@@ -12,7 +12,7 @@
 
 pub mod accept;
 pub mod actions;
-mod batch;
+pub mod batch;
 mod conn;
 mod exec;
 mod follow;

@@ -1,0 +1,343 @@
+//! `fle-chaos simulate`: many seeded runs of a simulated fle-node cluster, on every core, each
+//! judged by the checkers; only runs that are not valid keep a folder (test.json, history,
+//! results, report, and `schedule.toml`: the faults as a timed schedule that `fle-chaos test
+//! --nemesis-file` replays on real processes). One summary, and the worst verdict as the
+//! exit code.
+
+use super::run::{simulate_one, SimSettings};
+use super::server::Timing;
+use crate::checker::Validity;
+use crate::exit::bad_input;
+use crate::history::FaultKind;
+use crate::nemesis::schedule::Schedule;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimulateArgs {
+    /// How many runs (run i uses seed S+i).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub runs: u64,
+    /// The first run's seed.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    pub seed: u64,
+    /// Runs at once (default: the machine's cores).
+    #[arg(long, value_name = "K")]
+    pub parallel: Option<usize>,
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub nodes: usize,
+    #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
+    pub workload: String,
+    /// Fault kinds, as `test --nemesis` (default: the built-in `mixed`, less what the
+    /// simulator cannot model).
+    #[arg(long, value_name = "KIND,..")]
+    pub nemesis: Option<String>,
+    #[arg(long, value_name = "NAME|FILE")]
+    pub nemesis_file: Option<PathBuf>,
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub nemesis_interval: f64,
+    /// Seeded fle-node bugs, as `fle-node --bug` (see `fle-node --list-bugs`).
+    #[arg(long, value_name = "BUG,..")]
+    pub bug: Option<String>,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub time_limit: f64,
+    /// Stop at the first run that is not valid.
+    #[arg(long)]
+    pub until_invalid: bool,
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run every seed twice and fail on any difference in its history.
+    #[arg(long)]
+    pub check_determinism: bool,
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    pub tick_ms: u64,
+    #[arg(long, default_value_t = 10, value_name = "TICKS")]
+    pub init_limit: u32,
+    #[arg(long, default_value_t = 5, value_name = "TICKS")]
+    pub sync_limit: u32,
+}
+
+/// What the simulator cannot model yet, for a fault or composed part (None: it can).
+pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
+    match f.kind {
+        FaultKind::Frames => Some("frames (the simulator runs no election wire decoder)"),
+        FaultKind::Corrupt => Some("corrupt (damaged files are not simulated yet)"),
+        FaultKind::Packet
+            if matches!(
+                f.packet,
+                Some(crate::control::fault::packet::PacketMode::Bandwidth { .. })
+            ) =>
+        {
+            Some("packet bandwidth (not simulated)")
+        }
+        _ => None,
+    }
+}
+
+/// The settings of every run, from the flags; bad input is one line (exit 254).
+pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
+    if a.runs == 0 {
+        return Err(bad_input("--runs 0: give at least one run"));
+    }
+    if !(1..=9).contains(&a.nodes) {
+        return Err(bad_input(format!(
+            "--nodes {}: the simulator runs 1 to 9 servers",
+            a.nodes
+        )));
+    }
+    if !(a.time_limit.is_finite() && a.time_limit > 0.0 && a.time_limit <= 3600.0) {
+        return Err(bad_input(format!(
+            "--time-limit {}: give simulated seconds in (0, 3600]",
+            a.time_limit
+        )));
+    }
+    if a.tick_ms == 0 || a.init_limit == 0 || a.sync_limit == 0 {
+        return Err(bad_input(
+            "--tick-ms, --init-limit and --sync-limit must be at least 1",
+        ));
+    }
+    if a.parallel == Some(0) {
+        return Err(bad_input("--parallel 0: give at least 1"));
+    }
+    let bugs = match &a.bug {
+        None => fle_node::bugs::Bugs::none(),
+        Some(list) => fle_node::bugs::Bugs::parse(list)
+            .map_err(|e| bad_input(format!("--bug {list}: {e}; see fle-node --list-bugs")))?,
+    };
+    let workload = crate::workload::load(&a.workload)?;
+    let interval = Duration::from_secs_f64(a.nemesis_interval.max(0.001));
+    let chosen = crate::nemesis::schedule_from_flags(
+        a.nemesis.as_deref(),
+        a.nemesis_file.as_deref(),
+        interval,
+        &crate::nemesis::Abilities::all(),
+    )?;
+    let mut schedule: Schedule = chosen.schedule;
+    let explicit = a.nemesis.is_some() || a.nemesis_file.is_some();
+    let mut left_out = Vec::new();
+    if let Some((f, why)) = schedule
+        .faults
+        .iter()
+        .flat_map(|f| f.self_and_parts())
+        .find_map(|f| cannot_model(f).map(|w| (f, w)))
+    {
+        if explicit {
+            let at = f.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            return Err(bad_input(format!(
+                "the simulator cannot model {why}{at}; drop that fault from the schedule or run it on real processes with fle-chaos test"
+            )));
+        }
+    }
+    schedule.faults.retain(|f| {
+        let keep = f.self_and_parts().all(|p| cannot_model(p).is_none());
+        if !keep {
+            left_out.push(f.group_name().unwrap_or_else(|| f.kind.name().to_string()));
+        }
+        keep
+    });
+    let timing = Timing {
+        tick: Duration::from_millis(a.tick_ms),
+        init_limit: a.init_limit,
+        sync_limit: a.sync_limit,
+        finalize_wait: fle_node::election::INITIAL_NOTIFICATION_TIMEOUT,
+        max_notification_interval: Duration::from_secs(60),
+        bugs,
+    };
+    let mut command = format!(
+        "fle-chaos simulate --nodes {} --workload {} --time-limit {} --tick-ms {} --init-limit {} --sync-limit {}",
+        a.nodes, a.workload, a.time_limit, a.tick_ms, a.init_limit, a.sync_limit
+    );
+    if let Some(n) = &a.nemesis {
+        command.push_str(&format!(
+            " --nemesis {n} --nemesis-interval {}",
+            a.nemesis_interval
+        ));
+    }
+    if let Some(f) = &a.nemesis_file {
+        command.push_str(&format!(" --nemesis-file {}", f.display()));
+    }
+    if let Some(b) = &a.bug {
+        command.push_str(&format!(" --bug {b}"));
+    }
+    let s = SimSettings {
+        nodes: a.nodes,
+        time_limit: Duration::from_secs_f64(a.time_limit),
+        workload,
+        schedule,
+        timing,
+        recovery_timeout: Duration::from_secs(30),
+        command,
+    };
+    Ok((s, left_out))
+}
+
+/// One run's line in the summary.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunSummary {
+    pub seed: u64,
+    pub valid: Validity,
+    /// The checkers that were not valid.
+    pub failed: Vec<String>,
+    /// The run's folder, kept when it was not valid.
+    pub folder: Option<PathBuf>,
+}
+
+pub async fn simulate(args: SimulateArgs) -> Result<i32> {
+    let (settings, left_out) = settings(&args)?;
+    for l in &left_out {
+        eprintln!(
+            "fle-chaos: left out of the default schedule: {l} (the simulator cannot model it)"
+        );
+    }
+    tokio::task::spawn_blocking(move || run_all(&args, &settings)).await?
+}
+
+fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
+    let parallel = a
+        .parallel
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let out = a.out.join(format!(
+        "sim-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f")
+    ));
+    std::fs::create_dir_all(&out)
+        .map_err(|e| bad_input(format!("--out {}: cannot create it ({e})", a.out.display())))?;
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let done: Mutex<Vec<RunSummary>> = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let mismatch: Mutex<Option<u64>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.max(1) {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= a.runs {
+                    return;
+                }
+                let seed = a.seed + i;
+                let run = simulate_one(s, seed);
+                if a.check_determinism && simulate_one(s, seed).history != run.history {
+                    *mismatch.lock().unwrap() = Some(seed);
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let valid = run.results.valid;
+                let folder = (valid != Validity::True)
+                    .then(|| keep(&out, &run))
+                    .transpose()
+                    .unwrap_or_else(|e| {
+                        eprintln!("fle-chaos: {e:#}");
+                        None
+                    });
+                if valid != Validity::True && a.until_invalid {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let failed = (run.results.checkers.iter())
+                    .filter(|c| c.applicable && c.valid != Validity::True)
+                    .map(|c| c.name.clone())
+                    .collect();
+                let mut d = done.lock().unwrap();
+                d.push(RunSummary {
+                    seed,
+                    valid,
+                    failed,
+                    folder,
+                });
+                progress(&d, a.runs, started);
+            });
+        }
+    });
+    eprintln!();
+    if let Some(seed) = *mismatch.lock().unwrap() {
+        anyhow::bail!(
+            "seed {seed} gave two different histories: the simulator is not deterministic (a bug: report it with the seed)"
+        );
+    }
+    let mut runs = done.into_inner().unwrap();
+    runs.sort_by_key(|r| r.seed);
+    let code = runs.iter().fold(crate::exit::VALID, |c, r| {
+        crate::exit::worse(c, r.valid.exit_code())
+    });
+    let count = |v| runs.iter().filter(|r| r.valid == v).count();
+    let secs = started.elapsed().as_secs_f64();
+    let summary = serde_json::json!({
+        "runs": runs.len(),
+        "valid": count(Validity::True),
+        "invalid": count(Validity::False),
+        "unknown": count(Validity::Unknown),
+        "seconds": secs,
+        "runs_per_minute": runs.len() as f64 * 60.0 / secs.max(1e-9),
+        "command": s.command,
+        "results": runs,
+    });
+    let path = out.join("summary.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&summary)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!(
+        "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown; summary {}",
+        runs.len(),
+        secs,
+        runs.len() as f64 * 60.0 / secs.max(1e-9),
+        count(Validity::True),
+        count(Validity::False),
+        count(Validity::Unknown),
+        path.display()
+    );
+    for r in runs.iter().filter(|r| r.valid != Validity::True) {
+        if let Some(f) = &r.folder {
+            println!(
+                "  seed {}: {} ({}); replay on real processes: fle-chaos test --nodes {} --workload {} --nemesis-file {}",
+                r.seed,
+                r.valid.word(),
+                r.failed.join(", "),
+                a.nodes,
+                a.workload,
+                f.join("schedule.toml").display()
+            );
+        }
+    }
+    Ok(code)
+}
+
+fn progress(done: &[RunSummary], total: u64, started: Instant) {
+    let n = done.len() as u64;
+    if n % 50 != 0 && n != total {
+        return;
+    }
+    let bad = |v| done.iter().filter(|r| r.valid == v).count();
+    eprint!(
+        "\rfle-chaos simulate: {n}/{total} runs, {:.0} runs/s, invalid {}, unknown {}   ",
+        n as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        bad(Validity::False),
+        bad(Validity::Unknown)
+    );
+}
+
+/// Writes a run that is not valid as a run folder, with its report and replay schedule.
+fn keep(out: &Path, run: &super::run::SimRun) -> Result<PathBuf> {
+    let dir = out.join(format!("seed-{}", run.info.seed));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    run.info.write(&dir.join("test.json"))?;
+    std::fs::write(dir.join("history.jsonl"), &run.history)
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    crate::checker::write_results(&dir, &run.results)?;
+    let recorded = crate::nemesis::timed::of_run(&dir)?;
+    let header = format!(
+        "Faults of simulated run seed {} ({}), as timed steps: replay with\nfle-chaos test --nemesis-file <this file> --nodes {}",
+        run.info.seed,
+        run.info.replay_command,
+        run.info.nodes.len()
+    );
+    std::fs::write(
+        dir.join("schedule.toml"),
+        crate::nemesis::timed::to_toml(&recorded.steps, &header, false),
+    )?;
+    crate::report::render_run(&dir)?;
+    Ok(dir)
+}

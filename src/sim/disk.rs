@@ -1,0 +1,203 @@
+//! A simulated server's disk: the txnlog as the bytes fle-node writes (`txnlog::image`), what
+//! of them is fsynced, and the two epoch files.
+//!
+//! The bytes are the node's own format so that what a power loss leaves (the image cut back to
+//! its fsynced length, maybe inside a record) is read back by the node's own repair rule. What
+//! is durable follows `zab::actions`: appends and commit records reach the page cache and are
+//! durable at the next `Sync`; TRUNC, SNAP and the epoch files are written durably at once.
+//! A kill keeps the page cache (the kernel still holds it); a power loss drops it.
+
+use fle_node::txnlog::{image, Txn};
+use fle_node::zab::actions::PersistOp;
+
+#[derive(Debug, Clone)]
+pub struct Disk {
+    bytes: Vec<u8>,
+    /// How much of `bytes` an fsync has made durable.
+    durable: usize,
+    pub accepted_epoch: u64,
+    pub current_epoch: u64,
+    /// The log as the running server holds it (what `bytes` decode to).
+    txns: Vec<Txn>,
+    committed: u64,
+}
+
+/// What a server finds on its disk when it starts.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub accepted_epoch: u64,
+    pub current_epoch: u64,
+    pub txns: Vec<Txn>,
+    pub committed: u64,
+    /// Why the log's tail was cut on open, when it was.
+    pub repaired: Option<String>,
+}
+
+impl Default for Disk {
+    fn default() -> Self {
+        let bytes = image::empty();
+        Disk {
+            durable: bytes.len(),
+            bytes,
+            accepted_epoch: 0,
+            current_epoch: 0,
+            txns: Vec::new(),
+            committed: 0,
+        }
+    }
+}
+
+impl Disk {
+    pub fn txns(&self) -> &[Txn] {
+        &self.txns
+    }
+
+    pub fn last_zxid(&self) -> u64 {
+        self.txns.last().map_or(0, |t| t.zxid)
+    }
+
+    pub fn committed(&self) -> u64 {
+        self.committed
+    }
+
+    /// Whether anything written is not yet durable.
+    pub fn unsynced(&self) -> bool {
+        self.durable < self.bytes.len()
+    }
+
+    /// Performs one persistence step as `zab::exec` does.
+    pub fn persist(&mut self, op: PersistOp) {
+        match op {
+            PersistOp::AcceptedEpoch(e) => self.accepted_epoch = self.accepted_epoch.max(e),
+            PersistOp::CurrentEpoch(e) => self.current_epoch = self.current_epoch.max(e),
+            PersistOp::Append(txns) => {
+                let last = self.last_zxid();
+                let fresh: Vec<Txn> = txns.into_iter().filter(|t| t.zxid > last).collect();
+                image::append(&mut self.bytes, &fresh);
+                self.txns.extend(fresh);
+            }
+            PersistOp::Commit(z) => {
+                let upto = z.min(self.last_zxid());
+                if upto > self.committed {
+                    image::commit(&mut self.bytes, upto);
+                    self.committed = upto;
+                }
+            }
+            PersistOp::Truncate(z) => {
+                self.txns.retain(|t| t.zxid <= z);
+                let committed = self.committed.min(z);
+                self.rewrite(committed);
+            }
+            PersistOp::Reset(txns) => {
+                self.txns = txns;
+                self.rewrite(0);
+            }
+        }
+    }
+
+    /// Rewrites the image from the log (TRUNC and SNAP are durable at once).
+    fn rewrite(&mut self, committed: u64) {
+        let mut bytes = image::empty();
+        image::append(&mut bytes, &self.txns);
+        self.committed = 0;
+        if committed > 0 {
+            image::commit(&mut bytes, committed);
+            self.committed = committed;
+        }
+        self.bytes = bytes;
+        self.durable = self.bytes.len();
+    }
+
+    /// fsync: everything written so far is durable.
+    pub fn sync(&mut self) {
+        self.durable = self.bytes.len();
+    }
+
+    /// A power loss: the page cache is gone. `torn` keeps that many bytes of the unsynced
+    /// tail (a write the disk had half done). Returns how many bytes were lost.
+    pub fn power_loss(&mut self, torn: usize) -> usize {
+        let keep = (self.durable + torn).min(self.bytes.len());
+        let lost = self.bytes.len() - keep;
+        self.bytes.truncate(keep);
+        lost
+    }
+
+    /// Flips one bit of the log image at `at` (counted past the header, wrapped to its size).
+    pub fn flip_bit(&mut self, at: usize) -> Option<usize> {
+        let header = image::empty().len();
+        let body = self.bytes.len().checked_sub(header).filter(|n| *n > 0)?;
+        let pos = header + at % body;
+        self.bytes[pos] ^= 1 << (at % 8);
+        Some(pos)
+    }
+
+    /// What a server starting on this disk reads (the node's own open and tail repair).
+    pub fn open(&mut self) -> Found {
+        let read = image::read(&self.bytes).unwrap_or_else(|why| image::Read {
+            txns: Vec::new(),
+            committed: 0,
+            valid_len: image::empty().len(),
+            bad_tail: Some(why),
+        });
+        if read.bad_tail.is_some() {
+            self.bytes.truncate(read.valid_len);
+            if self.bytes.len() < image::empty().len() {
+                self.bytes = image::empty();
+            }
+        }
+        self.durable = self.bytes.len();
+        self.txns = read.txns.clone();
+        self.committed = read.committed;
+        Found {
+            accepted_epoch: self.accepted_epoch,
+            current_epoch: self.current_epoch,
+            txns: read.txns,
+            committed: read.committed,
+            repaired: read.bad_tail,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn txn(zxid: u64) -> Txn {
+        Txn {
+            zxid,
+            value: json!(zxid),
+        }
+    }
+
+    #[test]
+    fn a_power_loss_keeps_what_was_fsynced_and_a_torn_record_is_cut() {
+        let mut d = Disk::default();
+        d.persist(PersistOp::Append(vec![txn(1), txn(2)]));
+        d.sync();
+        d.persist(PersistOp::Append(vec![txn(3)]));
+        d.persist(PersistOp::Commit(3));
+        assert!(d.unsynced());
+        assert!(d.power_loss(5) > 0);
+        let found = d.open();
+        assert_eq!(found.txns, vec![txn(1), txn(2)]);
+        assert!(
+            found.repaired.is_some(),
+            "the torn record is cut by the node's rule"
+        );
+        assert_eq!(found.committed, 0);
+    }
+
+    #[test]
+    fn a_kill_keeps_the_page_cache_and_trunc_is_durable_at_once() {
+        let mut d = Disk::default();
+        d.persist(PersistOp::Append(vec![txn(1), txn(2), txn(3)]));
+        d.persist(PersistOp::Commit(2));
+        let found = d.clone().open();
+        assert_eq!((found.txns.len(), found.committed), (3, 2));
+        d.persist(PersistOp::Truncate(1));
+        d.power_loss(0);
+        let found = d.open();
+        assert_eq!((found.txns, found.committed), (vec![txn(1)], 1));
+    }
+}

@@ -1,0 +1,474 @@
+//! The nemesis in the simulator: the same planned faults a real run deals (`nemesis::plan`),
+//! resolved with the same rules (`nemesis::targets`, `nemesis::partition`,
+//! `nemesis::inject::packet_links`), aimed by the same triggers (`nemesis::trigger::Watch`
+//! over the same observations) and recorded with the same values, then done to the simulated
+//! servers and network instead of to processes and iptables.
+
+use super::server::Life;
+use super::world::World;
+use crate::control::fault::packet::{PacketMode, PacketRecord};
+use crate::history::{node_name, sid_of, EventType, FaultKind, F, NEMESIS};
+use crate::nemesis::partition::{components, groups_grudge, grudge};
+use crate::nemesis::schedule::{
+    ClockMode, PartitionShape, PlannedFault, Schedule, TargetSpec, DEFAULT_WAIT,
+};
+use crate::nemesis::targets::resolve;
+use crate::nemesis::trigger::Watch;
+use rand::Rng;
+use serde_json::{json, Value};
+
+/// A node's wall clock under a clock fault.
+#[derive(Debug, Clone, Copy)]
+pub enum ClockSkew {
+    Offset(i64),
+    Strobe {
+        offset: i64,
+        period_ms: u64,
+        since: u64,
+    },
+    Rate {
+        factor: f64,
+        since: u64,
+    },
+}
+
+impl ClockSkew {
+    pub fn offset_ms(&self, now: u64) -> i64 {
+        match *self {
+            ClockSkew::Offset(ms) => ms,
+            ClockSkew::Strobe {
+                offset,
+                period_ms,
+                since,
+            } => {
+                let flips = (now.saturating_sub(since) / 1_000_000) / period_ms.max(1);
+                if flips % 2 == 0 {
+                    offset
+                } else {
+                    0
+                }
+            }
+            ClockSkew::Rate { factor, since } => {
+                ((now.saturating_sub(since) as f64 / 1e6) * (factor - 1.0)) as i64
+            }
+        }
+    }
+}
+
+/// A fault in force, and what its undo must do.
+#[derive(Debug, Clone)]
+struct Active {
+    id: u64,
+    kind: FaultKind,
+    nodes: Vec<String>,
+    undo_at: u64,
+}
+
+pub struct SimNemesis {
+    planned: Vec<PlannedFault>,
+    next: usize,
+    window_end: u64,
+    free_at: u64,
+    /// The fault being waited for (its trigger) until the given time.
+    waiting: Option<(PlannedFault, Watch, u64)>,
+    /// Composed parts still to start: (when, part, main fault's nodes).
+    parts: Vec<(u64, PlannedFault)>,
+    active: Vec<Active>,
+    next_id: u64,
+    /// Every fault started, in order (the replayable sequence, `nemesis::timed`).
+    pub injected: Vec<PlannedFault>,
+    kinds: Vec<FaultKind>,
+}
+
+const TRIGGER_POLL_NS: u64 = 5_000_000;
+
+impl SimNemesis {
+    pub fn new(planned: Vec<PlannedFault>, schedule: &Schedule, window_ns: u64) -> SimNemesis {
+        SimNemesis {
+            planned,
+            next: 0,
+            window_end: window_ns,
+            free_at: 0,
+            waiting: None,
+            parts: Vec::new(),
+            active: Vec::new(),
+            next_id: 0,
+            injected: Vec::new(),
+            kinds: schedule.kinds(),
+        }
+    }
+
+    /// Does what is due now; returns when it next needs a look.
+    pub fn step(&mut self, w: &mut World) -> Option<u64> {
+        let now = w.now();
+        // Undos and parts due.
+        self.active.sort_by_key(|a| (a.undo_at, a.id));
+        while let Some(a) = self.active.first().filter(|a| a.undo_at <= now).cloned() {
+            self.active.remove(0);
+            undo(w, &a, false);
+        }
+        self.parts.sort_by_key(|(t, _)| *t);
+        while let Some((_, part)) = self.parts.first().filter(|(t, _)| *t <= now).cloned() {
+            self.parts.remove(0);
+            self.apply(w, part);
+        }
+        let busy = !self.active.is_empty() || !self.parts.is_empty();
+        if busy {
+            self.free_at = now;
+        }
+        if let Some((fault, mut watch, until)) = self.waiting.take() {
+            match watch.poll(&w.rec.observations) {
+                Some(fired) => {
+                    let mut f = fault;
+                    let trigger = f.template.when.expect("a waiting fault has a trigger");
+                    crate::nemesis::runner::aim(&mut f, trigger, Some(fired));
+                    self.start(w, f);
+                }
+                None if now + TRIGGER_POLL_NS > until => {
+                    let mut f = fault;
+                    let trigger = f.template.when.expect("a waiting fault has a trigger");
+                    crate::nemesis::runner::aim(&mut f, trigger, None);
+                    self.start(w, f);
+                }
+                None => self.waiting = Some((fault, watch, until)),
+            }
+        } else if !busy {
+            self.deal(w);
+        }
+        let mut next: Vec<u64> = self.active.iter().map(|a| a.undo_at).collect();
+        next.extend(self.parts.iter().map(|(t, _)| *t));
+        if self.waiting.is_some() {
+            next.push(now + TRIGGER_POLL_NS);
+        }
+        if self.active.is_empty() && self.parts.is_empty() && self.waiting.is_none() {
+            if let Some(f) = self.planned.get(self.next) {
+                next.push((f.start.as_nanos() as u64).max(self.free_at + f.gap.as_nanos() as u64));
+            }
+        }
+        next.into_iter().min()
+    }
+
+    /// The next planned fault, when it is due: started, or its trigger's wait begun.
+    fn deal(&mut self, w: &mut World) {
+        let now = w.now();
+        let Some(f) = self.planned.get(self.next).cloned() else {
+            return;
+        };
+        let at = (f.start.as_nanos() as u64).max(self.free_at + f.gap.as_nanos() as u64);
+        if at + f.span().as_nanos() as u64 > self.window_end {
+            self.next = self.planned.len();
+            return;
+        }
+        if now < at {
+            return;
+        }
+        self.next += 1;
+        match f.template.when {
+            Some(trigger) => {
+                let wait = f.template.wait.unwrap_or(DEFAULT_WAIT).as_nanos() as u64;
+                let until = (at + wait).min(self.window_end - f.span().as_nanos() as u64);
+                let watch = Watch::new(trigger, &w.rec.observations);
+                self.waiting = Some((f, watch, until));
+            }
+            None => self.start(w, f),
+        }
+    }
+
+    fn start(&mut self, w: &mut World, f: PlannedFault) {
+        let now = w.now();
+        for p in &f.parts {
+            let mut part = p.clone();
+            if part.template.when.is_some() {
+                // A part's own trigger is not simulated: it starts at its offset.
+                part.annotations
+                    .insert("trigger_missed".into(), true.into());
+            }
+            self.parts.push((now + p.start.as_nanos() as u64, part));
+        }
+        let mut main = f.clone();
+        main.parts.clear();
+        self.apply(w, main);
+        let mut done = f;
+        done.start = std::time::Duration::from_nanos(now);
+        self.injected.push(done);
+    }
+
+    fn apply(&mut self, w: &mut World, f: PlannedFault) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let now = w.now();
+        let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
+        let leader = w
+            .rec
+            .observations
+            .leader(now, 1_000_000_000)
+            .map(|(n, _)| n);
+        let t = &f.template;
+        let target = match &t.target {
+            TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
+            other => other.clone(),
+        };
+        let resolved = resolve(&target, &names, leader.as_deref(), f.pick);
+        let mut base = json!({
+            "nodes": resolved.nodes,
+            "target": t.target.describe(),
+            "duration_ms": f.duration.as_millis() as u64,
+            "at_ms": f.start.as_millis() as u64,
+        });
+        for (k, v) in &f.annotations {
+            base[k.as_str()] = v.clone();
+        }
+        let nodes = resolved.nodes.clone();
+        let sids: Vec<u64> = nodes.iter().filter_map(|n| sid_of(n)).collect();
+        let f_name = t.kind.f();
+        let mut value = base.clone();
+        let mut hit = nodes.clone();
+        match t.kind {
+            FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
+                hit = nodes
+                    .iter()
+                    .filter(|n| sid_of(n).is_some_and(|s| w.life(s) != Life::Down))
+                    .cloned()
+                    .collect();
+                let mut lost = serde_json::Map::new();
+                let up: Vec<u64> = sids
+                    .iter()
+                    .copied()
+                    .filter(|s| w.life(*s) != Life::Down)
+                    .collect();
+                for s in &up {
+                    w.kill(*s);
+                    if t.kind == FaultKind::PowerLoss {
+                        let unsynced = w.servers[s].disk.unsynced();
+                        let torn = if unsynced { w.rng.gen_range(0..64) } else { 0 };
+                        let n = w.servers.get_mut(s).map_or(0, |x| x.disk.power_loss(torn));
+                        lost.insert(node_name(*s), json!({ "lost_bytes": n }));
+                    }
+                }
+                if t.kind == FaultKind::PowerLoss {
+                    value["lost"] = Value::Object(lost);
+                }
+            }
+            FaultKind::Pause => {
+                hit = nodes
+                    .iter()
+                    .filter(|n| sid_of(n).is_some_and(|s| w.life(s) == Life::Up))
+                    .cloned()
+                    .collect();
+                for s in &sids {
+                    if w.life(*s) == Life::Up {
+                        w.pause(*s);
+                    }
+                }
+            }
+            FaultKind::Partition => {
+                let shape = t.shape.unwrap_or(PartitionShape::RandomHalves);
+                let targets = if matches!(
+                    shape,
+                    PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
+                ) {
+                    resolve(&TargetSpec::Leader, &names, leader.as_deref(), f.pick).nodes
+                } else {
+                    nodes.clone()
+                };
+                let g = match (&t.drops, &t.groups) {
+                    (Some(d), _) => d.clone(),
+                    (None, Some(groups)) => groups_grudge(&names, groups),
+                    (None, None) => grudge(shape, &names, &targets, f.pick),
+                };
+                let quorum_only = t.cut == crate::control::fault::iptables::Cut::Quorum;
+                for (a, froms) in &g {
+                    for b in froms {
+                        if let (Some(a), Some(b)) = (sid_of(a), sid_of(b)) {
+                            w.net.cut(id, b, a, quorum_only);
+                        }
+                    }
+                }
+                value["shape"] = json!(if t.drops.is_some() {
+                    "drops"
+                } else {
+                    shape.name()
+                });
+                value["nodes"] = json!(g.keys().collect::<Vec<_>>());
+                value["drops"] = json!(g);
+                value["components"] = json!(components(&names, &g));
+                if quorum_only {
+                    value["port"] = json!("quorum");
+                }
+                hit = g.keys().cloned().collect();
+            }
+            FaultKind::Clock => {
+                let skew = match t.clock {
+                    Some(ClockMode::Strobe {
+                        delta_ms,
+                        period_ms,
+                    }) => {
+                        value["mode"] = json!("strobe");
+                        value["offset_ms"] = json!(delta_ms);
+                        value["period_ms"] = json!(period_ms);
+                        ClockSkew::Strobe {
+                            offset: delta_ms,
+                            period_ms,
+                            since: now,
+                        }
+                    }
+                    Some(ClockMode::Rate { factor }) => {
+                        value["mode"] = json!("rate");
+                        value["factor"] = json!(factor);
+                        ClockSkew::Rate { factor, since: now }
+                    }
+                    _ => {
+                        let ms = f.clock_delta_ms.unwrap_or(0);
+                        value["mode"] = json!("bump");
+                        value["offset_ms"] = json!(ms);
+                        ClockSkew::Offset(ms)
+                    }
+                };
+                for s in &sids {
+                    w.clocks.insert(*s, skew);
+                }
+            }
+            FaultKind::Packet => {
+                let mode = t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 });
+                let links = crate::nemesis::inject::packet_links(
+                    t.shape,
+                    &names,
+                    &nodes,
+                    (t.groups.as_deref(), t.drops.as_ref()),
+                    f.pick,
+                );
+                let mut pairs = Vec::new();
+                for (from, tos) in &links {
+                    for to in tos {
+                        if let (Some(a), Some(b)) = (sid_of(from), sid_of(to)) {
+                            w.net.degrade(id, a, b, mode);
+                            pairs.push([from.clone(), to.clone()]);
+                        }
+                    }
+                }
+                let record = PacketRecord { mode, links: pairs };
+                if let Value::Object(m) = serde_json::to_value(&record).unwrap_or_default() {
+                    for (k, v) in m {
+                        value[k.as_str()] = v;
+                    }
+                }
+            }
+            // Refused before the run (`super::cannot_model`).
+            FaultKind::Frames => {}
+        }
+        w.rec.record(NEMESIS, EventType::Invoke, f_name, None, base);
+        w.rec.record(NEMESIS, EventType::Info, f_name, None, value);
+        self.active.push(Active {
+            id,
+            kind: t.kind,
+            nodes: hit,
+            undo_at: now + f.duration.as_nanos() as u64,
+        });
+    }
+
+    /// The final phase's heal: every fault undone, marked `final`, and every node up.
+    pub fn final_heal(&mut self, w: &mut World) {
+        self.waiting = None;
+        self.parts.clear();
+        for a in std::mem::take(&mut self.active).iter().rev() {
+            undo(w, a, false);
+        }
+        let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
+        let stops = self.kinds.iter().any(|k| k.stops_node());
+        if stops {
+            let down: Vec<u64> = w
+                .servers
+                .keys()
+                .copied()
+                .filter(|s| w.life(*s) == Life::Down)
+                .collect();
+            for s in down {
+                let a = Active {
+                    id: 0,
+                    kind: FaultKind::Kill,
+                    nodes: vec![node_name(s)],
+                    undo_at: 0,
+                };
+                undo(w, &a, true);
+            }
+        }
+        if self.kinds.contains(&FaultKind::Partition) {
+            let a = Active {
+                id: 0,
+                kind: FaultKind::Partition,
+                nodes: names.clone(),
+                undo_at: 0,
+            };
+            undo(w, &a, true);
+        }
+        if self.kinds.contains(&FaultKind::Packet) {
+            let a = Active {
+                id: 0,
+                kind: FaultKind::Packet,
+                nodes: names.clone(),
+                undo_at: 0,
+            };
+            undo(w, &a, true);
+        }
+        if self.kinds.contains(&FaultKind::Clock) {
+            let a = Active {
+                id: 0,
+                kind: FaultKind::Clock,
+                nodes: names,
+                undo_at: 0,
+            };
+            undo(w, &a, true);
+        }
+    }
+}
+
+/// Undoes one fault, recorded as the real nemesis records it.
+fn undo(w: &mut World, a: &Active, last: bool) {
+    let sids: Vec<u64> = a.nodes.iter().filter_map(|n| sid_of(n)).collect();
+    let (f, mut value) = match a.kind {
+        FaultKind::Kill => (F::Start, json!({ "nodes": a.nodes })),
+        FaultKind::PowerLoss => (
+            F::Start,
+            json!({ "nodes": a.nodes, "undoes": "power-loss" }),
+        ),
+        FaultKind::Corrupt => (F::Start, json!({ "nodes": a.nodes, "undoes": "corrupt" })),
+        FaultKind::Pause => (F::Resume, json!({ "nodes": a.nodes })),
+        FaultKind::Partition => (F::Heal, json!({ "nodes": a.nodes })),
+        FaultKind::Packet => (F::Heal, json!({ "nodes": a.nodes, "undoes": "packet" })),
+        FaultKind::Clock => (F::Clock, json!({ "nodes": a.nodes, "mode": "reset" })),
+        FaultKind::Frames => (F::Heal, json!({ "nodes": a.nodes, "undoes": "frames" })),
+    };
+    if last {
+        value["final"] = json!(true);
+    }
+    w.rec
+        .record(NEMESIS, EventType::Invoke, f, None, value.clone());
+    match a.kind {
+        FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
+            for s in sids {
+                if w.life(s) == Life::Down {
+                    w.start(s);
+                }
+            }
+        }
+        FaultKind::Pause => {
+            for s in sids {
+                if w.life(s) == Life::Paused {
+                    w.resume(s);
+                }
+            }
+        }
+        FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => {
+            if a.id > 0 {
+                w.net.heal(a.id);
+            }
+            w.release_held();
+        }
+        FaultKind::Clock => {
+            for s in sids {
+                w.clocks.remove(&s);
+            }
+        }
+    }
+    w.rec.record(NEMESIS, EventType::Info, f, None, value);
+}

@@ -1,0 +1,113 @@
+//! The simulated network between servers: per directed link, whether packets pass (the
+//! partitions a grudge makes, every port or only the quorum port) and how long they take
+//! (a base latency, plus what a packet fault adds).
+//!
+//! Servers talk over TCP, so what a packet fault does to the bytes shows up to fle-node only as
+//! time: a lost segment is sent again after a retransmission timeout, a duplicate is dropped
+//! by the receiver's TCP, a reordered one waits for its predecessor. That is what is modelled.
+
+use crate::control::fault::packet::PacketMode;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// Which of a server's ports a packet is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Port {
+    /// Election notifications (and the controller-side client path shares the host's stack).
+    Election,
+    /// Zab: the leader's quorum port.
+    Quorum,
+    /// HTTP between servers (a follower forwarding a client's write).
+    Client,
+}
+
+/// A server's first retransmission timeout (Linux's TCP_RTO_MIN is 200 ms).
+const RTO_NS: u64 = 200_000_000;
+
+#[derive(Debug, Default)]
+pub struct Net {
+    /// Per fault in force (its id): (from, to) dropped, `true` when only the quorum port's.
+    cuts: BTreeMap<u64, BTreeMap<(u64, u64), bool>>,
+    /// Per fault in force: (from, to) and what a packet fault does on that link.
+    degraded: BTreeMap<u64, BTreeMap<(u64, u64), PacketMode>>,
+}
+
+impl Net {
+    /// Fault `id` drops every packet `from` -> `to` (`quorum_only`: only Zab's).
+    pub fn cut(&mut self, id: u64, from: u64, to: u64, quorum_only: bool) {
+        self.cuts
+            .entry(id)
+            .or_default()
+            .insert((from, to), quorum_only);
+    }
+
+    /// Fault `id` slows `from` -> `to` as `mode` does.
+    pub fn degrade(&mut self, id: u64, from: u64, to: u64, mode: PacketMode) {
+        self.degraded
+            .entry(id)
+            .or_default()
+            .insert((from, to), mode);
+    }
+
+    /// Fault `id` is undone.
+    pub fn heal(&mut self, id: u64) {
+        self.cuts.remove(&id);
+        self.degraded.remove(&id);
+    }
+
+    /// Whether a packet `from` -> `to` for `port` passes now.
+    pub fn passes(&self, from: u64, to: u64, port: Port) -> bool {
+        self.cuts.values().all(|c| match c.get(&(from, to)) {
+            None => true,
+            Some(quorum_only) => *quorum_only && port != Port::Quorum,
+        })
+    }
+
+    /// Whether any cut is in force.
+    pub fn any_cut(&self) -> bool {
+        self.cuts.values().any(|c| !c.is_empty())
+    }
+
+    /// How long one message takes `from` -> `to`, in ns: a LAN's latency plus, on a degraded
+    /// link, the time TCP needs to get it through.
+    pub fn latency(&self, from: u64, to: u64, rng: &mut ChaCha8Rng) -> u64 {
+        let base = rng.gen_range(100_000..400_000);
+        let mode = self.degraded.values().find_map(|d| d.get(&(from, to)));
+        let extra = match mode {
+            None => 0,
+            Some(PacketMode::Delay {
+                delay_ms,
+                jitter_ms,
+            }) => {
+                let jitter = if *jitter_ms > 0 {
+                    rng.gen_range(0..=2 * jitter_ms) as i64 - *jitter_ms as i64
+                } else {
+                    0
+                };
+                ((*delay_ms as i64 + jitter).max(0) as u64) * 1_000_000
+            }
+            Some(PacketMode::Loss { percent }) => {
+                // Each lost try costs a doubling retransmission timeout.
+                let (mut extra, mut rto) = (0, RTO_NS);
+                while rng.gen_bool((percent / 100.0).clamp(0.0, 0.99)) && extra < 60 * RTO_NS {
+                    extra += rto;
+                    rto *= 2;
+                }
+                extra
+            }
+            Some(PacketMode::Reorder { percent, delay_ms }) => {
+                if rng.gen_bool((percent / 100.0).clamp(0.0, 1.0)) {
+                    delay_ms * 1_000_000
+                } else {
+                    0
+                }
+            }
+            // A duplicate is dropped by the receiving TCP.
+            Some(PacketMode::Duplicate { .. }) => 0,
+            // Refused before a run starts (`super::cannot_model`).
+            Some(PacketMode::Bandwidth { .. }) => 0,
+        };
+        base + extra
+    }
+}

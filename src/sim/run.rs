@@ -1,0 +1,338 @@
+//! One simulated run from settings and a seed to its history and verdict: the cluster starts,
+//! observers read every node at the workload's rate, clients write, the nemesis works through
+//! its plan until the time limit, then the final heal, the wait for the cluster to settle (the
+//! real run's rule: `View::settled` on reads after the heal) and the final reads. The history is
+//! judged in memory by the same checkers a real run's is (`checker::check_digest`).
+
+use super::nemesis::SimNemesis;
+use super::record::SimRecorder;
+use super::server::{Server, Timing};
+use super::world::{Ev, World};
+use crate::checker::{CheckOptions, Results};
+use crate::history::test_info::{Settings as InfoSettings, TestInfo, WorkloadSettings};
+use crate::history::{node_name, EventType, F};
+use crate::nemesis::plan::{fault_window, plan};
+use crate::nemesis::schedule::{PlannedFault, Schedule};
+use crate::workload::{Kind, Workload};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What every run of a `simulate` shares.
+#[derive(Debug, Clone)]
+pub struct SimSettings {
+    pub nodes: usize,
+    pub time_limit: Duration,
+    pub workload: Workload,
+    pub schedule: Schedule,
+    pub timing: Timing,
+    pub recovery_timeout: Duration,
+    /// The command line, for the run's test.json.
+    pub command: String,
+}
+
+/// A finished simulated run.
+pub struct SimRun {
+    pub info: TestInfo,
+    /// history.jsonl, byte for byte.
+    pub history: String,
+    pub results: Results,
+    /// The faults as they were started (times from the run's start): a timed schedule.
+    pub injected: Vec<PlannedFault>,
+}
+
+/// The moment the simulated history's wall clock starts: fixed, so a seed gives the same bytes.
+const WALL_START_MS: i64 = 1_800_000_000_000;
+
+pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
+    let names: Vec<String> = (1..=s.nodes as u64).map(node_name).collect();
+    let voters: Vec<u64> = (1..=s.nodes as u64).collect();
+    let base = Instant::now();
+    let servers: BTreeMap<u64, Server> = voters
+        .iter()
+        .map(|&sid| (sid, Server::new(sid, &voters, &s.timing, base)))
+        .collect();
+    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51u64);
+    let mut w = World::new(servers, s.timing.clone(), rng, SimRecorder::new(&names));
+    let tick = s.timing.tick;
+    w.write_timeout_ns = (tick * s.timing.sync_limit * 2).as_nanos() as u64;
+    w.client_timeout_ns = s.workload.timeout_ms * 1_000_000;
+    w.client_period_ns = (s.workload.clients as f64 / s.workload.rate * 1e9) as u64;
+    w.read_period_ns = (1e9 / s.workload.observe_hz) as u64;
+    w.status_timeout_ns = crate::run::STATUS_TIMEOUT.as_nanos() as u64;
+    w.wall_start_ms = WALL_START_MS;
+
+    for &sid in &voters {
+        w.start(sid);
+        let offset = w.read_period_ns * sid / s.nodes as u64;
+        w.at(offset, Ev::Read { node: sid });
+    }
+    if s.workload.kind == Kind::Writes {
+        w.start_clients(s.workload.clients);
+    }
+    let window = fault_window(s.time_limit);
+    let planned = plan(&s.schedule, seed, window);
+    let faults_planned: usize = planned.iter().map(|f| 1 + f.parts.len()).sum();
+    let mut nemesis = SimNemesis::new(planned, &s.schedule, window.as_nanos() as u64);
+    let end = s.time_limit.as_nanos() as u64;
+    let mut nemesis_at = Some(0);
+    // The run proper: events and the nemesis in time order.
+    loop {
+        let due = nemesis_at.filter(|t| *t <= end);
+        match (w.pop(due.unwrap_or(end).min(end)), due) {
+            (Some(ev), _) => w.handle(ev),
+            (None, Some(t)) if t < end => {
+                w.rec.now = w.rec.now.max(t);
+                nemesis_at = nemesis.step(&mut w);
+            }
+            _ => break,
+        }
+    }
+    w.rec.now = end;
+    w.clients_stopped = true;
+    // Writes in flight run to their outcome (the real clients' do, to their timeout).
+    let drain_until = end + w.client_timeout_ns + 1;
+    while w.writes_in_flight() {
+        match w.pop(drain_until) {
+            Some(ev) => w.handle(ev),
+            None => break,
+        }
+    }
+    nemesis.final_heal(&mut w);
+    let healed = w.rec.view.final_heal().map_or(w.now(), |h| h.time);
+    let give_up = w.now() + s.recovery_timeout.as_nanos() as u64;
+    loop {
+        if w.rec.view.settled(healed).is_settled() {
+            break;
+        }
+        match w.pop(give_up) {
+            Some(ev) => w.handle(ev),
+            None => break,
+        }
+    }
+    final_reads(&mut w);
+    let info = test_info(s, seed, &names, faults_planned);
+    let results = judge(&w.rec.text, &info);
+    SimRun {
+        info,
+        history: std::mem::take(&mut w.rec.text),
+        results,
+        injected: nemesis.injected,
+    }
+}
+
+/// One `final-log` per node: its committed log, or why it could not be read.
+fn final_reads(w: &mut World) {
+    let sids: Vec<u64> = w.servers.keys().copied().collect();
+    for sid in sids {
+        let name = node_name(sid);
+        if w.life(sid) == super::server::Life::Up {
+            let d = &w.servers[&sid].disk;
+            let entries: Vec<serde_json::Value> = d
+                .txns()
+                .iter()
+                .take_while(|t| t.zxid <= d.committed())
+                .map(|t| serde_json::json!({ "zxid": t.zxid, "value": t.value }))
+                .collect();
+            let v = serde_json::json!({ "entries": entries, "last_committed_zxid": d.committed() });
+            w.rec
+                .record(&name, EventType::Ok, F::FinalLog, Some(&name), v);
+        } else {
+            let v = serde_json::json!({ "error": "not running" });
+            w.rec
+                .record(&name, EventType::Fail, F::FinalLog, Some(&name), v);
+        }
+    }
+}
+
+fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize) -> TestInfo {
+    let kinds: Vec<String> = s
+        .schedule
+        .kinds()
+        .iter()
+        .map(|k| k.name().to_string())
+        .collect();
+    let workload = WorkloadSettings {
+        kind: Some(match s.workload.kind {
+            Kind::Election => "election".into(),
+            Kind::Writes => "writes".into(),
+        }),
+        rest: Default::default(),
+    };
+    let rest = serde_json::json!({
+        "simulated": true,
+        "bugs": s.timing.bugs.iter().map(|b| b.name).collect::<Vec<_>>(),
+        "schedule": s.schedule.name,
+        (crate::checker::faults::PLANNED_KEY): faults_planned,
+    });
+    TestInfo {
+        name: "sim".into(),
+        target: "sim".into(),
+        nodes: names.to_vec(),
+        workload: s.workload.name.clone(),
+        nemesis: kinds,
+        seed,
+        time_limit_s: s.time_limit.as_secs_f64(),
+        tick_ms: s.timing.tick.as_millis() as u64,
+        init_limit: s.timing.init_limit,
+        sync_limit: s.timing.sync_limit,
+        started_at: chrono::DateTime::from_timestamp_millis(WALL_START_MS).unwrap_or_default(),
+        replay_command: format!("{} --runs 1 --seed {seed}", s.command),
+        version: env!("CARGO_PKG_VERSION").into(),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: InfoSettings {
+            status_timeout_ms: Some(crate::run::STATUS_TIMEOUT.as_millis() as u64),
+            recovery_timeout_s: Some(s.recovery_timeout.as_secs_f64()),
+            workload: Some(workload),
+            zookeeper_config: Default::default(),
+            rest: serde_json::from_value(rest).unwrap_or_default(),
+        },
+    }
+}
+
+/// The checkers on the history text, as `fle-chaos check` would judge it.
+pub fn judge(text: &str, info: &TestInfo) -> Results {
+    let opts = CheckOptions::default().for_run(info);
+    let lines: Vec<&str> = text.lines().collect();
+    match crate::checker::model::digest_lines(&lines, &info.nodes) {
+        Ok(d) => crate::checker::check_digest(&d, info, &opts, |pos| {
+            lines
+                .get(pos as usize)
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or_default()
+        }),
+        Err(why) => crate::checker::unreadable(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::cli::{settings, SimulateArgs};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SimulateArgs,
+    }
+
+    fn sim(flags: &[&str]) -> SimSettings {
+        let mut argv = vec!["simulate"];
+        argv.extend_from_slice(flags);
+        settings(&Cli::parse_from(argv).args).expect("settings").0
+    }
+
+    /// Same seed, same bytes, for every fault kind the simulator models (and the default).
+    #[test]
+    fn a_seed_gives_the_same_history_bytes_under_every_fault_kind() {
+        for kinds in [
+            "kill",
+            "pause",
+            "partition",
+            "clock",
+            "power-loss",
+            "packet",
+        ] {
+            let s = sim(&[
+                "--nodes",
+                "3",
+                "--time-limit",
+                "12",
+                "--nemesis",
+                kinds,
+                "--nemesis-interval",
+                "2",
+            ]);
+            for seed in [1, 2] {
+                let (a, b) = (simulate_one(&s, seed), simulate_one(&s, seed));
+                assert!(
+                    a.history == b.history,
+                    "{kinds} seed {seed}: histories differ"
+                );
+                assert!(
+                    a.history.contains(&format!("\"f\":\"{kinds}\"")),
+                    "{kinds}: no such fault in the history"
+                );
+            }
+            assert_ne!(
+                simulate_one(&s, 1).history,
+                simulate_one(&s, 2).history,
+                "{kinds}: seeds do not matter"
+            );
+        }
+    }
+
+    /// The correct node under the default schedule: judged valid (a simulated run's checkers
+    /// see what a real run's see).
+    #[test]
+    fn the_correct_node_is_valid_with_writes_under_kills_and_partitions() {
+        let s = sim(&[
+            "--nodes",
+            "3",
+            "--time-limit",
+            "20",
+            "--nemesis",
+            "kill,pause,partition,power-loss",
+            "--nemesis-interval",
+            "3",
+        ]);
+        for seed in 1..=5 {
+            let run = simulate_one(&s, seed);
+            let bad: Vec<_> = run
+                .results
+                .checkers
+                .iter()
+                .filter(|c| c.valid != crate::checker::Validity::True)
+                .map(|c| format!("{}: {}", c.name, c.explanation))
+                .collect();
+            assert_eq!(
+                run.results.valid,
+                crate::checker::Validity::True,
+                "seed {seed}: {bad:?}"
+            );
+            assert!(run.history.contains("\"f\":\"write\""), "no writes");
+            assert!(!run.injected.is_empty(), "seed {seed}: no fault injected");
+        }
+    }
+
+    /// A seeded bug of fle-node's election is found: the quorum of n/2 elects two leaders.
+    #[test]
+    fn the_quorum_minority_bug_is_found_under_partitions() {
+        let s = sim(&[
+            "--nodes",
+            "4",
+            "--time-limit",
+            "30",
+            "--nemesis",
+            "partition",
+            "--nemesis-interval",
+            "3",
+            "--bug",
+            "quorum-minority",
+        ]);
+        let found = (1..=10)
+            .any(|seed| simulate_one(&s, seed).results.valid == crate::checker::Validity::False);
+        assert!(found, "quorum-minority not found in 10 simulated runs");
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_it() {
+        for (flags, needle) in [
+            (vec!["--runs", "0"], "--runs 0"),
+            (vec!["--nemesis", "frames"], "cannot model frames"),
+            (vec!["--bug", "no-such-bug"], "--bug no-such-bug"),
+            (vec!["--nodes", "0"], "--nodes 0"),
+        ] {
+            let mut argv = vec!["simulate"];
+            argv.extend_from_slice(&flags);
+            let err = settings(&Cli::parse_from(argv).args)
+                .err()
+                .expect("refused");
+            let text = format!("{err:#}");
+            assert!(text.contains(needle) && !text.contains('\n'), "{text}");
+            assert_eq!(crate::exit::code_for(&err), crate::exit::BAD_ARGS, "{text}");
+        }
+    }
+}

@@ -1,0 +1,723 @@
+//! One simulated fle-node server: the node's own election and Zab machines
+//! (`fle_node::election::Election`, `zab::leader::Leader`, `zab::follower::Follower`, with
+//! their sync planning and seeded bugs), its follow back-off (`fle_node::follow_streak`) and
+//! fsync batch (`zab::batch`), over a simulated disk.
+//!
+//! What this file adds is the shell the real server's tokio loops are (`server.rs`, `lead.rs`,
+//! `follow.rs`): which machine gets which input and what happens to its outputs. It decides
+//! nothing itself; every protocol decision is the machines'. The world (`world.rs`) delivers
+//! messages and timers and carries out the [`Effect`]s returned here.
+
+use super::disk::Disk;
+use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
+use fle_node::bugs::Bugs;
+use fle_node::election::{Election, ElectionConfig, Output as ElectionOutput};
+use fle_node::follow_streak::FollowStreak;
+use fle_node::wire::Notification;
+use fle_node::zab::actions::Output as ZabOutput;
+use fle_node::zab::batch::Batch;
+use fle_node::zab::follower::{Follower, FollowerConfig};
+use fle_node::zab::leader::{Leader, LeaderConfig};
+use fle_node::zab::messages::Msg;
+use fle_node::zab::ZabConfig;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// `follow.rs`: the follower counts its leader's silence ten times a tick.
+const SILENCE_CHECKS_PER_TICK: u32 = 10;
+/// `follow.rs`: a failed dial is retried after this long, until initLimit ticks have passed.
+pub const DIAL_RETRY_NS: u64 = 20_000_000;
+
+/// The cluster's timing and the seeded bugs, shared by every server.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    pub tick: Duration,
+    pub init_limit: u32,
+    pub sync_limit: u32,
+    pub finalize_wait: Duration,
+    pub max_notification_interval: Duration,
+    pub bugs: Bugs,
+}
+
+/// What the world must do after a server handled an input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// An election notification to another server.
+    Notify { to: u64, n: Notification },
+    /// A Zab message on one of this server's connections.
+    Zab { conn: u64, msg: Msg },
+    /// This server closes a connection.
+    Close { conn: u64 },
+    /// Dial the leader's quorum port at `at` (ns), for follow attempt `attempt`.
+    Dial { leader: u64, attempt: u64, at: u64 },
+    /// A client write is answered (op id, outcome).
+    Reply { op: u64, outcome: WriteOutcome },
+    /// Arm the election's timer for this instant (ns).
+    ElectionTimer { at: u64 },
+    /// Start the role's beat (a leader's every half tick, a follower's ten times a tick).
+    Beat { period_ns: u64, attempt: u64 },
+}
+
+/// A client write's answer, as `POST /write` gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOutcome {
+    Committed(u64),
+    /// Certainly not applied (503).
+    Rejected(String),
+    /// May or may not be applied (504).
+    Unknown(String),
+}
+
+/// The process: running, stopped by SIGSTOP, or not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Life {
+    Up,
+    Paused,
+    Down,
+}
+
+enum Role {
+    Looking,
+    Leading {
+        sm: Box<Leader>,
+        /// sid -> connection, once its FOLLOWERINFO arrived.
+        conns: BTreeMap<u64, u64>,
+        /// zxid -> (op, deadline ns): writes waiting for their commit.
+        pending: BTreeMap<u64, (u64, u64)>,
+    },
+    Following {
+        leader: u64,
+        /// Which follow this is (a dial or beat of an earlier one is stale).
+        attempt: u64,
+        /// When dialing gives up (ns).
+        dial_deadline: u64,
+        link: Option<(u64, Box<Follower>)>,
+        batch: Batch,
+    },
+}
+
+pub struct Server {
+    pub sid: u64,
+    pub life: Life,
+    pub disk: Disk,
+    election: Election,
+    role: Role,
+    streak: FollowStreak,
+    last_election: Option<ElectionSummary>,
+    /// The role reached broadcast (reported once per role, as the real loop's progress watch).
+    broadcast_seen: bool,
+    started_ns: u64,
+    attempts: u64,
+    /// Connections whose FOLLOWERINFO arrived while this server did not lead: the real
+    /// server's quorum-port lobby, taken by its next term. (conn, follower sid, FOLLOWERINFO).
+    lobby: Vec<(u64, u64, Msg)>,
+    timing: Timing,
+    voters: Vec<u64>,
+    base: Instant,
+}
+
+impl Server {
+    pub fn new(sid: u64, voters: &[u64], timing: &Timing, base: Instant) -> Server {
+        let election = Election::new(Self::election_config(sid, voters, timing), base);
+        Server {
+            sid,
+            life: Life::Down,
+            disk: Disk::default(),
+            election,
+            role: Role::Looking,
+            streak: FollowStreak::default(),
+            last_election: None,
+            broadcast_seen: false,
+            started_ns: 0,
+            attempts: 0,
+            lobby: Vec::new(),
+            timing: timing.clone(),
+            voters: voters.to_vec(),
+            base,
+        }
+    }
+
+    fn election_config(sid: u64, voters: &[u64], t: &Timing) -> ElectionConfig {
+        ElectionConfig {
+            sid,
+            voters: voters.iter().copied().collect(),
+            finalize_wait: t.finalize_wait,
+            max_notification_interval: t.max_notification_interval,
+            bugs: t.bugs,
+            config_bytes: Vec::new(),
+        }
+    }
+
+    fn at(&self, ns: u64) -> Instant {
+        self.base + Duration::from_nanos(ns)
+    }
+
+    fn zab_config(&self) -> ZabConfig {
+        let mut z = ZabConfig::new(
+            self.sid,
+            BTreeMap::new(),
+            self.timing.tick,
+            self.timing.init_limit,
+            self.timing.sync_limit,
+        );
+        z.quorum = Self::election_config(self.sid, &self.voters, &self.timing).quorum();
+        z.bugs = self.timing.bugs;
+        z
+    }
+
+    /// The process starts (or restarts) on what its disk holds, and looks for a leader.
+    pub fn start(&mut self, now: u64) -> Vec<Effect> {
+        let found = self.disk.open();
+        self.life = Life::Up;
+        self.started_ns = now;
+        self.streak = FollowStreak::default();
+        self.last_election = None;
+        self.lobby.clear();
+        self.election = Election::new(
+            Self::election_config(self.sid, &self.voters, &self.timing),
+            self.at(now),
+        );
+        let last = found.txns.last().map_or(0, |t| t.zxid);
+        self.look(now, last, found.current_epoch)
+    }
+
+    /// SIGKILL: memory and connections are gone; the disk keeps its page cache.
+    pub fn kill(&mut self) -> (Vec<u64>, Vec<u64>) {
+        self.life = Life::Down;
+        let (conns, ops) = self.drop_role();
+        let mut conns = conns;
+        conns.extend(self.lobby.drain(..).map(|(c, _, _)| c));
+        (conns, ops)
+    }
+
+    /// The role's connections and the ops it still owed an answer, as it is dropped.
+    fn drop_role(&mut self) -> (Vec<u64>, Vec<u64>) {
+        let role = std::mem::replace(&mut self.role, Role::Looking);
+        match role {
+            Role::Leading { conns, pending, .. } => (
+                conns.values().copied().collect(),
+                pending.values().map(|(op, _)| *op).collect(),
+            ),
+            Role::Following { link, .. } => (link.map(|(c, _)| c).into_iter().collect(), vec![]),
+            Role::Looking => (vec![], vec![]),
+        }
+    }
+
+    fn look(&mut self, now: u64, zxid: u64, epoch: u64) -> Vec<Effect> {
+        let out = self.election.start_looking(self.at(now), zxid, epoch);
+        self.election_outputs(now, out)
+    }
+
+    pub fn on_notification(&mut self, now: u64, from: u64, n: Notification) -> Vec<Effect> {
+        let out = self.election.step(self.at(now), from, n);
+        self.election_outputs(now, out)
+    }
+
+    pub fn on_election_timer(&mut self, now: u64) -> Vec<Effect> {
+        let out = self.election.tick(self.at(now));
+        self.election_outputs(now, out)
+    }
+
+    fn election_outputs(&mut self, now: u64, out: Vec<ElectionOutput>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for o in out {
+            match o {
+                ElectionOutput::Send { to, notification } => effects.push(Effect::Notify {
+                    to,
+                    n: notification,
+                }),
+                ElectionOutput::Decided(d) => {
+                    let summary = ElectionSummary {
+                        round: d.round,
+                        leader: d.vote.leader,
+                        zxid: d.vote.zxid,
+                        peer_epoch: d.vote.peer_epoch,
+                        votes: d.votes.clone(),
+                        took_ms: d.took.as_millis() as u64,
+                        received: d.received.clone(),
+                        joined: d.joined,
+                        own_round: Some(d.own_round),
+                    };
+                    self.last_election = Some(summary);
+                    effects.extend(self.decided(now, d.state, d.vote.leader));
+                }
+            }
+        }
+        if let Some(deadline) = self.election.next_deadline() {
+            let at = deadline.saturating_duration_since(self.base).as_nanos() as u64;
+            effects.push(Effect::ElectionTimer { at: at.max(now) });
+        }
+        effects
+    }
+
+    /// `server.rs`'s `decided`: start the role the election chose.
+    fn decided(&mut self, now: u64, state: ServerState, leader: u64) -> Vec<Effect> {
+        self.attempts += 1;
+        self.broadcast_seen = false;
+        let zab = self.zab_config();
+        let now_t = tokio::time::Instant::from_std(self.at(now));
+        let delay = self.streak.delay(zab.tick, zab.init_limit);
+        self.streak
+            .started(state == ServerState::Following, now_t + delay);
+        if state == ServerState::Leading {
+            let sm = Leader::new(
+                LeaderConfig {
+                    sid: self.sid,
+                    quorum: zab.quorum,
+                    init_limit_beats: 2 * zab.init_limit as u64,
+                    sync_limit_beats: 2 * zab.sync_limit as u64,
+                    snap_threshold: zab.snap_threshold,
+                    bugs: zab.bugs,
+                },
+                self.disk.accepted_epoch,
+                self.disk.current_epoch,
+                self.disk.txns().to_vec(),
+                self.disk.committed(),
+            );
+            self.role = Role::Leading {
+                sm: Box::new(sm),
+                conns: BTreeMap::new(),
+                pending: BTreeMap::new(),
+            };
+            let mut effects = vec![Effect::Beat {
+                period_ns: (zab.tick / 2).as_nanos() as u64,
+                attempt: self.attempts,
+            }];
+            let out = self.leader().map(|l| l.start()).unwrap_or_default();
+            effects.extend(self.leader_outputs(now, out));
+            // Connections that came before the term (the lobby) are taken first.
+            for (conn, sid, info) in std::mem::take(&mut self.lobby) {
+                effects.extend(self.on_leader_frame(now, conn, Some(sid), info));
+            }
+            effects
+        } else {
+            let dial_at = now + delay.as_nanos() as u64;
+            self.role = Role::Following {
+                leader,
+                attempt: self.attempts,
+                dial_deadline: dial_at + (zab.tick * zab.init_limit).as_nanos() as u64,
+                link: None,
+                batch: Batch::new(zab.tick * zab.init_limit),
+            };
+            vec![Effect::Dial {
+                leader,
+                attempt: self.attempts,
+                at: dial_at,
+            }]
+        }
+    }
+
+    fn leader(&mut self) -> Option<&mut Leader> {
+        match &mut self.role {
+            Role::Leading { sm, .. } => Some(sm),
+            _ => None,
+        }
+    }
+
+    /// The follow attempt the world's dial or beat belongs to, if it is still this one.
+    pub fn following(&self, attempt: u64) -> Option<(u64, u64)> {
+        match &self.role {
+            Role::Following {
+                leader,
+                attempt: a,
+                dial_deadline,
+                link: None,
+                ..
+            } if *a == attempt => Some((*leader, *dial_deadline)),
+            _ => None,
+        }
+    }
+
+    pub fn attempt(&self) -> u64 {
+        self.attempts
+    }
+
+    /// The dial succeeded: the follower machine starts on connection `conn`.
+    pub fn connected(&mut self, now: u64, conn: u64) -> Vec<Effect> {
+        let zab = self.zab_config();
+        let (sid, accepted, current, last, committed) = (
+            self.sid,
+            self.disk.accepted_epoch,
+            self.disk.current_epoch,
+            self.disk.last_zxid(),
+            self.disk.committed(),
+        );
+        let Role::Following {
+            leader,
+            link,
+            attempt,
+            ..
+        } = &mut self.role
+        else {
+            return vec![Effect::Close { conn }];
+        };
+        let mut sm = Follower::new(
+            FollowerConfig {
+                sid,
+                leader: *leader,
+                init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * zab.init_limit as u64,
+                sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * zab.sync_limit as u64,
+                bugs: zab.bugs,
+            },
+            accepted,
+            current,
+            last,
+            committed,
+        );
+        let out = sm.start();
+        let attempt = *attempt;
+        *link = Some((conn, Box::new(sm)));
+        let mut effects = vec![Effect::Beat {
+            period_ns: (zab.tick / SILENCE_CHECKS_PER_TICK).as_nanos() as u64,
+            attempt,
+        }];
+        effects.extend(self.follower_outputs(now, out));
+        effects
+    }
+
+    /// Dialing gave up (`follow.rs`: could not reach the leader within initLimit ticks).
+    pub fn dial_failed(&mut self, now: u64, leader: u64) -> Vec<Effect> {
+        self.role_ended(now, format!("could not reach leader {leader}"))
+    }
+
+    /// A Zab frame arrived on `conn` (from a follower when leading, else from the leader).
+    pub fn on_frame(&mut self, now: u64, conn: u64, msg: Msg) -> Vec<Effect> {
+        match &mut self.role {
+            Role::Following {
+                link: Some((c, sm)),
+                ..
+            } if *c == conn => {
+                let out = sm.step(msg);
+                self.follower_outputs(now, out)
+            }
+            Role::Following { .. } => vec![],
+            Role::Leading { conns, .. } => {
+                let sid = conns.iter().find(|(_, c)| **c == conn).map(|(s, _)| *s);
+                self.on_leader_frame(now, conn, sid, msg)
+            }
+            Role::Looking => match msg {
+                // The quorum port's lobby keeps an identified connection for the next term.
+                Msg::FollowerInfo { sid, .. } if self.voters.contains(&sid) && sid != self.sid => {
+                    self.lobby.push((conn, sid, msg));
+                    vec![]
+                }
+                _ => vec![Effect::Close { conn }],
+            },
+        }
+    }
+
+    /// `lead.rs`: a frame on a follower connection (its first must be FOLLOWERINFO).
+    fn on_leader_frame(&mut self, now: u64, conn: u64, sid: Option<u64>, msg: Msg) -> Vec<Effect> {
+        let me = self.sid;
+        let voters = self.voters.clone();
+        let Role::Leading { sm, conns, .. } = &mut self.role else {
+            return vec![];
+        };
+        let mut effects = Vec::new();
+        let known = conns.iter().find(|(_, c)| **c == conn).map(|(s, _)| *s);
+        let out = match (known, &msg) {
+            (Some(s), _) => sm.step(s, msg),
+            (None, Msg::FollowerInfo { sid: s, .. }) if *s != me && voters.contains(s) => {
+                let s = *s;
+                let mut out = Vec::new();
+                if let Some(old) = conns.insert(s, conn) {
+                    effects.push(Effect::Close { conn: old });
+                    out.extend(sm.disconnected(s));
+                }
+                out.extend(sm.step(s, msg));
+                out
+            }
+            _ => {
+                let _ = sid;
+                return vec![Effect::Close { conn }];
+            }
+        };
+        effects.extend(self.leader_outputs(now, out));
+        effects
+    }
+
+    /// The other end closed `conn`.
+    pub fn on_closed(&mut self, now: u64, conn: u64) -> Vec<Effect> {
+        self.lobby.retain(|(c, _, _)| *c != conn);
+        match &mut self.role {
+            Role::Following {
+                link: Some((c, _)),
+                leader,
+                ..
+            } if *c == conn => {
+                let why = format!("connection to leader {leader} ended");
+                self.role_ended(now, why)
+            }
+            Role::Leading { sm, conns, .. } => {
+                let Some(sid) = conns.iter().find(|(_, c)| **c == conn).map(|(s, _)| *s) else {
+                    return vec![];
+                };
+                conns.remove(&sid);
+                let out = sm.disconnected(sid);
+                self.leader_outputs(now, out)
+            }
+            _ => vec![],
+        }
+    }
+
+    /// The role's beat; `missed` beats passed while the process was stopped (a follower counts
+    /// them all, as `follow.rs`'s burst interval does; a leader's delayed interval fires once).
+    pub fn on_beat(&mut self, now: u64, attempt: u64, missed: u64) -> Vec<Effect> {
+        if attempt != self.attempts {
+            return vec![];
+        }
+        match &mut self.role {
+            Role::Leading { sm, pending, .. } => {
+                let out = sm.tick();
+                let expired: Vec<u64> = pending
+                    .iter()
+                    .filter(|(_, (_, d))| *d <= now)
+                    .map(|(z, _)| *z)
+                    .collect();
+                let mut effects: Vec<Effect> = expired
+                    .into_iter()
+                    .filter_map(|z| pending.remove(&z))
+                    .map(|(op, _)| Effect::Reply {
+                        op,
+                        outcome: WriteOutcome::Unknown(
+                            "not committed in time; it may still commit".into(),
+                        ),
+                    })
+                    .collect();
+                effects.extend(self.leader_outputs(now, out));
+                effects
+            }
+            Role::Following {
+                link: Some((_, sm)),
+                ..
+            } => {
+                let mut out = Vec::new();
+                for _ in 0..missed.max(1) {
+                    out.extend(sm.tick());
+                }
+                self.follower_outputs(now, out)
+            }
+            _ => vec![],
+        }
+    }
+
+    /// A client write reaching this server (`write_route`): proposed when leading, sent on to
+    /// the leader when following (`Err(leader)`), refused while looking.
+    pub fn on_write(
+        &mut self,
+        now: u64,
+        op: u64,
+        value: serde_json::Value,
+        timeout: u64,
+    ) -> Result<Vec<Effect>, u64> {
+        match &mut self.role {
+            Role::Leading { sm, pending, .. } => match sm.propose(vec![value]) {
+                Ok((zxids, out)) => {
+                    for z in zxids {
+                        pending.insert(z, (op, now + timeout));
+                    }
+                    Ok(self.leader_outputs(now, out))
+                }
+                Err((why, out)) => {
+                    let mut effects = vec![Effect::Reply {
+                        op,
+                        outcome: WriteOutcome::Rejected(why),
+                    }];
+                    effects.extend(self.leader_outputs(now, out));
+                    Ok(effects)
+                }
+            },
+            Role::Following { leader, .. } => Err(*leader),
+            Role::Looking => Ok(vec![Effect::Reply {
+                op,
+                outcome: WriteOutcome::Rejected(
+                    "this server is LOOKING: no leader to write to".into(),
+                ),
+            }]),
+        }
+    }
+
+    /// `exec.rs` for the leader: outputs in order (fsync is instant here, so a send after a
+    /// `Sync` follows its fsync), then the leader's own ACKs fed back.
+    fn leader_outputs(&mut self, now: u64, mut out: Vec<ZabOutput>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut ended = None;
+        while !out.is_empty() {
+            let mut self_acks = Vec::new();
+            let Role::Leading { conns, pending, .. } = &mut self.role else {
+                break;
+            };
+            for o in std::mem::take(&mut out) {
+                match o {
+                    ZabOutput::Send(to, msg) => {
+                        if let Some(conn) = conns.get(&to) {
+                            effects.push(Effect::Zab { conn: *conn, msg })
+                        }
+                    }
+                    ZabOutput::Close(sid, _) => {
+                        if let Some(conn) = conns.remove(&sid) {
+                            effects.push(Effect::Close { conn });
+                        }
+                    }
+                    ZabOutput::Persist(op) => self.disk.persist(op),
+                    ZabOutput::Sync { self_ack } => {
+                        self.disk.sync();
+                        self_acks.extend(self_ack);
+                    }
+                    ZabOutput::BatchSync => {}
+                    ZabOutput::Committed(z) => {
+                        let rest = pending.split_off(&(z + 1));
+                        for (zxid, (op, _)) in std::mem::replace(pending, rest) {
+                            effects.push(Effect::Reply {
+                                op,
+                                outcome: WriteOutcome::Committed(zxid),
+                            });
+                        }
+                    }
+                    ZabOutput::StepDown(why) => ended = Some(why),
+                }
+            }
+            if let Some(sm) = self.leader() {
+                for z in self_acks {
+                    out.extend(sm.self_durable(z));
+                }
+            }
+        }
+        effects.extend(self.progress(now));
+        match ended {
+            Some(why) => {
+                effects.extend(self.role_ended(now, why));
+                effects
+            }
+            None => effects,
+        }
+    }
+
+    /// `follow.rs`'s loop body: outputs, the fsync batch of the seeded bugs, and the end.
+    fn follower_outputs(&mut self, now: u64, out: Vec<ZabOutput>) -> Vec<Effect> {
+        let now_t = self.at(now);
+        let mut effects = Vec::new();
+        let mut ended = None;
+        let (mut synced, mut batched, mut appended) = (false, false, 0usize);
+        let Role::Following {
+            link: Some((conn, _)),
+            batch,
+            ..
+        } = &mut self.role
+        else {
+            return effects;
+        };
+        for o in out {
+            match o {
+                ZabOutput::Send(_, msg) => effects.push(Effect::Zab { conn: *conn, msg }),
+                ZabOutput::Persist(op) => {
+                    if let fle_node::zab::actions::PersistOp::Append(t) = &op {
+                        appended += t.len();
+                    }
+                    self.disk.persist(op)
+                }
+                ZabOutput::Sync { .. } => {
+                    self.disk.sync();
+                    synced = true;
+                }
+                ZabOutput::BatchSync => batched = true,
+                ZabOutput::StepDown(why) => ended = Some(why),
+                ZabOutput::Close(..) | ZabOutput::Committed(_) => {}
+            }
+        }
+        if synced {
+            batch.flushed();
+        }
+        if batched {
+            batch.add(appended.max(1), now_t);
+        }
+        if batch.due(now_t) || (ended.is_some() && !batch.is_empty()) {
+            // Due, or the role's last batch flushed as it ends.
+            self.disk.sync();
+            batch.flushed();
+        }
+        effects.extend(self.progress(now));
+        if let Some(why) = ended {
+            effects.extend(self.role_ended(now, why));
+        }
+        effects
+    }
+
+    /// `server.rs`'s progress arm: a role in broadcast ends a follow streak and answers
+    /// LOOKING peers with the epoch it now serves.
+    fn progress(&mut self, _now: u64) -> Vec<Effect> {
+        if !self.broadcast_seen && self.zab_phase() == ZabPhase::Broadcast {
+            self.broadcast_seen = true;
+            self.streak.reached_broadcast();
+            self.election.update_peer_epoch(self.disk.current_epoch);
+        }
+        vec![]
+    }
+
+    /// `server.rs`'s `role_done`: the role ended; back to LOOKING.
+    fn role_ended(&mut self, now: u64, why: String) -> Vec<Effect> {
+        let (conns, ops) = self.drop_role();
+        let mut effects: Vec<Effect> = conns
+            .into_iter()
+            .map(|conn| Effect::Close { conn })
+            .collect();
+        effects.extend(ops.into_iter().map(|op| Effect::Reply {
+            op,
+            outcome: WriteOutcome::Unknown(format!(
+                "leadership ended before commit ({why}); it may still commit"
+            )),
+        }));
+        let zab = self.zab_config();
+        let now_t = tokio::time::Instant::from_std(self.at(now));
+        self.streak.role_ended(self.sid, &why, now_t, &zab);
+        self.attempts += 1;
+        let (zxid, epoch) = (self.disk.last_zxid(), self.disk.current_epoch);
+        effects.extend(self.look(now, zxid, epoch));
+        effects
+    }
+
+    pub fn state(&self) -> ServerState {
+        match self.role {
+            Role::Looking => ServerState::Looking,
+            Role::Leading { .. } => ServerState::Leading,
+            Role::Following { .. } => ServerState::Following,
+        }
+    }
+
+    fn zab_phase(&self) -> ZabPhase {
+        match &self.role {
+            Role::Looking => ZabPhase::Election,
+            Role::Leading { sm, .. } => sm.phase(),
+            Role::Following { link: None, .. } => ZabPhase::Discovery,
+            Role::Following {
+                link: Some((_, sm)),
+                ..
+            } => sm.phase(),
+        }
+    }
+
+    /// `GET /status` now (`wall_ms`: the server's wall clock).
+    pub fn status(&self, now: u64, wall_ms: i64) -> NodeStatus {
+        let leader = match &self.role {
+            Role::Looking => None,
+            Role::Leading { .. } => Some(self.sid),
+            Role::Following { leader, .. } => Some(*leader),
+        };
+        let last = self.disk.last_zxid();
+        NodeStatus {
+            sid: self.sid,
+            state: self.state(),
+            leader,
+            peer_epoch: self.disk.current_epoch,
+            accepted_epoch: self.disk.accepted_epoch,
+            election_epoch: self.election.logicalclock(),
+            last_zxid: last,
+            last_zxid_hex: format!("{last:#x}"),
+            last_committed_zxid: self.disk.committed(),
+            zab_phase: self.zab_phase(),
+            wall_clock_ms: wall_ms,
+            uptime_ms: (now.saturating_sub(self.started_ns)) / 1_000_000,
+            last_election: self.last_election.clone(),
+        }
+    }
+}

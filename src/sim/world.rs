@@ -1,0 +1,741 @@
+//! The simulated cluster in virtual time: one queue of timed events (deliveries, timers,
+//! observer reads, client ticks, nemesis steps), taken in (time, sequence) order, so a seed
+//! gives one order of everything. Servers (`server.rs`) react; this file carries out their
+//! effects over the simulated network (`net.rs`): election notices, Zab connections (FIFO per
+//! direction, held while cut, as TCP holds them), dials, clients' writes and their answers.
+//! The observers and clients record through `record.rs` exactly what the real ones record.
+
+use super::net::{Net, Port};
+use super::record::SimRecorder;
+use super::server::{Effect, Life, Server, Timing, WriteOutcome, DIAL_RETRY_NS};
+use crate::history::{node_name, EventType, F};
+use fle_node::wire::Notification;
+use fle_node::zab::messages::Msg;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+#[derive(Debug, Clone)]
+pub enum Ev {
+    Deliver {
+        to: u64,
+        wire: Wire,
+    },
+    ElectionTimer {
+        node: u64,
+        at: u64,
+    },
+    Beat {
+        node: u64,
+        attempt: u64,
+        period: u64,
+    },
+    Dial {
+        node: u64,
+        attempt: u64,
+        leader: u64,
+    },
+    Read {
+        node: u64,
+    },
+    /// A read of a stopped process gives up after the observer's timeout.
+    ReadTimedOut {
+        node: u64,
+    },
+    Client {
+        id: usize,
+    },
+    ClientTimeout {
+        op: u64,
+    },
+    Nemesis,
+}
+
+#[derive(Debug, Clone)]
+pub enum Wire {
+    Note { from: u64, n: Notification },
+    Zab { conn: u64, msg: Msg },
+    Closed { conn: u64 },
+    Write { op: u64, forwarded: bool },
+    Reply { op: u64, outcome: WriteOutcome },
+}
+
+/// A Zab connection between a follower and its leader.
+struct Conn {
+    ends: [u64; 2],
+    open: bool,
+    /// Per direction (0: ends[0] -> ends[1]): when its last message arrives (FIFO).
+    last: [u64; 2],
+    /// Messages sent while the link was cut, in order: TCP delivers them after the heal.
+    held: Vec<(usize, Wire)>,
+}
+
+/// A client write in flight.
+pub struct Op {
+    pub client: usize,
+    pub process: usize,
+    pub value: u64,
+    pub node: u64,
+    pub done: bool,
+}
+
+pub struct Client {
+    pub process: usize,
+    pub busy: bool,
+    pub last_tick: u64,
+}
+
+pub struct World {
+    pub rec: SimRecorder,
+    pub rng: ChaCha8Rng,
+    pub net: Net,
+    pub servers: BTreeMap<u64, Server>,
+    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    events: Vec<Option<Ev>>,
+    seq: u64,
+    conns: BTreeMap<u64, Conn>,
+    next_conn: u64,
+    /// The election timer each server armed last (older ones are stale).
+    timers: BTreeMap<u64, u64>,
+    /// Events for a stopped process, replayed when it resumes; beats missed meanwhile.
+    deferred: BTreeMap<u64, Vec<Ev>>,
+    missed_beats: BTreeMap<u64, u64>,
+    /// FIFO per directed election link.
+    note_last: BTreeMap<(u64, u64), u64>,
+    /// `peers.rs`'s send slot per directed link: the latest notification, sent again on every
+    /// new connection (after a heal, or when the peer's process is back).
+    slots: BTreeMap<(u64, u64), Notification>,
+    pub ops: BTreeMap<u64, Op>,
+    pub clients: Vec<Client>,
+    next_value: u64,
+    /// Clients stop starting writes (the time limit passed).
+    pub clients_stopped: bool,
+    /// Per node: a wall-clock fault in force (offset ms, or a rate).
+    pub clocks: BTreeMap<u64, super::nemesis::ClockSkew>,
+    pub timing: Timing,
+    pub write_timeout_ns: u64,
+    pub client_timeout_ns: u64,
+    pub client_period_ns: u64,
+    pub read_period_ns: u64,
+    pub status_timeout_ns: u64,
+    /// The history's wall clock at time 0 (ms since the Unix epoch).
+    pub wall_start_ms: i64,
+}
+
+impl World {
+    pub fn new(
+        servers: BTreeMap<u64, Server>,
+        timing: Timing,
+        rng: ChaCha8Rng,
+        rec: SimRecorder,
+    ) -> World {
+        World {
+            rec,
+            rng,
+            net: Net::default(),
+            servers,
+            queue: BinaryHeap::new(),
+            events: Vec::new(),
+            seq: 0,
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            timers: BTreeMap::new(),
+            deferred: BTreeMap::new(),
+            missed_beats: BTreeMap::new(),
+            note_last: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            clients: Vec::new(),
+            next_value: 0,
+            clients_stopped: false,
+            clocks: BTreeMap::new(),
+            timing,
+            write_timeout_ns: 0,
+            client_timeout_ns: 0,
+            client_period_ns: 0,
+            read_period_ns: 0,
+            status_timeout_ns: 0,
+            wall_start_ms: 0,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.rec.now
+    }
+
+    pub fn at(&mut self, time: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Some(ev));
+        self.queue.push(Reverse((
+            time.max(self.rec.now),
+            self.seq,
+            self.events.len() - 1,
+        )));
+    }
+
+    /// The next event due at or before `until`, with the clock moved to it.
+    pub fn pop(&mut self, until: u64) -> Option<Ev> {
+        let Reverse((t, _, i)) = *self.queue.peek()?;
+        if t > until {
+            return None;
+        }
+        self.queue.pop();
+        self.rec.now = t;
+        self.events[i].take()
+    }
+
+    pub fn life(&self, sid: u64) -> Life {
+        self.servers.get(&sid).map_or(Life::Down, |s| s.life)
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, ev: Ev) {
+        let now = self.now();
+        if let Some(node) = ev_node(&ev) {
+            match self.life(node) {
+                Life::Down => return self.lost(ev),
+                Life::Paused => {
+                    if let Ev::Beat {
+                        node,
+                        attempt,
+                        period,
+                    } = ev
+                    {
+                        *self.missed_beats.entry(node).or_default() += 1;
+                        self.at(
+                            now + period,
+                            Ev::Beat {
+                                node,
+                                attempt,
+                                period,
+                            },
+                        );
+                    } else {
+                        self.deferred.entry(node).or_default().push(ev);
+                    }
+                    return;
+                }
+                Life::Up => {}
+            }
+        }
+        match ev {
+            Ev::Deliver { to, wire } => self.deliver(to, wire),
+            Ev::ElectionTimer { node, at } => {
+                if self.timers.get(&node) == Some(&at) {
+                    let e = self.server(node).on_election_timer(now);
+                    self.apply(node, e);
+                }
+            }
+            Ev::Beat {
+                node,
+                attempt,
+                period,
+            } => {
+                let missed = self.missed_beats.remove(&node).unwrap_or(0);
+                if self.servers[&node].attempt() == attempt {
+                    let e = self.server(node).on_beat(now, attempt, missed + 1);
+                    self.apply(node, e);
+                    if self.servers[&node].attempt() == attempt {
+                        self.at(
+                            now + period,
+                            Ev::Beat {
+                                node,
+                                attempt,
+                                period,
+                            },
+                        );
+                    }
+                }
+            }
+            Ev::Dial {
+                node,
+                attempt,
+                leader,
+            } => self.dial(node, attempt, leader),
+            Ev::Read { node } => self.read(node),
+            Ev::ReadTimedOut { node } => {
+                self.rec
+                    .status(&node_name(node), Err((EventType::Info, "timed out".into())));
+                self.at(now + self.read_period_ns, Ev::Read { node });
+            }
+            Ev::Client { id } => self.client_tick(id),
+            Ev::ClientTimeout { op } => {
+                self.finish_op(op, WriteOutcome::Unknown("timed out".into()))
+            }
+            Ev::Nemesis => {}
+        }
+    }
+
+    /// An event for a process that is not running: a message is lost, a timer dies with it.
+    fn lost(&mut self, ev: Ev) {
+        if let Ev::Deliver {
+            wire: Wire::Write { op, .. },
+            ..
+        } = ev
+        {
+            self.finish_op(op, WriteOutcome::Unknown("connection reset".into()));
+        }
+    }
+
+    fn server(&mut self, sid: u64) -> &mut Server {
+        self.servers.get_mut(&sid).expect("a server of the cluster")
+    }
+
+    fn deliver(&mut self, to: u64, wire: Wire) {
+        let now = self.now();
+        let effects = match wire {
+            Wire::Note { from, n } => self.server(to).on_notification(now, from, n),
+            Wire::Zab { conn, msg } => self.server(to).on_frame(now, conn, msg),
+            Wire::Closed { conn } => self.server(to).on_closed(now, conn),
+            Wire::Write { op, forwarded } => self.write_arrives(to, op, forwarded),
+            Wire::Reply { op, outcome } => {
+                self.finish_op(op, outcome);
+                vec![]
+            }
+        };
+        self.apply(to, effects);
+    }
+
+    /// Carries out what server `sid` asked for.
+    pub fn apply(&mut self, sid: u64, effects: Vec<Effect>) {
+        let now = self.now();
+        for e in effects {
+            match e {
+                Effect::Notify { to, n } => {
+                    self.slots.insert((sid, to), n.clone());
+                    if self.life(to) != Life::Down && self.net.passes(sid, to, Port::Election) {
+                        self.send_note(sid, to, n, 0);
+                    }
+                }
+                Effect::Zab { conn, msg } => self.send_on(conn, sid, Wire::Zab { conn, msg }),
+                Effect::Close { conn } => self.close(conn, sid),
+                Effect::Dial {
+                    leader,
+                    attempt,
+                    at,
+                } => self.at(
+                    at,
+                    Ev::Dial {
+                        node: sid,
+                        attempt,
+                        leader,
+                    },
+                ),
+                Effect::Reply { op, outcome } => self.reply(sid, op, outcome),
+                Effect::ElectionTimer { at } => {
+                    self.timers.insert(sid, at);
+                    self.at(at, Ev::ElectionTimer { node: sid, at });
+                }
+                Effect::Beat { period_ns, attempt } => self.at(
+                    now + period_ns,
+                    Ev::Beat {
+                        node: sid,
+                        attempt,
+                        period: period_ns,
+                    },
+                ),
+            }
+        }
+    }
+
+    fn send_note(&mut self, from: u64, to: u64, n: Notification, after: u64) {
+        let now = self.now();
+        let lat = self.net.latency(from, to, &mut self.rng);
+        let last = self.note_last.entry((from, to)).or_default();
+        let t = (now + after + lat).max(*last);
+        *last = t;
+        self.at(
+            t,
+            Ev::Deliver {
+                to,
+                wire: Wire::Note { from, n },
+            },
+        );
+    }
+
+    /// Election links that work again reconnect (`peers.rs` re-dials a down link at least every
+    /// `CONNECT_TIMEOUT + BACKOFF_MAX`) and send their slot's notification again.
+    pub fn reconnect_elections(&mut self) {
+        let redial = (fle_node::peers::CONNECT_TIMEOUT.as_nanos() as u64) + 250_000_000;
+        let pairs: Vec<((u64, u64), Notification)> =
+            self.slots.iter().map(|(k, n)| (*k, n.clone())).collect();
+        for ((from, to), n) in pairs {
+            let up = self.life(from) == Life::Up && self.life(to) != Life::Down;
+            if up
+                && self.net.passes(from, to, Port::Election)
+                && self.net.passes(to, from, Port::Election)
+            {
+                let after = self.rng.gen_range(0..redial);
+                self.send_note(from, to, n, after);
+            }
+        }
+    }
+
+    fn send_on(&mut self, conn: u64, from: u64, wire: Wire) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        if !c.open && !matches!(wire, Wire::Closed { .. }) {
+            return;
+        }
+        let dir = usize::from(c.ends[0] != from);
+        let to = c.ends[1 - dir];
+        if !self.net.passes(from, to, Port::Quorum) {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.held.push((dir, wire));
+            }
+            return;
+        }
+        let lat = self.net.latency(from, to, &mut self.rng);
+        let now = self.now();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let t = (now + lat).max(c.last[dir]);
+        c.last[dir] = t;
+        self.at(t, Ev::Deliver { to, wire });
+    }
+
+    /// `by` closes `conn`: the other end learns it as TCP would (after the latency, or after
+    /// the heal when the link is cut).
+    pub fn close(&mut self, conn: u64, by: u64) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !c.open {
+            return;
+        }
+        c.open = false;
+        self.send_on(conn, by, Wire::Closed { conn });
+    }
+
+    /// After a heal: what TCP held on the links that pass again goes out, in order.
+    pub fn release_held(&mut self) {
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            let ends = c.ends;
+            let held = std::mem::take(&mut c.held);
+            for (dir, wire) in held {
+                let from = ends[dir];
+                self.send_on(id, from, wire);
+            }
+        }
+        // A closed connection whose close was delivered needs nothing more.
+        self.conns.retain(|_, c| c.open || !c.held.is_empty());
+        self.reconnect_elections();
+    }
+
+    fn dial(&mut self, node: u64, attempt: u64, leader: u64) {
+        let now = self.now();
+        let Some((_, deadline)) = self.servers[&node].following(attempt) else {
+            return;
+        };
+        let reachable = self.life(leader) != Life::Down
+            && self.net.passes(node, leader, Port::Quorum)
+            && self.net.passes(leader, node, Port::Quorum);
+        if reachable {
+            self.next_conn += 1;
+            let id = self.next_conn;
+            self.conns.insert(
+                id,
+                Conn {
+                    ends: [node, leader],
+                    open: true,
+                    last: [0, 0],
+                    held: Vec::new(),
+                },
+            );
+            let e = self.server(node).connected(now, id);
+            self.apply(node, e);
+        } else if now + DIAL_RETRY_NS < deadline {
+            self.at(
+                now + DIAL_RETRY_NS,
+                Ev::Dial {
+                    node,
+                    attempt,
+                    leader,
+                },
+            );
+        } else {
+            let e = self.server(node).dial_failed(now, leader);
+            self.apply(node, e);
+        }
+    }
+
+    /// A process dies: its connections reset, its writes answered as unknown.
+    pub fn kill(&mut self, sid: u64) {
+        let (conns, ops) = self.server(sid).kill();
+        self.slots.retain(|(from, _), _| *from != sid);
+        self.deferred.remove(&sid);
+        self.missed_beats.remove(&sid);
+        self.timers.remove(&sid);
+        for c in conns {
+            self.close(c, sid);
+        }
+        // Every connection with this end is gone with the process.
+        let mine: Vec<u64> = (self.conns.iter())
+            .filter(|(_, c)| c.open && c.ends.contains(&sid))
+            .map(|(id, _)| *id)
+            .collect();
+        for c in mine {
+            self.close(c, sid);
+        }
+        for op in ops {
+            self.finish_op(op, WriteOutcome::Unknown("connection reset".into()));
+        }
+        let waiting: Vec<u64> = (self.ops.iter())
+            .filter(|(_, o)| !o.done && o.node == sid)
+            .map(|(id, _)| *id)
+            .collect();
+        for op in waiting {
+            self.finish_op(op, WriteOutcome::Unknown("connection reset".into()));
+        }
+    }
+
+    pub fn start(&mut self, sid: u64) {
+        let now = self.now();
+        let e = self.server(sid).start(now);
+        self.apply(sid, e);
+        // Its peers' links to it come back, with their slots.
+        let waiting: Vec<(u64, Notification)> = (self.slots.iter())
+            .filter(|((_, to), _)| *to == sid)
+            .map(|((from, _), n)| (*from, n.clone()))
+            .collect();
+        let redial = (fle_node::peers::CONNECT_TIMEOUT.as_nanos() as u64) + 250_000_000;
+        for (from, n) in waiting {
+            if self.life(from) == Life::Up && self.net.passes(from, sid, Port::Election) {
+                let after = self.rng.gen_range(0..redial);
+                self.send_note(from, sid, n, after);
+            }
+        }
+    }
+
+    pub fn pause(&mut self, sid: u64) {
+        self.server(sid).life = Life::Paused;
+    }
+
+    pub fn resume(&mut self, sid: u64) {
+        let now = self.now();
+        self.server(sid).life = Life::Up;
+        for ev in self.deferred.remove(&sid).unwrap_or_default() {
+            self.at(now, ev);
+        }
+    }
+
+    fn wall_ms(&self, sid: u64) -> i64 {
+        let now = self.now();
+        let base = self.wall_start_ms + (now / 1_000_000) as i64;
+        base + self.clocks.get(&sid).map_or(0, |c| c.offset_ms(now))
+    }
+
+    /// An observer's read of `/status`, then the next one.
+    fn read(&mut self, node: u64) {
+        let now = self.now();
+        let name = node_name(node);
+        match self.life(node) {
+            Life::Up => {
+                let wall = self.wall_ms(node);
+                let s = self.servers[&node].status(now, wall);
+                self.rec.status(&name, Ok(s));
+                self.at(now + self.read_period_ns, Ev::Read { node });
+            }
+            Life::Paused => {
+                // The read waits out its timeout, recorded when it gives up.
+                self.at(now + self.status_timeout_ns, Ev::ReadTimedOut { node });
+            }
+            Life::Down => {
+                self.rec
+                    .status(&name, Err((EventType::Fail, "connection refused".into())));
+                self.at(now + self.read_period_ns, Ev::Read { node });
+            }
+        }
+    }
+
+    /// A client's tick: one write through the leader the observers name (`workload::writes`).
+    fn client_tick(&mut self, id: usize) {
+        let now = self.now();
+        if self.clients_stopped || self.clients[id].busy {
+            return;
+        }
+        self.clients[id].busy = true;
+        self.clients[id].last_tick = now;
+        self.next_value += 1;
+        let value = self.next_value;
+        let leader = self
+            .rec
+            .observations
+            .leader(now, 1_000_000_000)
+            .map(|(n, _)| n);
+        let p = self.clients[id].process.to_string();
+        self.rec.record(
+            &p,
+            EventType::Invoke,
+            F::Write,
+            leader.as_deref(),
+            json!({ "value": value }),
+        );
+        let op = self.ops.len() as u64 + 1;
+        let node = leader.as_deref().and_then(crate::history::sid_of);
+        self.ops.insert(
+            op,
+            Op {
+                client: id,
+                process: self.clients[id].process,
+                value,
+                node: node.unwrap_or(0),
+                done: false,
+            },
+        );
+        let Some(node) = node else {
+            self.finish_op(
+                op,
+                WriteOutcome::Rejected("no leader known; not sent".into()),
+            );
+            return;
+        };
+        let lat = self.rng.gen_range(100_000..400_000);
+        self.at(
+            now + lat,
+            Ev::Deliver {
+                to: node,
+                wire: Wire::Write {
+                    op,
+                    forwarded: false,
+                },
+            },
+        );
+        self.at(now + self.client_timeout_ns, Ev::ClientTimeout { op });
+    }
+
+    fn write_arrives(&mut self, at: u64, op: u64, forwarded: bool) -> Vec<Effect> {
+        let now = self.now();
+        let Some(o) = self.ops.get(&op).filter(|o| !o.done) else {
+            return vec![];
+        };
+        let value = json!(o.value);
+        let timeout = self.write_timeout_ns;
+        match self.server(at).on_write(now, op, value, timeout) {
+            Ok(effects) => effects,
+            Err(leader) if !forwarded => {
+                if self.life(leader) != Life::Down && self.net.passes(at, leader, Port::Client) {
+                    let lat = self.net.latency(at, leader, &mut self.rng);
+                    self.at(
+                        now + lat,
+                        Ev::Deliver {
+                            to: leader,
+                            wire: Wire::Write {
+                                op,
+                                forwarded: true,
+                            },
+                        },
+                    );
+                }
+                vec![]
+            }
+            // A forwarded write reached a follower: it does not forward twice (503).
+            Err(_) => vec![Effect::Reply {
+                op,
+                outcome: WriteOutcome::Rejected("not the leader".into()),
+            }],
+        }
+    }
+
+    /// `sid` answers `op`: back to the client, through the server the client wrote to.
+    fn reply(&mut self, sid: u64, op: u64, outcome: WriteOutcome) {
+        let now = self.now();
+        let Some(o) = self.ops.get(&op) else { return };
+        let via = o.node;
+        if via != sid && !self.net.passes(sid, via, Port::Client) {
+            return; // Lost on the way: the client times out.
+        }
+        let lat = self.rng.gen_range(100_000..400_000);
+        // The client's own connection: not cut by partitions between servers.
+        self.at(
+            now + lat,
+            Ev::Deliver {
+                to: via,
+                wire: Wire::Reply { op, outcome },
+            },
+        );
+    }
+
+    /// Records a write's outcome once and frees its client.
+    pub fn finish_op(&mut self, op: u64, outcome: WriteOutcome) {
+        let now = self.now();
+        let Some(o) = self.ops.get_mut(&op).filter(|o| !o.done) else {
+            return;
+        };
+        o.done = true;
+        let (client, process, value, node) = (o.client, o.process, o.value, o.node);
+        let node_name = (node > 0).then(|| node_name(node));
+        let (kind, v) = match outcome {
+            WriteOutcome::Committed(zxid) => {
+                (EventType::Ok, json!({ "value": value, "zxid": zxid }))
+            }
+            WriteOutcome::Rejected(error) => {
+                (EventType::Fail, json!({ "value": value, "error": error }))
+            }
+            WriteOutcome::Unknown(error) => {
+                (EventType::Info, json!({ "value": value, "error": error }))
+            }
+        };
+        self.rec.record(
+            &process.to_string(),
+            kind,
+            F::Write,
+            node_name.as_deref(),
+            v,
+        );
+        let concurrency = self.clients.len();
+        let c = &mut self.clients[client];
+        c.busy = false;
+        if kind == EventType::Info {
+            c.process += concurrency;
+        }
+        // `workload::writes`'s interval with delayed missed ticks.
+        let next = (self.clients[client].last_tick + self.client_period_ns).max(now);
+        self.at(next, Ev::Client { id: client });
+    }
+
+    /// Whether any client write is still in flight.
+    pub fn writes_in_flight(&self) -> bool {
+        self.clients.iter().any(|c| c.busy)
+    }
+
+    pub fn start_clients(&mut self, n: usize) {
+        for id in 0..n {
+            self.clients.push(Client {
+                process: id,
+                busy: false,
+                last_tick: 0,
+            });
+            let first = self.client_period_ns * (id as u64 + 1) / n as u64;
+            self.at(first, Ev::Client { id });
+        }
+    }
+}
+
+/// The server an event happens at, if it is one (reads and clients are the controller's).
+fn ev_node(ev: &Ev) -> Option<u64> {
+    match ev {
+        Ev::Deliver { to, wire } => match wire {
+            // A reply travels to the client through its server; the client hears of a dead
+            // server by its connection's reset (`lost`).
+            Wire::Reply { .. } => None,
+            _ => Some(*to),
+        },
+        Ev::ElectionTimer { node, .. } | Ev::Beat { node, .. } | Ev::Dial { node, .. } => {
+            Some(*node)
+        }
+        Ev::Read { .. }
+        | Ev::ReadTimedOut { .. }
+        | Ev::Client { .. }
+        | Ev::ClientTimeout { .. }
+        | Ev::Nemesis => None,
+    }
+}
