@@ -96,13 +96,12 @@ impl Net {
                 }
                 extra
             }
-            Some(PacketMode::Reorder { percent, delay_ms }) => {
-                if rng.gen_bool((percent / 100.0).clamp(0.0, 1.0)) {
-                    delay_ms * 1_000_000
-                } else {
-                    0
-                }
+            Some(PacketMode::Reorder { percent, delay_ms })
+                if rng.gen_bool((percent / 100.0).clamp(0.0, 1.0)) =>
+            {
+                delay_ms * 1_000_000
             }
+            Some(PacketMode::Reorder { .. }) => 0,
             // A duplicate is dropped by the receiving TCP.
             Some(PacketMode::Duplicate { .. }) => 0,
             // Refused before a run starts (`super::cannot_model`).

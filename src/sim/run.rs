@@ -53,7 +53,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
         .iter()
         .map(|&sid| (sid, Server::new(sid, &voters, &s.timing, base)))
         .collect();
-    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_51u64);
+    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed51_u64);
     let mut w = World::new(servers, s.timing.clone(), rng, SimRecorder::new(&names));
     let tick = s.timing.tick;
     w.write_timeout_ns = (tick * s.timing.sync_limit * 2).as_nanos() as u64;
@@ -327,9 +327,7 @@ mod tests {
         ] {
             let mut argv = vec!["simulate"];
             argv.extend_from_slice(&flags);
-            let err = settings(&Cli::parse_from(argv).args)
-                .err()
-                .expect("refused");
+            let err = settings(&Cli::parse_from(argv).args).expect_err("refused");
             let text = format!("{err:#}");
             assert!(text.contains(needle) && !text.contains('\n'), "{text}");
             assert_eq!(crate::exit::code_for(&err), crate::exit::BAD_ARGS, "{text}");
