@@ -112,6 +112,23 @@ pub struct Decision {
     pub took: Duration,
 }
 
+impl Decision {
+    /// What `/status` reports of this decision (`last_election`).
+    pub fn summary(&self) -> crate::api::ElectionSummary {
+        crate::api::ElectionSummary {
+            round: self.round,
+            leader: self.vote.leader,
+            zxid: self.vote.zxid,
+            peer_epoch: self.vote.peer_epoch,
+            votes: self.votes.clone(),
+            took_ms: self.took.as_millis() as u64,
+            received: self.received.clone(),
+            joined: self.joined,
+            own_round: Some(self.own_round),
+        }
+    }
+}
+
 /// Messages dropped instead of processed, by reason (the shell adds its own wire counters).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ElectionCounters {

@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
+use crate::api::{NodeStatus, ServerState, ZabPhase};
 use crate::bugs::Bugs;
 use crate::config::Config;
 use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
@@ -369,17 +369,7 @@ impl Shell {
                 "state change"
             );
         }
-        let summary = ElectionSummary {
-            round: d.round,
-            leader: d.vote.leader,
-            zxid: d.vote.zxid,
-            peer_epoch: d.vote.peer_epoch,
-            votes: d.votes.clone(),
-            took_ms,
-            received: d.received.clone(),
-            joined: d.joined,
-            own_round: Some(d.own_round),
-        };
+        let summary = d.summary();
         self.status.send_modify(|s| {
             s.state = d.state;
             s.leader = Some(d.vote.leader);

@@ -97,16 +97,11 @@ pub(super) fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) ->
     resolve(spec, &nodes, leader_now(ctx).as_deref(), pick).nodes
 }
 
-/// Applies `fault`, recording it. Returns None when nothing was done (recorded as `fail`).
-pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
-    let nodes = ctx.observations.nodes().to_vec();
-    let leader = leader_now(ctx);
+/// What every fault's recorded value starts with: the nodes it hits, its target, when it was
+/// due and for how long, and what aimed it (the runner's annotations). The simulator records
+/// its faults with this too.
+pub fn base_value(fault: &PlannedFault, resolved: &crate::nemesis::targets::Resolved) -> Value {
     let t = &fault.template;
-    let resolved = if t.kind == FaultKind::Frames {
-        frames_targets(&t.target, &nodes, leader.as_deref(), fault.pick)
-    } else {
-        resolve(&t.target, &nodes, leader.as_deref(), fault.pick)
-    };
     let mut base = json!({
         "nodes": resolved.nodes,
         "target": t.target.describe(),
@@ -121,6 +116,20 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     for (k, v) in &fault.annotations {
         base[k.as_str()] = v.clone();
     }
+    base
+}
+
+/// Applies `fault`, recording it. Returns None when nothing was done (recorded as `fail`).
+pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
+    let nodes = ctx.observations.nodes().to_vec();
+    let leader = leader_now(ctx);
+    let t = &fault.template;
+    let resolved = if t.kind == FaultKind::Frames {
+        frames_targets(&t.target, &nodes, leader.as_deref(), fault.pick)
+    } else {
+        resolve(&t.target, &nodes, leader.as_deref(), fault.pick)
+    };
+    let base = base_value(fault, &resolved);
     let f = t.kind.f();
     let result = match t.kind {
         FaultKind::Kill => {

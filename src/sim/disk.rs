@@ -122,15 +122,6 @@ impl Disk {
         lost
     }
 
-    /// Flips one bit of the log image at `at` (counted past the header, wrapped to its size).
-    pub fn flip_bit(&mut self, at: usize) -> Option<usize> {
-        let header = image::empty().len();
-        let body = self.bytes.len().checked_sub(header).filter(|n| *n > 0)?;
-        let pos = header + at % body;
-        self.bytes[pos] ^= 1 << (at % 8);
-        Some(pos)
-    }
-
     /// What a server starting on this disk reads (the node's own open and tail repair).
     pub fn open(&mut self) -> Found {
         let read = image::read(&self.bytes).unwrap_or_else(|why| image::Read {

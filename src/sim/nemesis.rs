@@ -75,8 +75,6 @@ pub struct SimNemesis {
     parts: Vec<(u64, PlannedFault)>,
     active: Vec<Active>,
     next_id: u64,
-    /// Every fault started, in order (the replayable sequence, `nemesis::timed`).
-    pub injected: Vec<PlannedFault>,
     kinds: Vec<FaultKind>,
 }
 
@@ -93,7 +91,6 @@ impl SimNemesis {
             parts: Vec::new(),
             active: Vec::new(),
             next_id: 0,
-            injected: Vec::new(),
             kinds: schedule.kinds(),
         }
     }
@@ -188,9 +185,6 @@ impl SimNemesis {
         let mut main = f.clone();
         main.parts.clear();
         self.apply(w, main);
-        let mut done = f;
-        done.start = std::time::Duration::from_nanos(now);
-        self.injected.push(done);
     }
 
     fn apply(&mut self, w: &mut World, f: PlannedFault) {
@@ -209,15 +203,7 @@ impl SimNemesis {
             other => other.clone(),
         };
         let resolved = resolve(&target, &names, leader.as_deref(), f.pick);
-        let mut base = json!({
-            "nodes": resolved.nodes,
-            "target": t.target.describe(),
-            "duration_ms": f.duration.as_millis() as u64,
-            "at_ms": f.start.as_millis() as u64,
-        });
-        for (k, v) in &f.annotations {
-            base[k.as_str()] = v.clone();
-        }
+        let base = crate::nemesis::inject::base_value(&f, &resolved);
         let nodes = resolved.nodes.clone();
         let sids: Vec<u64> = nodes.iter().filter_map(|n| sid_of(n)).collect();
         let f_name = t.kind.f();
@@ -373,52 +359,32 @@ impl SimNemesis {
         for a in std::mem::take(&mut self.active).iter().rev() {
             undo(w, a, false);
         }
-        let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
-        let stops = self.kinds.iter().any(|k| k.stops_node());
-        if stops {
-            let down: Vec<u64> = w
-                .servers
-                .keys()
-                .copied()
+        // As `runner::heal_everything`: nodes still down are started (not marked final),
+        // then each kind the schedule has is healed everywhere, marked final.
+        if self.kinds.iter().any(|k| k.stops_node()) {
+            let down: Vec<u64> = (w.servers.keys().copied())
                 .filter(|s| w.life(*s) == Life::Down)
                 .collect();
             for s in down {
-                let a = Active {
-                    id: 0,
-                    kind: FaultKind::Kill,
-                    nodes: vec![node_name(s)],
-                    undo_at: 0,
-                };
-                undo(w, &a, true);
+                undo(w, &everywhere(FaultKind::Kill, vec![node_name(s)]), false);
             }
         }
-        if self.kinds.contains(&FaultKind::Partition) {
-            let a = Active {
-                id: 0,
-                kind: FaultKind::Partition,
-                nodes: names.clone(),
-                undo_at: 0,
-            };
-            undo(w, &a, true);
+        let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
+        for kind in [FaultKind::Partition, FaultKind::Packet, FaultKind::Clock] {
+            if self.kinds.contains(&kind) {
+                undo(w, &everywhere(kind, names.clone()), true);
+            }
         }
-        if self.kinds.contains(&FaultKind::Packet) {
-            let a = Active {
-                id: 0,
-                kind: FaultKind::Packet,
-                nodes: names.clone(),
-                undo_at: 0,
-            };
-            undo(w, &a, true);
-        }
-        if self.kinds.contains(&FaultKind::Clock) {
-            let a = Active {
-                id: 0,
-                kind: FaultKind::Clock,
-                nodes: names,
-                undo_at: 0,
-            };
-            undo(w, &a, true);
-        }
+    }
+}
+
+/// A heal of `kind` on `nodes` that belongs to no fault in force (the final heal's).
+fn everywhere(kind: FaultKind, nodes: Vec<String>) -> Active {
+    Active {
+        id: 0,
+        kind,
+        nodes,
+        undo_at: 0,
     }
 }
 

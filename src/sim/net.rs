@@ -64,11 +64,6 @@ impl Net {
         })
     }
 
-    /// Whether any cut is in force.
-    pub fn any_cut(&self) -> bool {
-        self.cuts.values().any(|c| !c.is_empty())
-    }
-
     /// How long one message takes `from` -> `to`, in ns: a LAN's latency plus, on a degraded
     /// link, the time TCP needs to get it through.
     pub fn latency(&self, from: u64, to: u64, rng: &mut ChaCha8Rng) -> u64 {

@@ -1,13 +1,11 @@
 //! The simulated run's history: the same lines the controller's `Recorder` writes (the one
 //! `Event` serializer), stamped with virtual time, kept in memory, and fed as they are made to
-//! the same live pieces a real run feeds: the view (settled? who leads?), the situations met
-//! (steering) and the observations (triggers, the clients' leader).
+//! the same live pieces a real run feeds: the view (settled? the final heal) and the
+//! observations (triggers, the clients' leader).
 
-use crate::history::situation::Situations;
 use crate::history::view::View;
 use crate::history::{Event, EventType, F};
 use crate::workload::observe::{NodeView, Observations};
-use std::collections::BTreeSet;
 
 pub struct SimRecorder {
     /// Virtual nanoseconds since the run started.
@@ -16,7 +14,6 @@ pub struct SimRecorder {
     pub text: String,
     next_index: u64,
     pub view: View,
-    situations: Situations,
     pub observations: Observations,
 }
 
@@ -27,7 +24,6 @@ impl SimRecorder {
             text: String::new(),
             next_index: 0,
             view: View::new(nodes),
-            situations: Situations::new(),
             observations: Observations::new(nodes.to_vec()),
         }
     }
@@ -58,7 +54,6 @@ impl SimRecorder {
         let line_text = &self.text[start..];
         if let Ok(line) = crate::history::line::decode(line_text) {
             let e = self.view.of_line(event.index as u32, &line);
-            self.situations.line(&self.view, &e, &line);
             self.view.feed(e);
         }
         self.text.push('\n');
@@ -99,13 +94,5 @@ impl SimRecorder {
                 ..view
             },
         );
-    }
-
-    pub fn situations_met(&self) -> BTreeSet<crate::history::situation::Situation> {
-        self.situations.met()
-    }
-
-    pub fn phase_now(&self) -> crate::history::situation::Phase {
-        self.situations.phase_now(&self.view, self.now)
     }
 }

@@ -16,17 +16,12 @@ use fle_node::follow_streak::FollowStreak;
 use fle_node::wire::Notification;
 use fle_node::zab::actions::Output as ZabOutput;
 use fle_node::zab::batch::Batch;
-use fle_node::zab::follower::{Follower, FollowerConfig};
-use fle_node::zab::leader::{Leader, LeaderConfig};
+use fle_node::zab::follower::Follower;
+use fle_node::zab::leader::Leader;
 use fle_node::zab::messages::Msg;
 use fle_node::zab::ZabConfig;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// `follow.rs`: the follower counts its leader's silence ten times a tick.
-const SILENCE_CHECKS_PER_TICK: u32 = 10;
-/// `follow.rs`: a failed dial is retried after this long, until initLimit ticks have passed.
-pub const DIAL_RETRY_NS: u64 = 20_000_000;
 
 /// The cluster's timing and the seeded bugs, shared by every server.
 #[derive(Debug, Clone)]
@@ -109,8 +104,8 @@ pub struct Server {
     started_ns: u64,
     attempts: u64,
     /// Connections whose FOLLOWERINFO arrived while this server did not lead: the real
-    /// server's quorum-port lobby, taken by its next term. (conn, follower sid, FOLLOWERINFO).
-    lobby: Vec<(u64, u64, Msg)>,
+    /// server's quorum-port lobby, taken by its next term: (conn, its FOLLOWERINFO).
+    lobby: Vec<(u64, Msg)>,
     timing: Timing,
     voters: Vec<u64>,
     base: Instant,
@@ -186,7 +181,7 @@ impl Server {
         self.life = Life::Down;
         let (conns, ops) = self.drop_role();
         let mut conns = conns;
-        conns.extend(self.lobby.drain(..).map(|(c, _, _)| c));
+        conns.extend(self.lobby.drain(..).map(|(c, _)| c));
         (conns, ops)
     }
 
@@ -227,18 +222,7 @@ impl Server {
                     n: notification,
                 }),
                 ElectionOutput::Decided(d) => {
-                    let summary = ElectionSummary {
-                        round: d.round,
-                        leader: d.vote.leader,
-                        zxid: d.vote.zxid,
-                        peer_epoch: d.vote.peer_epoch,
-                        votes: d.votes.clone(),
-                        took_ms: d.took.as_millis() as u64,
-                        received: d.received.clone(),
-                        joined: d.joined,
-                        own_round: Some(d.own_round),
-                    };
-                    self.last_election = Some(summary);
+                    self.last_election = Some(d.summary());
                     effects.extend(self.decided(now, d.state, d.vote.leader));
                 }
             }
@@ -261,14 +245,7 @@ impl Server {
             .started(state == ServerState::Following, now_t + delay);
         if state == ServerState::Leading {
             let sm = Leader::new(
-                LeaderConfig {
-                    sid: self.sid,
-                    quorum: zab.quorum,
-                    init_limit_beats: 2 * zab.init_limit as u64,
-                    sync_limit_beats: 2 * zab.sync_limit as u64,
-                    snap_threshold: zab.snap_threshold,
-                    bugs: zab.bugs,
-                },
+                zab.leader_config(),
                 self.disk.accepted_epoch,
                 self.disk.current_epoch,
                 self.disk.txns().to_vec(),
@@ -286,8 +263,8 @@ impl Server {
             let out = self.leader().map(|l| l.start()).unwrap_or_default();
             effects.extend(self.leader_outputs(now, out));
             // Connections that came before the term (the lobby) are taken first.
-            for (conn, sid, info) in std::mem::take(&mut self.lobby) {
-                effects.extend(self.on_leader_frame(now, conn, Some(sid), info));
+            for (conn, info) in std::mem::take(&mut self.lobby) {
+                effects.extend(self.on_leader_frame(now, conn, info));
             }
             effects
         } else {
@@ -335,8 +312,7 @@ impl Server {
     /// The dial succeeded: the follower machine starts on connection `conn`.
     pub fn connected(&mut self, now: u64, conn: u64) -> Vec<Effect> {
         let zab = self.zab_config();
-        let (sid, accepted, current, last, committed) = (
-            self.sid,
+        let (accepted, current, last, committed) = (
             self.disk.accepted_epoch,
             self.disk.current_epoch,
             self.disk.last_zxid(),
@@ -352,13 +328,7 @@ impl Server {
             return vec![Effect::Close { conn }];
         };
         let mut sm = Follower::new(
-            FollowerConfig {
-                sid,
-                leader: *leader,
-                init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * zab.init_limit as u64,
-                sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * zab.sync_limit as u64,
-                bugs: zab.bugs,
-            },
+            zab.follower_config(*leader),
             accepted,
             current,
             last,
@@ -368,7 +338,7 @@ impl Server {
         let attempt = *attempt;
         *link = Some((conn, Box::new(sm)));
         let mut effects = vec![Effect::Beat {
-            period_ns: (zab.tick / SILENCE_CHECKS_PER_TICK).as_nanos() as u64,
+            period_ns: zab.silence_check().as_nanos() as u64,
             attempt,
         }];
         effects.extend(self.follower_outputs(now, out));
@@ -391,14 +361,11 @@ impl Server {
                 self.follower_outputs(now, out)
             }
             Role::Following { .. } => vec![],
-            Role::Leading { conns, .. } => {
-                let sid = conns.iter().find(|(_, c)| **c == conn).map(|(s, _)| *s);
-                self.on_leader_frame(now, conn, sid, msg)
-            }
+            Role::Leading { .. } => self.on_leader_frame(now, conn, msg),
             Role::Looking => match msg {
                 // The quorum port's lobby keeps an identified connection for the next term.
                 Msg::FollowerInfo { sid, .. } if self.voters.contains(&sid) && sid != self.sid => {
-                    self.lobby.push((conn, sid, msg));
+                    self.lobby.push((conn, msg));
                     vec![]
                 }
                 _ => vec![Effect::Close { conn }],
@@ -407,7 +374,7 @@ impl Server {
     }
 
     /// `lead.rs`: a frame on a follower connection (its first must be FOLLOWERINFO).
-    fn on_leader_frame(&mut self, now: u64, conn: u64, sid: Option<u64>, msg: Msg) -> Vec<Effect> {
+    fn on_leader_frame(&mut self, now: u64, conn: u64, msg: Msg) -> Vec<Effect> {
         let me = self.sid;
         let voters = self.voters.clone();
         let Role::Leading { sm, conns, .. } = &mut self.role else {
@@ -427,10 +394,7 @@ impl Server {
                 out.extend(sm.step(s, msg));
                 out
             }
-            _ => {
-                let _ = sid;
-                return vec![Effect::Close { conn }];
-            }
+            _ => return vec![Effect::Close { conn }],
         };
         effects.extend(self.leader_outputs(now, out));
         effects
@@ -438,7 +402,7 @@ impl Server {
 
     /// The other end closed `conn`.
     pub fn on_closed(&mut self, now: u64, conn: u64) -> Vec<Effect> {
-        self.lobby.retain(|(c, _, _)| *c != conn);
+        self.lobby.retain(|(c, _)| *c != conn);
         match &mut self.role {
             Role::Following {
                 link: Some((c, _)),
@@ -508,8 +472,8 @@ impl Server {
         now: u64,
         op: u64,
         value: serde_json::Value,
-        timeout: u64,
     ) -> Result<Vec<Effect>, u64> {
+        let timeout = self.zab_config().write_timeout.as_nanos() as u64;
         match &mut self.role {
             Role::Leading { sm, pending, .. } => match sm.propose(vec![value]) {
                 Ok((zxids, out)) => {
@@ -583,7 +547,7 @@ impl Server {
                 }
             }
         }
-        effects.extend(self.progress(now));
+        self.progress();
         match ended {
             Some(why) => {
                 effects.extend(self.role_ended(now, why));
@@ -636,7 +600,7 @@ impl Server {
             self.disk.sync();
             batch.flushed();
         }
-        effects.extend(self.progress(now));
+        self.progress();
         if let Some(why) = ended {
             effects.extend(self.role_ended(now, why));
         }
@@ -645,13 +609,12 @@ impl Server {
 
     /// `server.rs`'s progress arm: a role in broadcast ends a follow streak and answers
     /// LOOKING peers with the epoch it now serves.
-    fn progress(&mut self, _now: u64) -> Vec<Effect> {
+    fn progress(&mut self) {
         if !self.broadcast_seen && self.zab_phase() == ZabPhase::Broadcast {
             self.broadcast_seen = true;
             self.streak.reached_broadcast();
             self.election.update_peer_epoch(self.disk.current_epoch);
         }
-        vec![]
     }
 
     /// `server.rs`'s `role_done`: the role ended; back to LOOKING.

@@ -7,7 +7,7 @@
 
 use super::net::{Net, Port};
 use super::record::SimRecorder;
-use super::server::{Effect, Life, Server, Timing, WriteOutcome, DIAL_RETRY_NS};
+use super::server::{Effect, Life, Server, WriteOutcome};
 use crate::history::{node_name, EventType, F};
 use fle_node::wire::Notification;
 use fle_node::zab::messages::Msg;
@@ -50,7 +50,6 @@ pub enum Ev {
     ClientTimeout {
         op: u64,
     },
-    Nemesis,
 }
 
 #[derive(Debug, Clone)]
@@ -114,8 +113,6 @@ pub struct World {
     pub clients_stopped: bool,
     /// Per node: a wall-clock fault in force (offset ms, or a rate).
     pub clocks: BTreeMap<u64, super::nemesis::ClockSkew>,
-    pub timing: Timing,
-    pub write_timeout_ns: u64,
     pub client_timeout_ns: u64,
     pub client_period_ns: u64,
     pub read_period_ns: u64,
@@ -125,12 +122,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(
-        servers: BTreeMap<u64, Server>,
-        timing: Timing,
-        rng: ChaCha8Rng,
-        rec: SimRecorder,
-    ) -> World {
+    pub fn new(servers: BTreeMap<u64, Server>, rng: ChaCha8Rng, rec: SimRecorder) -> World {
         World {
             rec,
             rng,
@@ -151,8 +143,6 @@ impl World {
             next_value: 0,
             clients_stopped: false,
             clocks: BTreeMap::new(),
-            timing,
-            write_timeout_ns: 0,
             client_timeout_ns: 0,
             client_period_ns: 0,
             read_period_ns: 0,
@@ -264,7 +254,6 @@ impl World {
             Ev::ClientTimeout { op } => {
                 self.finish_op(op, WriteOutcome::Unknown("timed out".into()))
             }
-            Ev::Nemesis => {}
         }
     }
 
@@ -435,6 +424,7 @@ impl World {
         let Some((_, deadline)) = self.servers[&node].following(attempt) else {
             return;
         };
+        let dial_retry = fle_node::zab::DIAL_RETRY.as_nanos() as u64;
         let reachable = self.life(leader) != Life::Down
             && self.net.passes(node, leader, Port::Quorum)
             && self.net.passes(leader, node, Port::Quorum);
@@ -452,9 +442,9 @@ impl World {
             );
             let e = self.server(node).connected(now, id);
             self.apply(node, e);
-        } else if now + DIAL_RETRY_NS < deadline {
+        } else if now + dial_retry < deadline {
             self.at(
-                now + DIAL_RETRY_NS,
+                now + dial_retry,
                 Ev::Dial {
                     node,
                     attempt,
@@ -618,8 +608,7 @@ impl World {
             return vec![];
         };
         let value = json!(o.value);
-        let timeout = self.write_timeout_ns;
-        match self.server(at).on_write(now, op, value, timeout) {
+        match self.server(at).on_write(now, op, value) {
             Ok(effects) => effects,
             Err(leader) if !forwarded => {
                 if self.life(leader) != Life::Down && self.net.passes(at, leader, Port::Client) {
@@ -735,7 +724,6 @@ fn ev_node(ev: &Ev) -> Option<u64> {
         Ev::Read { .. }
         | Ev::ReadTimedOut { .. }
         | Ev::Client { .. }
-        | Ev::ClientTimeout { .. }
-        | Ev::Nemesis => None,
+        | Ev::ClientTimeout { .. } => None,
     }
 }

@@ -14,15 +14,9 @@ use crate::bugs::Bug;
 use crate::zab::batch::Batch;
 use crate::zab::conn::{spawn_conn, ConnEvent};
 use crate::zab::exec::{execute, fsync};
-use crate::zab::follower::{Follower, FollowerConfig};
+use crate::zab::follower::Follower;
 use crate::zab::store::{lock, SharedStore};
-use crate::zab::{publish, ZabConfig, ZabProgress};
-
-/// How often per tick the follower checks its leader's silence. The follower only counts
-/// silence (the leader pings each half tick), so a finer count costs a timer wake-up and gives
-/// up on a silent (paused) leader within a tenth of a tick after syncLimit·tickTime, instead of
-/// up to half a tick later (issue 18: part of the paused leader's "second second").
-const SILENCE_CHECKS_PER_TICK: u32 = 10;
+use crate::zab::{publish, ZabConfig, ZabProgress, DIAL_RETRY};
 
 /// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
 pub async fn follow(
@@ -50,22 +44,14 @@ pub async fn follow(
     let mut sm = {
         let s = lock(&store);
         Follower::new(
-            FollowerConfig {
-                sid: cfg.my_sid,
-                leader: leader_sid,
-                init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.init_limit as u64,
-                sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * cfg.sync_limit as u64,
-                bugs: cfg.bugs,
-            },
+            cfg.follower_config(leader_sid),
             s.accepted_epoch(),
             s.current_epoch(),
             s.last_logged_zxid(),
             s.last_committed_zxid(),
         )
     };
-    let mut beat = tokio::time::interval(
-        (cfg.tick / SILENCE_CHECKS_PER_TICK).max(std::time::Duration::from_millis(1)),
-    );
+    let mut beat = tokio::time::interval(cfg.silence_check());
     // Burst: beats missed while the runtime was busy are counted at once, so silence is
     // measured in real time, not in timer wake-ups (a loaded host delayed the give-up).
     beat.set_missed_tick_behavior(MissedTickBehavior::Burst);
@@ -179,7 +165,7 @@ async fn connect(from: SocketAddr, to: SocketAddr, within: Duration) -> Result<T
             Ok(Err(e)) if Instant::now() < deadline => {
                 tracing::debug!("dialing leader at {to}: {e}; retrying");
                 // Back off a little: the leader binds its port only once it starts leading.
-                tokio::time::sleep(Duration::from_millis(20).min(left)).await;
+                tokio::time::sleep(DIAL_RETRY.min(left)).await;
             }
             Ok(Err(e)) => return Err(e.to_string()),
             Err(_) => return Err(format!("no connection within {within:?}")),

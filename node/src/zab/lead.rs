@@ -13,7 +13,7 @@ use crate::api::ZabPhase;
 use crate::zab::accept::Lobby;
 use crate::zab::conn::{spawn_conn, Conn, ConnEvent};
 use crate::zab::exec::execute;
-use crate::zab::leader::{short_name, Leader, LeaderConfig};
+use crate::zab::leader::{short_name, Leader};
 use crate::zab::messages::Msg;
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
@@ -108,14 +108,7 @@ async fn run(
     let mut sm = {
         let s = lock(&store);
         Leader::new(
-            LeaderConfig {
-                sid: cfg.my_sid,
-                quorum: cfg.quorum,
-                init_limit_beats: 2 * cfg.init_limit as u64,
-                sync_limit_beats: 2 * cfg.sync_limit as u64,
-                snap_threshold: cfg.snap_threshold,
-                bugs: cfg.bugs,
-            },
+            cfg.leader_config(),
             s.accepted_epoch(),
             s.current_epoch(),
             s.txns().to_vec(),

@@ -99,6 +99,47 @@ impl ZabConfig {
     }
 }
 
+/// How often per tick a follower checks its leader's silence. The follower only counts
+/// silence (the leader pings each half tick), so a finer count costs a timer wake-up and gives
+/// up on a silent (paused) leader within a tenth of a tick after syncLimit·tickTime, instead of
+/// up to half a tick later (issue 18: part of the paused leader's "second second").
+pub const SILENCE_CHECKS_PER_TICK: u32 = 10;
+
+/// A follower whose dial of its leader failed dials again after this (the leader binds its
+/// port only once it starts leading), until initLimit ticks have passed.
+pub const DIAL_RETRY: Duration = Duration::from_millis(20);
+
+impl ZabConfig {
+    /// The leader machine's settings (its beat is half a tick).
+    pub fn leader_config(&self) -> leader::LeaderConfig {
+        leader::LeaderConfig {
+            sid: self.my_sid,
+            quorum: self.quorum,
+            init_limit_beats: 2 * self.init_limit as u64,
+            sync_limit_beats: 2 * self.sync_limit as u64,
+            snap_threshold: self.snap_threshold,
+            bugs: self.bugs,
+        }
+    }
+
+    /// The follower machine's settings for following `leader` (its beat is
+    /// [`SILENCE_CHECKS_PER_TICK`] a tick).
+    pub fn follower_config(&self, leader: u64) -> follower::FollowerConfig {
+        follower::FollowerConfig {
+            sid: self.my_sid,
+            leader,
+            init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * self.init_limit as u64,
+            sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * self.sync_limit as u64,
+            bugs: self.bugs,
+        }
+    }
+
+    /// The follower's beat: [`SILENCE_CHECKS_PER_TICK`] a tick.
+    pub fn silence_check(&self) -> Duration {
+        (self.tick / SILENCE_CHECKS_PER_TICK).max(Duration::from_millis(1))
+    }
+}
+
 /// A role's view published for `/status` and the election (a tokio watch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZabProgress {
