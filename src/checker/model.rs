@@ -508,29 +508,77 @@ pub fn digest_events(events: &[crate::history::Event], nodes: &[String]) -> Resu
     digest_lines(&lines, nodes)
 }
 
-/// Digests a history held in memory as its lines (a simulated run's, as it would be written).
+/// Digests a history held in memory as its lines.
 pub fn digest_lines(lines: &[&str], nodes: &[String]) -> Result<Digest, String> {
-    let mut b = DigestBuilder::new(nodes);
-    let mut last: HashMap<String, String> = HashMap::new();
-    for (pos, text) in lines.iter().enumerate() {
-        let l = crate::history::line::decode(text)
+    let mut d = LineDigester::new(nodes);
+    for text in lines {
+        d.line(text, |_, _| ())?;
+    }
+    Ok(d.finish())
+}
+
+/// Digests history lines one at a time as they are written (the simulator's), decoding each
+/// once, with the one decoder a file's lines go through: a node's `last_election` is decoded
+/// when it changes, as the file reader does.
+pub struct LineDigester {
+    builder: DigestBuilder,
+    /// Each node's last raw `last_election`: (node, JSON).
+    last: Vec<(String, String)>,
+    pos: u32,
+}
+
+impl LineDigester {
+    pub fn new(nodes: &[String]) -> Self {
+        LineDigester {
+            builder: DigestBuilder::new(nodes),
+            last: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    /// Decodes one line (without its newline) into the digest, and hands the decoded line and
+    /// its position to `also` (the simulator's live view reads the same decode).
+    pub fn line<R>(
+        &mut self,
+        text: &str,
+        also: impl FnOnce(u32, &Line<'_>) -> R,
+    ) -> Result<R, String> {
+        let last = &self.last;
+        let previous = |node: &[u8]| {
+            (last.iter())
+                .find(|(n, _)| n.as_bytes() == node)
+                .map(|(_, raw)| raw.as_bytes())
+        };
+        let pos = self.pos;
+        let l = crate::history::line::decode_after(text, previous)
             .map_err(|why| format!("history line {}: {why}", pos + 1))?;
+        let mut changed = None;
         let election = match (&l.body, &l.node) {
             (Body::Status(s), Some(n)) => match s.last_election {
                 None => ReadElection::None,
-                Some(raw) if last.get(n.as_ref()).map(String::as_str) == Some(raw) => {
-                    ReadElection::Same
-                }
+                Some(raw) if previous(n.as_bytes()) == Some(raw.as_bytes()) => ReadElection::Same,
                 Some(raw) => {
                     let summary = crate::history::line::election(raw)
                         .map_err(|why| format!("history event {}: {why}", l.index))?;
-                    last.insert(n.to_string(), raw.to_string());
+                    changed = Some((n.to_string(), raw.to_string()));
                     ReadElection::New(summary)
                 }
             },
             _ => ReadElection::None,
         };
-        b.line(pos as u32, &l, election);
+        self.builder.line(pos, &l, election);
+        let r = also(pos, &l);
+        if let Some((node, raw)) = changed {
+            match self.last.iter_mut().find(|(n, _)| *n == node) {
+                Some(slot) => slot.1 = raw,
+                None => self.last.push((node, raw)),
+            }
+        }
+        self.pos += 1;
+        Ok(r)
     }
-    Ok(b.finish())
+
+    pub fn finish(self) -> Digest {
+        self.builder.finish()
+    }
 }

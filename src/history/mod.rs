@@ -398,9 +398,11 @@ pub const NEMESIS: &str = "nemesis";
 /// The `process` of the controller's own markers (`interrupted`).
 pub const CONTROLLER: &str = "controller";
 
-/// One line of `history.jsonl`, owned (writers and tests; readers use [`line::Line`]).
+/// One line of `history.jsonl`, owned (writers and tests; readers use [`line::Line`]). A
+/// writer that holds its value typed (the simulator's status reads) writes `Event<&T>`: the
+/// same line without building a `serde_json::Value` first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub struct Event<V = serde_json::Value> {
     pub index: u64,
     /// Nanoseconds since the run started (controller's monotonic clock).
     pub time: u64,
@@ -412,7 +414,7 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     #[serde(default)]
-    pub value: serde_json::Value,
+    pub value: V,
 }
 
 /// Node names are "n1".."nN"; the number is the node's sid (myid).

@@ -6,10 +6,12 @@
 
 use super::run::{simulate_one, SimSettings};
 use super::server::Timing;
+use super::summary::{RunSummary, SimSummary};
 use crate::checker::Validity;
 use crate::exit::bad_input;
 use crate::history::FaultKind;
 use crate::nemesis::schedule::Schedule;
+use crate::run::interrupt::Interrupts;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,9 +20,12 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
-    /// How many runs (run i uses seed S+i).
-    #[arg(long, default_value_t = 100, value_name = "N")]
-    pub runs: u64,
+    /// How many runs (run i uses seed S+i); default 100, or as many as `--budget` allows.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+    /// Wall time to spend ("90s", "5m"): no run starts after it.
+    #[arg(long, value_name = "DURATION", value_parser = crate::nemesis::units::parse_duration)]
+    pub budget: Option<Duration>,
     /// The first run's seed.
     #[arg(long, default_value_t = 1, value_name = "S")]
     pub seed: u64,
@@ -80,8 +85,11 @@ pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'sta
 
 /// The settings of every run, from the flags; bad input is one line (exit 254).
 pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
-    if a.runs == 0 {
+    if a.runs == Some(0) {
         return Err(bad_input("--runs 0: give at least one run"));
+    }
+    if a.budget == Some(Duration::ZERO) {
+        return Err(bad_input("--budget 0: give a wall time such as 90s or 5m"));
     }
     if !(1..=9).contains(&a.nodes) {
         return Err(bad_input(format!(
@@ -175,17 +183,6 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     Ok((s, left_out))
 }
 
-/// One run's line in the summary.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunSummary {
-    pub seed: u64,
-    pub valid: Validity,
-    /// The checkers that were not valid.
-    pub failed: Vec<String>,
-    /// The run's folder, kept when it was not valid.
-    pub folder: Option<PathBuf>,
-}
-
 pub async fn simulate(args: SimulateArgs) -> Result<i32> {
     let (settings, left_out) = settings(&args)?;
     for l in &left_out {
@@ -193,39 +190,68 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
             "fle-chaos: left out of the default schedule: {l} (the simulator cannot model it)"
         );
     }
-    tokio::task::spawn_blocking(move || run_all(&args, &settings)).await?
+    let interrupts = Interrupts::install()?;
+    tokio::task::spawn_blocking(move || run_all(&args, &settings, &interrupts)).await?
 }
 
-fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
+/// Why the batch stops before its next run, if it should.
+struct Stop {
+    why: Mutex<Option<String>>,
+    flag: AtomicBool,
+}
+
+impl Stop {
+    fn now(&self, why: impl Into<String>) {
+        let mut w = self.why.lock().unwrap();
+        if w.is_none() {
+            *w = Some(why.into());
+        }
+        self.flag.store(true, Ordering::Relaxed);
+    }
+}
+
+fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result<i32> {
     let parallel = a
         .parallel
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let out = a.out.join(format!(
-        "sim-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f")
-    ));
+    let total = a
+        .runs
+        .unwrap_or(if a.budget.is_some() { u64::MAX } else { 100 });
+    let started_at = chrono::Utc::now();
+    let out = a
+        .out
+        .join(format!("sim-{}", started_at.format("%Y%m%dT%H%M%S%.3f")));
     std::fs::create_dir_all(&out)
         .map_err(|e| bad_input(format!("--out {}: cannot create it ({e})", a.out.display())))?;
     let next = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
+    let stop = Stop {
+        why: Mutex::new(None),
+        flag: AtomicBool::new(false),
+    };
     let done: Mutex<Vec<RunSummary>> = Mutex::new(Vec::new());
     let started = Instant::now();
     let mismatch: Mutex<Option<u64>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..parallel.max(1) {
             scope.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
+                if let Some(sig) = interrupts.received() {
+                    stop.now(format!("interrupted by {}", sig.name()));
+                }
+                if a.budget.is_some_and(|b| started.elapsed() >= b) {
+                    stop.now("the budget ran out");
+                }
+                if stop.flag.load(Ordering::Relaxed) {
                     return;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= a.runs {
+                if i >= total {
                     return;
                 }
-                let seed = a.seed + i;
+                let seed = a.seed.wrapping_add(i);
                 let run = simulate_one(s, seed);
                 if a.check_determinism && simulate_one(s, seed).history != run.history {
                     *mismatch.lock().unwrap() = Some(seed);
-                    stop.store(true, Ordering::Relaxed);
+                    stop.now(format!("seed {seed} was not deterministic"));
                 }
                 let valid = run.results.valid;
                 let folder = (valid != Validity::True)
@@ -236,7 +262,10 @@ fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
                         None
                     });
                 if valid != Validity::True && a.until_invalid {
-                    stop.store(true, Ordering::Relaxed);
+                    stop.now(format!(
+                        "seed {seed} was {} (--until-invalid)",
+                        valid.word()
+                    ));
                 }
                 let failed = (run.results.checkers.iter())
                     .filter(|c| c.applicable && c.valid != Validity::True)
@@ -248,6 +277,7 @@ fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
                     valid,
                     failed,
                     folder,
+                    replay: None,
                 });
                 progress(&d, a.runs, started);
             });
@@ -259,37 +289,16 @@ fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
             "seed {seed} gave two different histories: the simulator is not deterministic (a bug: report it with the seed)"
         );
     }
-    let mut runs = done.into_inner().unwrap();
-    runs.sort_by_key(|r| r.seed);
-    let code = runs.iter().fold(crate::exit::VALID, |c, r| {
-        crate::exit::worse(c, r.valid.exit_code())
-    });
-    let count = |v| runs.iter().filter(|r| r.valid == v).count();
-    let secs = started.elapsed().as_secs_f64();
-    let summary = serde_json::json!({
-        "runs": runs.len(),
-        "valid": count(Validity::True),
-        "invalid": count(Validity::False),
-        "unknown": count(Validity::Unknown),
-        "seconds": secs,
-        "runs_per_minute": runs.len() as f64 * 60.0 / secs.max(1e-9),
-        "command": s.command,
-        "results": runs,
-    });
-    let path = out.join("summary.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    println!(
-        "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown; summary {}",
-        runs.len(),
-        secs,
-        runs.len() as f64 * 60.0 / secs.max(1e-9),
-        count(Validity::True),
-        count(Validity::False),
-        count(Validity::Unknown),
-        path.display()
+    let summary = SimSummary::new(
+        s.command.clone(),
+        started_at,
+        started.elapsed().as_secs_f64(),
+        stop.why.into_inner().unwrap(),
+        done.into_inner().unwrap(),
     );
-    for r in runs.iter().filter(|r| r.valid != Validity::True) {
+    let path = summary.write(&out)?;
+    println!("{}; summary {}", summary.line(), path.display());
+    for r in summary.failures() {
         if let Some(f) = &r.folder {
             println!(
                 "  seed {}: {} ({}); replay on real processes: fle-chaos test --nodes {} --workload {} --nemesis-file {}",
@@ -302,17 +311,26 @@ fn run_all(a: &SimulateArgs, s: &SimSettings) -> Result<i32> {
             );
         }
     }
-    Ok(code)
+    if summary.runs == 0 {
+        return Err(bad_input(
+            "no run finished: the budget is shorter than one run; give a longer --budget",
+        ));
+    }
+    let signal = interrupts
+        .received()
+        .map_or(crate::exit::VALID, |s| s.exit_code());
+    Ok(crate::exit::worse(summary.exit_code, signal))
 }
 
-fn progress(done: &[RunSummary], total: u64, started: Instant) {
+fn progress(done: &[RunSummary], total: Option<u64>, started: Instant) {
     let n = done.len() as u64;
-    if n % 50 != 0 && n != total {
+    if n % 50 != 0 && Some(n) != total {
         return;
     }
     let bad = |v| done.iter().filter(|r| r.valid == v).count();
     eprint!(
-        "\rfle-chaos simulate: {n}/{total} runs, {:.0} runs/s, invalid {}, unknown {}   ",
+        "\rfle-chaos simulate: {n}{} runs, {:.0} runs/s, invalid {}, unknown {}   ",
+        total.map(|t| format!("/{t}")).unwrap_or_default(),
         n as f64 / started.elapsed().as_secs_f64().max(1e-9),
         bad(Validity::False),
         bad(Validity::Unknown)

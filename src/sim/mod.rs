@@ -16,7 +16,7 @@
 //! - [`world`]: the event queue, connections, observers and clients;
 //! - [`nemesis`]: planned faults done to the simulated cluster;
 //! - [`record`]: the history lines, with the live view, situations and observations;
-//! - [`run`]: one run, judged; [`cli`]: `fle-chaos simulate`.
+//! - [`run`]: one run, judged; [`cli`]: `fle-chaos simulate`; [`summary`]: its summary.
 //!
 //! What is not simulated is listed in docs/simulate.md.
 
@@ -27,4 +27,5 @@ pub mod net;
 pub mod record;
 pub mod run;
 pub mod server;
+pub mod summary;
 pub mod world;

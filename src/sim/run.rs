@@ -8,6 +8,7 @@ use super::nemesis::SimNemesis;
 use super::record::SimRecorder;
 use super::server::{Server, Timing};
 use super::world::{Ev, World};
+use crate::checker::model::Digest;
 use crate::checker::{CheckOptions, Results};
 use crate::history::test_info::{Settings as InfoSettings, TestInfo, WorkloadSettings};
 use crate::history::{node_name, EventType, F};
@@ -109,7 +110,8 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     }
     final_reads(&mut w);
     let info = test_info(s, seed, &names, faults_planned);
-    let results = judge(&w.rec.text, &info);
+    let digest = w.rec.digest();
+    let results = judge(digest, &w.rec.text, &info);
     SimRun {
         info,
         history: std::mem::take(&mut w.rec.text),
@@ -186,17 +188,20 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
     }
 }
 
-/// The checkers on the history text, as `fle-chaos check` would judge it.
-pub fn judge(text: &str, info: &TestInfo) -> Results {
+/// The checkers on the history's digest (`text` gives an evidence line by position), as
+/// `fle-chaos check` would judge the same lines.
+pub fn judge(digest: Result<Digest, String>, text: &str, info: &TestInfo) -> Results {
     let opts = CheckOptions::default().for_run(info);
-    let lines: Vec<&str> = text.lines().collect();
-    match crate::checker::model::digest_lines(&lines, &info.nodes) {
-        Ok(d) => crate::checker::check_digest(&d, info, &opts, |pos| {
-            lines
-                .get(pos as usize)
-                .and_then(|l| serde_json::from_str(l).ok())
-                .unwrap_or_default()
-        }),
+    match digest {
+        Ok(d) => {
+            let lines: Vec<&str> = text.lines().collect();
+            crate::checker::check_digest(&d, info, &opts, |pos| {
+                lines
+                    .get(pos as usize)
+                    .and_then(|l| serde_json::from_str(l).ok())
+                    .unwrap_or_default()
+            })
+        }
         Err(why) => crate::checker::unreadable(why),
     }
 }
@@ -315,15 +320,28 @@ mod tests {
             "--bug",
             "quorum-minority",
         ]);
-        let found = (1..=10)
-            .any(|seed| simulate_one(&s, seed).results.valid == crate::checker::Validity::False);
-        assert!(found, "quorum-minority not found in 10 simulated runs");
+        let found = (1..=10).find_map(|seed| {
+            let run = simulate_one(&s, seed);
+            (run.results.valid == crate::checker::Validity::False).then_some(run)
+        });
+        let run = found.expect("quorum-minority not found in 10 simulated runs");
+        // The digest fed line by line as the run wrote them judges as the written file would.
+        let from_text = crate::checker::model::digest_lines(
+            &run.history.lines().collect::<Vec<_>>(),
+            &run.info.nodes,
+        );
+        let again = judge(from_text, &run.history, &run.info);
+        assert_eq!(
+            serde_json::to_string(&again.checkers).unwrap(),
+            serde_json::to_string(&run.results.checkers).unwrap()
+        );
     }
 
     #[test]
     fn bad_input_is_one_line_naming_it() {
         for (flags, needle) in [
             (vec!["--runs", "0"], "--runs 0"),
+            (vec!["--budget", "0s"], "--budget 0"),
             (vec!["--nemesis", "frames"], "cannot model frames"),
             (vec!["--bug", "no-such-bug"], "--bug no-such-bug"),
             (vec!["--nodes", "0"], "--nodes 0"),

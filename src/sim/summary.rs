@@ -1,0 +1,358 @@
+//! The simulate folder's one summary: `summary.json` (typed: the counts, the speed, each run's
+//! verdict and failed checkers, and for a failing run whether its real replay reproduced it),
+//! `summary.html` (the same for people: a banner with the worst verdict, the failures per
+//! checker, and each run that is not valid with its report, schedule and replay command) and
+//! `junit.xml` (one testcase per run that is not valid, one for all the valid runs together,
+//! so that 100,000 runs stay a small file).
+
+use crate::checker::Validity;
+use crate::report::html::CSS;
+use crate::report::text::{duration, escape};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+pub const JSON: &str = "summary.json";
+pub const HTML: &str = "summary.html";
+pub const JUNIT: &str = "junit.xml";
+
+/// One run's line in the summary.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RunSummary {
+    pub seed: u64,
+    pub valid: Validity,
+    /// The checkers that were not valid.
+    pub failed: Vec<String>,
+    /// The run's folder, kept when it was not valid.
+    pub folder: Option<PathBuf>,
+    /// Its schedule replayed on real processes (`--confirm`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+}
+
+/// What a real run of a simulated failure's schedule said.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Replay {
+    pub valid: Validity,
+    /// The checkers the real run found not valid.
+    pub failed: Vec<String>,
+    /// The real run's folder.
+    pub folder: Option<PathBuf>,
+    /// The real run was not valid for a checker the simulated run failed.
+    pub reproduced: bool,
+    /// Why there is no verdict (the real run could not start, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything `fle-chaos simulate` reports about its runs.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SimSummary {
+    pub command: String,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub runs: usize,
+    pub valid: usize,
+    pub invalid: usize,
+    pub unknown: usize,
+    pub seconds: f64,
+    pub runs_per_minute: f64,
+    /// Why it stopped before `--runs` (the budget, `--until-invalid`, a signal), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The exit code: the worst verdict.
+    pub exit_code: i32,
+    pub results: Vec<RunSummary>,
+}
+
+impl SimSummary {
+    pub fn new(
+        command: String,
+        started_at: chrono::DateTime<chrono::Utc>,
+        seconds: f64,
+        stopped: Option<String>,
+        mut results: Vec<RunSummary>,
+    ) -> SimSummary {
+        results.sort_by_key(|r| r.seed);
+        let count = |v| results.iter().filter(|r| r.valid == v).count();
+        SimSummary {
+            command,
+            started_at,
+            runs: results.len(),
+            valid: count(Validity::True),
+            invalid: count(Validity::False),
+            unknown: count(Validity::Unknown),
+            seconds,
+            runs_per_minute: results.len() as f64 * 60.0 / seconds.max(1e-9),
+            stopped,
+            exit_code: results.iter().fold(crate::exit::VALID, |c, r| {
+                crate::exit::worse(c, r.valid.exit_code())
+            }),
+            results,
+        }
+    }
+
+    /// The runs that are not valid.
+    pub fn failures(&self) -> impl Iterator<Item = &RunSummary> {
+        self.results.iter().filter(|r| r.valid != Validity::True)
+    }
+
+    /// How many runs each checker failed, by name.
+    pub fn by_checker(&self) -> BTreeMap<&str, usize> {
+        let mut m = BTreeMap::new();
+        for name in self.failures().flat_map(|r| &r.failed) {
+            *m.entry(name.as_str()).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Writes summary.json, summary.html and junit.xml into `dir`; returns the JSON's path.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
+        let write = |name: &str, text: String| -> Result<PathBuf> {
+            let path = dir.join(name);
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(path)
+        };
+        let json = write(JSON, serde_json::to_string_pretty(self)?)?;
+        write(HTML, self.html())?;
+        write(JUNIT, self.junit())?;
+        Ok(json)
+    }
+
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown{}",
+            self.runs,
+            self.seconds,
+            self.runs_per_minute,
+            self.valid,
+            self.invalid,
+            self.unknown,
+            self.stopped
+                .as_deref()
+                .map(|s| format!(" (stopped: {s})"))
+                .unwrap_or_default()
+        )
+    }
+
+    pub fn html(&self) -> String {
+        let banner = crate::report::html::verdict_class(Some(match self.exit_code {
+            crate::exit::VALID => Validity::True,
+            crate::exit::INVALID => Validity::False,
+            _ => Validity::Unknown,
+        }));
+        let mut h = String::new();
+        let _ = write!(
+            h,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>simulate</title>\
+             <style>{CSS}</style></head><body>\n<div class=\"banner {banner}\"><h1>simulate: exit {}</h1>\
+             <div class=\"sub\">{} run(s): {} valid, {} invalid, {} unknown; {:.0} runs/min; \
+             started {} UTC, took {}{}</div></div>\n<main>\n",
+            self.exit_code,
+            self.runs,
+            self.valid,
+            self.invalid,
+            self.unknown,
+            self.runs_per_minute,
+            self.started_at.format("%Y-%m-%d %H:%M:%S"),
+            duration(self.seconds),
+            self.stopped
+                .as_deref()
+                .map(|s| format!("; stopped: {}", escape(s)))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            h,
+            "<p><code>{}</code>. Simulated runs of fle-node's own code in virtual time: a \
+             simulated verdict is evidence to confirm on real processes, never the verdict on \
+             them. Replay a failure with its schedule and <code>fle-chaos test</code>.</p>",
+            escape(&self.command)
+        );
+        let by_checker = self.by_checker();
+        if !by_checker.is_empty() {
+            h.push_str(
+                "<h2>Failures by checker</h2>\n<table><tr><th>checker</th><th>runs</th></tr>\n",
+            );
+            for (name, n) in by_checker {
+                let _ = writeln!(h, "<tr><td>{}</td><td>{n}</td></tr>", escape(name));
+            }
+            h.push_str("</table>\n");
+        }
+        h.push_str("<h2>Runs that are not valid</h2>\n");
+        if self.failures().next().is_none() {
+            h.push_str("<p>None.</p>\n");
+        } else {
+            h.push_str(
+                "<table><tr><th>seed</th><th>verdict</th><th>checkers</th><th>report</th>\
+                 <th>schedule</th><th>on real processes</th></tr>\n",
+            );
+            for r in self.failures() {
+                let folder = |f: &Option<PathBuf>, file: &str, text: &str| match f {
+                    Some(d) => format!(
+                        "<a href=\"{}\">{text}</a>",
+                        escape(&d.join(file).to_string_lossy())
+                    ),
+                    None => "-".to_string(),
+                };
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    r.seed,
+                    crate::report::html::verdict_class(Some(r.valid)),
+                    r.valid.word(),
+                    escape(&r.failed.join(", ")),
+                    folder(&r.folder, "report.html", "report"),
+                    folder(&r.folder, "schedule.toml", "schedule.toml"),
+                    replay_text(r.replay.as_ref())
+                );
+            }
+            h.push_str("</table>\n");
+        }
+        h.push_str("</main></body></html>\n");
+        h
+    }
+
+    pub fn junit(&self) -> String {
+        let failures = self.invalid;
+        let errors = self.unknown;
+        let tests = failures + errors + usize::from(self.valid > 0);
+        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            x,
+            "<testsuites name=\"fle-chaos simulate\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">"
+        );
+        let _ = writeln!(
+            x,
+            "  <testsuite name=\"simulate\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" \
+             skipped=\"0\" timestamp=\"{}\" time=\"{:.3}\">",
+            self.started_at.format("%Y-%m-%dT%H:%M:%S"),
+            self.seconds
+        );
+        let _ = writeln!(
+            x,
+            "    <properties><property name=\"command\" value=\"{}\"/></properties>",
+            escape(&self.command)
+        );
+        if self.valid > 0 {
+            let _ = writeln!(
+                x,
+                "    <testcase name=\"{} valid runs\" classname=\"fle-chaos.simulate\" time=\"0\"></testcase>",
+                self.valid
+            );
+        }
+        for r in self.failures() {
+            let (tag, kind) = match r.valid {
+                Validity::False => ("failure", "invalid"),
+                _ => ("error", "unknown"),
+            };
+            let body = format!(
+                "{}; {}",
+                r.folder
+                    .as_ref()
+                    .map(|d| format!("run folder {}", d.display()))
+                    .unwrap_or_else(|| "no run folder".to_string()),
+                replay_text(r.replay.as_ref())
+            );
+            let _ = write!(
+                x,
+                "    <testcase name=\"seed {}\" classname=\"fle-chaos.simulate\" time=\"0\">\n      \
+                 <{tag} message=\"{kind}: {}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
+                r.seed,
+                escape(&r.failed.join(", ")),
+                escape(&body)
+            );
+        }
+        x.push_str("  </testsuite>\n</testsuites>\n");
+        x
+    }
+}
+
+/// What a failure's real replay said, in words.
+fn replay_text(r: Option<&Replay>) -> String {
+    match r {
+        None => "not replayed".to_string(),
+        Some(Replay { error: Some(e), .. }) => format!("not replayed: {e}"),
+        Some(r) => format!(
+            "{} ({}){}",
+            if r.reproduced {
+                "reproduced"
+            } else {
+                "not reproduced"
+            },
+            match r.failed.is_empty() {
+                true => r.valid.word().to_string(),
+                false => format!("{}: {}", r.valid.word(), r.failed.join(", ")),
+            },
+            r.folder
+                .as_ref()
+                .map(|d| format!(", {}", d.display()))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(seed: u64, valid: Validity, failed: &[&str]) -> RunSummary {
+        RunSummary {
+            seed,
+            valid,
+            failed: failed.iter().map(|s| s.to_string()).collect(),
+            folder: None,
+            replay: None,
+        }
+    }
+
+    #[test]
+    fn counts_worst_verdict_and_junit_hold_one_case_per_failure() {
+        let s = SimSummary::new(
+            "fle-chaos simulate".into(),
+            chrono::Utc::now(),
+            2.0,
+            None,
+            vec![
+                run(3, Validity::Unknown, &["recovery"]),
+                run(1, Validity::True, &[]),
+                run(2, Validity::False, &["election-safety", "recovery"]),
+                run(4, Validity::True, &[]),
+            ],
+        );
+        assert_eq!((s.runs, s.valid, s.invalid, s.unknown), (4, 2, 1, 1));
+        assert_eq!(s.exit_code, crate::exit::INVALID);
+        assert_eq!(
+            s.results.iter().map(|r| r.seed).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        assert_eq!(s.by_checker().get("recovery"), Some(&2));
+        let x = s.junit();
+        assert!(x.contains("tests=\"3\" failures=\"1\" errors=\"1\""), "{x}");
+        assert!(x.contains("<testcase name=\"2 valid runs\""), "{x}");
+        assert!(x.contains("<testcase name=\"seed 2\""), "{x}");
+        assert!(!x.contains("seed 1\""), "{x}");
+        let h = s.html();
+        assert!(h.contains("banner invalid"), "{h}");
+        assert!(h.contains("<td>election-safety</td><td>1</td>"), "{h}");
+    }
+
+    #[test]
+    fn an_all_valid_batch_is_exit_0_and_says_none_failed() {
+        let s = SimSummary::new(
+            "c".into(),
+            chrono::Utc::now(),
+            1.0,
+            Some("the budget ran out".into()),
+            vec![run(1, Validity::True, &[])],
+        );
+        assert_eq!(s.exit_code, crate::exit::VALID);
+        assert!(s.html().contains("<p>None.</p>"));
+        assert!(
+            s.line().contains("(stopped: the budget ran out)"),
+            "{}",
+            s.line()
+        );
+    }
+}
