@@ -14,7 +14,7 @@ use crate::nemesis::schedule::Schedule;
 use crate::run::interrupt::Interrupts;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,20 @@ pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'sta
     }
 }
 
+/// Why the simulator cannot reach a seeded bug (None: it can): these live in the node's async
+/// shells, which the simulator models rather than runs.
+pub fn cannot_reach(bug: fle_node::bugs::Bug) -> Option<&'static str> {
+    use fle_node::bugs::Bug;
+    match bug {
+        Bug::BlockingConnect => Some("it lives in peers.rs's connect, not simulated"),
+        Bug::DeafOnTruncated => Some("it needs truncated frames, not simulated"),
+        Bug::WallClockTimeouts => Some(
+            "the simulator times silences on the monotonic clock, as the real shells do unless this bug is on",
+        ),
+        _ => None,
+    }
+}
+
 /// The settings of every run, from the flags; bad input is one line (exit 254).
 pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if a.runs == Some(0) {
@@ -116,6 +130,15 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         Some(list) => fle_node::bugs::Bugs::parse(list)
             .map_err(|e| bad_input(format!("--bug {list}: {e}; see fle-node --list-bugs")))?,
     };
+    if let Some((info, why)) = bugs
+        .iter()
+        .find_map(|b| cannot_reach(b.bug).map(|w| (b, w)))
+    {
+        return Err(bad_input(format!(
+            "--bug {}: the simulator cannot reach it ({why}); run it on real processes with fle-chaos test",
+            info.name
+        )));
+    }
     let workload = crate::workload::load(&a.workload)?;
     let interval = Duration::from_secs_f64(a.nemesis_interval.max(0.001));
     let chosen = crate::nemesis::schedule_from_flags(
@@ -223,7 +246,6 @@ fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result
         .join(format!("sim-{}", started_at.format("%Y%m%dT%H%M%S%.3f")));
     std::fs::create_dir_all(&out)
         .map_err(|e| bad_input(format!("--out {}: cannot create it ({e})", a.out.display())))?;
-    let next = AtomicU64::new(0);
     let stop = Stop {
         why: Mutex::new(None),
         flag: AtomicBool::new(false),
@@ -231,57 +253,43 @@ fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result
     let done: Mutex<Vec<RunSummary>> = Mutex::new(Vec::new());
     let started = Instant::now();
     let mismatch: Mutex<Option<u64>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..parallel.max(1) {
-            scope.spawn(|| loop {
-                if let Some(sig) = interrupts.received() {
-                    stop.now(format!("interrupted by {}", sig.name()));
-                }
-                if a.budget.is_some_and(|b| started.elapsed() >= b) {
-                    stop.now("the budget ran out");
-                }
-                if stop.flag.load(Ordering::Relaxed) {
-                    return;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    return;
-                }
-                let seed = a.seed.wrapping_add(i);
-                let run = simulate_one(s, seed);
-                if a.check_determinism && simulate_one(s, seed).history != run.history {
-                    *mismatch.lock().unwrap() = Some(seed);
-                    stop.now(format!("seed {seed} was not deterministic"));
-                }
-                let valid = run.results.valid;
-                let folder = (valid != Validity::True)
-                    .then(|| keep(&out, &run))
-                    .transpose()
-                    .unwrap_or_else(|e| {
-                        eprintln!("fle-chaos: {e:#}");
-                        None
-                    });
-                if valid != Validity::True && a.until_invalid {
-                    stop.now(format!(
-                        "seed {seed} was {} (--until-invalid)",
-                        valid.word()
-                    ));
-                }
-                let failed = (run.results.checkers.iter())
-                    .filter(|c| c.applicable && c.valid != Validity::True)
-                    .map(|c| c.name.clone())
-                    .collect();
-                let mut d = done.lock().unwrap();
-                d.push(RunSummary {
-                    seed,
-                    valid,
-                    failed,
-                    folder,
-                    replay: None,
-                });
-                progress(&d, a.runs, started);
-            });
+    let go_on = || {
+        if let Some(sig) = interrupts.received() {
+            stop.now(format!("interrupted by {}", sig.name()));
         }
+        if a.budget.is_some_and(|b| started.elapsed() >= b) {
+            stop.now("the budget ran out");
+        }
+        !stop.flag.load(Ordering::Relaxed)
+    };
+    super::batch::run_seeds(s, a.seed, total, parallel, go_on, |seed, run| {
+        if a.check_determinism && simulate_one(s, seed).history != run.history {
+            *mismatch.lock().unwrap() = Some(seed);
+            stop.now(format!("seed {seed} was not deterministic"));
+        }
+        let valid = run.results.valid;
+        let folder = (valid != Validity::True)
+            .then(|| keep(&out, &run))
+            .transpose()
+            .unwrap_or_else(|e| {
+                eprintln!("fle-chaos: {e:#}");
+                None
+            });
+        if valid != Validity::True && a.until_invalid {
+            stop.now(format!(
+                "seed {seed} was {} (--until-invalid)",
+                valid.word()
+            ));
+        }
+        let mut d = done.lock().unwrap();
+        d.push(RunSummary {
+            seed,
+            valid,
+            failed: run.failed(),
+            folder,
+            replay: None,
+        });
+        progress(&d, a.runs, started);
     });
     eprintln!();
     if let Some(seed) = *mismatch.lock().unwrap() {

@@ -425,10 +425,11 @@ fn undo(w: &mut World, a: &Active, last: bool) {
             }
         }
         FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => {
+            let cut = w.election_cuts();
             if a.id > 0 {
                 w.net.heal(a.id);
             }
-            w.release_held();
+            w.release_held(&cut);
         }
         FaultKind::Clock => {
             for s in sids {

@@ -41,6 +41,16 @@ pub struct SimRun {
     pub results: Results,
 }
 
+impl SimRun {
+    /// The checkers that applied and were not valid.
+    pub fn failed(&self) -> Vec<String> {
+        (self.results.checkers.iter())
+            .filter(|c| c.applicable && c.valid != crate::checker::Validity::True)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+}
+
 /// The moment the simulated history's wall clock starts: fixed, so a seed gives the same bytes.
 const WALL_START_MS: i64 = 1_800_000_000_000;
 
@@ -344,6 +354,7 @@ mod tests {
             (vec!["--budget", "0s"], "--budget 0"),
             (vec!["--nemesis", "frames"], "cannot model frames"),
             (vec!["--bug", "no-such-bug"], "--bug no-such-bug"),
+            (vec!["--bug", "blocking-connect"], "cannot reach it"),
             (vec!["--nodes", "0"], "--nodes 0"),
         ] {
             let mut argv = vec!["simulate"];

@@ -360,14 +360,15 @@ impl Server {
                 let out = sm.step(msg);
                 self.follower_outputs(now, out)
             }
-            Role::Following { .. } => vec![],
             Role::Leading { .. } => self.on_leader_frame(now, conn, msg),
-            Role::Looking => match msg {
-                // The quorum port's lobby keeps an identified connection for the next term.
+            // The quorum port's lobby keeps an identified connection for the next term,
+            // whatever this server's role (`accept.rs`: the port stays open for its whole life).
+            Role::Following { .. } | Role::Looking => match msg {
                 Msg::FollowerInfo { sid, .. } if self.voters.contains(&sid) && sid != self.sid => {
                     self.lobby.push((conn, msg));
                     vec![]
                 }
+                _ if matches!(self.role, Role::Following { .. }) => vec![],
                 _ => vec![Effect::Close { conn }],
             },
         }

@@ -15,7 +15,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 #[derive(Debug, Clone)]
 pub enum Ev {
@@ -50,15 +50,37 @@ pub enum Ev {
     ClientTimeout {
         op: u64,
     },
+    /// `peers.rs`: an election connection dropped for `DEAD_AFTER` without acknowledgement
+    /// is dialed again; the new connection carries both slots.
+    NoteRedial {
+        pair: (u64, u64),
+        gen: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
 pub enum Wire {
-    Note { from: u64, n: Notification },
-    Zab { conn: u64, msg: Msg },
-    Closed { conn: u64 },
-    Write { op: u64, forwarded: bool },
-    Reply { op: u64, outcome: WriteOutcome },
+    /// On election connection `gen` of its pair (lost if that connection was replaced).
+    Note {
+        from: u64,
+        n: Notification,
+        gen: u64,
+    },
+    Zab {
+        conn: u64,
+        msg: Msg,
+    },
+    Closed {
+        conn: u64,
+    },
+    Write {
+        op: u64,
+        forwarded: bool,
+    },
+    Reply {
+        op: u64,
+        outcome: WriteOutcome,
+    },
 }
 
 /// A Zab connection between a follower and its leader.
@@ -103,6 +125,10 @@ pub struct World {
     missed_beats: BTreeMap<u64, u64>,
     /// FIFO per directed election link.
     note_last: BTreeMap<(u64, u64), u64>,
+    /// Per pair of servers (smaller sid first): which election connection is the current one.
+    note_gen: BTreeMap<(u64, u64), u64>,
+    /// Pairs whose election connection died (`DEAD_AFTER`) and waits for its redial.
+    note_dead: BTreeSet<(u64, u64)>,
     /// `peers.rs`'s send slot per directed link: the latest notification, sent again on every
     /// new connection (after a heal, or when the peer's process is back).
     slots: BTreeMap<(u64, u64), Notification>,
@@ -137,6 +163,8 @@ impl World {
             deferred: BTreeMap::new(),
             missed_beats: BTreeMap::new(),
             note_last: BTreeMap::new(),
+            note_gen: BTreeMap::new(),
+            note_dead: BTreeSet::new(),
             slots: BTreeMap::new(),
             ops: BTreeMap::new(),
             clients: Vec::new(),
@@ -254,6 +282,7 @@ impl World {
             Ev::ClientTimeout { op } => {
                 self.finish_op(op, WriteOutcome::Unknown("timed out".into()))
             }
+            Ev::NoteRedial { pair, gen } => self.note_redial(pair, gen),
         }
     }
 
@@ -275,7 +304,8 @@ impl World {
     fn deliver(&mut self, to: u64, wire: Wire) {
         let now = self.now();
         let effects = match wire {
-            Wire::Note { from, n } => self.server(to).on_notification(now, from, n),
+            Wire::Note { from, gen, .. } if gen != self.gen_of(from, to) => vec![],
+            Wire::Note { from, n, .. } => self.server(to).on_notification(now, from, n),
             Wire::Zab { conn, msg } => self.server(to).on_frame(now, conn, msg),
             Wire::Closed { conn } => self.server(to).on_closed(now, conn),
             Wire::Write { op, forwarded } => self.write_arrives(to, op, forwarded),
@@ -331,32 +361,102 @@ impl World {
 
     fn send_note(&mut self, from: u64, to: u64, n: Notification, after: u64) {
         let now = self.now();
+        let pair = (from.min(to), from.max(to));
+        if self.note_dead.contains(&pair) {
+            // The slot goes out on the connection that replaces the dead one.
+            return;
+        }
         let lat = self.net.latency(from, to, &mut self.rng);
+        let dead_after = fle_node::peers::DEAD_AFTER.as_nanos() as u64;
+        if lat > dead_after {
+            // Unacknowledged for DEAD_AFTER (TCP_USER_TIMEOUT): the connection is dropped,
+            // with what it still held both ways, and dialed again.
+            self.note_dead.insert(pair);
+            let gen = self.gen_of(from, to);
+            let at = now + after + dead_after + self.rng.gen_range(0..redial_ns());
+            self.at(at, Ev::NoteRedial { pair, gen });
+            return;
+        }
         let last = self.note_last.entry((from, to)).or_default();
         let t = (now + after + lat).max(*last);
         *last = t;
+        let gen = self.gen_of(from, to);
         self.at(
             t,
             Ev::Deliver {
                 to,
-                wire: Wire::Note { from, n },
+                wire: Wire::Note { from, n, gen },
             },
         );
     }
 
-    /// Election links that work again reconnect (`peers.rs` re-dials a down link at least every
-    /// `CONNECT_TIMEOUT + BACKOFF_MAX`) and send their slot's notification again.
-    pub fn reconnect_elections(&mut self) {
-        let redial = (fle_node::peers::CONNECT_TIMEOUT.as_nanos() as u64) + 250_000_000;
-        let pairs: Vec<((u64, u64), Notification)> =
-            self.slots.iter().map(|(k, n)| (*k, n.clone())).collect();
+    /// The current election connection of the pair `a`, `b`.
+    fn gen_of(&self, a: u64, b: u64) -> u64 {
+        self.note_gen
+            .get(&(a.min(b), a.max(b)))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The pair's election connection is replaced: what the old one still carried is lost.
+    fn new_note_conn(&mut self, (a, b): (u64, u64)) {
+        *self.note_gen.entry((a, b)).or_default() += 1;
+        self.note_dead.remove(&(a, b));
+        self.note_last.remove(&(a, b));
+        self.note_last.remove(&(b, a));
+    }
+
+    /// A dead election connection is dialed again: when both ends run and the link passes,
+    /// the new connection sends each side's slot (else a start or a heal reconnects it).
+    fn note_redial(&mut self, pair: (u64, u64), gen: u64) {
+        if self.gen_of(pair.0, pair.1) != gen {
+            return;
+        }
+        self.new_note_conn(pair);
+        let (a, b) = pair;
+        let up = self.life(a) != Life::Down && self.life(b) != Life::Down;
+        if !(up && self.net.passes(a, b, Port::Election) && self.net.passes(b, a, Port::Election)) {
+            return;
+        }
+        for (from, to) in [(a, b), (b, a)] {
+            if let Some(n) = self.slots.get(&(from, to)).cloned() {
+                self.send_note(from, to, n, 0);
+            }
+        }
+    }
+
+    /// Pairs of servers whose election connection a partition cuts now (either way).
+    pub fn election_cuts(&self) -> BTreeSet<(u64, u64)> {
+        let sids: Vec<u64> = self.servers.keys().copied().collect();
+        let mut cut = BTreeSet::new();
+        for (i, a) in sids.iter().enumerate() {
+            for b in &sids[i + 1..] {
+                if !self.net.passes(*a, *b, Port::Election)
+                    || !self.net.passes(*b, *a, Port::Election)
+                {
+                    cut.insert((*a, *b));
+                }
+            }
+        }
+        cut
+    }
+
+    /// Election links that were cut (`cut`: pairs, smaller sid first) and work again
+    /// reconnect (`peers.rs` re-dials a down link at least every `CONNECT_TIMEOUT +
+    /// BACKOFF_MAX`) and send their slot's notification again. Links the fault did not cut
+    /// kept their connection: nothing is sent again on them.
+    fn reconnect_elections(&mut self, cut: &BTreeSet<(u64, u64)>) {
+        let pairs: Vec<((u64, u64), Notification)> = (self.slots.iter())
+            .filter(|((from, to), _)| cut.contains(&(*from.min(to), *from.max(to))))
+            .map(|(k, n)| (*k, n.clone()))
+            .collect();
         for ((from, to), n) in pairs {
             let up = self.life(from) == Life::Up && self.life(to) != Life::Down;
             if up
                 && self.net.passes(from, to, Port::Election)
                 && self.net.passes(to, from, Port::Election)
             {
-                let after = self.rng.gen_range(0..redial);
+                let after = self.rng.gen_range(0..redial_ns());
                 self.send_note(from, to, n, after);
             }
         }
@@ -400,8 +500,9 @@ impl World {
         self.send_on(conn, by, Wire::Closed { conn });
     }
 
-    /// After a heal: what TCP held on the links that pass again goes out, in order.
-    pub fn release_held(&mut self) {
+    /// After a heal: what TCP held on the links that pass again goes out, in order; election
+    /// links among `cut` (the pairs cut before the heal) reconnect.
+    pub fn release_held(&mut self, cut: &BTreeSet<(u64, u64)>) {
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
             let Some(c) = self.conns.get_mut(&id) else {
@@ -416,7 +517,7 @@ impl World {
         }
         // A closed connection whose close was delivered needs nothing more.
         self.conns.retain(|_, c| c.open || !c.held.is_empty());
-        self.reconnect_elections();
+        self.reconnect_elections(cut);
     }
 
     fn dial(&mut self, node: u64, attempt: u64, leader: u64) {
@@ -461,6 +562,14 @@ impl World {
     pub fn kill(&mut self, sid: u64) {
         let (conns, ops) = self.server(sid).kill();
         self.slots.retain(|(from, _), _| *from != sid);
+        // Its election connections die with it (a pending redial among them is moot).
+        let pairs: Vec<(u64, u64)> = (self.note_dead.iter())
+            .filter(|(a, b)| *a == sid || *b == sid)
+            .copied()
+            .collect();
+        for p in pairs {
+            self.new_note_conn(p);
+        }
         self.deferred.remove(&sid);
         self.missed_beats.remove(&sid);
         self.timers.remove(&sid);
@@ -491,15 +600,16 @@ impl World {
         let now = self.now();
         let e = self.server(sid).start(now);
         self.apply(sid, e);
-        // Its peers' links to it come back, with their slots.
+        // Its peers' links to it come back, with their slots: the new process dials the
+        // smaller sids and pokes the larger ones, which dial back at once (`peers.rs`), so a
+        // connection takes a round trip, not a re-dial period.
         let waiting: Vec<(u64, Notification)> = (self.slots.iter())
             .filter(|((_, to), _)| *to == sid)
             .map(|((from, _), n)| (*from, n.clone()))
             .collect();
-        let redial = (fle_node::peers::CONNECT_TIMEOUT.as_nanos() as u64) + 250_000_000;
         for (from, n) in waiting {
             if self.life(from) == Life::Up && self.net.passes(from, sid, Port::Election) {
-                let after = self.rng.gen_range(0..redial);
+                let after = self.net.latency(sid, from, &mut self.rng);
                 self.send_note(from, sid, n, after);
             }
         }
@@ -709,6 +819,11 @@ impl World {
     }
 }
 
+/// `peers.rs`: a down election link is dialed again within `CONNECT_TIMEOUT + BACKOFF_MAX`.
+fn redial_ns() -> u64 {
+    (fle_node::peers::CONNECT_TIMEOUT.as_nanos() as u64) + 250_000_000
+}
+
 /// The server an event happens at, if it is one (reads and clients are the controller's).
 fn ev_node(ev: &Ev) -> Option<u64> {
     match ev {
@@ -724,6 +839,7 @@ fn ev_node(ev: &Ev) -> Option<u64> {
         Ev::Read { .. }
         | Ev::ReadTimedOut { .. }
         | Ev::Client { .. }
-        | Ev::ClientTimeout { .. } => None,
+        | Ev::ClientTimeout { .. }
+        | Ev::NoteRedial { .. } => None,
     }
 }
