@@ -55,6 +55,10 @@ pub struct SimulateArgs {
     pub until_invalid: bool,
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
+    /// Replay the first N failing runs' schedules on real processes (`fle-chaos test`, root),
+    /// one at a time; the summary says for each whether the real run reproduced it.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub confirm: usize,
     /// Run every seed twice and fail on any difference in its history.
     #[arg(long)]
     pub check_determinism: bool,
@@ -178,10 +182,21 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         max_notification_interval: Duration::from_secs(60),
         bugs,
     };
-    let mut command = format!(
-        "fle-chaos simulate --nodes {} --workload {} --time-limit {} --tick-ms {} --init-limit {} --sync-limit {}",
-        a.nodes, a.workload, a.time_limit, a.tick_ms, a.init_limit, a.sync_limit
-    );
+    let mut real_args: Vec<String> = [
+        ("--nodes", a.nodes.to_string()),
+        ("--workload", a.workload.clone()),
+        ("--time-limit", a.time_limit.to_string()),
+        ("--tick-ms", a.tick_ms.to_string()),
+        ("--init-limit", a.init_limit.to_string()),
+        ("--sync-limit", a.sync_limit.to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [k.to_string(), v])
+    .collect();
+    if let Some(b) = &a.bug {
+        real_args.extend(["--bug".to_string(), b.clone()]);
+    }
+    let mut command = format!("fle-chaos simulate {}", real_args.join(" "));
     if let Some(n) = &a.nemesis {
         command.push_str(&format!(
             " --nemesis {n} --nemesis-interval {}",
@@ -191,9 +206,6 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if let Some(f) = &a.nemesis_file {
         command.push_str(&format!(" --nemesis-file {}", f.display()));
     }
-    if let Some(b) = &a.bug {
-        command.push_str(&format!(" --bug {b}"));
-    }
     let s = SimSettings {
         nodes: a.nodes,
         time_limit: Duration::from_secs_f64(a.time_limit),
@@ -202,6 +214,7 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         timing,
         recovery_timeout: Duration::from_secs(30),
         command,
+        real_args,
     };
     Ok((s, left_out))
 }
@@ -214,7 +227,33 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
         );
     }
     let interrupts = Interrupts::install()?;
-    tokio::task::spawn_blocking(move || run_all(&args, &settings, &interrupts)).await?
+    let (a, s, i) = (args.clone(), settings.clone(), interrupts.clone());
+    let (mut summary, out) = tokio::task::spawn_blocking(move || run_all(&a, &s, &i)).await??;
+    if args.confirm > 0 {
+        super::confirm::confirm(&mut summary, &settings, args.confirm, &interrupts).await?;
+    }
+    let path = summary.write(&out)?;
+    println!("{}; summary {}", summary.line(), path.display());
+    for r in summary.failures() {
+        if let Some(f) = &r.folder {
+            println!(
+                "  seed {}: {} ({}); on real processes: {}\n    replay: {} {}",
+                r.seed,
+                r.valid.word(),
+                r.failed.join(", "),
+                super::summary::replay_text(r.replay.as_ref()),
+                settings.real_command(),
+                f.join("schedule.toml").display()
+            );
+        }
+    }
+    let signal = interrupts.received().map_or(crate::exit::VALID, |s| s.exit_code());
+    // No run finished (interrupted at once): nothing was tested, which is never a pass.
+    let tested = match summary.runs {
+        0 => crate::exit::UNKNOWN,
+        _ => summary.exit_code,
+    };
+    Ok(crate::exit::worse(tested, signal))
 }
 
 /// Why the batch stops before its next run, if it should.
@@ -233,7 +272,12 @@ impl Stop {
     }
 }
 
-fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result<i32> {
+/// The runs, each judged, failures kept under `out`; the summary not yet written.
+fn run_all(
+    a: &SimulateArgs,
+    s: &SimSettings,
+    interrupts: &Interrupts,
+) -> Result<(SimSummary, PathBuf)> {
     let parallel = a
         .parallel
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -269,7 +313,7 @@ fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result
         }
         let valid = run.results.valid;
         let folder = (valid != Validity::True)
-            .then(|| keep(&out, &run))
+            .then(|| keep(&out, &run, &s.real_command()))
             .transpose()
             .unwrap_or_else(|e| {
                 eprintln!("fle-chaos: {e:#}");
@@ -304,30 +348,7 @@ fn run_all(a: &SimulateArgs, s: &SimSettings, interrupts: &Interrupts) -> Result
         stop.why.into_inner().unwrap(),
         done.into_inner().unwrap(),
     );
-    let path = summary.write(&out)?;
-    println!("{}; summary {}", summary.line(), path.display());
-    for r in summary.failures() {
-        if let Some(f) = &r.folder {
-            println!(
-                "  seed {}: {} ({}); replay on real processes: fle-chaos test --nodes {} --workload {} --nemesis-file {}",
-                r.seed,
-                r.valid.word(),
-                r.failed.join(", "),
-                a.nodes,
-                a.workload,
-                f.join("schedule.toml").display()
-            );
-        }
-    }
-    if summary.runs == 0 {
-        return Err(bad_input(
-            "no run finished: the budget is shorter than one run; give a longer --budget",
-        ));
-    }
-    let signal = interrupts
-        .received()
-        .map_or(crate::exit::VALID, |s| s.exit_code());
-    Ok(crate::exit::worse(summary.exit_code, signal))
+    Ok((summary, out))
 }
 
 fn progress(done: &[RunSummary], total: Option<u64>, started: Instant) {
@@ -346,7 +367,7 @@ fn progress(done: &[RunSummary], total: Option<u64>, started: Instant) {
 }
 
 /// Writes a run that is not valid as a run folder, with its report and replay schedule.
-fn keep(out: &Path, run: &super::run::SimRun) -> Result<PathBuf> {
+fn keep(out: &Path, run: &super::run::SimRun, real_command: &str) -> Result<PathBuf> {
     let dir = out.join(format!("seed-{}", run.info.seed));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     run.info.write(&dir.join("test.json"))?;
@@ -355,10 +376,9 @@ fn keep(out: &Path, run: &super::run::SimRun) -> Result<PathBuf> {
     crate::checker::write_results(&dir, &run.results)?;
     let recorded = crate::nemesis::timed::of_run(&dir)?;
     let header = format!(
-        "Faults of simulated run seed {} ({}), as timed steps: replay with\nfle-chaos test --nemesis-file <this file> --nodes {}",
+        "Faults of simulated run seed {} ({}), as timed steps: replay with\n{real_command} <this file>",
         run.info.seed,
         run.info.replay_command,
-        run.info.nodes.len()
     );
     std::fs::write(
         dir.join("schedule.toml"),

@@ -16,12 +16,14 @@
 //! - [`world`]: the event queue, connections, observers and clients;
 //! - [`nemesis`]: planned faults done to the simulated cluster;
 //! - [`record`]: the history lines, with the live view, situations and observations;
-//! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`; [`summary`]: its summary.
+//! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`;
+//!   [`summary`]: its summary; [`confirm`]: failures replayed on real processes.
 //!
 //! What is not simulated is listed in docs/simulate.md.
 
 pub mod batch;
 pub mod cli;
+pub mod confirm;
 pub mod disk;
 pub mod nemesis;
 pub mod net;

@@ -31,6 +31,16 @@ pub struct SimSettings {
     pub recovery_timeout: Duration,
     /// The command line, for the run's test.json.
     pub command: String,
+    /// `fle-chaos test`'s arguments for the same nodes, workload, timing and bugs: a failing
+    /// run's schedule replays on real processes with these and `--nemesis-file <schedule>`.
+    pub real_args: Vec<String>,
+}
+
+impl SimSettings {
+    /// The command that replays a failing run's schedule on real processes.
+    pub fn real_command(&self) -> String {
+        format!("fle-chaos test {} --nemesis-file", self.real_args.join(" "))
+    }
 }
 
 /// A finished simulated run.

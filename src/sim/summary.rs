@@ -46,6 +46,19 @@ pub struct Replay {
     pub error: Option<String>,
 }
 
+impl Replay {
+    /// A replay that gave no verdict, and why.
+    pub fn error(why: String) -> Replay {
+        Replay {
+            valid: Validity::Unknown,
+            failed: Vec::new(),
+            folder: None,
+            reproduced: false,
+            error: Some(why),
+        }
+    }
+}
+
 /// Everything `fle-chaos simulate` reports about its runs.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SimSummary {
@@ -269,8 +282,8 @@ impl SimSummary {
     }
 }
 
-/// What a failure's real replay said, in words.
-fn replay_text(r: Option<&Replay>) -> String {
+/// What a failure's real replay said, in words ("not replayed" when it was not).
+pub fn replay_text(r: Option<&Replay>) -> String {
     match r {
         None => "not replayed".to_string(),
         Some(Replay { error: Some(e), .. }) => format!("not replayed: {e}"),

@@ -14,6 +14,7 @@ mod nemesis;
 mod report;
 mod run;
 mod shrink;
+mod simulate;
 mod ssh;
 mod sweep;
 mod vm;
