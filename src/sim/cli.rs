@@ -247,7 +247,9 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
             );
         }
     }
-    let signal = interrupts.received().map_or(crate::exit::VALID, |s| s.exit_code());
+    let signal = interrupts
+        .received()
+        .map_or(crate::exit::VALID, |s| s.exit_code());
     // No run finished (interrupted at once): nothing was tested, which is never a pass.
     let tested = match summary.runs {
         0 => crate::exit::UNKNOWN,

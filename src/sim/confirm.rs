@@ -51,39 +51,41 @@ pub async fn confirm(
             log: &log,
         };
         let stop = async { Stop::Interrupted(interrupts.wait().await) };
-        r.replay = Some(match run_child(&exe, &args, place, Some(deadline), stop).await {
-            Err(e) => Replay::error(format!("{e:#}")),
-            Ok(child) => {
-                let valid = match child.code {
-                    exit::VALID => Validity::True,
-                    exit::INVALID => Validity::False,
-                    _ => Validity::Unknown,
-                };
-                match &child.results {
-                    None => Replay::error(format!(
-                        "no verdict (exit {}{}); see {}",
-                        child.code,
-                        child
-                            .note
-                            .as_deref()
-                            .map(|n| format!(": {n}"))
-                            .unwrap_or_default(),
-                        log.display()
-                    )),
-                    Some(results) => {
-                        let failed = crate::run::child::invalid_checkers(results);
-                        Replay {
-                            valid,
-                            reproduced: valid == Validity::False
-                                && failed.iter().any(|c| r.failed.contains(c)),
-                            failed,
-                            folder: child.run_dir,
-                            error: None,
+        r.replay = Some(
+            match run_child(&exe, &args, place, Some(deadline), stop).await {
+                Err(e) => Replay::error(format!("{e:#}")),
+                Ok(child) => {
+                    let valid = match child.code {
+                        exit::VALID => Validity::True,
+                        exit::INVALID => Validity::False,
+                        _ => Validity::Unknown,
+                    };
+                    match &child.results {
+                        None => Replay::error(format!(
+                            "no verdict (exit {}{}); see {}",
+                            child.code,
+                            child
+                                .note
+                                .as_deref()
+                                .map(|n| format!(": {n}"))
+                                .unwrap_or_default(),
+                            log.display()
+                        )),
+                        Some(results) => {
+                            let failed = crate::run::child::invalid_checkers(results);
+                            Replay {
+                                valid,
+                                reproduced: valid == Validity::False
+                                    && failed.iter().any(|c| r.failed.contains(c)),
+                                failed,
+                                folder: child.run_dir,
+                                error: None,
+                            }
                         }
                     }
                 }
-            }
-        });
+            },
+        );
     }
     Ok(())
 }

@@ -11,8 +11,7 @@ use fle_chaos::sim::summary::SimSummary;
 
 #[test]
 fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() {
-    if !root_or_skip("a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker")
-    {
+    if !root_or_skip("a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker") {
         return;
     }
     let _cores = hold(Exclusive::HeavyCluster);
@@ -47,10 +46,15 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
     let summary: SimSummary =
         serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
     let failure = summary.failures().next().expect("a failing simulated run");
-    let replay = failure.replay.as_ref().expect("the first failure was replayed");
+    let replay = failure
+        .replay
+        .as_ref()
+        .expect("the first failure was replayed");
     assert_eq!(replay.error, None);
     let real = replay.folder.as_ref().expect("the real run's folder");
-    let results = Results::read(real).unwrap().expect("the real run's results.json");
+    let results = Results::read(real)
+        .unwrap()
+        .expect("the real run's results.json");
     let real_failed: Vec<&str> = (results.checkers.iter())
         .filter(|c| c.valid == Validity::False)
         .map(|c| c.name.as_str())
@@ -66,6 +70,9 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
     assert!(leftovers(&resources(real)).is_empty(), "{}", real.display());
     for name in ["summary.html", "junit.xml"] {
         let text = std::fs::read_to_string(folder.join(name)).unwrap();
-        assert!(text.contains("reproduced"), "{name} says nothing of the replay");
+        assert!(
+            text.contains("reproduced"),
+            "{name} says nothing of the replay"
+        );
     }
 }
