@@ -173,6 +173,29 @@ pub struct TestArgs {
     pub ssh: SshArgs,
 }
 
+impl TestArgs {
+    /// `fle-chaos test`'s arguments parsed from words (a sweep's cell, a simulated failure's
+    /// real replay); the error is clap's first line, without its "error: ".
+    pub fn from_words(words: &[String]) -> Result<TestArgs, String> {
+        #[derive(clap::Parser)]
+        struct Test {
+            #[command(flatten)]
+            args: TestArgs,
+        }
+        let argv = std::iter::once("test".to_string()).chain(words.iter().cloned());
+        <Test as clap::Parser>::try_parse_from(argv)
+            .map(|t| t.args)
+            .map_err(|e| first_line(&e))
+    }
+}
+
+/// A clap error's first line, without its "error: ".
+pub fn first_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
 /// Validated settings of a run.
 #[derive(Clone)]
 pub struct Plan {

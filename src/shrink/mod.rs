@@ -262,7 +262,22 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         ))
     })?;
     let rec = timed::of_run(&run_dir)?;
-    let mut args = recorded_args(&run_dir, &rec)?;
+    // A simulated failure is replayed in-process, once per candidate (the same seed and
+    // schedule give the same run), on every core; its real arguments still make the commands.
+    let sim = crate::sim::replay::SimReplayer::of_run(&run_dir, &rec.info)?;
+    let sim_opts;
+    let (opts, mut args) = match sim {
+        None => (opts, recorded_args(&run_dir, &rec)?),
+        Some((_, ref real)) => {
+            sim_opts = ShrinkOptions {
+                replays: 1,
+                final_replays: 1,
+                parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                ..opts.clone()
+            };
+            (&sim_opts, real.clone())
+        }
+    };
     args.seed = Some(rec.info.seed);
     let results = crate::run::child::read_results(&run_dir).map_err(|e| {
         bad_input(format!(
@@ -314,6 +329,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         parallel: opts.parallel,
         target,
         interrupts: opts.interrupts.clone(),
+        sim: sim.map(|(replayer, _)| std::sync::Arc::new(replayer)),
         fake_monotonic: rec.fake_monotonic,
         runs: Vec::new(),
         candidates: 0,

@@ -14,6 +14,7 @@ use crate::run::interrupt::{Interrupts, Signal};
 use crate::run::plan::TestArgs;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -81,6 +82,8 @@ pub struct Engine {
     /// The checkers that must all say invalid for a replay to reproduce the failure.
     pub target: Vec<String>,
     pub interrupts: Option<Interrupts>,
+    /// A simulated failure: candidates run in-process by the simulator, not as children.
+    pub sim: Option<std::sync::Arc<crate::sim::replay::SimReplayer>>,
     pub fake_monotonic: bool,
     /// Every child run so far.
     pub runs: Vec<Replay>,
@@ -285,17 +288,43 @@ impl Engine {
         batch: &Batch,
         c: usize,
         r: u32,
-        mut cancelled: watch::Receiver<bool>,
+        cancelled: watch::Receiver<bool>,
     ) {
         let out = self
             .dir
             .join("runs")
             .join(format!("c{}-r{}", batch.ids[c], r + 1));
-        let argv = test_argv(
-            &self.args,
-            batch.cands[c].time_limit,
-            batch.files[c].as_deref(),
-        );
+        let (file, limit) = (batch.files[c].clone(), batch.cands[c].time_limit);
+        match self.sim.clone() {
+            Some(sim) => {
+                running.spawn(async move {
+                    let run = tokio::task::spawn_blocking(move || {
+                        sim.replay(file.as_deref(), limit, &out)
+                    })
+                    .await
+                    .map_err(anyhow::Error::from)
+                    .and_then(|run| run);
+                    (c, r, run)
+                });
+            }
+            None => {
+                let argv = test_argv(&self.args, limit, file.as_deref());
+                self.spawn_child(running, argv, out, (c, r), cancelled);
+            }
+        }
+        self.progress
+            .update(&self.runs, self.candidates, running.len(), false);
+    }
+
+    /// [`Self::spawn`]'s child `fle-chaos test ARGV` for replay `r` of candidate `c`.
+    fn spawn_child(
+        &self,
+        running: &mut JoinSet<(usize, u32, Result<ChildRun>)>,
+        argv: Vec<OsString>,
+        out: PathBuf,
+        (c, r): (usize, u32),
+        mut cancelled: watch::Receiver<bool>,
+    ) {
         let exe = self.exe.clone();
         running.spawn(async move {
             let run = async {
@@ -315,8 +344,6 @@ impl Engine {
             };
             (c, r, run.await)
         });
-        self.progress
-            .update(&self.runs, self.candidates, running.len(), false);
     }
 
     /// Lists a finished replay of candidate `c` for the report; whether it reproduced the

@@ -70,6 +70,22 @@ pub struct SimulateArgs {
     pub sync_limit: u32,
 }
 
+impl SimulateArgs {
+    /// `simulate`'s flags parsed from words (a run folder's, for shrink); the error is clap's
+    /// first line.
+    pub fn from_words(words: &[String]) -> std::result::Result<SimulateArgs, String> {
+        #[derive(clap::Parser)]
+        struct Simulate {
+            #[command(flatten)]
+            args: SimulateArgs,
+        }
+        let argv = std::iter::once("simulate".to_string()).chain(words.iter().cloned());
+        <Simulate as clap::Parser>::try_parse_from(argv)
+            .map(|s| s.args)
+            .map_err(|e| crate::run::plan::first_line(&e))
+    }
+}
+
 /// What the simulator cannot model yet, for a fault or composed part (None: it can).
 pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
     match f.kind {
@@ -196,15 +212,19 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if let Some(b) = &a.bug {
         real_args.extend(["--bug".to_string(), b.clone()]);
     }
-    let mut command = format!("fle-chaos simulate {}", real_args.join(" "));
+    let mut argv = real_args.clone();
     if let Some(n) = &a.nemesis {
-        command.push_str(&format!(
-            " --nemesis {n} --nemesis-interval {}",
-            a.nemesis_interval
-        ));
+        argv.extend([
+            "--nemesis".to_string(),
+            n.clone(),
+            "--nemesis-interval".to_string(),
+            a.nemesis_interval.to_string(),
+        ]);
     }
     if let Some(f) = &a.nemesis_file {
-        command.push_str(&format!(" --nemesis-file {}", f.display()));
+        // Absolute, so that a run folder's settings rebuild it from anywhere (shrink).
+        let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        argv.extend(["--nemesis-file".to_string(), f.display().to_string()]);
     }
     let s = SimSettings {
         nodes: a.nodes,
@@ -213,7 +233,8 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         schedule,
         timing,
         recovery_timeout: Duration::from_secs(30),
-        command,
+        command: format!("fle-chaos simulate {}", argv.join(" ")),
+        argv,
         real_args,
     };
     Ok((s, left_out))
@@ -315,7 +336,7 @@ fn run_all(
         }
         let valid = run.results.valid;
         let folder = (valid != Validity::True)
-            .then(|| keep(&out, &run, &s.real_command()))
+            .then(|| write_folder(&out, &run, Some(&s.real_command())))
             .transpose()
             .unwrap_or_else(|e| {
                 eprintln!("fle-chaos: {e:#}");
@@ -368,19 +389,27 @@ fn progress(done: &[RunSummary], total: Option<u64>, started: Instant) {
     );
 }
 
-/// Writes a run that is not valid as a run folder, with its report and replay schedule.
-fn keep(out: &Path, run: &super::run::SimRun, real_command: &str) -> Result<PathBuf> {
+/// Writes a run that is not valid as a run folder `out/seed-S`: test.json, history.jsonl and
+/// results.json; with `real_command` (the command that replays it on real processes) also its
+/// faults as `schedule.toml` and its report.
+pub fn write_folder(
+    out: &Path,
+    run: &super::run::SimRun,
+    real_command: Option<&str>,
+) -> Result<PathBuf> {
     let dir = out.join(format!("seed-{}", run.info.seed));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     run.info.write(&dir.join("test.json"))?;
     std::fs::write(dir.join("history.jsonl"), &run.history)
         .with_context(|| format!("cannot write {}", dir.display()))?;
     crate::checker::write_results(&dir, &run.results)?;
+    let Some(real_command) = real_command else {
+        return Ok(dir);
+    };
     let recorded = crate::nemesis::timed::of_run(&dir)?;
     let header = format!(
         "Faults of simulated run seed {} ({}), as timed steps: replay with\n{real_command} <this file>",
-        run.info.seed,
-        run.info.replay_command,
+        run.info.seed, run.info.replay_command,
     );
     std::fs::write(
         dir.join("schedule.toml"),

@@ -17,7 +17,8 @@
 //! - [`nemesis`]: planned faults done to the simulated cluster;
 //! - [`record`]: the history lines, with the live view, situations and observations;
 //! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`;
-//!   [`summary`]: its summary; [`confirm`]: failures replayed on real processes.
+//!   [`summary`]: its summary; [`confirm`]: failures replayed on real processes;
+//!   [`replay`]: a simulated failure replayed in-process under other schedules (shrink).
 //!
 //! What is not simulated is listed in docs/simulate.md.
 
@@ -28,6 +29,7 @@ pub mod disk;
 pub mod nemesis;
 pub mod net;
 pub mod record;
+pub mod replay;
 pub mod run;
 pub mod server;
 pub mod summary;

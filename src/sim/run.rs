@@ -31,6 +31,9 @@ pub struct SimSettings {
     pub recovery_timeout: Duration,
     /// The command line, for the run's test.json.
     pub command: String,
+    /// `simulate`'s flags that make these settings (test.json keeps them, so that `shrink`
+    /// rebuilds them from a run folder).
+    pub argv: Vec<String>,
     /// `fle-chaos test`'s arguments for the same nodes, workload, timing and bugs: a failing
     /// run's schedule replays on real processes with these and `--nemesis-file <schedule>`.
     pub real_args: Vec<String>,
@@ -60,6 +63,9 @@ impl SimRun {
             .collect()
     }
 }
+
+/// test.json's `settings` key holding the `simulate` flags of the run.
+pub const SIMULATE_ARGS: &str = "simulate_args";
 
 /// The moment the simulated history's wall clock starts: fixed, so a seed gives the same bytes.
 const WALL_START_MS: i64 = 1_800_000_000_000;
@@ -179,6 +185,7 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
     };
     let rest = serde_json::json!({
         "simulated": true,
+        (SIMULATE_ARGS): s.argv,
         "bugs": s.timing.bugs.iter().map(|b| b.name).collect::<Vec<_>>(),
         "schedule": s.schedule.name,
         (crate::checker::faults::PLANNED_KEY): faults_planned,

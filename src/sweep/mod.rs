@@ -123,25 +123,15 @@ fn pass_through(args: &SweepArgs) -> Vec<String> {
 /// Validates every run as `fle-chaos test` would (before anything starts: a bad cell is one
 /// line naming it), and sets up the OS once for all of them (children never race apt-get).
 fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
-    #[derive(clap::Parser)]
-    struct Test {
-        #[command(flatten)]
-        args: TestArgs,
-    }
     let mut needs = Needs::default();
     let mut zookeeper = false;
     for cell in cells {
-        let mut argv = vec!["test".to_string()];
-        argv.extend(cell.test_args(m));
+        let mut argv = cell.test_args(m);
         argv.extend(extra.iter().cloned());
-        let parsed = <Test as clap::Parser>::try_parse_from(&argv).map_err(|e| {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or_default();
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            bad_input(format!("run {}: {first}; fix the matrix file", cell.id))
-        })?;
-        let plan = Plan::from_args(parsed.args)
-            .map_err(|e| bad_input(format!("run {}: {e:#}", cell.id)))?;
+        let parsed = TestArgs::from_words(&argv)
+            .map_err(|e| bad_input(format!("run {}: {e}; fix the matrix file", cell.id)))?;
+        let plan =
+            Plan::from_args(parsed).map_err(|e| bad_input(format!("run {}: {e:#}", cell.id)))?;
         let n = plan.needs();
         needs.netns |= n.netns;
         needs.iptables |= n.iptables;
