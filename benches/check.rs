@@ -16,6 +16,9 @@
 //! `cargo bench --bench check` (EVENTS=N to change the size; BENCH_DIR=dir to keep the
 //! generated run there and reuse it on later runs).
 
+mod support;
+use support::{cpu_s, load_average};
+
 use fle_chaos::checker::{check_history, check_loaded, load_run, CheckOptions, Validity};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::test_info::TestInfo;
@@ -24,26 +27,6 @@ use std::path::Path;
 use std::time::Instant;
 
 const NODES: u64 = 5;
-
-/// CPU seconds (user + system) this process has used: the machine is shared, so wall time
-/// alone says more about the neighbours than about the checker.
-fn cpu_s() -> f64 {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes into the struct we own.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
-/// /proc/loadavg's 1, 5 and 15 minute figures: how busy the shared machine was.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 fn vm_hwm_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -12,16 +12,9 @@
 mod fixture;
 
 use fixture::{write_run, FixtureSpec};
+mod support;
 use std::time::Instant;
-
-/// CPU seconds (user + system) this process has used.
-fn cpu_s() -> f64 {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes into the struct we own.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
+use support::cpu_s;
 
 fn main() -> anyhow::Result<()> {
     let hours: f64 = std::env::var("FLC_BENCH_HOURS")

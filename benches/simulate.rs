@@ -14,52 +14,23 @@
 //! Nothing is written to disk: runs are judged in memory.
 
 mod support;
-use support::{env_or, median};
+use support::{cpu_s, env_or, load_average, median};
 
-use clap::Parser;
 use fle_chaos::checker::Validity;
 use fle_chaos::sim::batch::run_seeds;
-use fle_chaos::sim::cli::{cannot_reach, settings, SimulateArgs};
+use fle_chaos::sim::cli::{cannot_reach, settings_of};
 use fle_chaos::sim::run::SimSettings;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: SimulateArgs,
-}
-
 fn sim(flags: &[&str]) -> SimSettings {
-    let mut argv = vec!["simulate"];
-    argv.extend_from_slice(flags);
-    settings(&Cli::parse_from(argv).args)
-        .unwrap_or_else(|e| panic!("{flags:?}: {e:#}"))
-        .0
+    settings_of(flags).unwrap_or_else(|e| panic!("{flags:?}: {e:#}"))
 }
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// CPU seconds (user + system) this process has used.
-fn cpu_s() -> f64 {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes into the struct we own.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn speed() {

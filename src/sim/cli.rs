@@ -86,6 +86,14 @@ impl SimulateArgs {
     }
 }
 
+/// The settings `fle-chaos simulate WORDS` runs with (benches, tests, shrink's rebuild of a
+/// run); bad words are one line (254), as on the command line.
+pub fn settings_of<S: AsRef<str>>(words: &[S]) -> Result<SimSettings> {
+    let words: Vec<String> = words.iter().map(|w| w.as_ref().to_string()).collect();
+    let args = SimulateArgs::from_words(&words).map_err(bad_input)?;
+    Ok(settings(&args)?.0)
+}
+
 /// What the simulator cannot model yet, for a fault or composed part (None: it can).
 pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
     match f.kind {

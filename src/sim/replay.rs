@@ -99,11 +99,9 @@ mod tests {
     /// vote-rule, and its replay command runs `fle-chaos test` on real processes with the bug.
     #[test]
     fn shrink_works_on_a_simulated_failure_in_process() {
-        let args = super::SimulateArgs::from_words(
-            &["--bug", "follow-single-leading", "--time-limit", "30"].map(String::from),
-        )
-        .unwrap();
-        let (s, _) = super::settings(&args).unwrap();
+        let s =
+            crate::sim::cli::settings_of(&["--bug", "follow-single-leading", "--time-limit", "30"])
+                .unwrap();
         let run = (1..=20)
             .map(|seed| super::simulate_one(&s, seed))
             .find(|r| r.failed().contains(&"vote-rule".to_string()))

@@ -236,32 +236,26 @@ pub fn judge(digest: Result<Digest, String>, text: &str, info: &TestInfo) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::cli::{settings, SimulateArgs};
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: SimulateArgs,
-    }
+    use crate::sim::cli::{settings, settings_of, SimulateArgs};
 
     fn sim(flags: &[&str]) -> SimSettings {
-        let mut argv = vec!["simulate"];
-        argv.extend_from_slice(flags);
-        settings(&Cli::parse_from(argv).args).expect("settings").0
+        settings_of(flags).expect("settings")
     }
+
+    /// The fault kinds the simulator models.
+    const MODELLED: [&str; 6] = [
+        "kill",
+        "pause",
+        "partition",
+        "clock",
+        "power-loss",
+        "packet",
+    ];
 
     /// Same seed, same bytes, for every fault kind the simulator models (and the default).
     #[test]
     fn a_seed_gives_the_same_history_bytes_under_every_fault_kind() {
-        for kinds in [
-            "kill",
-            "pause",
-            "partition",
-            "clock",
-            "power-loss",
-            "packet",
-        ] {
+        for kinds in MODELLED {
             let s = sim(&[
                 "--nodes",
                 "3",
@@ -402,14 +396,7 @@ mod tests {
         );
         assert_eq!(bad.into_inner().unwrap(), vec![], "(seed, failed checkers)");
         let kinds = kinds.into_inner().unwrap();
-        for kind in [
-            "kill",
-            "pause",
-            "partition",
-            "clock",
-            "power-loss",
-            "packet",
-        ] {
+        for kind in MODELLED {
             assert!(kinds.contains(kind), "{kind} never injected: {kinds:?}");
         }
     }
@@ -424,9 +411,8 @@ mod tests {
             (vec!["--bug", "blocking-connect"], "cannot reach it"),
             (vec!["--nodes", "0"], "--nodes 0"),
         ] {
-            let mut argv = vec!["simulate"];
-            argv.extend_from_slice(&flags);
-            let err = settings(&Cli::parse_from(argv).args).expect_err("refused");
+            let words: Vec<String> = flags.iter().map(|w| w.to_string()).collect();
+            let err = settings(&SimulateArgs::from_words(&words).unwrap()).expect_err("refused");
             let text = format!("{err:#}");
             assert!(text.contains(needle) && !text.contains('\n'), "{text}");
             assert_eq!(crate::exit::code_for(&err), crate::exit::BAD_ARGS, "{text}");
