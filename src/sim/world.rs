@@ -15,7 +15,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 
 #[derive(Debug, Clone)]
 pub enum Ev {
@@ -50,11 +50,17 @@ pub enum Ev {
     ClientTimeout {
         op: u64,
     },
-    /// `peers.rs`: an election connection dropped for `DEAD_AFTER` without acknowledgement
-    /// is dialed again; the new connection carries both slots.
+    /// `peers.rs`: an election connection that is down (dropped for `DEAD_AFTER` without
+    /// acknowledgement, or cut by a partition that healed) is dialed again; the new
+    /// connection carries both slots.
     NoteRedial {
         pair: (u64, u64),
         gen: u64,
+    },
+    /// A Zab connection's direction `dir` delivers what has arrived (see `Conn::queue`).
+    Pump {
+        conn: u64,
+        dir: usize,
     },
 }
 
@@ -87,10 +93,13 @@ pub enum Wire {
 struct Conn {
     ends: [u64; 2],
     open: bool,
-    /// Per direction (0: ends[0] -> ends[1]): when its last message arrives (FIFO).
-    last: [u64; 2],
-    /// Messages sent while the link was cut, in order: TCP delivers them after the heal.
-    held: Vec<(usize, Wire)>,
+    /// Per direction (0: ends[0] -> ends[1]): the byte stream, messages sent and not yet
+    /// delivered, in order, each with the earliest time it can arrive. Delivered in order
+    /// while the link passes; while it is cut TCP retransmits in vain and they wait for the
+    /// heal (fle-node sets no TCP_USER_TIMEOUT on Zab connections).
+    queue: [VecDeque<(u64, Wire)>; 2],
+    /// Per direction: a `Pump` is due.
+    pumping: [bool; 2],
 }
 
 /// A client write in flight.
@@ -127,7 +136,8 @@ pub struct World {
     note_last: BTreeMap<(u64, u64), u64>,
     /// Per pair of servers (smaller sid first): which election connection is the current one.
     note_gen: BTreeMap<(u64, u64), u64>,
-    /// Pairs whose election connection died (`DEAD_AFTER`) and waits for its redial.
+    /// Pairs whose election connection is down (died of `DEAD_AFTER`, or was cut by a
+    /// partition) and waits for its redial; what is sent on them meanwhile waits in `slots`.
     note_dead: BTreeSet<(u64, u64)>,
     /// `peers.rs`'s send slot per directed link: the latest notification, sent again on every
     /// new connection (after a heal, or when the peer's process is back).
@@ -283,6 +293,7 @@ impl World {
                 self.finish_op(op, WriteOutcome::Unknown("timed out".into()))
             }
             Ev::NoteRedial { pair, gen } => self.note_redial(pair, gen),
+            Ev::Pump { conn, dir } => self.pump(conn, dir),
         }
     }
 
@@ -305,6 +316,8 @@ impl World {
         let now = self.now();
         let effects = match wire {
             Wire::Note { from, gen, .. } if gen != self.gen_of(from, to) => vec![],
+            // Cut on its way: the pair's reconnection after the heal sends the slot again.
+            Wire::Note { from, .. } if !self.net.passes(from, to, Port::Election) => vec![],
             Wire::Note { from, n, .. } => self.server(to).on_notification(now, from, n),
             Wire::Zab { conn, msg } => self.server(to).on_frame(now, conn, msg),
             Wire::Closed { conn } => self.server(to).on_closed(now, conn),
@@ -407,17 +420,22 @@ impl World {
     }
 
     /// A dead election connection is dialed again: when both ends run and the link passes,
-    /// the new connection sends each side's slot (else a start or a heal reconnects it).
+    /// the new connection sends each side's slot as it is now. A link cut again meanwhile
+    /// stays down (the heal that ends that cut dials it again); a process down has its links
+    /// brought back by its start.
     fn note_redial(&mut self, pair: (u64, u64), gen: u64) {
-        if self.gen_of(pair.0, pair.1) != gen {
+        if self.gen_of(pair.0, pair.1) != gen || !self.note_dead.contains(&pair) {
+            return;
+        }
+        let (a, b) = pair;
+        if self.life(a) == Life::Down || self.life(b) == Life::Down {
+            self.new_note_conn(pair);
+            return;
+        }
+        if !(self.net.passes(a, b, Port::Election) && self.net.passes(b, a, Port::Election)) {
             return;
         }
         self.new_note_conn(pair);
-        let (a, b) = pair;
-        let up = self.life(a) != Life::Down && self.life(b) != Life::Down;
-        if !(up && self.net.passes(a, b, Port::Election) && self.net.passes(b, a, Port::Election)) {
-            return;
-        }
         for (from, to) in [(a, b), (b, a)] {
             if let Some(n) = self.slots.get(&(from, to)).cloned() {
                 self.send_note(from, to, n, 0);
@@ -441,24 +459,22 @@ impl World {
         cut
     }
 
-    /// Election links that were cut (`cut`: pairs, smaller sid first) and work again
-    /// reconnect (`peers.rs` re-dials a down link at least every `CONNECT_TIMEOUT +
-    /// BACKOFF_MAX`) and send their slot's notification again. Links the fault did not cut
-    /// kept their connection: nothing is sent again on them.
+    /// Election links that were cut (`cut`: pairs, smaller sid first) are dialed again:
+    /// `peers.rs` re-dials a down link at least every `CONNECT_TIMEOUT + BACKOFF_MAX`, and
+    /// the one connection of the pair, once up, sends both sides' slots (the latest
+    /// notification each holds then). Until that redial, what is sent on the pair waits in
+    /// its slots; a redial that finds the link cut again sends nothing. Links the fault did
+    /// not cut kept their connection: nothing is sent again on them.
     fn reconnect_elections(&mut self, cut: &BTreeSet<(u64, u64)>) {
-        let pairs: Vec<((u64, u64), Notification)> = (self.slots.iter())
-            .filter(|((from, to), _)| cut.contains(&(*from.min(to), *from.max(to))))
-            .map(|(k, n)| (*k, n.clone()))
-            .collect();
-        for ((from, to), n) in pairs {
-            let up = self.life(from) == Life::Up && self.life(to) != Life::Down;
-            if up
-                && self.net.passes(from, to, Port::Election)
-                && self.net.passes(to, from, Port::Election)
-            {
-                let after = self.rng.gen_range(0..redial_ns());
-                self.send_note(from, to, n, after);
+        let now = self.now();
+        for &(a, b) in cut {
+            if self.life(a) == Life::Down || self.life(b) == Life::Down {
+                continue; // A restarted server's `start` reconnects its links.
             }
+            self.note_dead.insert((a, b));
+            let gen = self.gen_of(a, b);
+            let at = now + self.rng.gen_range(0..redial_ns());
+            self.at(at, Ev::NoteRedial { pair: (a, b), gen });
         }
     }
 
@@ -471,20 +487,44 @@ impl World {
         }
         let dir = usize::from(c.ends[0] != from);
         let to = c.ends[1 - dir];
-        if !self.net.passes(from, to, Port::Quorum) {
-            if let Some(c) = self.conns.get_mut(&conn) {
-                c.held.push((dir, wire));
-            }
-            return;
-        }
         let lat = self.net.latency(from, to, &mut self.rng);
         let now = self.now();
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let t = (now + lat).max(c.last[dir]);
-        c.last[dir] = t;
-        self.at(t, Ev::Deliver { to, wire });
+        let prev = c.queue[dir].back().map_or(0, |(t, _)| *t);
+        let t = (now + lat).max(prev);
+        c.queue[dir].push_back((t, wire));
+        if !c.pumping[dir] {
+            c.pumping[dir] = true;
+            self.at(t, Ev::Pump { conn, dir });
+        }
+    }
+
+    /// Delivers, in order, what arrived on `conn`'s direction `dir` by now, unless the link is
+    /// cut now (then the heal pumps again); the next message sets the next pump.
+    fn pump(&mut self, conn: u64, dir: usize) {
+        let now = self.now();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.pumping[dir] = false;
+        let (from, to) = (c.ends[dir], c.ends[1 - dir]);
+        if !self.net.passes(from, to, Port::Quorum) {
+            return;
+        }
+        let mut due = Vec::new();
+        while c.queue[dir].front().is_some_and(|(t, _)| *t <= now) {
+            due.extend(c.queue[dir].pop_front().map(|(_, w)| w));
+        }
+        let next = c.queue[dir].front().map(|(t, _)| *t);
+        if let Some(t) = next {
+            c.pumping[dir] = true;
+            self.at(t, Ev::Pump { conn, dir });
+        }
+        for wire in due {
+            self.handle(Ev::Deliver { to, wire });
+        }
     }
 
     /// `by` closes `conn`: the other end learns it as TCP would (after the latency, or after
@@ -500,23 +540,34 @@ impl World {
         self.send_on(conn, by, Wire::Closed { conn });
     }
 
-    /// After a heal: what TCP held on the links that pass again goes out, in order; election
-    /// links among `cut` (the pairs cut before the heal) reconnect.
+    /// After a heal: what TCP held on the links that pass again goes out, in order (TCP's
+    /// retransmission, a latency after the heal); election links among `cut` (the pairs cut
+    /// before the heal) reconnect.
     pub fn release_held(&mut self, cut: &BTreeSet<(u64, u64)>) {
+        let now = self.now();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
-            let Some(c) = self.conns.get_mut(&id) else {
-                continue;
-            };
-            let ends = c.ends;
-            let held = std::mem::take(&mut c.held);
-            for (dir, wire) in held {
-                let from = ends[dir];
-                self.send_on(id, from, wire);
+            for dir in 0..2 {
+                let Some(c) = self.conns.get(&id) else {
+                    continue;
+                };
+                let (from, to) = (c.ends[dir], c.ends[1 - dir]);
+                if c.pumping[dir]
+                    || c.queue[dir].is_empty()
+                    || !self.net.passes(from, to, Port::Quorum)
+                {
+                    continue;
+                }
+                let lat = self.net.latency(from, to, &mut self.rng);
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.pumping[dir] = true;
+                }
+                self.at(now + lat, Ev::Pump { conn: id, dir });
             }
         }
         // A closed connection whose close was delivered needs nothing more.
-        self.conns.retain(|_, c| c.open || !c.held.is_empty());
+        self.conns
+            .retain(|_, c| c.open || c.queue.iter().any(|q| !q.is_empty()));
         self.reconnect_elections(cut);
     }
 
@@ -537,8 +588,8 @@ impl World {
                 Conn {
                     ends: [node, leader],
                     open: true,
-                    last: [0, 0],
-                    held: Vec::new(),
+                    queue: [VecDeque::new(), VecDeque::new()],
+                    pumping: [false, false],
                 },
             );
             let e = self.server(node).connected(now, id);
@@ -840,6 +891,7 @@ fn ev_node(ev: &Ev) -> Option<u64> {
         | Ev::ReadTimedOut { .. }
         | Ev::Client { .. }
         | Ev::ClientTimeout { .. }
-        | Ev::NoteRedial { .. } => None,
+        | Ev::NoteRedial { .. }
+        | Ev::Pump { .. } => None,
     }
 }
