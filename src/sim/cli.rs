@@ -125,6 +125,15 @@ pub fn cannot_reach(bug: fle_node::bugs::Bug) -> Option<&'static str> {
     }
 }
 
+/// A workload or schedule named by a file: its absolute path, so that a run folder's commands
+/// work from any directory (a built-in name stays as it is).
+fn absolute_if_file(name: &str) -> String {
+    match Path::new(name).is_file() {
+        true => std::path::absolute(name).map_or(name.to_string(), |p| p.display().to_string()),
+        false => name.to_string(),
+    }
+}
+
 /// The settings of every run, from the flags; bad input is one line (exit 254).
 pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if a.runs == Some(0) {
@@ -208,7 +217,7 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     };
     let mut real_args: Vec<String> = [
         ("--nodes", a.nodes.to_string()),
-        ("--workload", a.workload.clone()),
+        ("--workload", absolute_if_file(&a.workload)),
         ("--time-limit", a.time_limit.to_string()),
         ("--tick-ms", a.tick_ms.to_string()),
         ("--init-limit", a.init_limit.to_string()),
@@ -230,9 +239,10 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         ]);
     }
     if let Some(f) = &a.nemesis_file {
-        // Absolute, so that a run folder's settings rebuild it from anywhere (shrink).
-        let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
-        argv.extend(["--nemesis-file".to_string(), f.display().to_string()]);
+        argv.extend([
+            "--nemesis-file".to_string(),
+            absolute_if_file(&f.display().to_string()),
+        ]);
     }
     let s = SimSettings {
         nodes: a.nodes,
@@ -241,6 +251,7 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         schedule,
         timing,
         recovery_timeout: Duration::from_secs(30),
+        max_events: super::world::MAX_EVENTS,
         command: format!("fle-chaos simulate {}", argv.join(" ")),
         argv,
         real_args,

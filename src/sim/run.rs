@@ -29,6 +29,8 @@ pub struct SimSettings {
     pub schedule: Schedule,
     pub timing: Timing,
     pub recovery_timeout: Duration,
+    /// Events a run may handle before it is cut short (`world::MAX_EVENTS`).
+    pub max_events: u64,
     /// The command line, for the run's test.json.
     pub command: String,
     /// `simulate`'s flags that make these settings (test.json keeps them, so that `shrink`
@@ -85,6 +87,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     w.read_period_ns = (1e9 / s.workload.observe_hz) as u64;
     w.status_timeout_ns = crate::run::STATUS_TIMEOUT.as_nanos() as u64;
     w.wall_start_ms = WALL_START_MS;
+    w.max_events = s.max_events;
 
     for &sid in &voters {
         w.start(sid);
@@ -137,7 +140,10 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     final_reads(&mut w);
     let info = test_info(s, seed, &names, faults_planned);
     let digest = w.rec.digest();
-    let results = judge(digest, &w.rec.text, &info);
+    let mut results = judge(digest, &w.rec.text, &info);
+    if let Some(at) = w.runaway {
+        cut_short(&mut results, at, w.handled);
+    }
     SimRun {
         info,
         history: std::mem::take(&mut w.rec.text),
@@ -213,6 +219,28 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
             rest: serde_json::from_value(rest).unwrap_or_default(),
         },
     }
+}
+
+/// A run cut short (`world::MAX_EVENTS`) cannot show what it did not reach: a checker that
+/// found nothing is unknown, not valid; a violation it found stands.
+fn cut_short(results: &mut Results, at_ns: u64, events: u64) {
+    use crate::checker::Validity;
+    for c in results.checkers.iter_mut() {
+        if c.applicable && c.valid == Validity::True {
+            c.valid = Validity::Unknown;
+            c.explanation = format!(
+                "The simulation was cut short at {:.3} s after {events} events (more than the \
+                 simulator handles in a run: a message storm, which real processes pace with \
+                 their CPU and TCP and virtual time does not); replay the schedule on real \
+                 processes. Before that: {}",
+                at_ns as f64 / 1e9,
+                c.explanation
+            );
+        }
+    }
+    results.valid = (results.checkers.iter())
+        .filter(|c| c.applicable)
+        .fold(Validity::True, |v, c| v.and(c.valid));
 }
 
 /// The checkers on the history's digest (`text` gives an evidence line by position), as
@@ -399,6 +427,34 @@ mod tests {
         for kind in MODELLED {
             assert!(kinds.contains(kind), "{kind} never injected: {kinds:?}");
         }
+    }
+
+    /// A run cut short (a message storm, here a tiny event budget) is unknown, never valid:
+    /// it did not reach what it would have checked.
+    #[test]
+    fn a_run_cut_short_is_unknown_not_valid() {
+        let s = SimSettings {
+            max_events: 5_000,
+            ..sim(&["--nodes", "3", "--time-limit", "20"])
+        };
+        let run = simulate_one(&s, 1);
+        assert_eq!(run.results.valid, crate::checker::Validity::Unknown);
+        let safety = (run.results.checkers.iter())
+            .find(|c| c.name == "election-safety")
+            .unwrap();
+        assert_eq!(safety.valid, crate::checker::Validity::Unknown);
+        assert!(
+            safety.explanation.contains("cut short"),
+            "{}",
+            safety.explanation
+        );
+        assert_eq!(
+            simulate_one(&sim(&["--nodes", "3", "--time-limit", "20"]), 1)
+                .results
+                .valid,
+            crate::checker::Validity::True,
+            "the same run in full is valid"
+        );
     }
 
     #[test]
