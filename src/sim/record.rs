@@ -1,7 +1,8 @@
 //! The simulated run's history: the same lines the controller's `Recorder` writes (the one
 //! `Event` serializer), stamped with virtual time, kept in memory, and fed as they are made to
 //! the same live pieces a real run feeds: the view (settled? the final heal) and the
-//! observations (triggers, the clients' leader).
+//! observations (triggers, the clients' leader); and, decoded once with the view, the checkers'
+//! digest (what `fle-chaos check` would build from the written file).
 
 use crate::checker::model::{Digest, LineDigester};
 use crate::history::view::View;
