@@ -339,6 +339,7 @@ fn run_all(
     let done: Mutex<Vec<RunSummary>> = Mutex::new(Vec::new());
     let started = Instant::now();
     let mismatch: Mutex<Option<u64>> = Mutex::new(None);
+    let writing = Mutex::new(());
     let go_on = || {
         if let Some(sig) = interrupts.received() {
             stop.now(format!("interrupted by {}", sig.name()));
@@ -354,8 +355,12 @@ fn run_all(
             stop.now(format!("seed {seed} was not deterministic"));
         }
         let valid = run.results.valid;
+        // One folder at a time: each report also rewrites the folder's index.html.
         let folder = (valid != Validity::True)
-            .then(|| write_folder(&out, &run, Some(&s.real_command())))
+            .then(|| {
+                let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
+                write_folder(&out, &run, Some(&s.real_command()))
+            })
             .transpose()
             .unwrap_or_else(|e| {
                 eprintln!("fle-chaos: {e:#}");

@@ -4,6 +4,7 @@
 //! over the same observations) and recorded with the same values, then done to the simulated
 //! servers and network instead of to processes and iptables.
 
+use super::net::Port;
 use super::server::Life;
 use super::world::World;
 use crate::control::fault::packet::{PacketMode, PacketRecord};
@@ -375,7 +376,40 @@ impl SimNemesis {
                 undo(w, &everywhere(kind, names.clone()), true);
             }
         }
+        verify(w, &names);
     }
+}
+
+/// As `runner`'s verify: the final heal's last record, whether every process runs unstopped
+/// and no link is cut (the checkers read it as the run's final heal whatever the kinds).
+fn verify(w: &mut World, names: &[String]) {
+    let sids: Vec<u64> = w.servers.keys().copied().collect();
+    let mut problems = Vec::new();
+    for &s in &sids {
+        match w.life(s) {
+            Life::Up => {}
+            Life::Paused => problems.push(format!("{} is still stopped", node_name(s))),
+            Life::Down => problems.push(format!("{} is not running", node_name(s))),
+        }
+        let cut = (sids.iter()).any(|&t| {
+            t != s
+                && [Port::Election, Port::Quorum]
+                    .iter()
+                    .any(|p| !w.net.passes(s, t, *p))
+        });
+        if cut {
+            problems.push(format!("{} still has a cut link", node_name(s)));
+        }
+    }
+    let kind = match problems.is_empty() {
+        true => EventType::Info,
+        false => EventType::Fail,
+    };
+    let invoke = json!({ "nodes": names, "final": true, "verify": true });
+    w.rec
+        .record(NEMESIS, EventType::Invoke, F::Heal, None, invoke);
+    let value = json!({ "nodes": names, "final": true, "verify": true, "problems": problems });
+    w.rec.record(NEMESIS, kind, F::Heal, None, value);
 }
 
 /// A heal of `kind` on `nodes` that belongs to no fault in force (the final heal's).

@@ -304,6 +304,15 @@ mod tests {
                     a.history.contains(&format!("\"f\":\"{kinds}\"")),
                     "{kinds}: no such fault in the history"
                 );
+                // Whatever the kinds, the run ends with the final heal's verify, so recovery
+                // is judged (a kill-only run once came out unknown for want of it).
+                assert!(a.history.contains(r#""verify":true"#), "{kinds}: no verify");
+                assert_eq!(
+                    a.results.valid,
+                    crate::checker::Validity::True,
+                    "{kinds} seed {seed}: {:?}",
+                    a.failed()
+                );
             }
             assert_ne!(
                 simulate_one(&s, 1).history,
