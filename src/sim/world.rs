@@ -246,6 +246,19 @@ impl World {
         }));
     }
 
+    /// The role's next beat (a leader's ping, a follower's silence check), one period on.
+    fn next_beat(&mut self, node: u64, attempt: u64, period: u64) {
+        let at = self.now() + period;
+        self.at(
+            at,
+            Ev::Beat {
+                node,
+                attempt,
+                period,
+            },
+        );
+    }
+
     /// The next event due at or before `until`, with the clock moved to it.
     pub fn pop(&mut self, until: u64) -> Option<Ev> {
         if self.runaway.is_some()
@@ -282,14 +295,7 @@ impl World {
                     } = ev
                     {
                         *self.missed_beats.entry(node).or_default() += 1;
-                        self.at(
-                            now + period,
-                            Ev::Beat {
-                                node,
-                                attempt,
-                                period,
-                            },
-                        );
+                        self.next_beat(node, attempt, period);
                     } else {
                         self.deferred.entry(node).or_default().push(ev);
                     }
@@ -316,14 +322,7 @@ impl World {
                     let e = self.server(node).on_beat(now, attempt, missed + 1);
                     self.apply(node, e);
                     if self.servers[&node].attempt() == attempt {
-                        self.at(
-                            now + period,
-                            Ev::Beat {
-                                node,
-                                attempt,
-                                period,
-                            },
-                        );
+                        self.next_beat(node, attempt, period);
                     }
                 }
             }
