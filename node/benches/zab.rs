@@ -74,7 +74,14 @@ impl Cluster {
     }
 
     fn cfg(&self, sid: u64) -> ZabConfig {
-        ZabConfig::new(sid, self.voters.clone(), Duration::from_millis(200), 20, 10)
+        ZabConfig::new(
+            sid,
+            self.voters.clone(),
+            Default::default(),
+            Duration::from_millis(200),
+            20,
+            10,
+        )
     }
 
     /// FLE's choice among `members`: the highest (currentEpoch, last logged zxid, sid).

@@ -15,6 +15,23 @@ pub enum ServerState {
     Observing,
 }
 
+/// A server's kind in the ensemble, as zoo.cfg names it (`server.N=...:observer`, `peerType=`):
+/// a participant votes and counts toward quorums; an observer only learns the leader and its
+/// committed txns (ZooKeeper's `LearnerType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerType {
+    #[default]
+    Participant,
+    Observer,
+}
+
+impl PeerType {
+    pub fn is_observer(self) -> bool {
+        self == PeerType::Observer
+    }
+}
+
 /// Where a server is in Zab: electing, or discovery/sync/broadcast under a leader.
 /// A leader's `peer_epoch` is the epoch it leads only from `Sync` on (it is set after discovery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -132,6 +149,14 @@ pub struct NodeStatus {
     pub wall_clock_ms: i64,
     pub uptime_ms: u64,
     pub last_election: Option<ElectionSummary>,
+    /// Participant or observer (zoo.cfg). Left out for a participant, so histories of
+    /// ensembles without observers keep their bytes.
+    #[serde(default, skip_serializing_if = "is_participant")]
+    pub peer_type: PeerType,
+}
+
+fn is_participant(t: &PeerType) -> bool {
+    !t.is_observer()
 }
 
 fn default_phase() -> ZabPhase {

@@ -26,6 +26,7 @@ fn election(sid: u64, n: u64, bugs: Bugs) -> Election {
         ElectionConfig {
             sid,
             voters: (1..=n).collect(),
+            observers: Default::default(),
             finalize_wait: FW,
             max_notification_interval: Duration::from_secs(60),
             bugs,
@@ -343,6 +344,7 @@ fn leader(bugs: Bugs, hist: &[u64]) -> Leader {
         LeaderConfig {
             sid: 1,
             quorum: 2,
+            observers: Default::default(),
             init_limit_beats: 10,
             sync_limit_beats: 4,
             snap_threshold: 100,
@@ -450,6 +452,7 @@ fn follower(bugs: Bugs, accepted: u64, current: u64, last: u64) -> Follower {
         FollowerConfig {
             sid: 2,
             leader: 1,
+            observer: false,
             init_limit_beats: 10,
             sync_limit_beats: 4,
             bugs,

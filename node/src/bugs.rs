@@ -24,6 +24,9 @@ pub enum Bug {
     EpochBeforeTxns,
     CommitQuorumMinority,
     LeaderNeverStepsDown,
+    ObserverVoteCounted,
+    ObserverAckCounted,
+    ObserverInformedEarly,
 }
 
 /// What `--list-bugs` prints about a bug.
@@ -131,6 +134,27 @@ pub const CATALOGUE: &[BugInfo] = &[
         jira: "-",
         fault: "isolate the leader (partition it into a minority, kill or pause its followers)",
         description: "a Zab leader without a quorum of followers keeps LEADING instead of giving up after syncLimit",
+    },
+    BugInfo {
+        bug: Bug::ObserverVoteCounted,
+        name: "observer-vote-counted",
+        jira: "-",
+        fault: "a partition that leaves a minority of voters with the observers (needs --observers)",
+        description: "voters count observers' election notices as votes (no validVoter check), and observers vote: a minority of voters plus observers elects",
+    },
+    BugInfo {
+        bug: Bug::ObserverAckCounted,
+        name: "observer-ack-counted",
+        jira: "-",
+        fault: "isolate the leader with the observers from the other voters while writes flow (needs --observers)",
+        description: "the Zab leader sends observers proposals and counts their ACKs toward the commit quorum",
+    },
+    BugInfo {
+        bug: Bug::ObserverInformedEarly,
+        name: "observer-informed-early",
+        jira: "-",
+        fault: "kill or isolate the leader while writes are in flight (needs --observers)",
+        description: "the leader sends observers a txn (INFORM) when it proposes it, not once a quorum committed it: an observer serves a txn no quorum committed",
     },
 ];
 

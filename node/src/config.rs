@@ -4,8 +4,10 @@
 //! without reading code. Unknown keys are kept as warnings (a real zoo.cfg carries many
 //! settings fle-node has no use for, such as clientPort).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crate::api::PeerType;
 
 /// ZooKeeper's jute.maxbuffer default: 1 MiB.
 pub const DEFAULT_MAX_BUFFER: usize = 1 << 20;
@@ -19,6 +21,8 @@ pub struct ServerAddr {
     /// `;host:port` after the ports (ZooKeeper's clientAddr): that server's HTTP API, where a
     /// follower forwards client writes. Without it a follower answers 503 naming the leader.
     pub client: Option<String>,
+    /// `:observer` after the ports: a non-voting server (`:participant` or nothing: a voter).
+    pub peer_type: PeerType,
 }
 
 impl ServerAddr {
@@ -37,8 +41,10 @@ pub struct Config {
     pub init_limit: u64,
     pub sync_limit: u64,
     pub data_dir: PathBuf,
-    /// The voters, by sid.
+    /// Every server, voters and observers, by sid.
     pub servers: BTreeMap<u64, ServerAddr>,
+    /// `peerType=` when given: checked against this server's own `server.N` line.
+    pub peer_type: Option<PeerType>,
     pub admin_address: String,
     pub admin_port: u16,
     /// `jute.maxbuffer`: the largest `POST /write` body, in bytes (ZooKeeper's default 1 MiB).
@@ -50,6 +56,24 @@ pub struct Config {
 impl Config {
     pub fn me(&self) -> &ServerAddr {
         &self.servers[&self.sid]
+    }
+
+    /// The servers that vote and count toward quorums.
+    pub fn voters(&self) -> BTreeSet<u64> {
+        self.of_type(PeerType::Participant)
+    }
+
+    /// The servers marked `:observer`.
+    pub fn observers(&self) -> BTreeSet<u64> {
+        self.of_type(PeerType::Observer)
+    }
+
+    fn of_type(&self, t: PeerType) -> BTreeSet<u64> {
+        self.servers
+            .iter()
+            .filter(|(_, a)| a.peer_type == t)
+            .map(|(s, _)| *s)
+            .collect()
     }
 }
 
@@ -74,6 +98,21 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             cfg.data_dir.join("myid").display(),
             cfg.sid,
             path.display(),
+            cfg.sid
+        )));
+    }
+    let listed = cfg.me().peer_type;
+    if cfg.peer_type.is_some_and(|t| t != listed) {
+        let word = |t: PeerType| match t {
+            PeerType::Observer => "observer",
+            PeerType::Participant => "participant",
+        };
+        return Err(ConfigError(format!(
+            "{}: peerType={} but server.{} is a {} (make them agree: end the server.{} line with :observer for an observer, or drop peerType)",
+            path.display(),
+            word(cfg.peer_type.unwrap_or(listed)),
+            cfg.sid,
+            word(listed),
             cfg.sid
         )));
     }
@@ -108,6 +147,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let mut admin_address = "0.0.0.0".to_string();
     let mut admin_port = 8080u16;
     let mut max_buffer = DEFAULT_MAX_BUFFER;
+    let mut peer_type = None;
     let mut ignored = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -139,6 +179,17 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
                 data_dir = Some(PathBuf::from(value));
             }
             "admin.serverAddress" => admin_address = value.to_string(),
+            "peerType" => {
+                peer_type = Some(match value {
+                    "observer" => PeerType::Observer,
+                    "participant" => PeerType::Participant,
+                    _ => {
+                        return Err(err(format!(
+                            "peerType={value:?} must be observer or participant"
+                        )))
+                    }
+                })
+            }
             "jute.maxbuffer" => max_buffer = number(1024)? as usize,
             "admin.serverPort" => {
                 admin_port = value.parse().map_err(|_| {
@@ -155,7 +206,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
                 })?;
                 let addr = parse_server(value).map_err(|why| {
                     err(format!(
-                        "{k}={value:?}: {why} (expected server.N=host:quorumPort:electionPort)"
+                        "{k}={value:?}: {why} (expected server.N=host:quorumPort:electionPort[:observer])"
                     ))
                 })?;
                 if servers.insert(sid, addr).is_some() {
@@ -172,6 +223,11 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
             "{name}: no server.N lines (add server.N=host:quorumPort:electionPort for every server)"
         )));
     }
+    if servers.values().all(|a| a.peer_type.is_observer()) {
+        return Err(ConfigError(format!(
+            "{name}: every server.N line ends in :observer, so no server can vote or lead (leave at least one voter without :observer)"
+        )));
+    }
     Ok(Config {
         sid: 0,
         tick_time_ms: tick.ok_or_else(|| missing("tickTime"))?,
@@ -179,6 +235,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
         sync_limit: sync.ok_or_else(|| missing("syncLimit"))?,
         data_dir: data_dir.ok_or_else(|| missing("dataDir"))?,
         servers,
+        peer_type,
         admin_address,
         admin_port,
         max_buffer,
@@ -186,7 +243,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     })
 }
 
-/// `host:quorumPort:electionPort[:participant][;clientAddr]`.
+/// `host:quorumPort:electionPort[:participant|:observer][;clientAddr]`.
 fn parse_server(value: &str) -> Result<ServerAddr, String> {
     let (value, client) = match value.split_once(';') {
         Some((v, c)) => (v, Some(parse_client(c.trim())?)),
@@ -194,7 +251,7 @@ fn parse_server(value: &str) -> Result<ServerAddr, String> {
     };
     let parts: Vec<&str> = value.split(':').collect();
     match parts.as_slice() {
-        [host, q, e] | [host, q, e, "participant"] => {
+        [host, q, e] | [host, q, e, "participant" | "observer"] => {
             if host.is_empty() {
                 return Err("the host is empty".into());
             }
@@ -209,9 +266,15 @@ fn parse_server(value: &str) -> Result<ServerAddr, String> {
                 quorum_port: port(q)?,
                 election_port: port(e)?,
                 client,
+                peer_type: match parts.get(3) {
+                    Some(&"observer") => PeerType::Observer,
+                    _ => PeerType::Participant,
+                },
             })
         }
-        [_, _, _, "observer"] => Err("observers are not supported".into()),
+        [_, _, _, other] => Err(format!(
+            "the fourth part {other:?} must be participant or observer"
+        )),
         _ => Err("wrong number of `:`-separated parts".into()),
     }
 }
@@ -296,7 +359,65 @@ mod tests {
         assert!(e.contains("tickTime is not set"), "{e}");
         let e = error_of("server.1=h:1:2\nserver.1=h:3:4\n");
         assert!(e.contains("line 2") && e.contains("twice"), "{e}");
-        let e = error_of("server.1=h:1:2:observer\n");
-        assert!(e.contains("observers"), "{e}");
+        let e = error_of("server.1=h:1:2:watcher\n");
+        assert!(e.contains("\"watcher\"") && e.contains("observer"), "{e}");
+        let e = error_of("peerType=spectator\n");
+        assert!(
+            e.contains("line 1") && e.contains("observer or participant"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn observers_are_read_in_zookeepers_syntax() {
+        let c = parse(
+            "zoo.cfg",
+            &format!(
+                "{GOOD}server.3=127.0.0.1:2003:3003:observer;127.0.0.1:8083\npeerType=observer\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(c.voters(), [1, 2].into());
+        assert_eq!(c.observers(), [3].into());
+        assert_eq!(c.servers[&3].client.as_deref(), Some("127.0.0.1:8083"));
+        assert_eq!(c.peer_type, Some(PeerType::Observer));
+        assert!(c.ignored_keys.iter().all(|k| k != "peerType"));
+    }
+
+    #[test]
+    fn an_ensemble_of_observers_only_is_refused() {
+        let e = error_of(
+            "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir=/d\nserver.1=h:1:2:observer\n",
+        );
+        assert!(
+            e.starts_with("zoo.cfg:") && e.contains("at least one voter"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn peer_type_must_agree_with_the_servers_own_line() {
+        let dir = std::env::temp_dir().join(format!("flc-cfg-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("myid"), "2\n").unwrap();
+        let cfg = dir.join("zoo.cfg");
+        let base = format!(
+            "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\nserver.1=h:1:2\n",
+            dir.display()
+        );
+        std::fs::write(&cfg, format!("{base}server.2=h:3:4\npeerType=observer\n")).unwrap();
+        let e = load(&cfg).unwrap_err().0;
+        std::fs::write(
+            &cfg,
+            format!("{base}server.2=h:3:4:observer\npeerType=observer\n"),
+        )
+        .unwrap();
+        let ok = load(&cfg).map(|c| c.observers());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("peerType=observer") && e.contains(":observer"),
+            "{e}"
+        );
+        assert_eq!(ok.unwrap(), [2].into());
     }
 }

@@ -14,6 +14,17 @@
 //!   Replaying is the same as that message arriving a little later, which the protocol must
 //!   tolerate anyway, so safety is unchanged.
 //!
+//! Observers (`server.N=...:observer`) take part only to learn the leader, as in ZooKeeper:
+//! - a voter never counts an observer's notification (`validVoter`); it answers a LOOKING one
+//!   with where it stands, and sends its own votes to voters only;
+//! - an observer's vote is [`Vote::NONE`] (it proposes no one), it decides nothing from LOOKING
+//!   votes, and it becomes OBSERVING once FOLLOWING/LEADING notices of a quorum of voters name a
+//!   leader that says LEADING itself (the same rule by which a late voter joins a leader);
+//! - unlike ZooKeeper, an observer asks again every finalizeWait without backing off: voters
+//!   never tell it a result on their own, so a back-off grown during a long election (up to
+//!   maxNotificationInterval) would be how late it finds the new leader, and its notices cost
+//!   the voters one answer each.
+//!
 //! Like ZooKeeper 3.5+ (`QuorumPeer.updateElectionVote`, called by the Leader once its term
 //! is up and by a Learner once synced): the vote a settled server answers LOOKING peers with
 //! takes the epoch it now serves (`update_peer_epoch`). Followers of one leader can hold votes
@@ -42,6 +53,8 @@ const MAX_RECEIVED: usize = 256;
 pub struct ElectionConfig {
     pub sid: u64,
     pub voters: BTreeSet<u64>,
+    /// Non-voting servers (`:observer`): they learn the leader and are never counted.
+    pub observers: BTreeSet<u64>,
     pub finalize_wait: Duration,
     pub max_notification_interval: Duration,
     /// Seeded bugs (none by default); see `node::bugs`.
@@ -59,6 +72,22 @@ impl ElectionConfig {
         } else {
             crate::api::quorum(n)
         }
+    }
+
+    pub fn is_observer(&self) -> bool {
+        self.observers.contains(&self.sid)
+    }
+
+    /// Whose votes count toward a quorum: the voters (observers too under the seeded
+    /// observer-vote-counted bug, which leaves out ZooKeeper's `validVoter` check).
+    fn counts(&self, sid: u64) -> bool {
+        self.voters.contains(&sid)
+            || (self.bugs.has(Bug::ObserverVoteCounted) && self.observers.contains(&sid))
+    }
+
+    /// An observer that only learns the leader (always, unless the seeded bug makes it vote).
+    fn learns_only(&self) -> bool {
+        self.is_observer() && !self.bugs.has(Bug::ObserverVoteCounted)
     }
 }
 
@@ -133,6 +162,8 @@ impl Decision {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ElectionCounters {
     pub from_non_voter: u64,
+    /// Observers' notifications: answered, never counted.
+    pub from_observer: u64,
     pub unknown_leader: u64,
     pub stale_round: u64,
     pub dropped_while_finalizing: u64,
@@ -223,7 +254,11 @@ impl Election {
     pub fn start_looking(&mut self, now: Instant, last_zxid: u64, peer_epoch: u64) -> Vec<Output> {
         self.state = ServerState::Looking;
         self.logicalclock += 1;
-        self.initial = Vote::new(self.cfg.sid, last_zxid, peer_epoch);
+        self.initial = if self.cfg.is_observer() {
+            Vote::NONE
+        } else {
+            Vote::new(self.cfg.sid, last_zxid, peer_epoch)
+        };
         self.recvset.clear();
         self.outofelection.clear();
         self.received.clear();
@@ -265,8 +300,11 @@ impl Election {
             return Vec::new();
         }
         if now >= self.poll_deadline {
-            // Nothing arrived for notTimeout: re-send and back off (up to the maximum).
-            self.not_timeout = (self.not_timeout * 2).min(self.cfg.max_notification_interval);
+            // Nothing arrived for notTimeout: re-send and back off (up to the maximum); an
+            // observer asks again at the same pace (see the module doc).
+            if !self.cfg.learns_only() {
+                self.not_timeout = (self.not_timeout * 2).min(self.cfg.max_notification_interval);
+            }
             self.poll_deadline = now + self.not_timeout;
             return self.send_to_all();
         }
@@ -275,9 +313,23 @@ impl Election {
 
     /// Handles one notification from peer `from`.
     pub fn step(&mut self, now: Instant, from: u64, n: Notification) -> Vec<Output> {
-        if !self.cfg.voters.contains(&from) || from == self.cfg.sid {
+        let known = self.cfg.voters.contains(&from) || self.cfg.observers.contains(&from);
+        if !known || from == self.cfg.sid {
             self.counters.from_non_voter += 1;
             return Vec::new();
+        }
+        if !self.cfg.counts(from) {
+            // ZooKeeper's validVoter: an observer is told where I stand, and never counted.
+            self.counters.from_observer += 1;
+            if n.state != ServerState::Looking {
+                return Vec::new();
+            }
+            return vec![match self.state {
+                ServerState::Looking => {
+                    self.send(from, self.proposal, self.logicalclock, ServerState::Looking)
+                }
+                state => self.send(from, self.current.vote, self.current.election_epoch, state),
+            }];
         }
         if !self.cfg.voters.contains(&n.leader) {
             self.counters.unknown_leader += 1;
@@ -296,6 +348,10 @@ impl Election {
                 // Kept for replay when we look again (see the module header).
                 self.parked.insert(from, (now, n));
             }
+            return out;
+        }
+        if self.cfg.learns_only() && n.state == ServerState::Looking {
+            // An observer decides nothing from votes; it waits for FOLLOWING/LEADING notices.
             return out;
         }
         if n.state == ServerState::Looking && n.election_epoch < self.logicalclock {
@@ -420,9 +476,12 @@ impl Election {
     ) -> usize {
         let others = votes
             .iter()
-            .filter(|(sid, b)| self.cfg.voters.contains(sid) && b.agrees(target, self.cfg.bugs))
+            .filter(|(sid, b)| self.cfg.counts(**sid) && b.agrees(target, self.cfg.bugs))
             .count();
-        others + usize::from(with_mine && self.proposal_ballot().agrees(target, self.cfg.bugs))
+        let mine = with_mine
+            && self.cfg.counts(self.cfg.sid)
+            && self.proposal_ballot().agrees(target, self.cfg.bugs);
+        others + usize::from(mine)
     }
 
     fn proposal_ballot(&self) -> Ballot {
@@ -436,8 +495,11 @@ impl Election {
 
     fn set_proposal(&mut self, v: Vote) {
         self.proposal = v;
-        // ZooKeeper hears its own vote through its queue: my proposals are heard votes too.
-        self.hear(self.cfg.sid, v, self.logicalclock, ServerState::Looking);
+        // ZooKeeper hears its own vote through its queue: my proposals are heard votes too
+        // (an observer's empty vote proposes no one, so there is nothing to hear).
+        if !v.is_none() {
+            self.hear(self.cfg.sid, v, self.logicalclock, ServerState::Looking);
+        }
     }
 
     /// Notes a vote heard in the current round (each distinct one once, bounded).
@@ -466,7 +528,9 @@ impl Election {
             // Joining an established leader: take its round (ZooKeeper sets logicalclock).
             self.logicalclock = b.election_epoch;
         }
-        self.state = if b.vote.leader == self.cfg.sid {
+        self.state = if self.cfg.is_observer() {
+            ServerState::Observing
+        } else if b.vote.leader == self.cfg.sid {
             ServerState::Leading
         } else {
             ServerState::Following
@@ -494,7 +558,10 @@ impl Election {
                 state: Some(v.state),
             })
             .collect();
-        if matches!(source, Source::Recvset) && self.proposal_ballot().agrees(&b, self.cfg.bugs) {
+        if matches!(source, Source::Recvset)
+            && self.cfg.counts(self.cfg.sid)
+            && self.proposal_ballot().agrees(&b, self.cfg.bugs)
+        {
             votes.push(CountedVote {
                 sid: self.cfg.sid,
                 leader: self.proposal.leader,
@@ -532,11 +599,14 @@ impl Election {
         }
     }
 
+    /// My vote to every server that counts (voters; ZooKeeper never sends its votes to
+    /// observers, which ask instead).
     fn send_to_all(&self) -> Vec<Output> {
         self.cfg
             .voters
             .iter()
-            .filter(|&&sid| sid != self.cfg.sid)
+            .chain(&self.cfg.observers)
+            .filter(|&&sid| sid != self.cfg.sid && self.cfg.counts(sid))
             .map(|&to| self.send(to, self.proposal, self.logicalclock, ServerState::Looking))
             .collect()
     }
@@ -560,6 +630,7 @@ mod tests {
         ElectionConfig {
             sid,
             voters: (1..=n).collect(),
+            observers: BTreeSet::new(),
             finalize_wait: FW,
             max_notification_interval: Duration::from_secs(60),
             bugs: Bugs::none(),
@@ -588,6 +659,23 @@ mod tests {
                 queue: VecDeque::new(),
                 decisions: BTreeMap::new(),
             }
+        }
+        /// `n` voters and the given observers (sids above n), every machine with `bugs`.
+        fn with_observers(n: u64, observers: &[u64], bugs: Bugs) -> Sim {
+            let mut sim = Sim::new(n);
+            let set: BTreeSet<u64> = observers.iter().copied().collect();
+            sim.nodes = (1..=n)
+                .chain(observers.iter().copied())
+                .map(|s| {
+                    let c = ElectionConfig {
+                        observers: set.clone(),
+                        bugs,
+                        ..cfg(s, n)
+                    };
+                    (s, Election::new(c, sim.t0))
+                })
+                .collect();
+            sim
         }
         fn at(&self) -> Instant {
             self.t0 + self.now
@@ -658,6 +746,84 @@ mod tests {
             sim.nodes[&1].not_timeout > INITIAL_NOTIFICATION_TIMEOUT,
             "backs off"
         );
+    }
+
+    /// The seed's story with observers: 5 voters and 2 observers start; the leader dies; the
+    /// other voters elect again and the observers follow each leader without being counted.
+    #[test]
+    fn observers_learn_each_leader_and_are_never_counted() {
+        let mut sim = Sim::with_observers(5, &[6, 7], Bugs::none());
+        for sid in 1..=7 {
+            sim.start(sid, 0);
+        }
+        sim.run(Duration::from_secs(3));
+        for sid in 1..=4 {
+            assert_eq!(sim.state(sid), (Following, Some(5)));
+        }
+        assert_eq!(sim.state(5), (Leading, Some(5)));
+        assert_eq!(sim.state(6), (Observing, Some(5)));
+        assert_eq!(sim.state(7), (Observing, Some(5)));
+        sim.stop(5);
+        for sid in [1, 2, 3, 4, 6, 7] {
+            sim.start(sid, 0);
+        }
+        sim.run(Duration::from_secs(3));
+        assert_eq!(sim.state(4), (Leading, Some(4)));
+        for sid in [6, 7] {
+            assert_eq!(sim.state(sid), (Observing, Some(4)));
+            let d = &sim.decisions[&sid];
+            assert!(d.votes.len() >= 3, "{d:?}");
+            assert!(d.votes.iter().all(|v| v.sid <= 5 && v.settled_for(4)));
+        }
+        for d in sim.decisions.values() {
+            assert!(
+                d.votes.iter().all(|v| v.sid <= 5),
+                "observer counted: {d:?}"
+            );
+            assert!(d.received.iter().all(|v| v.sid <= 5 || v.leader <= 5));
+        }
+        assert!(
+            sim.nodes[&4].counters().from_observer > 0,
+            "observers asked"
+        );
+    }
+
+    /// A minority of voters with every observer cannot elect; under the seeded
+    /// observer-vote-counted bug the observers make up its "quorum".
+    #[test]
+    fn observers_do_not_make_a_minority_a_quorum_unless_the_bug_counts_them() {
+        let mut sim = Sim::with_observers(3, &[4, 5], Bugs::none());
+        for sid in [1, 4, 5] {
+            sim.start(sid, 0);
+        }
+        sim.run(Duration::from_secs(3));
+        for sid in [1, 4, 5] {
+            assert_eq!(sim.state(sid).0, Looking, "server {sid}");
+        }
+        let mut sim = Sim::with_observers(3, &[4, 5], Bugs::of(&[Bug::ObserverVoteCounted]));
+        for sid in [1, 4, 5] {
+            sim.start(sid, 0);
+        }
+        sim.run(Duration::from_secs(3));
+        assert_eq!(sim.state(1), (Leading, Some(1)));
+        assert!(sim.decisions[&1].votes.iter().any(|v| v.sid >= 4));
+    }
+
+    /// An observer keeps asking at finalizeWait's pace while voters elect, and stays quiet
+    /// once it observes: no back-off, no endless exchange.
+    #[test]
+    fn an_observer_asks_without_backing_off_and_settles_quietly() {
+        let mut sim = Sim::with_observers(3, &[4], Bugs::none());
+        sim.start(4, 0);
+        sim.run(Duration::from_secs(2));
+        assert_eq!(sim.nodes[&4].not_timeout, INITIAL_NOTIFICATION_TIMEOUT);
+        for sid in 1..=3 {
+            sim.start(sid, 0);
+        }
+        sim.run(Duration::from_secs(2));
+        assert_eq!(sim.state(4), (Observing, Some(3)));
+        sim.run(Duration::from_secs(1));
+        assert!(sim.queue.is_empty(), "nothing left in flight");
     }
 
     #[test]

@@ -91,7 +91,14 @@ mod tests {
 
     fn zab() -> ZabConfig {
         // tickTime 200 ms, initLimit 10, syncLimit 5: the side-by-side bench's settings.
-        ZabConfig::new(1, BTreeMap::new(), Duration::from_millis(200), 10, 5)
+        ZabConfig::new(
+            1,
+            BTreeMap::new(),
+            Default::default(),
+            Duration::from_millis(200),
+            10,
+            5,
+        )
     }
 
     /// A follow attempt that starts now, dials at once and ends `after` later.

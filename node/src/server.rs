@@ -100,7 +100,8 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
 
     let ecfg = ElectionConfig {
         sid: cfg.sid,
-        voters: cfg.servers.keys().copied().collect(),
+        voters: cfg.voters(),
+        observers: cfg.observers(),
         finalize_wait: opts.finalize_wait,
         max_notification_interval: opts.max_notification_interval,
         bugs: opts.bugs,
@@ -110,6 +111,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let mut zab_cfg = ZabConfig::new(
         cfg.sid,
         resolve_quorum_addrs(&cfg)?,
+        cfg.observers(),
         Duration::from_millis(cfg.tick_time_ms),
         cfg.init_limit as u32,
         cfg.sync_limit as u32,
@@ -168,7 +170,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         quorum_listener,
         AcceptConfig {
             my_sid: cfg.sid,
-            voters: cfg.servers.keys().copied().collect(),
+            servers: cfg.servers.keys().copied().collect(),
             deadline: handshake_deadline,
         },
         lobby.clone(),
@@ -178,7 +180,9 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
 
     tracing::info!(
         sid = cfg.sid,
-        voters = cfg.servers.len(),
+        peer_type = if cfg.me().peer_type.is_observer() { "observer" } else { "participant" },
+        voters = cfg.voters().len(),
+        observers = cfg.observers().len(),
         quorum,
         election = %me.election(),
         quorum_port = %me.quorum(),
@@ -387,7 +391,7 @@ impl Shell {
         let (cfg, store) = (self.zab.clone(), self.store.clone());
         let delay = self.follow_streak.delay(cfg.tick, cfg.init_limit);
         self.follow_streak
-            .started(d.state == ServerState::Following, Instant::now() + delay);
+            .started(d.state != ServerState::Leading, Instant::now() + delay);
         self.role = Some(match d.state {
             ServerState::Leading => {
                 // A fresh channel per term: its senders fail once the term ends (503).
@@ -428,6 +432,7 @@ fn initial_status(cfg: &Config, store: &Store) -> NodeStatus {
         wall_clock_ms: 0,
         uptime_ms: 0,
         last_election: None,
+        peer_type: cfg.me().peer_type,
     }
 }
 
@@ -436,8 +441,13 @@ fn config_string(cfg: &Config) -> String {
     let mut s = String::new();
     let servers: &BTreeMap<u64, _> = &cfg.servers;
     for (sid, a) in servers {
+        let kind = if a.peer_type.is_observer() {
+            "observer"
+        } else {
+            "participant"
+        };
         s.push_str(&format!(
-            "server.{sid}={}:{}:{}:participant\n",
+            "server.{sid}={}:{}:{}:{kind}\n",
             a.host, a.quorum_port, a.election_port
         ));
     }

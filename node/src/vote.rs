@@ -22,8 +22,24 @@ impl Vote {
         }
     }
 
+    /// An observer's vote: ZooKeeper's `Long.MIN_VALUE` in every field (the same bytes on the
+    /// wire). It proposes no one; every real vote beats it and it beats none (ZooKeeper's
+    /// signed comparison, which the unsigned tuple below needs told).
+    pub const NONE: Vote = Vote {
+        leader: i64::MIN as u64,
+        zxid: i64::MIN as u64,
+        peer_epoch: i64::MIN as u64,
+    };
+
+    pub fn is_none(&self) -> bool {
+        *self == Vote::NONE
+    }
+
     /// True when `self` should replace `current` as a server's proposal.
     pub fn beats(&self, current: &Vote) -> bool {
+        if self.is_none() || current.is_none() {
+            return current.is_none() && !self.is_none();
+        }
         // Tuple order is exactly ZooKeeper's predicate; ZOOKEEPER-1419 came from hand-writing it.
         (self.peer_epoch, self.zxid, self.leader)
             > (current.peer_epoch, current.zxid, current.leader)
@@ -31,7 +47,7 @@ impl Vote {
 
     /// `beats`, unless the seeded `vote-order-not-total` bug is on.
     pub fn beats_under(&self, current: &Vote, bugs: Bugs) -> bool {
-        if bugs.has(Bug::VoteOrderNotTotal) {
+        if bugs.has(Bug::VoteOrderNotTotal) && !self.is_none() && !current.is_none() {
             // ZOOKEEPER-1419: the sid clause forgot `newEpoch == curEpoch`, so a larger sid with
             // the same zxid beats a vote of a NEWER epoch, and that vote beats it back.
             return self.peer_epoch > current.peer_epoch
@@ -49,6 +65,15 @@ mod tests {
 
     fn v(leader: u64, zxid: u64) -> Vote {
         Vote::new(leader, zxid, 0)
+    }
+
+    #[test]
+    fn an_observers_vote_loses_to_every_real_vote() {
+        let real = v(1, 0);
+        assert!(real.beats(&Vote::NONE) && !Vote::NONE.beats(&real));
+        assert!(!Vote::NONE.beats(&Vote::NONE));
+        let bugs = Bugs::of(&[Bug::VoteOrderNotTotal]);
+        assert!(real.beats_under(&Vote::NONE, bugs) && !Vote::NONE.beats_under(&real, bugs));
     }
 
     #[test]

@@ -136,6 +136,7 @@ impl Server {
         ElectionConfig {
             sid,
             voters: voters.iter().copied().collect(),
+            observers: Default::default(),
             finalize_wait: t.finalize_wait,
             max_notification_interval: t.max_notification_interval,
             bugs: t.bugs,
@@ -151,6 +152,7 @@ impl Server {
         let mut z = ZabConfig::new(
             self.sid,
             BTreeMap::new(),
+            Default::default(),
             self.timing.tick,
             self.timing.init_limit,
             self.timing.sync_limit,
@@ -682,6 +684,7 @@ impl Server {
             wall_clock_ms: wall_ms,
             uptime_ms: (now.saturating_sub(self.started_ns)) / 1_000_000,
             last_election: self.last_election.clone(),
+            peer_type: Default::default(),
         }
     }
 }

@@ -172,6 +172,7 @@ mod tests {
             wall_clock_ms: 0,
             uptime_ms: 0,
             last_election: None,
+            peer_type: Default::default(),
         }
     }
 

@@ -79,7 +79,8 @@ impl Lobby {
 /// What the acceptor needs to know.
 pub struct AcceptConfig {
     pub my_sid: u64,
-    pub voters: BTreeSet<u64>,
+    /// Every server of the ensemble, voters and observers: who may introduce itself.
+    pub servers: BTreeSet<u64>,
     /// tickTime·initLimit.
     pub deadline: Duration,
 }
@@ -131,9 +132,9 @@ pub async fn accept_loop(
             };
             // No longer waiting: frees its place among the unidentified.
             drop(cancelled);
-            let why = match first {
-                Ok(Ok((stream, prefix, Msg::FollowerInfo { sid, .. })))
-                    if sid != cfg.my_sid && cfg.voters.contains(&sid) =>
+            let why = match first.map(|r| r.map(|(s, p, m)| (s, p, m.learner_sid(), m))) {
+                Ok(Ok((stream, prefix, Some(sid), _)))
+                    if sid != cfg.my_sid && cfg.servers.contains(&sid) =>
                 {
                     let expires = accepted + cfg.deadline;
                     lobby.push(Identified {
@@ -150,11 +151,12 @@ pub async fn accept_loop(
                     }
                     return;
                 }
-                Ok(Ok((_, _, Msg::FollowerInfo { sid, .. }))) => {
-                    format!("FOLLOWERINFO from sid {sid}, which is not another voter")
-                }
-                Ok(Ok((_, _, m))) => format!(
-                    "first message is {}, not FOLLOWERINFO",
+                Ok(Ok((_, _, Some(sid), m))) => format!(
+                    "{} from sid {sid}, which is not another server of the ensemble",
+                    crate::zab::leader::short_name(&m)
+                ),
+                Ok(Ok((_, _, None, m))) => format!(
+                    "first message is {}, not FOLLOWERINFO or OBSERVERINFO",
                     crate::zab::leader::short_name(&m)
                 ),
                 Ok(Err(e)) => e,

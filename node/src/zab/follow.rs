@@ -26,8 +26,8 @@ pub async fn follow(
     progress: watch::Sender<ZabProgress>,
 ) -> anyhow::Result<String> {
     let my_addr = cfg.my_addr()?;
-    let Some(&leader_addr) = cfg.voters.get(&leader_sid) else {
-        anyhow::bail!("leader {leader_sid} is not in the voter list");
+    let Some(&leader_addr) = cfg.servers.get(&leader_sid) else {
+        anyhow::bail!("leader {leader_sid} is not in the server list");
     };
     publish(&progress, &store, ZabPhase::Discovery, None);
     let stream = match connect(my_addr, leader_addr, cfg.tick * cfg.init_limit).await {

@@ -3,6 +3,11 @@
 //! Sync txns are held until NEWLEADER and then applied in one go (append, TRUNC then append, or an
 //! atomic SNAP reset), fsynced, and only then is currentEpoch written and NEWLEADER acked
 //! (ZOOKEEPER-3911/4785). Any message out of place ends the role: better LOOKING than a wrong log.
+//!
+//! An observer runs the same machine: it introduces itself with OBSERVERINFO, syncs the same way
+//! (and ACKs NEWLEADER, which the leader does not count), then takes INFORMs, committed txns it
+//! logs and commits at once, and never ACKs one. A PROPOSAL or COMMIT sent to an observer is out
+//! of place.
 
 use crate::api::{epoch_of, ZabPhase};
 use crate::bugs::{Bug, Bugs};
@@ -15,6 +20,8 @@ use crate::zab::messages::{Msg, REPEATED_EPOCH};
 pub struct FollowerConfig {
     pub sid: u64,
     pub leader: u64,
+    /// This server only observes (zoo.cfg `:observer`).
+    pub observer: bool,
     /// Leader silence tolerated before UPTODATE, in beats (tickTime/2).
     pub init_limit_beats: u64,
     /// Leader silence tolerated in broadcast, in beats.
@@ -89,11 +96,26 @@ impl Follower {
     }
 
     pub fn start(&mut self) -> Vec<Output> {
-        vec![self.send(Msg::FollowerInfo {
-            sid: self.cfg.sid,
-            accepted_epoch: self.accepted_epoch,
-            last_zxid: self.last_zxid,
+        let (sid, accepted_epoch, last_zxid) = (self.cfg.sid, self.accepted_epoch, self.last_zxid);
+        vec![self.send(if self.cfg.observer {
+            Msg::ObserverInfo {
+                sid,
+                accepted_epoch,
+                last_zxid,
+            }
+        } else {
+            Msg::FollowerInfo {
+                sid,
+                accepted_epoch,
+                last_zxid,
+            }
         })]
+    }
+
+    /// Takes PROPOSALs and COMMITs and ACKs them: a follower (and an observer under the seeded
+    /// observer-ack-counted bug, whose leader treats it as one).
+    fn takes_proposals(&self) -> bool {
+        !self.cfg.observer || self.cfg.bugs.has(Bug::ObserverAckCounted)
     }
 
     /// One message from the leader. One arm per (phase, message) of the protocol, as
@@ -201,7 +223,27 @@ impl Follower {
                 self.phase = Phase::Broadcast;
                 self.commit(committed_zxid, &mut out);
             }
-            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Proposal { zxid, value }) => {
+            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Inform { zxid, value })
+                if self.cfg.observer =>
+            {
+                if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
+                    return self.end(format!(
+                        "protocol error: INFORM {zxid:#x} after {:#x} in epoch {:?}",
+                        self.last_zxid, self.epoch
+                    ));
+                }
+                // Committed already: logged, committed and made durable, never ACKed.
+                self.last_zxid = zxid;
+                out.push(Output::Persist(PersistOp::Append(vec![Txn {
+                    zxid,
+                    value,
+                }])));
+                self.commit(zxid, &mut out);
+                out.push(Output::Sync { self_ack: None });
+            }
+            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Proposal { zxid, value })
+                if self.takes_proposals() =>
+            {
                 if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
                     return self.end(format!(
                         "protocol error: proposal {zxid:#x} after {:#x} in epoch {:?}",
@@ -223,7 +265,9 @@ impl Follower {
                     out.push(self.send(Msg::Ack { zxid }));
                 }
             }
-            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Commit { zxid }) => {
+            (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Commit { zxid })
+                if self.takes_proposals() =>
+            {
                 self.commit(zxid, &mut out);
             }
             (_, Msg::Ping) => out.push(self.send(Msg::Ping)),

@@ -14,7 +14,6 @@ use crate::zab::accept::Lobby;
 use crate::zab::conn::{spawn_conn, Conn, ConnEvent};
 use crate::zab::exec::execute;
 use crate::zab::leader::{short_name, Leader};
-use crate::zab::messages::Msg;
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
 
@@ -140,9 +139,9 @@ async fn run(
                     match e {
                         ConnEvent::Frame(id, msg) => match conn_sid.get(&id) {
                             Some(&sid) => outputs.extend(sm.step(sid, msg)),
-                            None => match msg {
-                                Msg::FollowerInfo { sid, .. }
-                                    if sid != cfg.my_sid && cfg.voters.contains_key(&sid) =>
+                            None => match msg.learner_sid() {
+                                Some(sid)
+                                    if sid != cfg.my_sid && cfg.servers.contains_key(&sid) =>
                                 {
                                     if let Some(old) = sid_conn.insert(sid, id) {
                                         conns.remove(&old);
@@ -152,10 +151,10 @@ async fn run(
                                     conn_sid.insert(id, sid);
                                     outputs.extend(sm.step(sid, msg));
                                 }
-                                other => {
+                                _ => {
                                     tracing::warn!(
-                                        "quorum connection {id}: first message is {} but must be FOLLOWERINFO of another voter; closing it",
-                                        short_name(&other)
+                                        "quorum connection {id}: first message is {} but must be FOLLOWERINFO or OBSERVERINFO of another server; closing it",
+                                        short_name(&msg)
                                     );
                                     conns.remove(&id);
                                 }

@@ -4,6 +4,11 @@
 //! messages (`step`), connection losses (`disconnected`), client writes (`propose`) and its own
 //! fsyncs (`self_durable`), and performs the returned [`Output`]s.
 //!
+//! Observers (ZooKeeper's OBSERVERINFO learners) go through discovery and sync like followers
+//! but count toward nothing: not the epoch, not NEWLEADER, not a commit, not the leader's
+//! liveness. Their sync carries only committed txns, and each commit reaches them as INFORM
+//! (txn and commit in one) after it is made; they receive no PROPOSAL or COMMIT.
+//!
 //! ACKs are cumulative: a follower logs in zxid order over one TCP stream and fsyncs in order, so
 //! `Ack(z)` means "durable up to z". A late joiner's NEWLEADER ack covers everything its sync
 //! carried, including proposals not yet committed.
@@ -28,7 +33,10 @@ pub const MAX_COUNTER: u64 = 0xffff_fffe;
 #[derive(Debug, Clone)]
 pub struct LeaderConfig {
     pub sid: u64,
+    /// Voters needed, myself included (observers never count).
     pub quorum: usize,
+    /// The servers that may only observe.
+    pub observers: BTreeSet<u64>,
     /// initLimit in beats: discovery + sync must reach a quorum within it.
     pub init_limit_beats: u64,
     /// syncLimit in beats: a follower not heard from within it does not count as alive.
@@ -59,6 +67,18 @@ struct Peer {
     last_zxid: u64,
     acked: u64,
     sync_last: u64,
+    /// An observer: never counted, fed INFORMs.
+    observer: bool,
+    /// An observer's last txn sent (by sync or INFORM).
+    informed: u64,
+}
+
+impl Peer {
+    /// Whether this learner's promises and ACKs count (voters; observers too under the seeded
+    /// observer-ack-counted bug, which treats them as followers in broadcast).
+    fn counts(&self, bugs: Bugs) -> bool {
+        !self.observer || bugs.has(Bug::ObserverAckCounted)
+    }
 }
 
 pub struct Leader {
@@ -153,7 +173,24 @@ impl Leader {
                 accepted_epoch,
                 last_zxid,
                 ..
+            }
+            | Msg::ObserverInfo {
+                accepted_epoch,
+                last_zxid,
+                ..
             } => {
+                let observer = matches!(msg, Msg::ObserverInfo { .. });
+                if observer != self.cfg.observers.contains(&from) {
+                    let (said, is) = if observer {
+                        ("OBSERVERINFO", "a participant")
+                    } else {
+                        ("FOLLOWERINFO", "an observer")
+                    };
+                    return self.protocol_error(
+                        from,
+                        &format!("server {from} sent {said} but is {is} in my configuration"),
+                    );
+                }
                 self.peers.insert(
                     from,
                     Peer {
@@ -163,11 +200,16 @@ impl Leader {
                         last_zxid,
                         acked: 0,
                         sync_last: 0,
+                        observer,
+                        informed: 0,
                     },
                 );
                 match self.epoch {
                     None => {
-                        self.infos.insert(from, accepted_epoch);
+                        // An observer's acceptedEpoch is no promise: it waits for a voters' epoch.
+                        if !observer {
+                            self.infos.insert(from, accepted_epoch);
+                        }
                         self.try_pick_epoch(&mut out);
                     }
                     Some(epoch) => self.send_leader_info(from, epoch, &mut out),
@@ -180,10 +222,12 @@ impl Leader {
                 if self.stage(from) != Some(Stage::EpochSent) {
                     return self.protocol_error(from, "ACKEPOCH before LEADERINFO");
                 }
-                if let Some(p) = self.peers.get_mut(&from) {
+                let counts = self.peers.get_mut(&from).is_some_and(|p| {
                     p.epoch_acked = true;
-                }
-                if self.phase == ZabPhase::Discovery && current_epoch == REPEATED_EPOCH {
+                    !p.observer
+                });
+                if self.phase == ZabPhase::Discovery && (current_epoch == REPEATED_EPOCH || !counts)
+                {
                     // Synced once the epoch is established, but no vote toward it.
                     self.set_last_zxid(from, last_zxid);
                 } else if self.phase == ZabPhase::Discovery {
@@ -216,7 +260,9 @@ impl Leader {
                         p.stage = Stage::Up;
                         p.acked = p.sync_last;
                     }
+                    let observer = self.peers.get(&from).is_some_and(|p| p.observer);
                     match self.phase {
+                        ZabPhase::Sync if observer => {}
                         ZabPhase::Sync => {
                             self.newleader_acks.insert(from);
                             self.try_finish_sync(&mut out);
@@ -234,8 +280,13 @@ impl Leader {
                 }
                 Some(Stage::Up) => {
                     let last = self.last_zxid();
-                    if let Some(p) = self.peers.get_mut(&from) {
-                        p.acked = p.acked.max(zxid.min(last));
+                    let bugs = self.cfg.bugs;
+                    match self.peers.get_mut(&from) {
+                        Some(p) if !p.counts(bugs) => {
+                            return self.protocol_error(from, "an observer ACKed a proposal")
+                        }
+                        Some(p) => p.acked = p.acked.max(zxid.min(last)),
+                        None => {}
                     }
                     self.maybe_commit(&mut out);
                 }
@@ -306,8 +357,13 @@ impl Leader {
                 );
             }
         } else {
-            // Silent followers were cut off above: every remaining synced one is alive.
-            let alive = 1 + self.peers.values().filter(|p| p.stage == Stage::Up).count();
+            // Silent followers were cut off above: every remaining synced voter is alive.
+            let bugs = self.cfg.bugs;
+            let alive = 1 + self
+                .peers
+                .values()
+                .filter(|p| p.stage == Stage::Up && p.counts(bugs))
+                .count();
             // Seeded leader-never-steps-down: the lost quorum goes unnoticed.
             let blind = self.cfg.bugs.has(Bug::LeaderNeverStepsDown);
             if alive < self.cfg.quorum && !blind {
@@ -355,8 +411,12 @@ impl Leader {
         let zxids: Vec<u64> = txns.iter().map(|t| t.zxid).collect();
         let new_last = *zxids.last().unwrap_or(&last);
         out.push(Output::Persist(PersistOp::Append(txns.clone())));
-        for (sid, p) in &self.peers {
-            if matches!(p.stage, Stage::Synced | Stage::Up) {
+        let early = self.cfg.bugs.has(Bug::ObserverInformedEarly);
+        for (sid, p) in self.peers.iter_mut() {
+            if !matches!(p.stage, Stage::Synced | Stage::Up) {
+                continue;
+            }
+            if p.counts(self.cfg.bugs) {
                 for t in &txns {
                     out.push(Output::Send(
                         *sid,
@@ -366,6 +426,13 @@ impl Leader {
                         },
                     ));
                 }
+            } else if early {
+                // Seeded observer-informed-early: observers learn a txn as committed when it
+                // is only proposed; if no quorum takes it, they serve a txn nobody committed.
+                for t in &txns {
+                    out.push(Output::Send(*sid, inform(t)));
+                }
+                p.informed = new_last;
             }
         }
         self.history.extend(txns);
@@ -417,6 +484,7 @@ impl Leader {
             return;
         }
         let epoch = self.infos.values().max().copied().unwrap_or(0) + 1;
+        debug_assert!(self.infos.keys().all(|s| !self.cfg.observers.contains(s)));
         self.epoch = Some(epoch);
         // Persisted before any follower hears of it.
         out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
@@ -455,9 +523,14 @@ impl Leader {
 
     fn sync_peer(&mut self, sid: u64, out: &mut Vec<Output>) {
         let Some(epoch) = self.epoch else { return };
-        let last = self.last_zxid();
         let Some(p) = self.peers.get_mut(&sid) else {
             return;
+        };
+        // An observer is sent only what is committed; the rest follows as INFORMs.
+        let end = if p.counts(self.cfg.bugs) {
+            self.history.len()
+        } else {
+            self.history.partition_point(|t| t.zxid <= self.committed)
         };
         let mut plan = plan_sync(&self.history, p.last_zxid, self.cfg.snap_threshold);
         if self.cfg.bugs.has(Bug::DiffWithoutTrunc)
@@ -469,6 +542,14 @@ impl Leader {
             plan.mode = SyncMode::Diff;
             plan.trunc_to = 0;
         }
+        let sent = &self.history[plan.send_from.min(end)..end];
+        // Where the learner's log ends after this sync (a DIFF of nothing leaves it as it is).
+        let last = match (sent.last(), plan.mode) {
+            (Some(t), _) => t.zxid,
+            (None, SyncMode::Diff) => p.last_zxid,
+            (None, SyncMode::Trunc) => plan.trunc_to,
+            (None, SyncMode::Snap) => 0,
+        };
         out.push(Output::Send(
             sid,
             match plan.mode {
@@ -479,7 +560,7 @@ impl Leader {
                 SyncMode::Snap => Msg::Snap { last_zxid: last },
             },
         ));
-        for t in &self.history[plan.send_from..] {
+        for t in sent {
             out.push(Output::Send(sid, Msg::txn(t)));
         }
         out.push(Output::Send(
@@ -490,6 +571,7 @@ impl Leader {
         ));
         p.stage = Stage::Synced;
         p.sync_last = last;
+        p.informed = last;
     }
 
     fn try_finish_sync(&mut self, out: &mut Vec<Output>) {
@@ -504,6 +586,7 @@ impl Leader {
             out.push(Output::Persist(PersistOp::Commit(last)));
             out.push(Output::Committed(last));
         }
+        self.inform_observers(out);
         for (sid, p) in &self.peers {
             if p.stage == Stage::Up {
                 out.push(Output::Send(
@@ -520,11 +603,12 @@ impl Leader {
         if self.phase != ZabPhase::Broadcast {
             return;
         }
+        let bugs = self.cfg.bugs;
         let mut acks: Vec<u64> = std::iter::once(self.self_durable)
             .chain(
                 self.peers
                     .values()
-                    .filter(|p| p.stage == Stage::Up)
+                    .filter(|p| p.stage == Stage::Up && p.counts(bugs))
                     .map(|p| p.acked),
             )
             .collect();
@@ -544,11 +628,38 @@ impl Leader {
         self.committed = upto;
         out.push(Output::Persist(PersistOp::Commit(upto)));
         for (sid, p) in &self.peers {
-            if matches!(p.stage, Stage::Synced | Stage::Up) {
+            if matches!(p.stage, Stage::Synced | Stage::Up) && p.counts(bugs) {
                 out.push(Output::Send(*sid, Msg::Commit { zxid: upto }));
             }
         }
+        self.inform_observers(out);
         out.push(Output::Committed(upto));
+    }
+
+    /// Sends each synced observer the committed txns it has not had yet, as INFORMs.
+    fn inform_observers(&mut self, out: &mut Vec<Output>) {
+        let (bugs, committed) = (self.cfg.bugs, self.committed);
+        for (sid, p) in self.peers.iter_mut() {
+            if !matches!(p.stage, Stage::Synced | Stage::Up) || p.counts(bugs) {
+                continue;
+            }
+            if p.informed >= committed {
+                continue;
+            }
+            let from = self.history.partition_point(|t| t.zxid <= p.informed);
+            let to = self.history.partition_point(|t| t.zxid <= committed);
+            for t in &self.history[from..to] {
+                out.push(Output::Send(*sid, inform(t)));
+            }
+            p.informed = committed;
+        }
+    }
+}
+
+fn inform(t: &Txn) -> Msg {
+    Msg::Inform {
+        zxid: t.zxid,
+        value: t.value.clone(),
     }
 }
 
@@ -568,6 +679,8 @@ pub fn short_name(m: &Msg) -> &'static str {
         Msg::Proposal { .. } => "PROPOSAL",
         Msg::Commit { .. } => "COMMIT",
         Msg::Ping => "PING",
+        Msg::ObserverInfo { .. } => "OBSERVERINFO",
+        Msg::Inform { .. } => "INFORM",
     }
 }
 

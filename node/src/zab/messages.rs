@@ -70,6 +70,19 @@ pub enum Msg {
         zxid: u64,
     },
     Ping,
+    /// Observer → leader, first (ZooKeeper's OBSERVERINFO): as FOLLOWERINFO, from a server
+    /// that never votes or ACKs proposals.
+    ObserverInfo {
+        sid: u64,
+        accepted_epoch: u64,
+        last_zxid: u64,
+    },
+    /// Leader → observer: a txn a quorum committed (ZooKeeper's INFORM: proposal and commit
+    /// in one, never ACKed).
+    Inform {
+        zxid: u64,
+        value: serde_json::Value,
+    },
 }
 
 const T_FOLLOWERINFO: u8 = 1;
@@ -85,6 +98,8 @@ const T_UPTODATE: u8 = 10;
 const T_PROPOSAL: u8 = 11;
 const T_COMMIT: u8 = 12;
 const T_PING: u8 = 13;
+const T_OBSERVERINFO: u8 = 14;
+const T_INFORM: u8 = 15;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -119,6 +134,11 @@ impl Msg {
                 accepted_epoch,
                 last_zxid,
             } => ints(buf, T_FOLLOWERINFO, &[*sid, *accepted_epoch, *last_zxid]),
+            Msg::ObserverInfo {
+                sid,
+                accepted_epoch,
+                last_zxid,
+            } => ints(buf, T_OBSERVERINFO, &[*sid, *accepted_epoch, *last_zxid]),
             Msg::LeaderInfo { epoch } => ints(buf, T_LEADERINFO, &[*epoch]),
             Msg::AckEpoch {
                 current_epoch,
@@ -127,11 +147,13 @@ impl Msg {
             Msg::Diff { last_zxid } => ints(buf, T_DIFF, &[*last_zxid]),
             Msg::Trunc { zxid } => ints(buf, T_TRUNC, &[*zxid]),
             Msg::Snap { last_zxid } => ints(buf, T_SNAP, &[*last_zxid]),
-            Msg::Txn { zxid, value } | Msg::Proposal { zxid, value } => {
-                let t = if matches!(self, Msg::Txn { .. }) {
-                    T_TXN
-                } else {
-                    T_PROPOSAL
+            Msg::Txn { zxid, value }
+            | Msg::Proposal { zxid, value }
+            | Msg::Inform { zxid, value } => {
+                let t = match self {
+                    Msg::Txn { .. } => T_TXN,
+                    Msg::Proposal { .. } => T_PROPOSAL,
+                    _ => T_INFORM,
                 };
                 ints(buf, t, &[*zxid]);
                 // Serializing a serde_json::Value into a Vec cannot fail.
@@ -151,6 +173,14 @@ impl Msg {
         let mut b = Vec::new();
         self.encode(&mut b);
         b
+    }
+
+    /// The sender of a learner's first message (FOLLOWERINFO or OBSERVERINFO).
+    pub fn learner_sid(&self) -> Option<u64> {
+        match self {
+            Msg::FollowerInfo { sid, .. } | Msg::ObserverInfo { sid, .. } => Some(*sid),
+            _ => None,
+        }
     }
 
     /// Builds the sync/broadcast txn message for a logged txn.
@@ -216,6 +246,18 @@ fn decode_body(kind: u8, body: &[u8]) -> Result<Msg, DecodeError> {
                 accepted_epoch: v[1],
                 last_zxid: v[2],
             }
+        }
+        T_OBSERVERINFO => {
+            let v = ints(3)?;
+            Msg::ObserverInfo {
+                sid: v[0],
+                accepted_epoch: v[1],
+                last_zxid: v[2],
+            }
+        }
+        T_INFORM => {
+            let (zxid, value) = with_value()?;
+            Msg::Inform { zxid, value }
         }
         T_LEADERINFO => Msg::LeaderInfo { epoch: ints(1)?[0] },
         T_ACKEPOCH => {
@@ -318,9 +360,18 @@ mod tests {
             Msg::NewLeader { zxid: 2 << 32 },
             Msg::Ack { zxid: 11 },
             Msg::UpToDate { committed_zxid: 3 },
-            Msg::Proposal { zxid: 12, value: v },
+            Msg::Proposal {
+                zxid: 12,
+                value: v.clone(),
+            },
             Msg::Commit { zxid: 12 },
             Msg::Ping,
+            Msg::ObserverInfo {
+                sid: 6,
+                accepted_epoch: 4,
+                last_zxid: 5,
+            },
+            Msg::Inform { zxid: 13, value: v },
         ]
     }
 

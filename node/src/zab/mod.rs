@@ -20,6 +20,8 @@ pub mod follower;
 mod lead;
 pub mod leader;
 pub mod messages;
+#[cfg(test)]
+mod observer_tests;
 pub mod plan;
 #[cfg(test)]
 mod sim_tests;
@@ -27,7 +29,7 @@ pub mod store;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -44,13 +46,15 @@ pub use store::{SharedStore, Store};
 #[derive(Debug, Clone)]
 pub struct ZabConfig {
     pub my_sid: u64,
-    /// Every voter's quorum address (server.N=host:quorumPort:electionPort), me included.
-    /// Outgoing sockets bind to my own address's IP.
-    pub voters: BTreeMap<u64, SocketAddr>,
+    /// Every server's quorum address (server.N=host:quorumPort:electionPort), voters and
+    /// observers, me included. Outgoing sockets bind to my own address's IP.
+    pub servers: BTreeMap<u64, SocketAddr>,
+    /// The servers that only observe (never counted toward a quorum).
+    pub observers: BTreeSet<u64>,
     pub tick: Duration,
     pub init_limit: u32,
     pub sync_limit: u32,
-    /// Servers needed for a quorum, myself included (normally voters/2 + 1; a seeded bug may
+    /// Voters needed for a quorum, myself included (normally voters/2 + 1; a seeded bug may
     /// shrink it).
     pub quorum: usize,
     /// A write not committed by then is answered `Unknown`.
@@ -62,18 +66,22 @@ pub struct ZabConfig {
 }
 
 impl ZabConfig {
-    /// ZooKeeper's usual quorum and a write timeout of twice the leader's own give-up time.
+    /// ZooKeeper's usual quorum (of the voters) and a write timeout of twice the leader's own
+    /// give-up time.
     pub fn new(
         my_sid: u64,
-        voters: BTreeMap<u64, SocketAddr>,
+        servers: BTreeMap<u64, SocketAddr>,
+        observers: BTreeSet<u64>,
         tick: Duration,
         init_limit: u32,
         sync_limit: u32,
     ) -> ZabConfig {
-        let quorum = crate::api::quorum(voters.len());
+        let voters = servers.keys().filter(|s| !observers.contains(s)).count();
+        let quorum = crate::api::quorum(voters);
         ZabConfig {
             my_sid,
-            voters,
+            servers,
+            observers,
             tick,
             init_limit,
             sync_limit,
@@ -90,9 +98,9 @@ impl ZabConfig {
     }
 
     pub(crate) fn my_addr(&self) -> anyhow::Result<SocketAddr> {
-        self.voters.get(&self.my_sid).copied().ok_or_else(|| {
+        self.servers.get(&self.my_sid).copied().ok_or_else(|| {
             anyhow::anyhow!(
-                "server {} has no quorum address in the voter list; add server.{}=host:quorumPort:electionPort",
+                "server {} has no quorum address in the server list; add server.{}=host:quorumPort:electionPort",
                 self.my_sid, self.my_sid
             )
         })
@@ -115,6 +123,7 @@ impl ZabConfig {
         leader::LeaderConfig {
             sid: self.my_sid,
             quorum: self.quorum,
+            observers: self.observers.clone(),
             init_limit_beats: 2 * self.init_limit as u64,
             sync_limit_beats: 2 * self.sync_limit as u64,
             snap_threshold: self.snap_threshold,
@@ -128,6 +137,7 @@ impl ZabConfig {
         follower::FollowerConfig {
             sid: self.my_sid,
             leader,
+            observer: self.observers.contains(&self.my_sid),
             init_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * self.init_limit as u64,
             sync_limit_beats: SILENCE_CHECKS_PER_TICK as u64 * self.sync_limit as u64,
             bugs: self.bugs,

@@ -199,6 +199,7 @@ impl Sim {
                     LeaderConfig {
                         sid: best,
                         quorum: QUORUM,
+                        observers: Default::default(),
                         init_limit_beats: 20,
                         sync_limit_beats: 10,
                         snap_threshold: 3,
@@ -222,6 +223,7 @@ impl Sim {
                     FollowerConfig {
                         sid: s,
                         leader,
+                        observer: false,
                         init_limit_beats: 20,
                         sync_limit_beats: 10,
                         bugs: crate::bugs::Bugs::none(),

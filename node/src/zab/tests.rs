@@ -24,6 +24,7 @@ fn leader(quorum: usize, accepted: u64, current: u64, hist: &[u64], committed: u
         LeaderConfig {
             sid: 1,
             quorum,
+            observers: Default::default(),
             init_limit_beats: 10,
             sync_limit_beats: 4,
             snap_threshold: 100,
@@ -338,6 +339,7 @@ fn follower(accepted: u64, current: u64, last: u64) -> Follower {
         FollowerConfig {
             sid: 2,
             leader: 1,
+            observer: false,
             init_limit_beats: 10,
             sync_limit_beats: 4,
             bugs: Bugs::none(),

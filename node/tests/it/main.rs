@@ -15,6 +15,7 @@ mod flood;
 mod garbage;
 mod lazyfs;
 mod mixed_zookeeper;
+mod observers;
 mod rejoin;
 mod transport;
 mod zab;

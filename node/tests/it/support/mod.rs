@@ -46,6 +46,8 @@ pub struct Cluster {
     pub extra_env: Vec<(String, String)>,
     /// tickTime in ms (100 unless `set_tick` changed it).
     pub tick_ms: u64,
+    /// Servers written as `:observer` (none unless `set_observers` named some).
+    pub observers: BTreeSet<u64>,
 }
 
 /// Ports that are free now (all held until every one is chosen), never one this process handed
@@ -113,6 +115,7 @@ impl Cluster {
             extra_args: Vec::new(),
             extra_env: Vec::new(),
             tick_ms: 100,
+            observers: BTreeSet::new(),
         };
         c.write_configs();
         c
@@ -121,6 +124,12 @@ impl Cluster {
     /// Points server `sid`'s election port elsewhere (e.g. at a blackhole) in every config.
     pub fn set_election_port(&mut self, sid: u64, port: u16) {
         self.nodes.get_mut(&sid).unwrap().election_port = port;
+        self.write_configs();
+    }
+
+    /// Makes these servers observers in every config (before they start).
+    pub fn set_observers(&mut self, observers: &[u64]) {
+        self.observers = observers.iter().copied().collect();
         self.write_configs();
     }
 
@@ -136,20 +145,28 @@ impl Cluster {
             .values()
             .map(|s| {
                 // `;host:port` is the HTTP API: followers forward writes there.
+                let kind = if self.observers.contains(&s.sid) {
+                    ":observer"
+                } else {
+                    ""
+                };
                 format!(
-                    "server.{}={}:{}:{};127.0.0.1:{}\n",
+                    "server.{}={}:{}:{}{kind};127.0.0.1:{}\n",
                     s.sid, s.host, s.quorum_port, s.election_port, s.admin_port
                 )
             })
             .collect();
         for s in self.nodes.values() {
-            let cfg = format!(
+            let mut cfg = format!(
                 "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
                  admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
                 self.tick_ms,
                 s.data_dir.display(),
                 s.admin_port
             );
+            if self.observers.contains(&s.sid) {
+                cfg.push_str("peerType=observer\n");
+            }
             std::fs::write(&s.config, cfg).unwrap();
         }
     }
@@ -263,7 +280,8 @@ impl Cluster {
             .iter()
             .filter_map(|&s| serde_json::from_value(self.status(s)?).ok())
             .collect();
-        fle_chaos::history::view::quorum_leader_of(&statuses, self.nodes.len()).map(|l| l.0)
+        let voters = self.nodes.len() - self.observers.len();
+        fle_chaos::history::view::quorum_leader_of(&statuses, voters).map(|l| l.0)
     }
 
     /// Polls `cond` until it holds or `limit` passes; on timeout panics with every node's

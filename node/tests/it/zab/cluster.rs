@@ -76,7 +76,14 @@ impl Cluster {
     }
 
     fn cfg(&self, sid: u64) -> ZabConfig {
-        ZabConfig::new(sid, self.voters.clone(), Duration::from_millis(100), 30, 10)
+        ZabConfig::new(
+            sid,
+            self.voters.clone(),
+            Default::default(),
+            Duration::from_millis(100),
+            30,
+            10,
+        )
     }
 
     fn lead(&mut self, sid: u64) -> mpsc::Sender<ClientWrite> {

@@ -65,6 +65,7 @@ async fn child_main(spec: Spec) {
     let cfg = ZabConfig::new(
         spec.sid,
         spec.voters.clone(),
+        Default::default(),
         Duration::from_millis(50),
         40,
         10,

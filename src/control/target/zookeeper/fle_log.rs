@@ -479,6 +479,7 @@ mod tests {
             wall_clock_ms: 0,
             uptime_ms: 0,
             last_election: Some(e.clone()),
+            peer_type: Default::default(),
         };
         let event: crate::history::Event = serde_json::from_value(serde_json::json!({
             "index": 0, "time": 1, "process": "n1", "type": "ok", "f": "status", "node": "n1",

@@ -289,6 +289,7 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         wall_clock_ms: o.wall_clock_ms,
         uptime_ms: o.uptime_ms,
         last_election: None,
+        peer_type: Default::default(),
     })
 }
 

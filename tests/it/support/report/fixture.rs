@@ -397,6 +397,7 @@ impl Script {
                 joined: false,
                 own_round: None,
             }),
+            peer_type: Default::default(),
         };
         self.emit(
             t,
