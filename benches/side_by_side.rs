@@ -306,6 +306,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
                 bug: None,
                 finalize_wait_ms: None,
                 power_loss: false,
+                observers: Default::default(),
                 status_timeout: Duration::from_millis(500),
                 write_timeout: Duration::from_secs(5),
             },

@@ -22,6 +22,7 @@ pub mod leader_stepdown;
 pub mod load;
 pub mod log_order;
 pub mod model;
+pub mod observers;
 pub mod recovery;
 pub mod registry;
 pub mod vote_rule;

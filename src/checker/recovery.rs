@@ -92,7 +92,7 @@ pub fn view_with(
     mut after: impl FnMut(&View, &Rec, Option<usize>),
 ) -> Finished {
     // The digest's nodes are test.json's first: a quorum is a majority of those.
-    let mut view = View::new(&info.nodes);
+    let mut view = info.view();
     view.set_clock_faults_touch(info.fake_monotonic());
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();

@@ -9,7 +9,7 @@ use super::model::Digest;
 use super::model::Rec;
 use super::{
     ack_zxids, crash, durability, election_safety, epoch_monotonic, faults, leader_completeness,
-    leader_stepdown, log_order, recovery, vote_rule, CheckOptions,
+    leader_stepdown, log_order, observers, recovery, vote_rule, CheckOptions,
 };
 use crate::history::situation::{Coverage, Situations};
 use crate::history::test_info::TestInfo;
@@ -25,6 +25,8 @@ pub enum Needs {
     Writes,
     /// The votes each election counted (fle-node reports them; ZooKeeper's log tells them).
     Votes,
+    /// Observers in the ensemble (`--observers`).
+    Observers,
 }
 
 impl Needs {
@@ -33,6 +35,7 @@ impl Needs {
             Needs::Nothing => "any run",
             Needs::Writes => "writes",
             Needs::Votes => "votes",
+            Needs::Observers => "observers",
         }
     }
 
@@ -43,6 +46,9 @@ impl Needs {
                 "the workload ({}) only observes and writes nothing",
                 info.workload
             )),
+            Needs::Observers if info.observers.is_empty() => {
+                Some("the ensemble has no observers (--observers)".into())
+            }
             _ => None,
         }
     }
@@ -177,6 +183,13 @@ pub const CHECKERS: &[Checker] = &[
         judge: Judge::View(|pass, d, info, opts| {
             leader_stepdown::judge(&pass.stepdown, d, info, opts)
         }),
+    },
+    Checker {
+        name: observers::NAME,
+        what: "observers never lead, follow or count in a quorum, and hold only what voters committed",
+        needs: Needs::Observers,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| observers::check(d, info)),
     },
 ];
 

@@ -60,7 +60,7 @@ pub const NAME: &str = "vote-rule";
 
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let quorum = info.quorum();
-    let voters: BTreeSet<u64> = info.nodes.iter().filter_map(|n| sid_of(n)).collect();
+    let voters: BTreeSet<u64> = info.voters().iter().filter_map(|n| sid_of(n)).collect();
     let mut violations: Vec<Item> = Vec::new();
     let mut heard = 0usize;
     for el in &d.elections {

@@ -88,6 +88,20 @@ pub fn leads(state: ServerState, phase: ZabPhase, peer_epoch: u64) -> Option<u64
     (state == ServerState::Leading && established).then_some(peer_epoch)
 }
 
+/// (leader sid, epoch) an observer learns from in broadcast: it rejoined that leader (a
+/// settled cluster needs it) but never backs it (a quorum counts voters only).
+pub fn observes(
+    state: ServerState,
+    phase: ZabPhase,
+    leader: Option<u64>,
+    peer_epoch: u64,
+) -> Option<(u64, u64)> {
+    match (state, phase, leader) {
+        (ServerState::Observing, ZabPhase::Broadcast, Some(l)) => Some((l, peer_epoch)),
+        _ => None,
+    }
+}
+
 /// See [`StatusRead::follows`].
 pub fn follows(
     state: ServerState,

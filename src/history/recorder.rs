@@ -34,13 +34,19 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder for a cluster of `nodes` (the view's quorum is a majority of them).
-    pub fn create_for(path: &Path, start: Instant, nodes: &[String]) -> anyhow::Result<Self> {
+    /// A recorder for a cluster of `nodes` (the view's quorum is a majority of them that are
+    /// not `observers`).
+    pub fn create_for(
+        path: &Path,
+        start: Instant,
+        nodes: &[String],
+        observers: &[String],
+    ) -> anyhow::Result<Self> {
         Ok(Recorder {
             start,
             inner: Mutex::new((
                 HistoryWriter::create(path)?,
-                View::new(nodes),
+                View::of_ensemble(nodes, observers),
                 Situations::new(),
             )),
             write_errors: AtomicU64::new(0),
@@ -54,7 +60,7 @@ impl Recorder {
 
     /// A recorder whose view learns the nodes from the lines (tests that ask no quorum).
     pub fn create(path: &Path, start: Instant) -> anyhow::Result<Self> {
-        Self::create_for(path, start, &[])
+        Self::create_for(path, start, &[], &[])
     }
 
     /// Nanoseconds since the run started (the controller's monotonic clock).

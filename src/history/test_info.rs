@@ -13,6 +13,10 @@ pub struct TestInfo {
     pub target: String,
     /// Node names, "n1".."nN" (sid = number).
     pub nodes: Vec<String>,
+    /// The nodes that are observers (`--observers`): they vote for nothing and count toward no
+    /// quorum. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<String>,
     /// Workload name ("election", "writes", ...).
     pub workload: String,
     /// Fault kinds in the schedule ("kill", "pause", "partition", "clock"); empty = none.
@@ -89,8 +93,20 @@ pub fn zookeeper_ms(
 }
 
 impl TestInfo {
+    /// A majority of the voters (observers never count).
     pub fn quorum(&self) -> usize {
-        crate::api::quorum(self.nodes.len())
+        crate::api::quorum(self.voters().len())
+    }
+
+    /// The nodes that vote, in node order.
+    pub fn voters(&self) -> Vec<String> {
+        let voting = |n: &&String| !self.observers.contains(n);
+        self.nodes.iter().filter(voting).cloned().collect()
+    }
+
+    /// The view of this run's ensemble (its quorum counts voters only).
+    pub fn view(&self) -> super::view::View {
+        super::view::View::of_ensemble(&self.nodes, &self.observers)
     }
 
     pub fn read(path: &Path) -> Result<Self> {
@@ -128,6 +144,12 @@ impl TestInfo {
             if self.nodes[..i].contains(n) {
                 return Some(format!("\"nodes\" lists {n} twice"));
             }
+        }
+        if let Some(o) = self.observers.iter().find(|o| !self.nodes.contains(o)) {
+            return Some(format!("\"observers\" names {o}, which is not in \"nodes\""));
+        }
+        if self.voters().is_empty() {
+            return Some("every node is an observer (a run has at least one voter)".into());
         }
         let timing = [
             ("tick_ms", self.tick_ms),

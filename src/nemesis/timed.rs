@@ -32,7 +32,6 @@ use crate::exit::bad_input;
 use crate::history::line::Body;
 use crate::history::read::{self, BadLine};
 use crate::history::test_info::TestInfo;
-use crate::history::view::View;
 use crate::history::{sid_of, EventType, FaultStep, FaultValue, NEMESIS};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -480,7 +479,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
             run_dir.display()
         ))
     })?;
-    let mut view = View::new(&info.nodes);
+    let mut view = info.view();
     let mut starts: BTreeMap<u64, FaultValue> = BTreeMap::new();
     // A packet fault's mode and links, from its done start (absent: not recorded, or damaged).
     let mut packets: BTreeMap<u64, PacketRecord> = BTreeMap::new();

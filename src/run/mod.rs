@@ -199,6 +199,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         name: plan.name.clone(),
         target: plan.args.target.name().into(),
         nodes: plan.nodes.clone(),
+        observers: plan.observers.clone(),
         workload: plan.workload.name.clone(),
         nemesis: plan.kind_names(),
         seed,
@@ -233,6 +234,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         &run_dir.join(history::file::WRITTEN),
         start,
         &plan.nodes,
+        &plan.observers,
     )?);
     let flusher = tokio::spawn({
         let recorder = recorder.clone();

@@ -64,6 +64,11 @@ pub struct TestArgs {
     /// comma-separated (n1 runs on the first): `--ssh --nodes vm1,vm2,vm3`.
     #[arg(long, default_value = "5", value_name = "N|HOST,HOST,..")]
     pub nodes: NodesArg,
+    /// Observers (non-voting servers, ZooKeeper's `:observer`): the last K of --nodes, or
+    /// names such as `n6,n7`. Quorums count the voters only.
+    #[arg(long, value_name = "K|n6,n7,..")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observers: Option<String>,
     /// Seconds of workload and faults, before the final heal, recovery and final reads.
     #[arg(
         long,
@@ -202,6 +207,8 @@ pub struct Plan {
     pub args: TestArgs,
     pub name: String,
     pub nodes: Vec<String>,
+    /// The nodes that are observers (`--observers`), in node order.
+    pub observers: Vec<String>,
     pub workload: Workload,
     pub nemesis_settings: NemesisSettings,
     pub nemesis: Arc<dyn Nemesis>,
@@ -217,6 +224,35 @@ pub struct Plan {
     pub recovery_timeout: Duration,
     /// With --ssh: the hosts, one per node, in node order.
     pub hosts: Option<Vec<String>>,
+}
+
+/// `--observers K` (the last K nodes) or `--observers n6,n7`: the observers in node order, at
+/// least one voter left.
+fn observers_of(spec: Option<&str>, nodes: &[String]) -> Result<Vec<String>> {
+    let Some(spec) = spec.map(str::trim) else {
+        return Ok(Vec::new());
+    };
+    let chosen: Vec<String> = match spec.parse::<usize>() {
+        Ok(k) => nodes[nodes.len().saturating_sub(k)..].to_vec(),
+        Err(_) => {
+            let named: Vec<&str> = spec.split(',').map(str::trim).collect();
+            if let Some(bad) = named.iter().find(|n| !nodes.iter().any(|x| x == *n)) {
+                return Err(bad_input(format!(
+                    "--observers {spec}: {bad:?} is not one of the nodes n1..n{} (name nodes of --nodes, or give a count)",
+                    nodes.len()
+                )));
+            }
+            let chosen = nodes.iter().filter(|n| named.contains(&n.as_str()));
+            chosen.cloned().collect()
+        }
+    };
+    if chosen.len() >= nodes.len() {
+        return Err(bad_input(format!(
+            "--observers {spec}: leaves no voter among the {} nodes (keep at least one; a quorum counts voters only)",
+            nodes.len()
+        )));
+    }
+    Ok(chosen)
 }
 
 fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
@@ -449,6 +485,12 @@ impl Plan {
             real_clock_schedule_ok(&schedule)?;
         }
         let nodes: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
+        let observers = observers_of(args.observers.as_deref(), &nodes)?;
+        if !observers.is_empty() && args.target == TargetKind::Zookeeper {
+            return Err(bad_input(
+                "--observers with --target zookeeper: not built yet (fle-node only; see docs/observers.md); drop --observers",
+            ));
+        }
         if default_schedule {
             left_out.extend(super::preflight::fit_default(&mut schedule, time_limit));
         }
@@ -485,6 +527,7 @@ impl Plan {
         Ok(Plan {
             name,
             nodes,
+            observers,
             hosts,
             workload,
             nemesis_settings,
@@ -594,6 +637,9 @@ impl Plan {
         }
         if let Some(b) = &a.bug {
             cmd.push_str(&format!(" --bug {b}"));
+        }
+        if let Some(o) = &a.observers {
+            cmd.push_str(&format!(" --observers {o}"));
         }
         if a.faketime {
             cmd.push_str(" --faketime");

@@ -162,6 +162,7 @@ fn create_target(
                 bug: plan.args.bug.clone(),
                 finalize_wait_ms: plan.args.finalize_wait_ms,
                 power_loss: plan.power_loss(),
+                observers: plan.observers.iter().cloned().collect(),
                 status_timeout,
                 write_timeout,
             },

@@ -200,6 +200,7 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
         name: "sim".into(),
         target: "sim".into(),
         nodes: names.to_vec(),
+        observers: Vec::new(),
         workload: s.workload.name.clone(),
         nemesis: kinds,
         seed,

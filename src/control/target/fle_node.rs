@@ -32,6 +32,8 @@ pub struct FleNodeOptions {
     pub finalize_wait_ms: Option<u64>,
     /// The dataDir on lazyfs (the schedule has power-loss faults).
     pub power_loss: bool,
+    /// Nodes written as `:observer` in every zoo.cfg (`--observers`).
+    pub observers: std::collections::BTreeSet<String>,
     /// Per status read; a paused node costs its observer this long per read, nobody else.
     pub status_timeout: Duration,
     /// Per write, client side (fle-node answers 504 on its own timeout before this).
@@ -127,11 +129,19 @@ impl FleNode {
             let host = self.control.node_host(peer)?;
             // `;host:port` is the server's client (here: HTTP) address, so followers can forward
             // writes to the leader as ZooKeeper's do.
+            let kind = if self.opts.observers.contains(peer) {
+                ":observer"
+            } else {
+                ""
+            };
             writeln!(
                 cfg,
-                "server.{sid}={host}:{}:{};{host}:{}",
+                "server.{sid}={host}:{}:{}{kind};{host}:{}",
                 p.quorum, p.election, p.http
             )?;
+        }
+        if self.opts.observers.contains(node) {
+            writeln!(cfg, "peerType=observer")?;
         }
         writeln!(cfg, "admin.serverAddress={}", self.control.node_host(node)?)?;
         writeln!(cfg, "admin.serverPort={}", self.ports(node)?.http)?;

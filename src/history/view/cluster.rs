@@ -48,6 +48,13 @@ impl NodeRead {
     pub fn follows(&self) -> Option<(u64, u64)> {
         super::super::line::follows(self.state, self.phase, self.leader, self.peer_epoch)
     }
+
+    /// (leader sid, epoch) this node serves under in broadcast: as a follower or an observer.
+    pub fn serves_under(&self) -> Option<(u64, u64)> {
+        self.follows().or_else(|| {
+            super::super::line::observes(self.state, self.phase, self.leader, self.peer_epoch)
+        })
+    }
 }
 
 /// A node as the view knows it now.
@@ -107,10 +114,11 @@ pub(super) struct Cluster {
 }
 
 impl Cluster {
-    pub(super) fn new(configured: usize) -> Self {
+    /// A cluster of `voters` voting servers (observers are not counted).
+    pub(super) fn new(voters: usize) -> Self {
         Cluster {
             nodes: Vec::new(),
-            quorum: crate::api::quorum(configured),
+            quorum: crate::api::quorum(voters),
         }
     }
 
@@ -219,7 +227,7 @@ impl Cluster {
 
     /// THE definition of a settled cluster (the controller waits for it before its final
     /// reads; the recovery checker measures it): a quorum-backed leader, and every node that
-    /// is up (not killed or paused) is that leader or FOLLOWS it in broadcast in its epoch,
+    /// is up (not killed or paused) is that leader or FOLLOWS (or OBSERVES) it in broadcast in its epoch,
     /// not cut off from it, with its last committed zxid at least the leader's; every read
     /// counted taken at or after `since_ns`.
     pub(super) fn settled(&self, since_ns: u64) -> Settle {
@@ -237,7 +245,7 @@ impl Cluster {
             .filter(|&i| i != leader.node && !self.nodes[i].down)
             .filter(|&i| {
                 let joined = fresh(&self.nodes[i]).is_some_and(|r| {
-                    r.follows() == Some((leader.sid, leader.epoch))
+                    r.serves_under() == Some((leader.sid, leader.epoch))
                         && r.last_committed_zxid >= committed
                 });
                 !joined || self.cut(i, leader.node)

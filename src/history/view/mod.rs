@@ -68,8 +68,14 @@ pub struct View {
 impl View {
     /// A view of a cluster of `nodes` (test.json's; others are added as lines name them).
     pub fn new(nodes: &[String]) -> Self {
+        View::of_ensemble(nodes, &[])
+    }
+
+    /// A view of `nodes` of which `observers` do not vote: the quorum is a majority of the rest.
+    pub fn of_ensemble(nodes: &[String], observers: &[String]) -> Self {
+        let voters = nodes.iter().filter(|n| !observers.contains(n)).count();
         let mut v = View {
-            cluster: Cluster::new(nodes.len()),
+            cluster: Cluster::new(voters),
             now: 0,
             events: 0,
             faults: Faults::default(),
@@ -89,7 +95,7 @@ impl View {
         self.calm.touch();
     }
 
-    /// The quorum size: a majority of the configured cluster.
+    /// The quorum size: a majority of the configured cluster's voters.
     pub fn quorum(&self) -> usize {
         self.cluster.quorum
     }

@@ -2,6 +2,7 @@
 //! alarms, a seeded bug caught in a real cluster.
 mod cli;
 mod fixtures;
+mod observers;
 mod parse;
 mod sampling;
 mod seeded_bug;

@@ -61,6 +61,7 @@ async fn cluster(
                 bug: None,
                 finalize_wait_ms: None,
                 power_loss: false,
+                observers: Default::default(),
                 status_timeout: Duration::from_millis(500),
                 write_timeout: Duration::from_secs(5),
             },

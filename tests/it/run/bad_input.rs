@@ -55,6 +55,14 @@ fn bad_flags_exit_254_naming_the_flag() {
         &["--workload", "writes", "--concurrency", "0"],
         &["--concurrency"],
     );
+    assert_bad(
+        &["--nodes", "3", "--observers", "n9"],
+        &["--observers", "\"n9\"", "n1..n3"],
+    );
+    assert_bad(
+        &["--nodes", "3", "--observers", "3"],
+        &["--observers", "no voter"],
+    );
     let zk = ["--target", "zookeeper", "--zookeeper-config"];
     assert_bad(
         &[&zk[..], &["tickTime=100"]].concat(),

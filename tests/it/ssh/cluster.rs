@@ -174,6 +174,7 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
             bug: None,
             finalize_wait_ms: None,
             power_loss: false,
+            observers: Default::default(),
             status_timeout: Duration::from_millis(500),
             write_timeout: Duration::from_secs(2),
         },

@@ -140,6 +140,7 @@ pub fn write_run(root: &Path, spec: &FixtureSpec) -> Result<Fixture> {
         name: spec.name.clone(),
         target: "fle".into(),
         nodes: nodes.clone(),
+        observers: Vec::new(),
         workload: "writes".into(),
         nemesis: vec![
             "kill".into(),

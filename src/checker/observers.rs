@@ -1,0 +1,116 @@
+//! observers: the non-voting servers (test.json `observers`, from `--observers`) stay what
+//! they are, as ZooKeeper's `validVoter` and learner types make them:
+//! - an observer is never read LEADING or FOLLOWING (it LOOKs or OBSERVEs);
+//! - no decided election counted an observer's vote (a quorum counts voters only);
+//! - each observer's final log is a prefix of the longest voter's final log: it holds no txn
+//!   the voters did not commit, none out of order (it may lag: its log is read as it stands).
+//!
+//! That every observer rejoins the final leader after the heal is judged by `recovery`, whose
+//! settled cluster counts an observer OBSERVING the leader as rejoined. A run without
+//! observers is `n/a`.
+
+use super::finding::{EvRef, Finding, Item};
+use super::model::{Digest, FinalLog, NodeIx, Rec};
+use crate::api::ServerState;
+use crate::history::sid_of;
+use crate::history::test_info::TestInfo;
+
+pub const NAME: &str = "observers";
+
+pub fn check(d: &Digest, info: &TestInfo) -> Finding {
+    let is_observer = |node: NodeIx| info.observers.iter().any(|o| o == d.name(node));
+    let observer_sids: Vec<u64> = info.observers.iter().filter_map(|o| sid_of(o)).collect();
+    let mut violations: Vec<Item> = Vec::new();
+    let mut claimed = vec![false; d.nodes.len()];
+    let mut logs: Vec<&FinalLog> = Vec::new();
+    let mut observer_reads = 0u64;
+    for r in d.records() {
+        match r {
+            Rec::Status(s) if is_observer(s.node) => {
+                observer_reads += 1;
+                let voting = matches!(s.state, ServerState::Leading | ServerState::Following);
+                if voting && !std::mem::replace(&mut claimed[s.node as usize], true) {
+                    let word = if s.state == ServerState::Leading {
+                        "LEADING"
+                    } else {
+                        "FOLLOWING"
+                    };
+                    violations.push((
+                        format!(
+                            "Observer {} was read {word} at {}: an observer only OBSERVEs (or LOOKs).",
+                            d.name(s.node),
+                            super::finding::secs(s.time)
+                        ),
+                        vec![EvRef::new(s.pos, format!("{} {word}", d.name(s.node)))],
+                    ));
+                }
+            }
+            Rec::FinalLog(l) => logs.push(l),
+            _ => {}
+        }
+    }
+    for el in &d.elections {
+        let counted: Vec<u64> = el
+            .summary
+            .votes
+            .iter()
+            .map(|v| v.sid)
+            .filter(|s| observer_sids.contains(s))
+            .collect();
+        if let Some(o) = counted.first() {
+            violations.push((
+                format!(
+                    "{}'s election of round {} (leader n{}) counted the vote of observer n{o}: a quorum counts voters only.",
+                    d.name(el.node),
+                    el.summary.round,
+                    el.summary.leader
+                ),
+                vec![EvRef::new(el.pos, format!("{}'s decided election", d.name(el.node)))],
+            ));
+        }
+    }
+    let voter_logs = logs.iter().filter(|l| !is_observer(l.node));
+    let longest = voter_logs
+        .filter_map(|l| Some((l, l.entries.as_ref().ok()?)))
+        .max_by_key(|(_, e)| e.len());
+    let mut compared = 0;
+    if let Some((leader_log, reference)) = longest {
+        for l in logs.iter().filter(|l| is_observer(l.node)) {
+            let Ok(entries) = &l.entries else { continue };
+            compared += 1;
+            let bad = entries
+                .iter()
+                .enumerate()
+                .find(|(i, e)| reference.get(*i) != Some(e));
+            if let Some((i, (zxid, value))) = bad {
+                let theirs = match reference.get(i) {
+                    Some((z, v)) => format!("{z:#x} = {v}"),
+                    None => "nothing (it ends before)".into(),
+                };
+                violations.push((
+                    format!(
+                        "Observer {}'s final log holds {zxid:#x} = {value} at entry {i}, where {} (the longest voter log) holds {theirs}: an observer's log must be a prefix of what the voters committed.",
+                        d.name(l.node),
+                        d.name(leader_log.node)
+                    ),
+                    vec![
+                        EvRef::new(l.pos, format!("{}'s final log", d.name(l.node))).at_entry(i),
+                        EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node)))
+                            .at_entry(i.min(reference.len().saturating_sub(1))),
+                    ],
+                ));
+            }
+        }
+    }
+    let mut gaps: Vec<Item> = Vec::new();
+    if observer_reads == 0 {
+        gaps.push(("No observer was ever read, so none can be judged.".into(), vec![]));
+    }
+    let ok = format!(
+        "The {} observers ({}) were never read LEADING or FOLLOWING in {observer_reads} reads, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",
+        info.observers.len(),
+        info.observers.join(", "),
+        d.elections.len()
+    );
+    Finding::judge(violations, gaps, ok)
+}
