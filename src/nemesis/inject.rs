@@ -13,7 +13,7 @@ use super::schedule::{
     ClockMode, FaultKind, FrameMode, Grudge, PartitionShape, PlannedFault, TargetSpec,
 };
 use super::seam::NemesisContext;
-use super::targets::resolve;
+use super::targets::{resolve, Ensemble};
 use crate::control::fault::clock::{Clock, ClockChange, ClockSetting};
 use crate::control::fault::packet::{self, engine::Engine, PacketMode, PacketRecord};
 use crate::control::{fault::frames, fault::iptables, Net};
@@ -94,7 +94,15 @@ fn leader_now(ctx: &NemesisContext) -> Option<String> {
 /// `spec`'s nodes now (a trigger's `watch`), resolved as a fault's target would be.
 pub(super) fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) -> Vec<String> {
     let nodes = ctx.observations.nodes().to_vec();
-    resolve(spec, &nodes, leader_now(ctx).as_deref(), pick).nodes
+    resolve(spec, ensemble(ctx, &nodes), leader_now(ctx).as_deref(), pick).nodes
+}
+
+/// The run's `nodes` with its observers.
+fn ensemble<'a>(ctx: &'a NemesisContext, nodes: &'a [String]) -> Ensemble<'a> {
+    Ensemble {
+        nodes,
+        observers: &ctx.settings.observers,
+    }
 }
 
 /// What every fault's recorded value starts with: the nodes it hits, its target, when it was
@@ -125,9 +133,9 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     let leader = leader_now(ctx);
     let t = &fault.template;
     let resolved = if t.kind == FaultKind::Frames {
-        frames_targets(&t.target, &nodes, leader.as_deref(), fault.pick)
+        frames_targets(&t.target, ensemble(ctx, &nodes), leader.as_deref(), fault.pick)
     } else {
-        resolve(&t.target, &nodes, leader.as_deref(), fault.pick)
+        resolve(&t.target, ensemble(ctx, &nodes), leader.as_deref(), fault.pick)
     };
     let base = base_value(fault, &resolved);
     let f = t.kind.f();
@@ -154,14 +162,15 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
                 shape,
                 PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
             ) {
-                resolve(&TargetSpec::Leader, &nodes, leader.as_deref(), fault.pick).nodes
+                let ens = ensemble(ctx, &nodes);
+                resolve(&TargetSpec::Leader, ens, leader.as_deref(), fault.pick).nodes
             } else {
                 resolved.nodes.clone()
             };
             partition(
                 ctx,
                 (shape, t.cut),
-                &nodes,
+                ensemble(ctx, &nodes),
                 &targets,
                 (t.groups.as_deref(), t.drops.as_ref()),
                 fault.pick,
@@ -267,16 +276,17 @@ pub fn undo(ctx: &NemesisContext, active: &Active) {
 /// from or to a target.
 pub fn packet_links(
     shape: Option<PartitionShape>,
-    nodes: &[String],
+    ens: Ensemble,
     targets: &[String],
     (groups, exact): (Option<&[Vec<String>]>, Option<&Grudge>),
     pick: u64,
 ) -> BTreeMap<String, Vec<String>> {
+    let nodes = ens.nodes;
     let mut links: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let g = match (exact, groups, shape) {
         (Some(g), _, _) => Some(g.clone()),
         (None, Some(groups), _) => Some(groups_grudge(nodes, groups)),
-        (None, None, Some(shape)) => Some(grudge(shape, nodes, targets, pick)),
+        (None, None, Some(shape)) => Some(grudge(shape, ens, targets, pick)),
         (None, None, None) => None,
     };
     match g {
@@ -332,7 +342,8 @@ fn packets(
     if let Some(unknown) = named.into_iter().find(|n| !nodes.contains(n)) {
         bail!("the links name {unknown}, which is not a node of this cluster");
     }
-    let links = packet_links(shape, nodes, targets, (groups, exact), pick);
+    let ens = ensemble(ctx, nodes);
+    let links = packet_links(shape, ens, targets, (groups, exact), pick);
     let record = PacketRecord {
         mode,
         links: links
@@ -495,12 +506,13 @@ pub fn heal_packets(
 /// followers: what the next election needs is voters that cannot hear.
 fn frames_targets(
     spec: &TargetSpec,
-    nodes: &[String],
+    ens: Ensemble,
     leader: Option<&str>,
     pick: u64,
 ) -> super::targets::Resolved {
     use super::targets::drawn;
-    let largest = resolve(&TargetSpec::Highest, nodes, leader, pick)
+    let nodes = ens.nodes;
+    let largest = resolve(&TargetSpec::Highest, ens, leader, pick)
         .nodes
         .pop();
     let smaller: Vec<String> = nodes
@@ -511,9 +523,9 @@ fn frames_targets(
     let n = nodes.len();
     match spec {
         TargetSpec::Leader | TargetSpec::Trigger | TargetSpec::Nodes(_) => {
-            resolve(spec, nodes, leader, pick)
+            resolve(spec, ens, leader, pick)
         }
-        _ if smaller.is_empty() => resolve(spec, nodes, leader, pick),
+        _ if smaller.is_empty() => resolve(spec, ens, leader, pick),
         TargetSpec::Minority => {
             let followers: Vec<String> = smaller
                 .iter()
@@ -523,7 +535,7 @@ fn frames_targets(
             drawn(followers, n - crate::api::quorum(n), pick)
         }
         TargetSpec::Majority => drawn(smaller, crate::api::quorum(n), pick),
-        _ => resolve(spec, &smaller, leader, pick),
+        _ => resolve(spec, Ensemble { nodes: &smaller, ..ens }, leader, pick),
     }
 }
 
@@ -740,12 +752,13 @@ fn signal_all(
 fn partition(
     ctx: &NemesisContext,
     (shape, how): (PartitionShape, iptables::Cut),
-    nodes: &[String],
+    ens: Ensemble,
     targets: &[String],
     (groups, drops): (Option<&[Vec<String>]>, Option<&Grudge>),
     pick: u64,
     base: &Value,
 ) -> Result<Active> {
+    let nodes = ens.nodes;
     let Some(net) = ctx.control.net() else {
         bail!(
             "partitions need nodes with their own network stack (--net netns, or hosts over SSH)"
@@ -768,7 +781,7 @@ fn partition(
             }
             groups_grudge(nodes, groups)
         }
-        (None, None) => grudge(shape, nodes, targets, pick),
+        (None, None) => grudge(shape, ens, targets, pick),
     };
     let mut value = base.clone();
     // An exact grudge is no named shape.
@@ -965,9 +978,9 @@ mod packet_link_tests {
     #[test]
     fn without_a_shape_every_link_of_the_targets_is_hit() {
         let all = nodes(3);
-        let links = packet_links(None, &all, &all, (None, None), 0);
+        let links = packet_links(None, Ensemble::voting(&all), &all, (None, None), 0);
         assert_eq!(links.values().map(Vec::len).sum::<usize>(), 6);
-        let one = packet_links(None, &all, &["n2".to_string()], (None, None), 0);
+        let one = packet_links(None, Ensemble::voting(&all), &["n2".to_string()], (None, None), 0);
         // n2 -> n1, n2 -> n3, n1 -> n2, n3 -> n2.
         assert_eq!(one["n2"], vec!["n1", "n3"]);
         assert_eq!(one["n1"], vec!["n2"]);
@@ -979,7 +992,7 @@ mod packet_link_tests {
         let all = nodes(3);
         let links = packet_links(
             Some(PartitionShape::OneWay),
-            &all,
+            Ensemble::voting(&all),
             &["n1".to_string()],
             (None, None),
             0,
@@ -999,7 +1012,7 @@ mod packet_link_tests {
             .collect();
         let links = packet_links(
             Some(PartitionShape::Halves),
-            &all,
+            Ensemble::voting(&all),
             &all,
             (None, Some(&g)),
             7,

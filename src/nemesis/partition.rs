@@ -3,14 +3,16 @@
 //! so a one-way cut is simply an asymmetric grudge.
 
 use super::schedule::{Grudge, PartitionShape};
+use super::targets::Ensemble;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
 
-/// The grudge for `shape` over `nodes` (sorted by sid). `targets` are the resolved targets of the
-/// fault (the node to isolate for isolate-* and one-way); `pick` seeds random shapes.
-pub fn grudge(shape: PartitionShape, nodes: &[String], targets: &[String], pick: u64) -> Grudge {
+/// The grudge for `shape` over `ens` (nodes sorted by sid). `targets` are the resolved targets
+/// of the fault (the node to isolate for isolate-* and one-way); `pick` seeds random shapes.
+pub fn grudge(shape: PartitionShape, ens: Ensemble, targets: &[String], pick: u64) -> Grudge {
+    let nodes = ens.nodes;
     let mut g = Grudge::new();
     let first_target = targets.first().cloned().unwrap_or_else(|| nodes[0].clone());
     match shape {
@@ -62,24 +64,31 @@ pub fn grudge(shape: PartitionShape, nodes: &[String], targets: &[String], pick:
         // Explicit groups come with the fault: see `groups_grudge`.
         PartitionShape::Groups => {}
         PartitionShape::LeaderMinority => {
-            // The leader plus seeded followers fill the largest minority; the rest are the
-            // majority. Commit-quorum bugs need the leader to still hear *some* followers.
+            // The leader plus seeded followers fill the largest minority of voters; the rest
+            // are the majority. Commit-quorum bugs need the leader to still hear *some*
+            // followers; observer-ack bugs need it to hear the observers.
+            let voters = ens.voters();
             let followers = shuffled(
-                &nodes
+                &voters
                     .iter()
                     .filter(|n| **n != first_target)
                     .cloned()
                     .collect::<Vec<_>>(),
                 pick,
             );
-            let minority = nodes.len() - crate::api::quorum(nodes.len());
+            let minority = voters.len() - crate::api::quorum(voters.len());
             let mut side = vec![first_target];
             side.extend(followers.iter().take(minority.saturating_sub(1)).cloned());
-            let rest: Vec<String> = followers
-                .into_iter()
+            side.extend(ens.observers());
+            let rest: Vec<String> = nodes
+                .iter()
                 .filter(|n| !side.contains(n))
+                .cloned()
                 .collect();
             cut(&mut g, &side, &rest);
+        }
+        PartitionShape::IsolateObservers => {
+            cut(&mut g, &ens.observers(), &ens.voters());
         }
         PartitionShape::OneWay => {
             for other in nodes.iter().filter(|n| **n != first_target) {
@@ -165,7 +174,7 @@ mod tests {
 
     #[test]
     fn isolate_cuts_one_node_from_all_both_ways() {
-        let g = grudge(PartitionShape::IsolateOne, &nodes(5), &["n3".into()], 0);
+        let g = grudge(PartitionShape::IsolateOne, Ensemble::voting(&nodes(5)), &["n3".into()], 0);
         assert_eq!(g["n3"].len(), 4);
         for other in ["n1", "n2", "n4", "n5"] {
             assert!(g[other].contains("n3") && g[other].len() == 1);
@@ -184,7 +193,7 @@ mod tests {
 
     #[test]
     fn halves_leave_a_minority_and_a_majority() {
-        let g = grudge(PartitionShape::Halves, &nodes(5), &[], 0);
+        let g = grudge(PartitionShape::Halves, Ensemble::voting(&nodes(5)), &[], 0);
         let c = components(&nodes(5), &g);
         assert_eq!(
             c,
@@ -193,7 +202,7 @@ mod tests {
                 vec!["n3".into(), "n4".into(), "n5".into()]
             ]
         );
-        let g4 = grudge(PartitionShape::Halves, &nodes(4), &[], 0);
+        let g4 = grudge(PartitionShape::Halves, Ensemble::voting(&nodes(4)), &[], 0);
         assert_eq!(
             components(&nodes(4), &g4)
                 .iter()
@@ -208,7 +217,7 @@ mod tests {
         let sizes = |p| {
             let mut s: Vec<usize> = components(
                 &nodes(5),
-                &grudge(PartitionShape::RandomHalves, &nodes(5), &[], p),
+                &grudge(PartitionShape::RandomHalves, Ensemble::voting(&nodes(5)), &[], p),
             )
             .iter()
             .map(Vec::len)
@@ -221,7 +230,7 @@ mod tests {
             .map(|p| {
                 components(
                     &nodes(5),
-                    &grudge(PartitionShape::RandomHalves, &nodes(5), &[], p),
+                    &grudge(PartitionShape::RandomHalves, Ensemble::voting(&nodes(5)), &[], p),
                 )
             })
             .collect();
@@ -231,7 +240,7 @@ mod tests {
     #[test]
     fn majorities_ring_gives_every_node_a_distinct_majority() {
         let all = nodes(5);
-        let g = grudge(PartitionShape::MajoritiesRing, &all, &[], 9);
+        let g = grudge(PartitionShape::MajoritiesRing, Ensemble::voting(&all), &[], 9);
         let mut views = BTreeSet::new();
         for a in &all {
             let view: BTreeSet<&String> =
@@ -246,7 +255,7 @@ mod tests {
     fn bridge_joins_two_halves_through_one_node() {
         for n in [3, 4, 5, 7] {
             let all = nodes(n);
-            let g = grudge(PartitionShape::Bridge, &all, &[], 3);
+            let g = grudge(PartitionShape::Bridge, Ensemble::voting(&all), &[], 3);
             let bridges: Vec<&String> = all
                 .iter()
                 .filter(|a| all.iter().all(|b| sees(&g, a, b)))
@@ -281,7 +290,7 @@ mod tests {
     fn leader_minority_keeps_followers_with_the_leader() {
         for (n, with_leader) in [(3, 1), (5, 2), (7, 3)] {
             let all = nodes(n);
-            let g = grudge(PartitionShape::LeaderMinority, &all, &["n2".into()], 4);
+            let g = grudge(PartitionShape::LeaderMinority, Ensemble::voting(&all), &["n2".into()], 4);
             let c = components(&all, &g);
             assert_eq!(c.len(), 2, "n={n}: {c:?}");
             let leader_side = c.iter().find(|s| s.contains(&"n2".to_string())).unwrap();
@@ -291,7 +300,7 @@ mod tests {
             .map(|p| {
                 components(
                     &nodes(5),
-                    &grudge(PartitionShape::LeaderMinority, &nodes(5), &["n1".into()], p),
+                    &grudge(PartitionShape::LeaderMinority, Ensemble::voting(&nodes(5)), &["n1".into()], p),
                 )
             })
             .collect();
@@ -300,8 +309,29 @@ mod tests {
 
     #[test]
     fn one_way_drops_only_traffic_from_the_target() {
-        let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
+        let g = grudge(PartitionShape::OneWay, Ensemble::voting(&nodes(3)), &["n1".into()], 0);
         assert!(!g.contains_key("n1"), "n1 still hears everyone");
         assert!(g["n2"].contains("n1") && g["n3"].contains("n1"));
+    }
+
+    #[test]
+    fn leader_minority_takes_the_observers_and_isolate_observers_cuts_them_off() {
+        let all = nodes(7);
+        let observers = vec!["n6".to_string(), "n7".to_string()];
+        let ens = Ensemble {
+            nodes: &all,
+            observers: &observers,
+        };
+        for p in 0..10 {
+            let g = grudge(PartitionShape::LeaderMinority, ens, &["n3".into()], p);
+            // n3, one more voter and both observers against the other three voters.
+            let side: Vec<&String> = all.iter().filter(|n| !g[*n].contains("n6")).collect();
+            assert_eq!(side.len(), 4, "{g:?}");
+            assert!(side.contains(&&"n3".to_string()) && side.contains(&&"n7".to_string()));
+        }
+        let g = grudge(PartitionShape::IsolateObservers, ens, &[], 0);
+        assert!(g["n6"].contains("n1") && !g["n6"].contains("n7"));
+        assert!(g["n5"].contains("n7") && !g["n5"].contains("n4"));
+        assert_eq!(PartitionShape::parse("isolate-observers"), Some(PartitionShape::IsolateObservers));
     }
 }

@@ -46,6 +46,10 @@ pub enum TargetSpec {
     /// In a composed part (`others`): the running nodes the main fault did not hit, when the
     /// part fires (after earlier parts killed or powered off theirs).
     Others,
+    /// A random observer (`observer`), every observer (`observers`), a random voter (`voter`).
+    Observer,
+    Observers,
+    Voter,
 }
 
 impl TargetSpec {
@@ -64,6 +68,9 @@ impl TargetSpec {
             "follower" => TargetSpec::Follower,
             "main" => TargetSpec::Main,
             "others" => TargetSpec::Others,
+            "observer" => TargetSpec::Observer,
+            "observers" => TargetSpec::Observers,
+            "voter" => TargetSpec::Voter,
             _ => {
                 let nodes: Vec<String> = s.split(',').map(|n| n.trim().to_string()).collect();
                 if nodes.iter().all(|n| crate::history::sid_of(n).is_some()) {
@@ -91,6 +98,9 @@ impl TargetSpec {
             TargetSpec::Follower => "follower".into(),
             TargetSpec::Main => "main".into(),
             TargetSpec::Others => "others".into(),
+            TargetSpec::Observer => "observer".into(),
+            TargetSpec::Observers => "observers".into(),
+            TargetSpec::Voter => "voter".into(),
         }
     }
 }
@@ -117,12 +127,15 @@ pub enum PartitionShape {
     Groups,
     /// The current leader in a minority *with* followers (it still reaches some: with 5 nodes,
     /// the leader and one follower against three), the rest a majority. Where a minority has
-    /// room for the leader alone (3 nodes), it is isolated.
+    /// room for the leader alone (3 nodes), it is isolated. Observers, when there are any, go
+    /// with the leader: they count for nothing, so its side stays a minority of voters.
     LeaderMinority,
+    /// The observers against the voters (each observer still hears the other observers).
+    IsolateObservers,
 }
 
 impl PartitionShape {
-    pub const ALL: [PartitionShape; 9] = [
+    pub const ALL: [PartitionShape; 10] = [
         PartitionShape::IsolateLeader,
         PartitionShape::IsolateOne,
         PartitionShape::Halves,
@@ -132,6 +145,7 @@ impl PartitionShape {
         PartitionShape::OneWay,
         PartitionShape::Groups,
         PartitionShape::LeaderMinority,
+        PartitionShape::IsolateObservers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -145,6 +159,7 @@ impl PartitionShape {
             PartitionShape::OneWay => "one-way",
             PartitionShape::Groups => "groups",
             PartitionShape::LeaderMinority => "leader-minority",
+            PartitionShape::IsolateObservers => "isolate-observers",
         }
     }
 

@@ -45,6 +45,10 @@ pub struct NemesisSettings {
     /// the choices depended on.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub met_before: std::collections::BTreeSet<crate::history::situation::Situation>,
+    /// The nodes that only observe (`--observers`): targets such as `minority` and the
+    /// leader-minority partition count voters only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<String>,
 }
 
 /// Everything a nemesis may use.

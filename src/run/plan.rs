@@ -497,6 +497,7 @@ impl Plan {
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings = NemesisSettings {
+            observers: observers.clone(),
             kinds: schedule.kinds(),
             interval,
             file: args.nemesis_file.clone(),

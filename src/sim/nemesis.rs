@@ -193,6 +193,7 @@ impl SimNemesis {
         let id = self.next_id;
         let now = w.now();
         let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
+        let ens = crate::nemesis::targets::Ensemble::voting(&names);
         let leader = w
             .rec
             .observations
@@ -203,7 +204,7 @@ impl SimNemesis {
             TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
             other => other.clone(),
         };
-        let resolved = resolve(&target, &names, leader.as_deref(), f.pick);
+        let resolved = resolve(&target, ens, leader.as_deref(), f.pick);
         let base = crate::nemesis::inject::base_value(&f, &resolved);
         let nodes = resolved.nodes.clone();
         let sids: Vec<u64> = nodes.iter().filter_map(|n| sid_of(n)).collect();
@@ -254,14 +255,14 @@ impl SimNemesis {
                     shape,
                     PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
                 ) {
-                    resolve(&TargetSpec::Leader, &names, leader.as_deref(), f.pick).nodes
+                    resolve(&TargetSpec::Leader, ens, leader.as_deref(), f.pick).nodes
                 } else {
                     nodes.clone()
                 };
                 let g = match (&t.drops, &t.groups) {
                     (Some(d), _) => d.clone(),
                     (None, Some(groups)) => groups_grudge(&names, groups),
-                    (None, None) => grudge(shape, &names, &targets, f.pick),
+                    (None, None) => grudge(shape, ens, &targets, f.pick),
                 };
                 let quorum_only = t.cut == crate::control::fault::iptables::Cut::Quorum;
                 for (a, froms) in &g {
@@ -319,7 +320,7 @@ impl SimNemesis {
                 let mode = t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 });
                 let links = crate::nemesis::inject::packet_links(
                     t.shape,
-                    &names,
+                    ens,
                     &nodes,
                     (t.groups.as_deref(), t.drops.as_ref()),
                     f.pick,
