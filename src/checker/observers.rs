@@ -3,7 +3,10 @@
 //! - an observer is never read LEADING or FOLLOWING (it LOOKs or OBSERVEs);
 //! - no decided election counted an observer's vote (a quorum counts voters only);
 //! - each observer's final log is a prefix of the longest voter's final log: it holds no txn
-//!   the voters did not commit, none out of order (it may lag: its log is read as it stands).
+//!   the voters did not commit, none out of order (it may lag: its log is read as it stands);
+//! - every zxid an observer reported as its last committed one is in that voter log: an
+//!   observer told of a txn no quorum committed serves it until its next sync truncates it,
+//!   which its final log no longer shows.
 //!
 //! That every observer rejoins the final leader after the heal is judged by `recovery`, whose
 //! settled cluster counts an observer OBSERVING the leader as rejoined. A run without
@@ -24,10 +27,17 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut claimed = vec![false; d.nodes.len()];
     let mut logs: Vec<&FinalLog> = Vec::new();
     let mut observer_reads = 0u64;
+    // Each observer's distinct reported last committed zxids, with the first read of each.
+    let mut committed: Vec<(NodeIx, u64, u32, u64)> = Vec::new();
     for r in d.records() {
         match r {
             Rec::Status(s) if is_observer(s.node) => {
                 observer_reads += 1;
+                let z = s.last_committed_zxid;
+                let last = committed.iter().rev().find(|c| c.0 == s.node);
+                if z > 0 && last.is_none_or(|c| c.1 != z) {
+                    committed.push((s.node, z, s.pos, s.time));
+                }
                 let voting = matches!(s.state, ServerState::Leading | ServerState::Following);
                 if voting && !std::mem::replace(&mut claimed[s.node as usize], true) {
                     let word = if s.state == ServerState::Leading {
@@ -102,9 +112,34 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             }
         }
     }
+    if let Some((leader_log, reference)) = longest {
+        let mut told = vec![false; d.nodes.len()];
+        let held: std::collections::HashSet<u64> = reference.iter().map(|e| e.0).collect();
+        for &(node, z, pos, time) in &committed {
+            let known = held.contains(&z);
+            if known || std::mem::replace(&mut told[node as usize], true) {
+                continue;
+            }
+            violations.push((
+                format!(
+                    "Observer {} reported {z:#x} committed at {}, but no voter's final log holds it ({} has the longest): an observer was told of a txn no quorum committed.",
+                    d.name(node),
+                    super::finding::secs(time),
+                    d.name(leader_log.node)
+                ),
+                vec![
+                    EvRef::new(pos, format!("{} committed {z:#x}", d.name(node))),
+                    EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node))),
+                ],
+            ));
+        }
+    }
     let mut gaps: Vec<Item> = Vec::new();
     if observer_reads == 0 {
-        gaps.push(("No observer was ever read, so none can be judged.".into(), vec![]));
+        gaps.push((
+            "No observer was ever read, so none can be judged.".into(),
+            vec![],
+        ));
     }
     let ok = format!(
         "The {} observers ({}) were never read LEADING or FOLLOWING in {observer_reads} reads, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",

@@ -186,7 +186,8 @@ pub const CHECKERS: &[Checker] = &[
     },
     Checker {
         name: observers::NAME,
-        what: "observers never lead, follow or count in a quorum, and hold only what voters committed",
+        what:
+            "observers never lead, follow or count in a quorum, and hold only what voters committed",
         needs: Needs::Observers,
         heavy: false,
         judge: Judge::Digest(|d, info, _| observers::check(d, info)),

@@ -146,7 +146,9 @@ impl TestInfo {
             }
         }
         if let Some(o) = self.observers.iter().find(|o| !self.nodes.contains(o)) {
-            return Some(format!("\"observers\" names {o}, which is not in \"nodes\""));
+            return Some(format!(
+                "\"observers\" names {o}, which is not in \"nodes\""
+            ));
         }
         if self.voters().is_empty() {
             return Some("every node is an observer (a run has at least one voter)".into());

@@ -94,7 +94,13 @@ fn leader_now(ctx: &NemesisContext) -> Option<String> {
 /// `spec`'s nodes now (a trigger's `watch`), resolved as a fault's target would be.
 pub(super) fn resolve_now(ctx: &NemesisContext, spec: &TargetSpec, pick: u64) -> Vec<String> {
     let nodes = ctx.observations.nodes().to_vec();
-    resolve(spec, ensemble(ctx, &nodes), leader_now(ctx).as_deref(), pick).nodes
+    resolve(
+        spec,
+        ensemble(ctx, &nodes),
+        leader_now(ctx).as_deref(),
+        pick,
+    )
+    .nodes
 }
 
 /// The run's `nodes` with its observers.
@@ -133,9 +139,19 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
     let leader = leader_now(ctx);
     let t = &fault.template;
     let resolved = if t.kind == FaultKind::Frames {
-        frames_targets(&t.target, ensemble(ctx, &nodes), leader.as_deref(), fault.pick)
+        frames_targets(
+            &t.target,
+            ensemble(ctx, &nodes),
+            leader.as_deref(),
+            fault.pick,
+        )
     } else {
-        resolve(&t.target, ensemble(ctx, &nodes), leader.as_deref(), fault.pick)
+        resolve(
+            &t.target,
+            ensemble(ctx, &nodes),
+            leader.as_deref(),
+            fault.pick,
+        )
     };
     let base = base_value(fault, &resolved);
     let f = t.kind.f();
@@ -512,9 +528,7 @@ fn frames_targets(
 ) -> super::targets::Resolved {
     use super::targets::drawn;
     let nodes = ens.nodes;
-    let largest = resolve(&TargetSpec::Highest, ens, leader, pick)
-        .nodes
-        .pop();
+    let largest = resolve(&TargetSpec::Highest, ens, leader, pick).nodes.pop();
     let smaller: Vec<String> = nodes
         .iter()
         .filter(|n| Some(*n) != largest.as_ref())
@@ -535,7 +549,15 @@ fn frames_targets(
             drawn(followers, n - crate::api::quorum(n), pick)
         }
         TargetSpec::Majority => drawn(smaller, crate::api::quorum(n), pick),
-        _ => resolve(spec, Ensemble { nodes: &smaller, ..ens }, leader, pick),
+        _ => resolve(
+            spec,
+            Ensemble {
+                nodes: &smaller,
+                ..ens
+            },
+            leader,
+            pick,
+        ),
     }
 }
 
@@ -980,7 +1002,13 @@ mod packet_link_tests {
         let all = nodes(3);
         let links = packet_links(None, Ensemble::voting(&all), &all, (None, None), 0);
         assert_eq!(links.values().map(Vec::len).sum::<usize>(), 6);
-        let one = packet_links(None, Ensemble::voting(&all), &["n2".to_string()], (None, None), 0);
+        let one = packet_links(
+            None,
+            Ensemble::voting(&all),
+            &["n2".to_string()],
+            (None, None),
+            0,
+        );
         // n2 -> n1, n2 -> n3, n1 -> n2, n3 -> n2.
         assert_eq!(one["n2"], vec!["n1", "n3"]);
         assert_eq!(one["n1"], vec!["n2"]);

@@ -174,7 +174,12 @@ mod tests {
 
     #[test]
     fn isolate_cuts_one_node_from_all_both_ways() {
-        let g = grudge(PartitionShape::IsolateOne, Ensemble::voting(&nodes(5)), &["n3".into()], 0);
+        let g = grudge(
+            PartitionShape::IsolateOne,
+            Ensemble::voting(&nodes(5)),
+            &["n3".into()],
+            0,
+        );
         assert_eq!(g["n3"].len(), 4);
         for other in ["n1", "n2", "n4", "n5"] {
             assert!(g[other].contains("n3") && g[other].len() == 1);
@@ -217,7 +222,12 @@ mod tests {
         let sizes = |p| {
             let mut s: Vec<usize> = components(
                 &nodes(5),
-                &grudge(PartitionShape::RandomHalves, Ensemble::voting(&nodes(5)), &[], p),
+                &grudge(
+                    PartitionShape::RandomHalves,
+                    Ensemble::voting(&nodes(5)),
+                    &[],
+                    p,
+                ),
             )
             .iter()
             .map(Vec::len)
@@ -230,7 +240,12 @@ mod tests {
             .map(|p| {
                 components(
                     &nodes(5),
-                    &grudge(PartitionShape::RandomHalves, Ensemble::voting(&nodes(5)), &[], p),
+                    &grudge(
+                        PartitionShape::RandomHalves,
+                        Ensemble::voting(&nodes(5)),
+                        &[],
+                        p,
+                    ),
                 )
             })
             .collect();
@@ -240,7 +255,12 @@ mod tests {
     #[test]
     fn majorities_ring_gives_every_node_a_distinct_majority() {
         let all = nodes(5);
-        let g = grudge(PartitionShape::MajoritiesRing, Ensemble::voting(&all), &[], 9);
+        let g = grudge(
+            PartitionShape::MajoritiesRing,
+            Ensemble::voting(&all),
+            &[],
+            9,
+        );
         let mut views = BTreeSet::new();
         for a in &all {
             let view: BTreeSet<&String> =
@@ -290,7 +310,12 @@ mod tests {
     fn leader_minority_keeps_followers_with_the_leader() {
         for (n, with_leader) in [(3, 1), (5, 2), (7, 3)] {
             let all = nodes(n);
-            let g = grudge(PartitionShape::LeaderMinority, Ensemble::voting(&all), &["n2".into()], 4);
+            let g = grudge(
+                PartitionShape::LeaderMinority,
+                Ensemble::voting(&all),
+                &["n2".into()],
+                4,
+            );
             let c = components(&all, &g);
             assert_eq!(c.len(), 2, "n={n}: {c:?}");
             let leader_side = c.iter().find(|s| s.contains(&"n2".to_string())).unwrap();
@@ -300,7 +325,12 @@ mod tests {
             .map(|p| {
                 components(
                     &nodes(5),
-                    &grudge(PartitionShape::LeaderMinority, Ensemble::voting(&nodes(5)), &["n1".into()], p),
+                    &grudge(
+                        PartitionShape::LeaderMinority,
+                        Ensemble::voting(&nodes(5)),
+                        &["n1".into()],
+                        p,
+                    ),
                 )
             })
             .collect();
@@ -309,7 +339,12 @@ mod tests {
 
     #[test]
     fn one_way_drops_only_traffic_from_the_target() {
-        let g = grudge(PartitionShape::OneWay, Ensemble::voting(&nodes(3)), &["n1".into()], 0);
+        let g = grudge(
+            PartitionShape::OneWay,
+            Ensemble::voting(&nodes(3)),
+            &["n1".into()],
+            0,
+        );
         assert!(!g.contains_key("n1"), "n1 still hears everyone");
         assert!(g["n2"].contains("n1") && g["n3"].contains("n1"));
     }
@@ -332,6 +367,9 @@ mod tests {
         let g = grudge(PartitionShape::IsolateObservers, ens, &[], 0);
         assert!(g["n6"].contains("n1") && !g["n6"].contains("n7"));
         assert!(g["n5"].contains("n7") && !g["n5"].contains("n4"));
-        assert_eq!(PartitionShape::parse("isolate-observers"), Some(PartitionShape::IsolateObservers));
+        assert_eq!(
+            PartitionShape::parse("isolate-observers"),
+            Some(PartitionShape::IsolateObservers)
+        );
     }
 }

@@ -166,46 +166,92 @@ mod tests {
         let fallback = resolve(&TargetSpec::Leader, Ensemble::voting(&all), None, 7);
         assert_eq!(fallback.nodes.len(), 1);
         assert!(fallback.note.is_some());
-        assert_eq!(resolve(&TargetSpec::Minority, Ensemble::voting(&all), None, 1).nodes.len(), 2);
-        assert_eq!(resolve(&TargetSpec::Majority, Ensemble::voting(&all), None, 1).nodes.len(), 3);
+        assert_eq!(
+            resolve(&TargetSpec::Minority, Ensemble::voting(&all), None, 1)
+                .nodes
+                .len(),
+            2
+        );
+        assert_eq!(
+            resolve(&TargetSpec::Majority, Ensemble::voting(&all), None, 1)
+                .nodes
+                .len(),
+            3
+        );
         assert_eq!(
             resolve(&TargetSpec::Minority, Ensemble::voting(&nodes(3)), None, 1)
                 .nodes
                 .len(),
             1
         );
-        assert_eq!(resolve(&TargetSpec::All, Ensemble::voting(&all), None, 1).nodes, all);
+        assert_eq!(
+            resolve(&TargetSpec::All, Ensemble::voting(&all), None, 1).nodes,
+            all
+        );
         assert_eq!(
             resolve(&TargetSpec::Highest, Ensemble::voting(&all), None, 1).nodes,
             vec!["n5"]
         );
         assert_eq!(
-            resolve(&TargetSpec::Followers, Ensemble::voting(&all), Some("n2"), 1).nodes,
+            resolve(
+                &TargetSpec::Followers,
+                Ensemble::voting(&all),
+                Some("n2"),
+                1
+            )
+            .nodes,
             vec!["n1", "n3", "n4", "n5"]
         );
         assert_eq!(
-            resolve(&TargetSpec::FollowersLow, Ensemble::voting(&all), Some("n2"), 1).nodes,
+            resolve(
+                &TargetSpec::FollowersLow,
+                Ensemble::voting(&all),
+                Some("n2"),
+                1
+            )
+            .nodes,
             vec!["n1", "n3"]
         );
         assert_eq!(
-            resolve(&TargetSpec::FollowersHigh, Ensemble::voting(&all), Some("n2"), 1).nodes,
+            resolve(
+                &TargetSpec::FollowersHigh,
+                Ensemble::voting(&all),
+                Some("n2"),
+                1
+            )
+            .nodes,
             vec!["n4", "n5"]
         );
         for pick in 0..20 {
-            let f = resolve(&TargetSpec::Follower, Ensemble::voting(&all), Some("n3"), pick);
+            let f = resolve(
+                &TargetSpec::Follower,
+                Ensemble::voting(&all),
+                Some("n3"),
+                pick,
+            );
             assert_eq!(f.nodes.len(), 1);
             assert_ne!(f.nodes[0], "n3", "a follower is never the leader");
         }
-        assert!(resolve(&TargetSpec::Follower, Ensemble::voting(&all), None, 0).note.is_some());
+        assert!(
+            resolve(&TargetSpec::Follower, Ensemble::voting(&all), None, 0)
+                .note
+                .is_some()
+        );
         let named = TargetSpec::Nodes(vec!["n2".into(), "n1".into()]);
-        assert_eq!(resolve(&named, Ensemble::voting(&all), None, 1).nodes, vec!["n1", "n2"]);
+        assert_eq!(
+            resolve(&named, Ensemble::voting(&all), None, 1).nodes,
+            vec!["n1", "n2"]
+        );
     }
 
     #[test]
     fn random_choices_follow_the_pick() {
         let all = nodes(5);
         let a = resolve(&TargetSpec::Minority, Ensemble::voting(&all), None, 11);
-        assert_eq!(a, resolve(&TargetSpec::Minority, Ensemble::voting(&all), None, 11));
+        assert_eq!(
+            a,
+            resolve(&TargetSpec::Minority, Ensemble::voting(&all), None, 11)
+        );
         let distinct: std::collections::BTreeSet<_> = (0..30)
             .map(|p| resolve(&TargetSpec::Random, Ensemble::voting(&all), None, p).nodes)
             .collect();
@@ -224,7 +270,10 @@ mod tests {
             let minority = resolve(&TargetSpec::Minority, ens, Some("n1"), pick).nodes;
             assert_eq!(minority.len(), 2, "two of five voters");
             assert!(minority.iter().all(|n| !observers.contains(n)));
-            assert_eq!(resolve(&TargetSpec::Majority, ens, None, pick).nodes.len(), 3);
+            assert_eq!(
+                resolve(&TargetSpec::Majority, ens, None, pick).nodes.len(),
+                3
+            );
             let one = resolve(&TargetSpec::Observer, ens, None, pick).nodes;
             assert!(one.len() == 1 && observers.contains(&one[0]));
             let voter = resolve(&TargetSpec::Voter, ens, None, pick).nodes;
@@ -232,8 +281,14 @@ mod tests {
             let followers = resolve(&TargetSpec::Followers, ens, Some("n5"), pick).nodes;
             assert_eq!(followers, vec!["n1", "n2", "n3", "n4"]);
         }
-        assert_eq!(resolve(&TargetSpec::Observers, ens, None, 0).nodes, observers);
-        assert_eq!(resolve(&TargetSpec::Highest, ens, None, 0).nodes, vec!["n5"]);
+        assert_eq!(
+            resolve(&TargetSpec::Observers, ens, None, 0).nodes,
+            observers
+        );
+        assert_eq!(
+            resolve(&TargetSpec::Highest, ens, None, 0).nodes,
+            vec!["n5"]
+        );
         let none = resolve(&TargetSpec::Observers, Ensemble::voting(&all), None, 3);
         assert!(none.note.unwrap().contains("no observers"));
         assert_eq!(TargetSpec::parse("observers"), Some(TargetSpec::Observers));

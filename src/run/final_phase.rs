@@ -88,10 +88,10 @@ pub async fn wait_for_settle(
         let now = tokio::time::Instant::now();
         if asked.is_none_or(|t| now - t >= Duration::from_secs(1)) {
             asked = Some(now);
-            let nodes = target.nodes();
+            let (voters, quorum) = recorder.view(|v| (v.voters(), v.quorum()));
             let running =
-                crate::control::blocking(|| nodes.iter().filter(|n| target.is_running(n)).count());
-            short_since = match running >= crate::api::quorum(nodes.len()) {
+                crate::control::blocking(|| voters.iter().filter(|n| target.is_running(n)).count());
+            short_since = match running >= quorum {
                 true => None,
                 false => short_since.or(Some(now)),
             };

@@ -228,7 +228,7 @@ pub struct Plan {
 
 /// `--observers K` (the last K nodes) or `--observers n6,n7`: the observers in node order, at
 /// least one voter left.
-fn observers_of(spec: Option<&str>, nodes: &[String]) -> Result<Vec<String>> {
+pub(crate) fn observers_of(spec: Option<&str>, nodes: &[String]) -> Result<Vec<String>> {
     let Some(spec) = spec.map(str::trim) else {
         return Ok(Vec::new());
     };

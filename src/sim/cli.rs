@@ -34,6 +34,9 @@ pub struct SimulateArgs {
     pub parallel: Option<usize>,
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub nodes: usize,
+    /// Observers, as `test --observers`: the last K of --nodes, or names such as `n4,n5`.
+    #[arg(long, value_name = "K|n4,n5,..")]
+    pub observers: Option<String>,
     #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
     pub workload: String,
     /// Fault kinds, as `test --nemesis` (default: the built-in `mixed`, less what the
@@ -176,6 +179,10 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
             info.name
         )));
     }
+    let names: Vec<String> = (1..=a.nodes as u64)
+        .map(crate::history::node_name)
+        .collect();
+    let observers = crate::run::plan::observers_of(a.observers.as_deref(), &names)?;
     let workload = crate::workload::load(&a.workload)?;
     let interval = Duration::from_secs_f64(a.nemesis_interval.max(0.001));
     let chosen = crate::nemesis::schedule_from_flags(
@@ -229,6 +236,9 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if let Some(b) = &a.bug {
         real_args.extend(["--bug".to_string(), b.clone()]);
     }
+    if let Some(o) = &a.observers {
+        real_args.extend(["--observers".to_string(), o.clone()]);
+    }
     let mut argv = real_args.clone();
     if let Some(n) = &a.nemesis {
         argv.extend([
@@ -246,6 +256,7 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     }
     let s = SimSettings {
         nodes: a.nodes,
+        observers,
         time_limit: Duration::from_secs_f64(a.time_limit),
         workload,
         schedule,

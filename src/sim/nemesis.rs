@@ -193,7 +193,11 @@ impl SimNemesis {
         let id = self.next_id;
         let now = w.now();
         let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
-        let ens = crate::nemesis::targets::Ensemble::voting(&names);
+        let observers = w.observers.clone();
+        let ens = crate::nemesis::targets::Ensemble {
+            nodes: &names,
+            observers: &observers,
+        };
         let leader = w
             .rec
             .observations

@@ -26,7 +26,8 @@ pub struct SimRecorder {
 }
 
 impl SimRecorder {
-    pub fn new(nodes: &[String]) -> Self {
+    /// A recorder for `nodes`, of which `observers` do not vote.
+    pub fn new(nodes: &[String], observers: &[String]) -> Self {
         SimRecorder {
             now: 0,
             text: String::new(),
@@ -34,7 +35,7 @@ impl SimRecorder {
             digest: LineDigester::new(nodes),
             unreadable: None,
             next_index: 0,
-            view: View::new(nodes),
+            view: View::of_ensemble(nodes, observers),
             observations: Observations::new(nodes.to_vec()),
         }
     }

@@ -107,13 +107,22 @@ pub struct Server {
     /// server's quorum-port lobby, taken by its next term: (conn, its FOLLOWERINFO).
     lobby: Vec<(u64, Msg)>,
     timing: Timing,
-    voters: Vec<u64>,
+    /// Every server of the ensemble, voters and observers.
+    members: Vec<u64>,
+    observers: Vec<u64>,
     base: Instant,
 }
 
 impl Server {
-    pub fn new(sid: u64, voters: &[u64], timing: &Timing, base: Instant) -> Server {
-        let election = Election::new(Self::election_config(sid, voters, timing), base);
+    /// Server `sid` of `members`, of which `observers` only observe.
+    pub fn new(
+        sid: u64,
+        members: &[u64],
+        observers: &[u64],
+        timing: &Timing,
+        base: Instant,
+    ) -> Server {
+        let election = Election::new(Self::election_config(sid, members, observers, timing), base);
         Server {
             sid,
             life: Life::Down,
@@ -127,21 +136,30 @@ impl Server {
             attempts: 0,
             lobby: Vec::new(),
             timing: timing.clone(),
-            voters: voters.to_vec(),
+            members: members.to_vec(),
+            observers: observers.to_vec(),
             base,
         }
     }
 
-    fn election_config(sid: u64, voters: &[u64], t: &Timing) -> ElectionConfig {
+    fn election_config(sid: u64, members: &[u64], observers: &[u64], t: &Timing) -> ElectionConfig {
         ElectionConfig {
             sid,
-            voters: voters.iter().copied().collect(),
-            observers: Default::default(),
+            voters: members
+                .iter()
+                .filter(|s| !observers.contains(s))
+                .copied()
+                .collect(),
+            observers: observers.iter().copied().collect(),
             finalize_wait: t.finalize_wait,
             max_notification_interval: t.max_notification_interval,
             bugs: t.bugs,
             config_bytes: Vec::new(),
         }
+    }
+
+    fn own_election_config(&self) -> ElectionConfig {
+        Self::election_config(self.sid, &self.members, &self.observers, &self.timing)
     }
 
     fn at(&self, ns: u64) -> Instant {
@@ -152,12 +170,12 @@ impl Server {
         let mut z = ZabConfig::new(
             self.sid,
             BTreeMap::new(),
-            Default::default(),
+            self.observers.iter().copied().collect(),
             self.timing.tick,
             self.timing.init_limit,
             self.timing.sync_limit,
         );
-        z.quorum = Self::election_config(self.sid, &self.voters, &self.timing).quorum();
+        z.quorum = self.own_election_config().quorum();
         z.bugs = self.timing.bugs;
         z
     }
@@ -170,10 +188,7 @@ impl Server {
         self.streak = FollowStreak::default();
         self.last_election = None;
         self.lobby.clear();
-        self.election = Election::new(
-            Self::election_config(self.sid, &self.voters, &self.timing),
-            self.at(now),
-        );
+        self.election = Election::new(self.own_election_config(), self.at(now));
         let last = found.txns.last().map_or(0, |t| t.zxid);
         self.look(now, last, found.current_epoch)
     }
@@ -244,7 +259,7 @@ impl Server {
         let now_t = tokio::time::Instant::from_std(self.at(now));
         let delay = self.streak.delay(zab.tick, zab.init_limit);
         self.streak
-            .started(state == ServerState::Following, now_t + delay);
+            .started(state != ServerState::Leading, now_t + delay);
         if state == ServerState::Leading {
             let sm = Leader::new(
                 zab.leader_config(),
@@ -366,7 +381,10 @@ impl Server {
             // The quorum port's lobby keeps an identified connection for the next term,
             // whatever this server's role (`accept.rs`: the port stays open for its whole life).
             Role::Following { .. } | Role::Looking => match msg {
-                Msg::FollowerInfo { sid, .. } if self.voters.contains(&sid) && sid != self.sid => {
+                _ if msg
+                    .learner_sid()
+                    .is_some_and(|s| self.members.contains(&s) && s != self.sid) =>
+                {
                     self.lobby.push((conn, msg));
                     vec![]
                 }
@@ -379,7 +397,7 @@ impl Server {
     /// `lead.rs`: a frame on a follower connection (its first must be FOLLOWERINFO).
     fn on_leader_frame(&mut self, now: u64, conn: u64, msg: Msg) -> Vec<Effect> {
         let me = self.sid;
-        let voters = self.voters.clone();
+        let members = self.members.clone();
         let Role::Leading { sm, conns, .. } = &mut self.role else {
             return vec![];
         };
@@ -387,8 +405,11 @@ impl Server {
         let known = conns.iter().find(|(_, c)| **c == conn).map(|(s, _)| *s);
         let out = match (known, &msg) {
             (Some(s), _) => sm.step(s, msg),
-            (None, Msg::FollowerInfo { sid: s, .. }) if *s != me && voters.contains(s) => {
-                let s = *s;
+            (None, m)
+                if m.learner_sid()
+                    .is_some_and(|s| s != me && members.contains(&s)) =>
+            {
+                let s = m.learner_sid().unwrap_or_default();
                 let mut out = Vec::new();
                 if let Some(old) = conns.insert(s, conn) {
                     effects.push(Effect::Close { conn: old });
@@ -646,6 +667,7 @@ impl Server {
         match self.role {
             Role::Looking => ServerState::Looking,
             Role::Leading { .. } => ServerState::Leading,
+            Role::Following { .. } if self.observers.contains(&self.sid) => ServerState::Observing,
             Role::Following { .. } => ServerState::Following,
         }
     }
@@ -684,7 +706,11 @@ impl Server {
             wall_clock_ms: wall_ms,
             uptime_ms: (now.saturating_sub(self.started_ns)) / 1_000_000,
             last_election: self.last_election.clone(),
-            peer_type: Default::default(),
+            peer_type: if self.observers.contains(&self.sid) {
+                fle_node::api::PeerType::Observer
+            } else {
+                fle_node::api::PeerType::Participant
+            },
         }
     }
 }

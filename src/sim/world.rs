@@ -158,6 +158,8 @@ pub struct World {
     pub rng: ChaCha8Rng,
     pub net: Net,
     pub servers: BTreeMap<u64, Server>,
+    /// The servers that only observe, by name (fault targets count voters).
+    pub observers: Vec<String>,
     /// Events due, earliest first (by time, then by when they were scheduled).
     queue: BinaryHeap<Reverse<Due>>,
     seq: u64,
@@ -206,6 +208,7 @@ impl World {
             rng,
             net: Net::default(),
             servers,
+            observers: Vec::new(),
             queue: BinaryHeap::new(),
             handled: 0,
             runaway: None,

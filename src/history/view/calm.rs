@@ -151,11 +151,13 @@ impl Calm {
             }
         }
         let mut best = 0u64;
-        // Every subset of the eligible nodes (at most 2^16), largest wins.
+        let voters = cluster.voter_mask();
+        // Every subset of the eligible nodes (at most 2^16), largest wins; a quorum of voters.
         let mut sub = eligible;
         while sub != 0 {
             let size = sub.count_ones();
-            if size as usize >= cluster.quorum && size > best.count_ones() && clean(cluster, sub) {
+            let quorate = (sub & voters).count_ones() as usize >= cluster.quorum;
+            if quorate && size > best.count_ones() && clean(cluster, sub) {
                 best = sub;
             }
             sub = (sub - 1) & eligible;

@@ -111,6 +111,8 @@ impl Settle {
 pub(super) struct Cluster {
     pub(super) nodes: Vec<NodeNow>,
     pub(super) quorum: usize,
+    /// The nodes that only observe, by name (never part of a quorum).
+    pub(super) observers: Vec<String>,
 }
 
 impl Cluster {
@@ -119,7 +121,15 @@ impl Cluster {
         Cluster {
             nodes: Vec::new(),
             quorum: crate::api::quorum(voters),
+            observers: Vec::new(),
         }
+    }
+
+    /// The voters among the first 64 nodes, as a bitmask of node indices.
+    pub(super) fn voter_mask(&self) -> u64 {
+        let voting = |(_, n): &(usize, &NodeNow)| !self.observers.contains(&n.name);
+        let nodes = self.nodes.iter().enumerate().take(64);
+        nodes.filter(voting).fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// The index of node `name`, if known.

@@ -75,7 +75,10 @@ impl View {
     pub fn of_ensemble(nodes: &[String], observers: &[String]) -> Self {
         let voters = nodes.iter().filter(|n| !observers.contains(n)).count();
         let mut v = View {
-            cluster: Cluster::new(voters),
+            cluster: Cluster {
+                observers: observers.to_vec(),
+                ..Cluster::new(voters)
+            },
             now: 0,
             events: 0,
             faults: Faults::default(),
@@ -93,6 +96,13 @@ impl View {
     pub fn set_clock_faults_touch(&mut self, yes: bool) {
         self.calm.clock_touches = yes;
         self.calm.touch();
+    }
+
+    /// The voting nodes (every node but the observers), in node order.
+    pub fn voters(&self) -> Vec<String> {
+        let nodes = self.cluster.nodes.iter().map(|n| &n.name);
+        let voting = nodes.filter(|n| !self.cluster.observers.contains(n));
+        voting.cloned().collect()
     }
 
     /// The quorum size: a majority of the configured cluster's voters.

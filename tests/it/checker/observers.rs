@@ -28,7 +28,11 @@ fn status(t: u64, sid: u64, state: &str, leader: Option<u64>, votes: &[u64]) -> 
             .collect();
         json!({"round": 1, "leader": 3, "zxid": 0, "peer_epoch": 0, "took_ms": 200, "votes": v})
     });
-    let phase = if state == "LOOKING" { "election" } else { "broadcast" };
+    let phase = if state == "LOOKING" {
+        "election"
+    } else {
+        "broadcast"
+    };
     let mut value = json!({
         "sid": sid, "state": state, "leader": leader, "peer_epoch": 1, "accepted_epoch": 1,
         "election_epoch": 1, "last_zxid": 0, "last_zxid_hex": "0x0", "last_committed_zxid": 0,
@@ -119,7 +123,11 @@ fn an_observer_serving_an_uncommitted_txn_is_invalid() {
 #[test]
 fn a_run_without_observers_is_not_judged_and_counts_n4_as_a_voter() {
     let results = check_history(&[], &info(&[]), &CheckOptions::default());
-    let c = results.checkers.iter().find(|c| c.name == "observers").unwrap();
+    let c = results
+        .checkers
+        .iter()
+        .find(|c| c.name == "observers")
+        .unwrap();
     assert!(c.explanation.contains("no observers"), "{}", c.explanation);
     assert_eq!(info(&[]).quorum(), 3);
     assert_eq!(info(&["n4"]).quorum(), 2);
@@ -127,7 +135,10 @@ fn a_run_without_observers_is_not_judged_and_counts_n4_as_a_voter() {
 
 #[test]
 fn test_json_naming_an_observer_outside_the_nodes_is_refused() {
-    let dir = tempfile::Builder::new().prefix("flc-obs-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("flc-obs-")
+        .tempdir()
+        .unwrap();
     let path = dir.path().join("test.json");
     let mut bad = serde_json::to_value(info(&["n9"])).unwrap();
     std::fs::write(&path, bad.to_string()).unwrap();
