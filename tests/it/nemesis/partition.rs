@@ -66,7 +66,12 @@ fn isolating_a_node_cuts_its_peers_but_not_the_controller() {
         "before the partition n2 reaches n1"
     );
 
-    let g = grudge(PartitionShape::IsolateOne, &nodes(3), &["n1".into()], 0);
+    let g = grudge(
+        PartitionShape::IsolateOne,
+        fle_chaos::nemesis::targets::Ensemble::voting(&nodes(3)),
+        &["n1".into()],
+        0,
+    );
     let rules = cut(c.net().unwrap(), &g, Cut::Every).unwrap();
     assert_eq!(rules["n1"].len(), 2, "n1 drops both peers: {rules:?}");
     assert!(
@@ -110,7 +115,12 @@ fn one_way_drops_only_one_direction() {
         "before the partition n1 reaches n2"
     );
 
-    let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
+    let g = grudge(
+        PartitionShape::OneWay,
+        fle_chaos::nemesis::targets::Ensemble::voting(&nodes(3)),
+        &["n1".into()],
+        0,
+    );
     cut(c.net().unwrap(), &g, Cut::Every).unwrap();
     assert!(
         !datagram_arrives(&c, "n1", "n2", 7201),
@@ -158,7 +168,12 @@ fn a_quorum_port_cut_hides_the_zab_connection_end_and_passes_the_rest() {
     let mut follower = in_node(&c, "n2", move || TcpStream::connect(zab).unwrap());
     let (leader_side, _) = zab_listener.accept().unwrap();
 
-    let g = grudge(PartitionShape::OneWay, &nodes(3), &["n1".into()], 0);
+    let g = grudge(
+        PartitionShape::OneWay,
+        fle_chaos::nemesis::targets::Ensemble::voting(&nodes(3)),
+        &["n1".into()],
+        0,
+    );
     let rules = cut(c.net().unwrap(), &g, Cut::Quorum).unwrap();
     assert!(
         rules["n2"].iter().all(|r| r.contains("-p tcp")),
