@@ -8,7 +8,8 @@
 //!   `fle-node --list-bugs` (5 nodes, writes, `mixed`), `FLC_TRIALS` trials (default 5) from
 //!   seeds 1, 100 001, 200 001, …, each run until the first invalid run or `FLC_CAP` runs
 //!   (default 3 000): the median wall time and runs to the first invalid run, how many trials
-//!   found it, and the checkers that saw it; then the correct node over `FLC_CORRECT` runs
+//!   found it, and the checkers that saw it (an observer bug with 5 voters and 2 observers;
+//!   `FLC_BUGS=a,b` for only those bugs); then the correct node over `FLC_CORRECT` runs
 //!   (default 10 000): how many invalid and unknown (the goals: 0 invalid, <= 0.1 % unknown).
 //!
 //! Nothing is written to disk: runs are judged in memory.
@@ -114,12 +115,20 @@ fn detect() {
     );
     println!("| bug | found | median wall s to first invalid | median runs | checkers |");
     println!("|---|---|---|---|---|");
-    for bug in fle_node::bugs::CATALOGUE {
+    // FLC_BUGS=a,b: only those bugs.
+    let only = std::env::var("FLC_BUGS").unwrap_or_default();
+    let chosen = |name: &str| only.is_empty() || only.split(',').any(|b| b == name);
+    for bug in fle_node::bugs::CATALOGUE.iter().filter(|b| chosen(b.name)) {
         if let Some(why) = cannot_reach(bug.bug) {
             println!("| {} | not reachable: {why} | | | |", bug.name);
             continue;
         }
-        let s = sim(&["--bug", bug.name]);
+        // An observer bug needs observers: 5 voters and 2 observers.
+        let s = if bug.bug.needs_observers() {
+            sim(&["--bug", bug.name, "--nodes", "7", "--observers", "2"])
+        } else {
+            sim(&["--bug", bug.name])
+        };
         let mut walls = Vec::new();
         let mut runs = Vec::new();
         let mut checkers = BTreeSet::new();

@@ -168,6 +168,14 @@ impl Bug {
     pub fn name(self) -> &'static str {
         self.info().name
     }
+    /// Whether the bug lives in observers' code paths: an ensemble without observers cannot
+    /// show it (`fle-chaos test --observers`).
+    pub fn needs_observers(self) -> bool {
+        matches!(
+            self,
+            Bug::ObserverVoteCounted | Bug::ObserverAckCounted | Bug::ObserverInformedEarly
+        )
+    }
     fn bit(self) -> u32 {
         1 << (self as u32)
     }

@@ -168,6 +168,13 @@ fn settings(h: &mut String, info: &TestInfo) {
     let rows = [
         ("target", info.target.clone()),
         ("nodes", info.nodes.join(", ")),
+        (
+            "observers",
+            match info.observers.is_empty() {
+                true => "none".into(),
+                false => info.observers.join(", ") + " (never counted toward a quorum)",
+            },
+        ),
         ("workload", info.workload.clone()),
         (
             "nemesis",

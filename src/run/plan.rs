@@ -486,11 +486,6 @@ impl Plan {
         }
         let nodes: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
         let observers = observers_of(args.observers.as_deref(), &nodes)?;
-        if !observers.is_empty() && args.target == TargetKind::Zookeeper {
-            return Err(bad_input(
-                "--observers with --target zookeeper: not built yet (fle-node only; see docs/observers.md); drop --observers",
-            ));
-        }
         if default_schedule {
             left_out.extend(super::preflight::fit_default(&mut schedule, time_limit));
         }

@@ -148,6 +148,7 @@ fn create_target(
             opts.status_timeout = status_timeout;
             opts.config = plan.args.zookeeper_config.clone();
             opts.lazyfs = plan.power_loss().then(|| plan.binary.clone());
+            opts.observers = plan.observers.iter().cloned().collect();
             Arc::new(ZooKeeper::new(control, opts)?)
         }
         TargetKind::Fle => Arc::new(FleNode::new(

@@ -33,89 +33,136 @@ fn cpu_ticks(pid: u32) -> u64 {
     n(11) + n(12)
 }
 
-#[test]
-fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
-    if CLASSPATH.iter().any(|j| !Path::new(j).exists())
-        || Command::new("java").arg("-version").output().is_err()
-    {
+/// Who runs a server of a mixed ensemble.
+#[derive(Clone, Copy, PartialEq)]
+enum Impl {
+    Fle,
+    ZooKeeper,
+}
+
+/// A running mixed ensemble: server i+1 is `kinds[i]`, an observer when its sid is listed.
+struct Ensemble {
+    dir: tempfile::TempDir,
+    procs: Procs,
+    admin: Vec<u16>,
+}
+
+impl Ensemble {
+    fn start(kinds: &[Impl], observers: &[usize]) -> Ensemble {
+        let n = kinds.len();
+        let dir = tempfile::Builder::new()
+            .prefix("flc-mixed-")
+            .tempdir()
+            .unwrap();
+        let p = free_ports(3 * n);
+        let (quorum, election, admin) = (&p[0..n], &p[n..2 * n], &p[2 * n..3 * n]);
+        let servers: String = (0..n)
+            .map(|i| {
+                let kind = if observers.contains(&(i + 1)) {
+                    ":observer"
+                } else {
+                    ""
+                };
+                format!(
+                    "server.{}=127.0.0.1:{}:{}{kind}\n",
+                    i + 1,
+                    quorum[i],
+                    election[i]
+                )
+            })
+            .collect();
+        let mut procs = Procs(Vec::new());
+        for (i, &admin_port) in admin.iter().enumerate() {
+            let sid = i + 1;
+            let data = dir.path().join(format!("n{sid}"));
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{sid}\n")).unwrap();
+            let mut cfg = format!(
+                "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+                 admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+                data.display(),
+                admin_port
+            );
+            if observers.contains(&sid) {
+                cfg.push_str("peerType=observer\n");
+            }
+            let log = std::fs::File::create(dir.path().join(format!("n{sid}.log"))).unwrap();
+            let zoo_cfg = data.join("zoo.cfg");
+            let mut cmd = if kinds[i] == Impl::Fle {
+                std::fs::write(&zoo_cfg, cfg).unwrap();
+                let mut c = Command::new(node_bin());
+                c.arg("--config").arg(&zoo_cfg);
+                c
+            } else {
+                let client = free_ports(1)[0];
+                cfg.push_str(&format!(
+                    "clientPort={client}\nclientPortAddress=127.0.0.1\nstandaloneEnabled=false\n\
+                     admin.enableServer=true\n"
+                ));
+                std::fs::write(&zoo_cfg, cfg).unwrap();
+                let mut c = Command::new("java");
+                c.args(jvm_args(
+                    &JvmOptions::default(),
+                    &CLASSPATH.join(":"),
+                    &zoo_cfg,
+                ));
+                c
+            };
+            let child = cmd
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            procs.0.push(child);
+        }
+        Ensemble {
+            dir,
+            procs,
+            admin: admin.to_vec(),
+        }
+    }
+
+    fn log(&self, sid: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("n{sid}.log"))).unwrap_or_default()
+    }
+
+    /// The last lines of every server's log.
+    fn describe(&self) -> String {
+        (1..=self.admin.len())
+            .map(|sid| {
+                let t = self.log(sid);
+                let lines: Vec<&str> = t.lines().rev().take(8).collect();
+                let tail = lines.into_iter().rev().collect::<Vec<_>>().join("\n");
+                format!("--- n{sid}\n{tail}\n")
+            })
+            .collect()
+    }
+}
+
+/// Whether java and Debian's zookeeper package are here (else the test is skipped, saying so).
+fn zookeeper_missing() -> bool {
+    let missing = CLASSPATH.iter().any(|j| !Path::new(j).exists())
+        || Command::new("java").arg("-version").output().is_err();
+    if missing {
         eprintln!(
             "SKIPPED: needs java and the zookeeper package ({})",
             CLASSPATH.join(", ")
         );
+    }
+    missing
+}
+
+#[test]
+fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
+    if zookeeper_missing() {
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("flc-mixed-")
-        .tempdir()
-        .unwrap();
-    let p = free_ports(9);
-    let (quorum, election, admin) = (&p[0..3], &p[3..6], &p[6..9]);
-    let servers: String = (0..3)
-        .map(|i| format!("server.{}=127.0.0.1:{}:{}\n", i + 1, quorum[i], election[i]))
-        .collect();
-    let mut procs = Procs(Vec::new());
-    let mut fle_log = None;
-    for (i, &admin_port) in admin.iter().enumerate() {
-        let sid = i + 1;
-        let data = dir.path().join(format!("n{sid}"));
-        std::fs::create_dir_all(&data).unwrap();
-        std::fs::write(data.join("myid"), format!("{sid}\n")).unwrap();
-        let mut cfg = format!(
-            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
-             admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
-            data.display(),
-            admin_port
-        );
-        let log_path = dir.path().join(format!("n{sid}.log"));
-        let log = std::fs::File::create(&log_path).unwrap();
-        let zoo_cfg = data.join("zoo.cfg");
-        let cmd = if sid == 3 {
-            std::fs::write(&zoo_cfg, cfg).unwrap();
-            fle_log = Some(log_path);
-            let mut c = Command::new(node_bin());
-            c.arg("--config").arg(&zoo_cfg);
-            c
-        } else {
-            let client = free_ports(1)[0];
-            cfg.push_str(&format!(
-                "clientPort={client}\nclientPortAddress=127.0.0.1\nstandaloneEnabled=false\n\
-                 admin.enableServer=true\n"
-            ));
-            std::fs::write(&zoo_cfg, cfg).unwrap();
-            let mut c = Command::new("java");
-            c.args(jvm_args(
-                &JvmOptions::default(),
-                &CLASSPATH.join(":"),
-                &zoo_cfg,
-            ));
-            c
-        };
-        let mut cmd = cmd;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        procs.0.push(child);
-    }
-    let fle_log = fle_log.unwrap();
-    let fle_pid = procs.0[2].id();
-    let describe = || {
-        let tail = |sid: usize| {
-            let t =
-                std::fs::read_to_string(dir.path().join(format!("n{sid}.log"))).unwrap_or_default();
-            let lines: Vec<&str> = t.lines().rev().take(8).collect();
-            lines.into_iter().rev().collect::<Vec<_>>().join("\n")
-        };
-        format!(
-            "--- n1\n{}\n--- n2\n{}\n--- n3\n{}",
-            tail(1),
-            tail(2),
-            tail(3)
-        )
-    };
-
+    let e = Ensemble::start(&[Impl::ZooKeeper, Impl::ZooKeeper, Impl::Fle], &[]);
+    let (dir, admin) = (&e.dir, &e.admin);
+    let fle_log = dir.path().join("n3.log");
+    let fle_pid = e.procs.0[2].id();
+    let describe = || e.describe();
     // 1. One leader for all three: ZooKeeper's AdminServer and fle-node's /status agree.
     let end = Instant::now() + Duration::from_secs(90);
     let leader = loop {
@@ -181,5 +228,86 @@ fn fle_node_agrees_with_two_zookeepers_on_the_leader_and_backs_off_its_zab() {
     let log = std::fs::read_to_string(&fle_log).unwrap();
     if leader != 3 {
         assert!(log.contains("backing off"), "{}", describe());
+    }
+}
+
+/// Observers across implementations: voters fle-node n1 and ZooKeeper n2, n3; observers
+/// ZooKeeper n4 and fle-node n5. Each observer learns the voters' leader from the other
+/// implementation's notices: ZooKeeper decodes fle-node's observer notification (its empty
+/// vote) and answers it, fle-node's voter answers ZooKeeper's observer, and neither observer is
+/// ever counted.
+#[test]
+fn observers_of_both_implementations_learn_the_leader_across_the_wire() {
+    if zookeeper_missing() {
+        return;
+    }
+    let e = Ensemble::start(
+        &[
+            Impl::Fle,
+            Impl::ZooKeeper,
+            Impl::ZooKeeper,
+            Impl::ZooKeeper,
+            Impl::Fle,
+        ],
+        &[4, 5],
+    );
+    let end = Instant::now() + Duration::from_secs(90);
+    loop {
+        // ZooKeeper n3 leads (equal logs: the largest voter sid), n2 follows, n4 observes it
+        // through Zab; fle-node's observer n5 decided OBSERVING for n3 (its Zab cannot follow).
+        let zk = |port: u16| {
+            let l = http_get_json(port, "/commands/leader")?;
+            Some((l["leader_id"].as_i64()?, l["is_leader"].as_bool()?))
+        };
+        let fle_observer = http_get_json(e.admin[4], "/status");
+        let decided = fle_observer.as_ref().map(|s| {
+            (
+                s["last_election"]["leader"].as_i64(),
+                s["peer_type"].clone(),
+            )
+        });
+        let observed = e.log(5).contains("state=\"OBSERVING\"");
+        if zk(e.admin[2]) == Some((3, true))
+            && zk(e.admin[1]) == Some((3, false))
+            && zk(e.admin[3]) == Some((3, false))
+            && decided == Some((Some(3), serde_json::json!("observer")))
+            && observed
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "no agreement within 90 s\n{}",
+            e.describe()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Its decision counted n3's own LEADING answer: ZooKeeper decoded the observer's notice
+    // (it logs only the notices it counts, so its log cannot show it).
+    let s = http_get_json(e.admin[4], "/status").unwrap_or_default();
+    let votes = s["last_election"]["votes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        votes
+            .iter()
+            .any(|v| v["sid"] == 3 && v["state"] == "LEADING"),
+        "fle-node's observer decided without ZooKeeper's answer: {s}\n{}",
+        e.describe()
+    );
+    assert!(
+        e.log(4).contains("n.sid:1"),
+        "ZooKeeper's observer never heard fle-node's voter\n{}",
+        e.describe()
+    );
+    for sid in [1] {
+        let s = http_get_json(e.admin[sid - 1], "/status").unwrap_or_default();
+        for v in s["last_election"]["votes"].as_array().into_iter().flatten() {
+            assert!(
+                v["sid"].as_u64() < Some(4),
+                "n{sid} counted an observer: {s}"
+            );
+        }
     }
 }

@@ -20,7 +20,8 @@ pub fn lane_color(state: LaneState) -> RGBColor {
         LaneState::Leading => RGBColor(44, 160, 44),
         LaneState::Following => RGBColor(31, 119, 180),
         LaneState::Looking => RGBColor(230, 180, 0),
-        LaneState::Observing => RGBColor(148, 103, 189),
+        // Apart from every fault's shade (a pause is purple): an observer's lane reads as such.
+        LaneState::Observing => RGBColor(102, 194, 165),
         LaneState::Down => RGBColor(90, 90, 90),
     }
 }

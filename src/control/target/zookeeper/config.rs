@@ -25,6 +25,8 @@ pub struct Server {
     pub sid: u64,
     pub host: IpAddr,
     pub ports: Ports,
+    /// A non-voting server (`:observer`, and `peerType=observer` in its own zoo.cfg).
+    pub observer: bool,
 }
 
 /// The timing every server shares, the same knobs fle-node takes.
@@ -146,10 +148,14 @@ pub fn zoo_cfg(
     line(format!("clientPort={}", me.ports.client));
     line(format!("clientPortAddress={}", me.host));
     for s in servers {
+        let kind = if s.observer { ":observer" } else { "" };
         line(format!(
-            "server.{}={}:{}:{}",
+            "server.{}={}:{}:{}{kind}",
             s.sid, s.host, s.ports.quorum, s.ports.election
         ));
+    }
+    if me.observer {
+        line("peerType=observer".into());
     }
     // A normal ensemble: a lone server must not fall back to standalone mode, which would
     // make it a leader of nobody.
@@ -192,6 +198,7 @@ mod tests {
                 election: base + 2,
                 admin: base + 3,
             },
+            observer: false,
         }
     }
 

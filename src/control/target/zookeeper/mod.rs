@@ -62,6 +62,8 @@ pub struct ZooKeeperOptions {
     /// The fle-node binary whose lazyfs holds every dataDir, when the schedule has power-loss
     /// faults (ZooKeeper fsyncs its txnlog and epoch files; a power loss drops the rest).
     pub lazyfs: Option<PathBuf>,
+    /// The nodes that only observe (`--observers`).
+    pub observers: std::collections::BTreeSet<String>,
 }
 
 impl ZooKeeperOptions {
@@ -78,6 +80,7 @@ impl ZooKeeperOptions {
             write_timeout: Duration::from_secs(5),
             config: Vec::new(),
             lazyfs: None,
+            observers: Default::default(),
         }
     }
 }
@@ -121,7 +124,14 @@ impl ZooKeeper {
                 election: control.node_port(node, 3888)?,
                 admin: control.node_port(node, 8080)?,
             };
-            servers.insert(node.clone(), Server { sid, host, ports });
+            let observer = opts.observers.contains(node);
+            let server = Server {
+                sid,
+                host,
+                ports,
+                observer,
+            };
+            servers.insert(node.clone(), server);
             client_addrs.insert(node.clone(), SocketAddr::new(host, ports.client));
             admin_clients.insert(
                 node.clone(),
@@ -375,6 +385,7 @@ impl ZooKeeper {
             .unwrap_or(0);
         let mut status = observe::to_status(&Observation {
             sid: server.sid,
+            observer: server.observer,
             leader,
             zab,
             previous_zxid,

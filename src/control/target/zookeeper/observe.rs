@@ -180,6 +180,8 @@ pub fn unchanged_epochs(before: Epochs, after: Epochs) -> Result<Epochs, String>
 #[derive(Debug, Clone)]
 pub struct Observation {
     pub sid: u64,
+    /// An observer (`:observer`): serving under a leader it OBSERVES, never FOLLOWS.
+    pub observer: bool,
     pub leader: LeaderAnswer,
     pub zab: ZabAnswer,
     /// The last zxid seen from this server before (kept while it elects).
@@ -248,6 +250,10 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         LeaderAnswer::Serving {
             is_leader: false,
             leader_id,
+        } if o.observer => (ServerState::Observing, Some(*leader_id)),
+        LeaderAnswer::Serving {
+            is_leader: false,
+            leader_id,
         } => (ServerState::Following, Some(*leader_id)),
         LeaderAnswer::NotServing(_) => (ServerState::Looking, None),
     };
@@ -289,7 +295,11 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         wall_clock_ms: o.wall_clock_ms,
         uptime_ms: o.uptime_ms,
         last_election: None,
-        peer_type: Default::default(),
+        peer_type: if o.observer {
+            crate::api::PeerType::Observer
+        } else {
+            crate::api::PeerType::Participant
+        },
     })
 }
 
@@ -320,6 +330,7 @@ mod tests {
     fn observation(leader: LeaderAnswer, zab: ZabAnswer, epochs: Epochs) -> Observation {
         Observation {
             sid: 2,
+            observer: false,
             leader,
             zab,
             previous_zxid: 0x1_0000_0004,
@@ -584,6 +595,7 @@ mod tests {
             };
             let s = to_status(&Observation {
                 sid: o.sid,
+                observer: false,
                 leader,
                 zab,
                 previous_zxid: 0,
