@@ -8,8 +8,10 @@
 //! missing).
 //!
 //! `cargo bench --bench side_by_side` runs everything. Env: FLC_ZK_REPS=5, FLC_ZK_SIZES=3,5,
-//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper, FLC_ZK_PARTS=kill,pause,rejoin (which fault
-//! rows to run; cold start, RSS and a status read always run), FLC_ZK_REJOIN=5,30,120 (the
+//! FLC_ZK_TICK_MS=200, FLC_TARGETS=fle,zookeeper, FLC_ZK_PARTS=kill,pause,rejoin,observer (which
+//! fault rows to run; cold start, RSS and a status read always run; `observer` adds one observer
+//! to each ensemble and times it OBSERVING the new leader after each leader SIGKILL),
+//! FLC_ZK_REJOIN=5,30,120 (the
 //! partition lengths, seconds), FLC_ZK_REJOIN_SIZES=5 (the cluster sizes that get rejoin rows:
 //! five repetitions of 155 s of partitions per target are ~15 min each).
 //! FLC_BACKEND=netns|ssh: with ssh each server runs on a fake VM (a namespace running sshd,
@@ -118,9 +120,10 @@ async fn until_follows(db: &dyn Target, node: &str, leader: u64) -> Option<Durat
     None
 }
 
-/// `s` FOLLOWS `leader` and has synced with it (Zab broadcast; ZooKeeper: serving).
+/// `s` FOLLOWS (or, an observer, OBSERVES) `leader` and has synced with it (Zab broadcast;
+/// ZooKeeper: serving).
 fn follows(s: &NodeStatus, leader: u64) -> bool {
-    s.state == ServerState::Following
+    matches!(s.state, ServerState::Following | ServerState::Observing)
         && s.leader == Some(leader)
         && s.zab_phase == ZabPhase::Broadcast
 }
@@ -236,7 +239,7 @@ fn summary(label: &str, mut ms: Vec<f64>) {
 struct Plan {
     reps: usize,
     tick_ms: u64,
-    /// Fault rows to run: "kill", "pause", "rejoin".
+    /// Fault rows to run: "kill", "pause", "rejoin", "observer".
     parts: Vec<String>,
     /// Isolate-leader lengths (seconds) and the cluster sizes that get them.
     rejoin: Vec<u64>,
@@ -247,13 +250,18 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
     let (reps, tick_ms) = (plan.reps, plan.tick_ms);
     *CURRENT.lock().unwrap() = (size, target.to_string());
     let dir = tempfile::Builder::new().prefix("flc-db-bench").tempdir()?;
-    let nodes: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
+    // `size` voters, and one observer after them with the `observer` row.
+    let with_observer = plan.parts.iter().any(|p| p == "observer");
+    let all = size + usize::from(with_observer);
+    let nodes: Vec<String> = (1..=all).map(|i| format!("n{i}")).collect();
+    let observer = with_observer.then(|| format!("n{all}"));
+    let observers: std::collections::BTreeSet<String> = observer.iter().cloned().collect();
     let run_id = format!("b{:06x}", rand::random::<u32>() & 0xff_ffff);
     let registry = Arc::new(Registry::create(&run_id, dir.path())?);
     // Declared before the teardown guard, so dropped after it: the hosts outlive the teardown.
     let mut _vms = None;
     let cluster: Arc<dyn Control> = if std::env::var("FLC_BACKEND").as_deref() == Ok("ssh") {
-        let vms = test_support::ssh::FakeVms::create(size);
+        let vms = test_support::ssh::FakeVms::create(all);
         let config = SshClusterConfig {
             hosts: vms.hosts(),
             options: SshOptions {
@@ -287,10 +295,11 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
     let _teardown = Teardown(cluster.clone());
     let mut zk_sessions = None;
     let db: Arc<dyn Target> = if target == "zookeeper" {
-        let zk = Arc::new(ZooKeeper::new(
-            cluster.clone(),
-            ZooKeeperOptions::new(tick_ms, 10, 5),
-        )?);
+        let opts = ZooKeeperOptions {
+            observers: observers.clone(),
+            ..ZooKeeperOptions::new(tick_ms, 10, 5)
+        };
+        let zk = Arc::new(ZooKeeper::new(cluster.clone(), opts)?);
         zk_sessions = Some(zk.clone());
         zk
     } else {
@@ -306,7 +315,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
                 bug: None,
                 finalize_wait_ms: None,
                 power_loss: false,
-                observers: Default::default(),
+                observers,
                 status_timeout: Duration::from_millis(500),
                 write_timeout: Duration::from_secs(5),
             },
@@ -314,7 +323,10 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
     };
     let db = db.as_ref();
     println!(
-        "--- {target}: {size} servers, tickTime {tick_ms} ms, initLimit 10, syncLimit 5, {}",
+        "--- {target}: {size} servers{}, tickTime {tick_ms} ms, initLimit 10, syncLimit 5, {}",
+        observer
+            .as_ref()
+            .map_or(String::new(), |o| format!(" and observer {o}")),
         if _vms.is_some() {
             "over SSH on fake VMs"
         } else {
@@ -358,7 +370,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
         if !plan.parts.iter().any(|p| p == fault) {
             continue;
         }
-        let (mut to_leader, mut rejoin) = (Vec::new(), Vec::new());
+        let (mut to_leader, mut rejoin, mut observed) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             let node = format!("n{leader}");
             let at = Instant::now();
@@ -372,6 +384,11 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
                 break;
             };
             to_leader.push(at.elapsed().as_secs_f64() * 1e3);
+            if let Some(o) = observer.as_deref().filter(|_| fault == "kill") {
+                if until_follows(db, o, new).await.is_some() {
+                    observed.push(at.elapsed().as_secs_f64() * 1e3);
+                }
+            }
             let back = Instant::now();
             if fault == "kill" {
                 db.start(&node)?;
@@ -391,6 +408,12 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
             &format!("old leader back to following (ms, {fault})"),
             rejoin,
         );
+        if observer.is_some() && fault == "kill" {
+            summary(
+                "leader SIGKILL to observer observing new leader (ms)",
+                observed,
+            );
+        }
     }
     if plan.parts.iter().any(|p| p == "rejoin") && plan.rejoin_sizes.contains(&size) {
         let net = cluster

@@ -41,6 +41,9 @@ struct RawMatrix {
     /// Seeded fle-node bugs (`fle-node --list-bugs`), or "none" for the real thing.
     #[serde(default = "default_bugs")]
     bugs: Vec<String>,
+    /// How many of each run's nodes are observers (`--observers K`: the last K).
+    #[serde(default = "default_observers")]
+    observers: Vec<usize>,
     /// Each run's `--recovery-timeout`.
     #[serde(default)]
     recovery_timeout: Option<String>,
@@ -57,6 +60,9 @@ fn default_workloads() -> Vec<String> {
 }
 fn default_bugs() -> Vec<String> {
     vec![NO_BUG.into()]
+}
+fn default_observers() -> Vec<usize> {
+    vec![0]
 }
 
 /// A validated matrix.
@@ -88,6 +94,13 @@ pub struct Cell {
     /// None: no seeded bug.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bug: Option<String>,
+    /// Observers among the nodes (the last ones); 0 for none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub observers: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `--shard I/N`: the I-th of N slices (1-based, as CI matrix jobs count).
@@ -177,6 +190,7 @@ impl Matrix {
             ("nodes", raw.nodes.len()),
             ("seeds", raw.seeds.len()),
             ("bugs", raw.bugs.len()),
+            ("observers", raw.observers.len()),
         ] {
             if list == 0 {
                 return Err(format!("{key} is empty; list at least one"));
@@ -205,6 +219,14 @@ impl Matrix {
                 "nodes: {n} is out of range; between 1 and 31 nodes"
             ));
         }
+        let (fewest, most) = (raw.nodes.iter().min(), raw.observers.iter().max());
+        if let (Some(&n), Some(&k)) = (fewest, most) {
+            if k >= n {
+                return Err(format!(
+                    "observers: {k} leaves no voter among nodes = {n}; keep every count below the smallest node count"
+                ));
+            }
+        }
         let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
         if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
             return Err(
@@ -228,9 +250,14 @@ impl Matrix {
                 for workload in &raw.workloads {
                     for schedule in &raw.schedules {
                         for &nodes in &raw.nodes {
-                            for bug in &raw.bugs {
+                            for (bug, &k) in raw
+                                .bugs
+                                .iter()
+                                .flat_map(|b| raw.observers.iter().map(move |k| (b, k)))
+                            {
                                 let bug = (bug != NO_BUG).then(|| bug.clone());
-                                cells.push(Cell::new(target, workload, schedule, nodes, seed, bug));
+                                let cell = Cell::new(target, workload, schedule, nodes, seed, bug);
+                                cells.push(cell.with_observers(k));
                             }
                         }
                     }
@@ -309,7 +336,17 @@ impl Cell {
             nodes,
             seed,
             bug,
+            observers: 0,
         }
+    }
+
+    /// This cell with `k` observers (the last k nodes), named `...-o{k}` when k > 0.
+    pub fn with_observers(mut self, k: usize) -> Cell {
+        if k > 0 {
+            self.id.push_str(&format!("-o{k}"));
+        }
+        self.observers = k;
+        self
     }
 
     /// The `fle-chaos test` arguments of this run (without `--out`, `--name` and the sweep's
@@ -334,6 +371,9 @@ impl Cell {
         }
         if let Some(b) = &self.bug {
             a.extend(["--bug".into(), b.clone()]);
+        }
+        if self.observers > 0 {
+            a.extend(["--observers".into(), self.observers.to_string()]);
         }
         if let Some(t) = m.recovery_timeout {
             a.extend(["--recovery-timeout".into(), format!("{}", t.as_secs_f64())]);
@@ -435,5 +475,22 @@ mod tests {
     fn the_shipped_nightly_matrix_parses() {
         let m = Matrix::parse("nightly", "built-in", NIGHTLY).unwrap();
         assert!(m.cells.len() >= 10, "{} cells", m.cells.len());
+    }
+
+    #[test]
+    fn observers_are_a_dimension_passed_as_test_flags() {
+        let text = "time_limit = \"10s\"\nschedules = [\"none\"]\nnodes = [5]\nseeds = [1]\nobservers = [0, 2]\n";
+        let m = Matrix::parse("t", "t.toml", text).unwrap();
+        let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["fle-election-none-n5-s1", "fle-election-none-n5-s1-o2"]
+        );
+        let args = m.cells[1].test_args(&m).join(" ");
+        assert!(args.contains("--observers 2"), "{args}");
+        assert!(!m.cells[0].test_args(&m).join(" ").contains("--observers"));
+        let bad = "time_limit = \"10s\"\nschedules = [\"none\"]\nnodes = [3, 5]\nseeds = [1]\nobservers = [3]\n";
+        let e = Matrix::parse("t", "t.toml", bad).unwrap_err();
+        assert!(e.contains("observers: 3") && e.contains("no voter"), "{e}");
     }
 }

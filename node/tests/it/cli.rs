@@ -43,6 +43,45 @@ fn a_bad_config_line_is_named_and_exits_2() {
 }
 
 #[test]
+fn observer_configs_that_cannot_work_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("myid"), "2").unwrap();
+    let base = format!(
+        "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n",
+        data.display()
+    );
+    let cases = [
+        // No voter left: every server observes.
+        (
+            "server.1=127.0.0.1:2001:3001:observer\nserver.2=127.0.0.1:2002:3002:observer\n",
+            "at least one voter",
+        ),
+        // This server says it observes, but its own server line makes it a voter.
+        (
+            "server.1=127.0.0.1:2001:3001\nserver.2=127.0.0.1:2002:3002\npeerType=observer\n",
+            ":observer",
+        ),
+        // An observer not in the server list: myid 2 has no line.
+        (
+            "server.1=127.0.0.1:2001:3001\nserver.3=127.0.0.1:2003:3003:observer\npeerType=observer\n",
+            "no server.2 line",
+        ),
+    ];
+    for (lines, says) in cases {
+        let cfg = write_cfg(dir.path(), &format!("{base}{lines}"));
+        let (code, err) = run(&["--config", &cfg]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains("zoo.cfg") && err.contains(says),
+            "{says}: {err}"
+        );
+    }
+}
+
+#[test]
 fn missing_files_and_bad_flags_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let (code, err) = run(&["--config", "/nonexistent/zoo.cfg"]);
