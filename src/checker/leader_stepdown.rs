@@ -8,8 +8,10 @@
 //! named in the explanation.
 //!
 //! "A quorum follows it" is `history::view`'s quorum-backed leader, the one definition: a node
-//! is backed while `View::quorum_leader` names it in the epoch it claims. A stretch starts at
-//! the first LEADING read (sync or broadcast) without backing and ends at the last one.
+//! is backed while `View::quorum_leader` names it in the epoch it claims, where a follower
+//! still in sync but already in the leader's epoch (it took and acked NEWLEADER, so the
+//! leader counts it; its UPTODATE may be late) counts as following. A stretch starts at the
+//! first LEADING read (sync or broadcast) without backing and ends at the last one.
 //!
 //! A timed-out or failed read proves nothing, so the burden stays on proof:
 //! - a failed read of the leader suspends its stretch; its next read LEADING the same epoch
@@ -261,17 +263,32 @@ impl Tracker {
     /// a quorum-backed leader over a snapshot in which every node not proven elsewhere may
     /// follow it (its reads failing, or its stop or cut being undone and it unread since). A
     /// stretch needs proof that no quorum followed.
+    ///
+    /// A follower of `leader` still in sync but already in epoch `e` has taken NEWLEADER (a
+    /// follower takes the new currentEpoch there) and acked it: the leader counts it toward
+    /// its quorum (ZooKeeper's and fle-node's leader count a learner from its NEWLEADER ack;
+    /// UPTODATE may still be on its way), so it backs the leader here as in broadcast.
     fn maybe_backed(&self, view: &View, leader: usize, e: u64) -> bool {
         let in_doubt = |i: usize| self.failing[i] || self.undoing[i].since().is_some();
-        if !(0..view.nodes().len()).any(in_doubt) {
+        let Some(sid) = view.nodes()[leader].sid else {
+            return false;
+        };
+        let acked_newleader = |r: &NodeRead| {
+            r.state == ServerState::Following
+                && r.phase == ZabPhase::Sync
+                && r.leader == Some(sid)
+                && r.peer_epoch == e
+        };
+        let syncing = |i: usize| view.nodes()[i].read.is_some_and(|r| acked_newleader(&r));
+        if !(0..view.nodes().len()).any(|i| in_doubt(i) || syncing(i)) {
             return false;
         }
         let mut nodes = view.nodes().to_vec();
-        let Some(sid) = nodes[leader].sid else {
-            return false;
-        };
         let now = view.now();
         for (i, n) in nodes.iter_mut().enumerate() {
+            if let Some(r) = n.read.as_mut().filter(|r| acked_newleader(r)) {
+                r.phase = ZabPhase::Broadcast;
+            }
             let u = self.undoing[i];
             if u.stop.is_some() {
                 n.down = false;

@@ -474,7 +474,7 @@ impl World {
     /// A dead election connection is dialed again: when both ends run and the link passes,
     /// the new connection sends each side's slot as it is now. A link cut again meanwhile
     /// stays down (the heal that ends that cut dials it again); a process down has its links
-    /// brought back by its start.
+    /// brought back by its start, a stopped one by its resume.
     fn note_redial(&mut self, pair: (u64, u64), gen: u64) {
         if self.gen_of(pair.0, pair.1) != gen || !self.note_dead.contains(&pair) {
             return;
@@ -485,6 +485,11 @@ impl World {
             return;
         }
         if !(self.net.passes(a, b, Port::Election) && self.net.passes(b, a, Port::Election)) {
+            return;
+        }
+        if self.life(a) == Life::Paused || self.life(b) == Life::Paused {
+            // A stopped process neither dials nor accepts, and sends no slot: the pair stays
+            // down until it resumes (`resume` dials it again).
             return;
         }
         self.new_note_conn(pair);
@@ -727,6 +732,16 @@ impl World {
         self.server(sid).life = Life::Up;
         for ev in self.deferred.remove(&sid).unwrap_or_default() {
             self.at(now, ev);
+        }
+        // Its election links that went down meanwhile connect now (the dial or accept it was
+        // stopped in goes ahead), and each side sends its slot.
+        let dead: Vec<(u64, u64)> = (self.note_dead.iter())
+            .filter(|(a, b)| *a == sid || *b == sid)
+            .copied()
+            .collect();
+        for pair in dead {
+            let gen = self.gen_of(pair.0, pair.1);
+            self.at(now, Ev::NoteRedial { pair, gen });
         }
     }
 
