@@ -96,10 +96,8 @@ pub fn observes(
     leader: Option<u64>,
     peer_epoch: u64,
 ) -> Option<(u64, u64)> {
-    match (state, phase, leader) {
-        (ServerState::Observing, ZabPhase::Broadcast, Some(l)) => Some((l, peer_epoch)),
-        _ => None,
-    }
+    (state == ServerState::Observing).then_some(())?;
+    in_broadcast(phase, leader, peer_epoch)
 }
 
 /// See [`StatusRead::follows`].
@@ -109,10 +107,14 @@ pub fn follows(
     leader: Option<u64>,
     peer_epoch: u64,
 ) -> Option<(u64, u64)> {
-    match (state, phase, leader) {
-        (ServerState::Following, ZabPhase::Broadcast, Some(l)) => Some((l, peer_epoch)),
-        _ => None,
-    }
+    (state == ServerState::Following).then_some(())?;
+    in_broadcast(phase, leader, peer_epoch)
+}
+
+/// (leader, epoch) of a learner in broadcast under a known leader.
+fn in_broadcast(phase: ZabPhase, leader: Option<u64>, peer_epoch: u64) -> Option<(u64, u64)> {
+    (phase == ZabPhase::Broadcast).then_some(())?;
+    leader.map(|l| (l, peer_epoch))
 }
 
 /// A write's `value.value` as canonical JSON text (serde_json's compact form: the key writes

@@ -226,35 +226,19 @@ impl Follower {
             (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Inform { zxid, value })
                 if self.cfg.observer =>
             {
-                if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
-                    return self.end(format!(
-                        "protocol error: INFORM {zxid:#x} after {:#x} in epoch {:?}",
-                        self.last_zxid, self.epoch
-                    ));
+                if let Err(end) = self.append_next("INFORM", zxid, value, &mut out) {
+                    return end;
                 }
                 // Committed already: logged, committed and made durable, never ACKed.
-                self.last_zxid = zxid;
-                out.push(Output::Persist(PersistOp::Append(vec![Txn {
-                    zxid,
-                    value,
-                }])));
                 self.commit(zxid, &mut out);
                 out.push(Output::Sync { self_ack: None });
             }
             (Phase::AwaitUpToDate | Phase::Broadcast, Msg::Proposal { zxid, value })
                 if self.takes_proposals() =>
             {
-                if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
-                    return self.end(format!(
-                        "protocol error: proposal {zxid:#x} after {:#x} in epoch {:?}",
-                        self.last_zxid, self.epoch
-                    ));
+                if let Err(end) = self.append_next("proposal", zxid, value, &mut out) {
+                    return end;
                 }
-                self.last_zxid = zxid;
-                out.push(Output::Persist(PersistOp::Append(vec![Txn {
-                    zxid,
-                    value,
-                }])));
                 if self.cfg.bugs.has(Bug::AckBeforeFsync) {
                     // Seeded ZOOKEEPER-3911: the ACK leaves at once, the txn waits for the next
                     // batch fsync (up to initLimit ticks later).
@@ -299,6 +283,29 @@ impl Follower {
             ));
         }
         Vec::new()
+    }
+
+    /// Logs the leader's next txn (a PROPOSAL or an INFORM): it must come after my last zxid,
+    /// in the epoch I synced to; else the role ends (`Err`, its outputs).
+    fn append_next(
+        &mut self,
+        what: &str,
+        zxid: u64,
+        value: serde_json::Value,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<Output>> {
+        if zxid <= self.last_zxid || Some(epoch_of(zxid)) != self.epoch {
+            return Err(self.end(format!(
+                "protocol error: {what} {zxid:#x} after {:#x} in epoch {:?}",
+                self.last_zxid, self.epoch
+            )));
+        }
+        self.last_zxid = zxid;
+        out.push(Output::Persist(PersistOp::Append(vec![Txn {
+            zxid,
+            value,
+        }])));
+        Ok(())
     }
 
     fn commit(&mut self, zxid: u64, out: &mut Vec<Output>) {
