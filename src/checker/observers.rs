@@ -35,16 +35,16 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut observer_reads = 0u64;
     // Each observer's distinct reported last committed zxids, with the first read of each.
     let mut committed: Vec<(NodeIx, u64, u32, u64)> = Vec::new();
+    let mut last_committed = vec![0u64; d.nodes.len()];
     for r in d.records() {
         match r {
             Rec::Status(s) if is_observer(s.node) => {
                 observer_reads += 1;
                 let z = s.last_committed_zxid;
-                let last = committed.iter().rev().find(|c| c.0 == s.node);
+                let changed = std::mem::replace(&mut last_committed[s.node as usize], z) != z;
                 // A zxid of counter 0 is an epoch's start (NEWLEADER), never a txn: ZooKeeper's
                 // reads report it for a server synced with nothing written since.
-                let txn = crate::api::counter_of(z) > 0;
-                if txn && last.is_none_or(|c| c.1 != z) {
+                if changed && crate::api::counter_of(z) > 0 {
                     committed.push((s.node, z, s.pos, s.time));
                 }
                 let voting = matches!(s.state, ServerState::Leading | ServerState::Following);
