@@ -149,6 +149,9 @@ fn detect() {
         );
     }
     let n: u64 = env_or("FLC_CORRECT", 10_000);
+    if n == 0 {
+        return;
+    }
     let s = sim(&[]);
     let (invalid, unknown) = (AtomicU64::new(0), AtomicU64::new(0));
     let seeds = Mutex::new(Vec::new());
