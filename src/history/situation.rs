@@ -438,7 +438,11 @@ impl Situations {
         match leader {
             Some(l) => {
                 let nodes = view.nodes().len();
-                let reach = (0..nodes).filter(|&b| b == l || !view.cut(l, b)).count();
+                let voting = |b: &usize| !view.is_observer(*b);
+                let reach = (0..nodes)
+                    .filter(voting)
+                    .filter(|&b| b == l || !view.cut(l, b));
+                let reach = reach.count();
                 if reach < view.quorum() {
                     with.insert(With::LeaderCut);
                 }
@@ -503,7 +507,9 @@ impl Situations {
         }
         match up[..] {
             [] => Who::Down,
-            _ if up.len() >= view.quorum() => Who::Quorum,
+            _ if up.iter().filter(|&&t| !view.is_observer(t)).count() >= view.quorum() => {
+                Who::Quorum
+            }
             [_, _, ..] => Who::Minority,
             [t] => {
                 let restarted = (self.started_at.get(t).copied().flatten())
@@ -548,9 +554,12 @@ fn cut_off(view: &View, value: &super::FaultValue) -> Vec<usize> {
         drops(a, b) || drops(b, a)
     };
     let n = nodes.len();
-    let isolated: Vec<usize> = (0..n)
-        .filter(|&a| (0..n).filter(|&b| b == a || !dropped(a, b)).count() < view.quorum())
-        .collect();
+    // Cut off: hearing fewer than a quorum of voters (itself included when it votes).
+    let hears = |a: usize| {
+        let voters = (0..n).filter(|&b| !view.is_observer(b));
+        voters.filter(|&b| b == a || !dropped(a, b)).count()
+    };
+    let isolated: Vec<usize> = (0..n).filter(|&a| hears(a) < view.quorum()).collect();
     if !isolated.is_empty() {
         return isolated;
     }

@@ -98,6 +98,12 @@ impl View {
         self.calm.touch();
     }
 
+    /// Whether the node at index `i` is an observer (counts toward no quorum).
+    pub fn is_observer(&self, i: usize) -> bool {
+        let name = self.cluster.nodes.get(i).map(|n| &n.name);
+        name.is_some_and(|n| self.cluster.observers.contains(n))
+    }
+
     /// The voting nodes (every node but the observers), in node order.
     pub fn voters(&self) -> Vec<String> {
         let nodes = self.cluster.nodes.iter().map(|n| &n.name);
