@@ -449,14 +449,7 @@ fn diff_without_trunc_keeps_a_diverged_txn() {
 
 fn follower(bugs: Bugs, accepted: u64, current: u64, last: u64) -> Follower {
     Follower::new(
-        FollowerConfig {
-            sid: 2,
-            leader: 1,
-            observer: false,
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            bugs,
-        },
+        FollowerConfig::for_tests(2, 1, false, bugs),
         accepted,
         current,
         last,

@@ -30,6 +30,21 @@ pub struct FollowerConfig {
     pub bugs: Bugs,
 }
 
+#[cfg(test)]
+impl FollowerConfig {
+    /// The table tests' server `sid` following `leader`: initLimit 10 beats, syncLimit 4.
+    pub(crate) fn for_tests(sid: u64, leader: u64, observer: bool, bugs: Bugs) -> Self {
+        FollowerConfig {
+            sid,
+            leader,
+            observer,
+            init_limit_beats: 10,
+            sync_limit_beats: 4,
+            bugs,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Discovery,

@@ -205,14 +205,7 @@ fn seeded_observer_informed_early_tells_observers_of_a_mere_proposal() {
 
 fn observer(bugs: Bugs) -> Follower {
     Follower::new(
-        FollowerConfig {
-            sid: 4,
-            leader: 1,
-            observer: true,
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            bugs,
-        },
+        FollowerConfig::for_tests(4, 1, true, bugs),
         1,
         1,
         z(1, 1),
@@ -270,14 +263,7 @@ fn an_observer_logs_and_commits_informs_and_never_acks() {
 #[test]
 fn a_follower_refuses_an_inform() {
     let mut f = Follower::new(
-        FollowerConfig {
-            sid: 2,
-            leader: 1,
-            observer: false,
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            bugs: Bugs::none(),
-        },
+        FollowerConfig::for_tests(2, 1, false, Bugs::none()),
         1,
         1,
         z(1, 1),

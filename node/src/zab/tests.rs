@@ -336,14 +336,7 @@ fn leader_closes_followers_that_break_the_protocol() {
 
 fn follower(accepted: u64, current: u64, last: u64) -> Follower {
     Follower::new(
-        FollowerConfig {
-            sid: 2,
-            leader: 1,
-            observer: false,
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            bugs: Bugs::none(),
-        },
+        FollowerConfig::for_tests(2, 1, false, Bugs::none()),
         accepted,
         current,
         last,
