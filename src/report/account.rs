@@ -1,8 +1,10 @@
 //! The account: one paragraph per invalid checker, in words, at the top of the page: what
 //! was violated (the checker's own first sentence), who and when (from the typed evidence:
 //! the events, their nodes and times), and under which leadership and faults (the `Moment`
-//! `history::view` gave at the first evidence event), then who led next. Nothing here
-//! decides anything: it only puts the checker's and the view's facts into sentences.
+//! `history::view` gave at the first evidence event), then who led next; when the evidence
+//! involves an observer, it says which nodes are observers, since a reader cannot tell from a
+//! name. Nothing here decides anything: it only puts the checker's and the view's facts into
+//! sentences.
 
 use super::moment::{LeaderChange, Moment};
 use super::text::escape;
@@ -10,16 +12,18 @@ use crate::checker::finding::secs;
 use crate::checker::{CheckResult, Evidence, Measurements, Validity};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The account paragraph of `c` as HTML (empty unless it is invalid).
+/// The account paragraph of `c` as HTML (empty unless it is invalid); `observers` are the
+/// run's observers (test.json).
 pub fn paragraph(
     c: &CheckResult,
     moments: &BTreeMap<u64, Moment>,
     changes: &[LeaderChange],
+    observers: &[String],
 ) -> String {
     if c.valid != Validity::False {
         return String::new();
     }
-    let text = sentences(c, moments, changes);
+    let text = sentences(c, moments, changes, observers);
     format!(
         "<p class=\"account\" id=\"account-{0}\" style=\"border-left-color:{1}\">\
          <b>{0}</b>: {2} <a href=\"#evidence-{0}\">evidence</a></p>\n",
@@ -34,6 +38,7 @@ pub fn sentences(
     c: &CheckResult,
     moments: &BTreeMap<u64, Moment>,
     changes: &[LeaderChange],
+    observers: &[String],
 ) -> String {
     let mut out = vec![first_sentence(&c.explanation)];
     if let Some(who) = who_and_when(c) {
@@ -50,7 +55,33 @@ pub fn sentences(
             out.push(next);
         }
     }
+    if let Some(o) = observers_named(c, first, observers) {
+        out.push(o);
+    }
     out.join(" ")
+}
+
+/// "n6 and n7 are observers: they count toward no election or commit quorum." when the
+/// evidence, or the cut at the first evidence event, involves an observer (a reader of "n2
+/// and n6 cut off" needs to know that only one voter went).
+fn observers_named(c: &CheckResult, m: Option<&Moment>, observers: &[String]) -> Option<String> {
+    let in_evidence = |o: &String| c.evidence.iter().any(|e| e.node.as_ref() == Some(o));
+    let in_cut = |o: &String| m.is_some_and(|m| m.cut.contains_key(o));
+    let named: Vec<&str> = observers
+        .iter()
+        .filter(|o| in_evidence(o) || in_cut(o))
+        .map(String::as_str)
+        .collect();
+    match named.as_slice() {
+        [] => None,
+        [one] => Some(format!(
+            "{one} is an observer: it counts toward no election or commit quorum."
+        )),
+        [init @ .., last] => Some(format!(
+            "{} and {last} are observers: they count toward no election or commit quorum.",
+            init.join(", ")
+        )),
+    }
 }
 
 /// The explanation's first sentence (a period followed by a space and a capital, or the end).
@@ -244,4 +275,47 @@ fn next_leader(m: &Moment, changes: &[LeaderChange]) -> Option<String> {
         secs(c.time_ns),
         c.index
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn invalid(evidence_nodes: &[&str]) -> CheckResult {
+        CheckResult {
+            name: "observers".into(),
+            valid: Validity::False,
+            explanation: "A txn was served that no quorum committed. More words.".into(),
+            evidence: evidence_nodes
+                .iter()
+                .map(|n| {
+                    Evidence::quoting(
+                        "read",
+                        json!({"node": n, "time": 5, "f": "status", "type": "ok"}),
+                    )
+                })
+                .collect(),
+            measurements: Measurements::default(),
+            applicable: true,
+        }
+    }
+
+    #[test]
+    fn observers_are_named_only_when_the_evidence_involves_them() {
+        let observers = ["n6".to_string(), "n7".to_string()];
+        let none = BTreeMap::new();
+        let one = sentences(&invalid(&["n2", "n6"]), &none, &[], &observers);
+        assert!(
+            one.contains("n6 is an observer: it counts toward no"),
+            "{one}"
+        );
+        assert!(!one.contains("n7"), "n7 is not in the evidence: {one}");
+        let both = sentences(&invalid(&["n7", "n6"]), &none, &[], &observers);
+        assert!(both.contains("n6 and n7 are observers"), "{both}");
+        let voters_only = sentences(&invalid(&["n1"]), &none, &[], &observers);
+        assert!(!voters_only.contains("observer"), "{voters_only}");
+        let no_observers = sentences(&invalid(&["n6"]), &none, &[], &[]);
+        assert!(!no_observers.contains("observer"), "{no_observers}");
+    }
 }

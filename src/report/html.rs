@@ -274,7 +274,14 @@ fn accounts(h: &mut String, p: &Page) {
     let paragraphs: String = results
         .checkers
         .iter()
-        .map(|c| super::account::paragraph(c, &p.data.moments, &p.data.leader_changes))
+        .map(|c| {
+            super::account::paragraph(
+                c,
+                &p.data.moments,
+                &p.data.leader_changes,
+                &p.info.observers,
+            )
+        })
         .collect();
     if paragraphs.is_empty() {
         return;
