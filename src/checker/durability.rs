@@ -6,8 +6,8 @@
 //!
 //! An acknowledged write is lost when it is absent from the final leader's log (the node whose
 //! last read shows it leading the highest epoch: a leader's log never lacks a write committed
-//! before or during its term) or from a majority of the final logs (a committed write is on a
-//! quorum, and a quorum never forgets it). Otherwise a node whose final log is a strict prefix
+//! before or during its term) or from a majority of the voters' final logs (a committed write
+//! is on a quorum, and a quorum never forgets it; an observer's log counts toward neither side). Otherwise a node whose final log is a strict prefix
 //! of the longest is a lagging minority that may simply not have caught up, and a node whose
 //! log could not be read says nothing: both make the verdict unknown, never true.
 //!
@@ -95,7 +95,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let acked = logs.ack_violations(
         (&is_prefix, &longest_issues),
         fates,
-        (final_leader, info.quorum()),
+        (final_leader, info.quorum(), &info.observers),
         &mut listed,
         &mut violations,
     );
@@ -357,7 +357,7 @@ impl<'a> Logs<'a> {
         &self,
         (is_prefix, longest_issues): (&[bool], &[(usize, EntryIssue<'a>)]),
         fates: &FastMap<&'a str, Fate<'a>>,
-        (final_leader, quorum): (Option<ReadLog<'a>>, usize),
+        (final_leader, quorum, observers): (Option<ReadLog<'a>>, usize, &[String]),
         listed: &mut Listed<'a>,
         violations: &mut Vec<Item>,
     ) -> usize {
@@ -369,6 +369,8 @@ impl<'a> Logs<'a> {
             lname,
         } = self;
         let (d, longest_log, longest, lname) = (*d, *longest_log, *longest, *lname);
+        // Quorums are of voters: an observer holding or lacking a write proves nothing.
+        let voter = |l: &FinalLog| !observers.iter().any(|o| o == d.name(l.node));
         let mut in_longest = Lookup::new(longest, longest_issues);
         let mut holders_of: Option<FastMap<&str, Vec<Holder>>> = None;
         let mut acked = 0usize;
@@ -383,7 +385,10 @@ impl<'a> Logs<'a> {
             // Logs are prefixes of the longest (else a divergence above): a log lacks the entry at
             // index i when it is no longer than i.
             let lacks = |e: &Vec<(u64, String)>| at.is_none_or(|(i, _)| e.len() <= i);
-            let n_lacking = readable.iter().filter(|(_, e)| lacks(e)).count();
+            let n_lacking = readable
+                .iter()
+                .filter(|(l, e)| voter(l) && lacks(e))
+                .count();
             let leader_lacks = final_leader.filter(|(_, e)| lacks(e));
             let proof = || vec![EvRef::new(ok.pos, format!("write of {v} acknowledged"))];
             match (at, ok.zxid) {
@@ -399,7 +404,7 @@ impl<'a> Logs<'a> {
                     let holders =
                         holders_of.get_or_insert_with(|| holders_map(readable, is_prefix));
                     let holders = holders.get(v).map(Vec::as_slice).unwrap_or_default();
-                    if holders.len() >= quorum {
+                    if holders.iter().filter(|(l, _, _)| voter(l)).count() >= quorum {
                         continue;
                     }
                     listed.lost.insert(v);
@@ -428,7 +433,7 @@ impl<'a> Logs<'a> {
                     listed.lost.insert(v);
                     let whose = match leader_lacks {
                         Some((l, _)) => format!("the final leader {}'s log", d.name(l.node)),
-                        None => format!("{n_lacking} of the final logs, a majority"),
+                        None => format!("{n_lacking} of the voters' final logs, a majority"),
                     };
                     let mut proof = proof();
                     for (l, _) in readable.iter().filter(|(_, e)| lacks(e)).take(2) {

@@ -1,7 +1,7 @@
 //! The observers checker on hand-made histories of 3 voters (n1-n3) and one observer (n4): an
 //! observer that leads, is counted in a quorum or serves a txn the voters never committed is
 //! invalid; an observer LOOKING during an election or lagging behind is not; a run without
-//! observers is not judged.
+//! observers is not judged. Durability's quorums on the same histories count voters only.
 
 use fle_chaos::checker::{check_history, CheckOptions, Validity};
 use fle_chaos::history::test_info::TestInfo;
@@ -71,6 +71,10 @@ fn calm(observer_log: &[&str]) -> Vec<Value> {
 }
 
 fn verdict(lines: Vec<Value>, observers: &[&str]) -> (Validity, String) {
+    verdict_of("observers", lines, observers)
+}
+
+fn verdict_of(checker: &str, lines: Vec<Value>, observers: &[&str]) -> (Validity, String) {
     let events: Vec<Event> = lines
         .into_iter()
         .enumerate()
@@ -83,8 +87,8 @@ fn verdict(lines: Vec<Value>, observers: &[&str]) -> (Validity, String) {
     let c = results
         .checkers
         .iter()
-        .find(|c| c.name == "observers")
-        .expect("an observers checker");
+        .find(|c| c.name == checker)
+        .expect("the checker ran");
     (c.valid, c.explanation.clone())
 }
 
@@ -148,4 +152,44 @@ fn test_json_naming_an_observer_outside_the_nodes_is_refused() {
     std::fs::write(&path, bad.to_string()).unwrap();
     let e = TestInfo::read(&path).unwrap_err().to_string();
     assert!(e.contains("at least one voter"), "{e}");
+}
+
+/// Writes `a` and `b` (zxids 0x100000001, 0x100000002) acknowledged by the leader n3.
+fn acked_writes() -> Vec<Value> {
+    let write = |t: u64, kind: &str, v: &str, zxid: Option<u64>| {
+        let mut value = json!({"value": v});
+        if let Some(z) = zxid {
+            value["zxid"] = json!(z);
+        }
+        json!({"time": t * 1_000_000, "process": "0", "type": kind, "f": "write",
+               "node": "n3", "value": value})
+    };
+    vec![
+        write(30, "invoke", "a", None),
+        write(31, "ok", "a", Some((1 << 32) + 1)),
+        write(32, "invoke", "b", None),
+        write(33, "ok", "b", Some((1 << 32) + 2)),
+    ]
+}
+
+#[test]
+fn durability_counts_neither_holders_nor_lackers_among_observers() {
+    let logs = |n1: &[&str], n2: &[&str], n4: &[&str]| {
+        let mut lines = calm(n4);
+        lines.splice(5..5, acked_writes());
+        let at = lines.len() - 4;
+        lines[at] = final_log(100, 1, n1);
+        lines[at + 1] = final_log(101, 2, n2);
+        lines
+    };
+    // n1 lags one write behind, and so does the observer n4: two logs lack `b`, as many as a
+    // quorum of the three voters, but only one of them is a voter's. n1 may yet catch up, and
+    // the leader n3 holds `b`: not a lost write.
+    let (v, why) = verdict_of("durability", logs(&["a"], &["a", "b"], &["a"]), &["n4"]);
+    assert_ne!(v, Validity::False, "{why}");
+    assert!(why.contains("n1's final log holds 1 of the 2"), "{why}");
+    // Two voters lacking `b` are a quorum of voters: lost, whatever the observer holds.
+    let (v, why) = verdict_of("durability", logs(&["a"], &["a"], &["a", "b"]), &["n4"]);
+    assert_eq!(v, Validity::False, "{why}");
+    assert!(why.contains("2 of the voters' final logs, a majority"), "{why}");
 }
