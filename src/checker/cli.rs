@@ -78,6 +78,9 @@ pub fn summary(results: &Results) -> String {
     if let Some(c) = &results.coverage {
         out.push_str(&format!("coverage: {}\n", c.line()));
     }
-    out.push_str(&format!("verdict: {}\n", results.valid.word()));
+    for k in &results.known {
+        out.push_str(&format!("known: {}: {} ({})\n", k.id, k.title, k.docs));
+    }
+    out.push_str(&format!("verdict: {}\n", results.verdict_words()));
     out
 }

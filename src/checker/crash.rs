@@ -5,14 +5,19 @@
 //! out-of-memory kill) is a bug, whatever the other checkers say. The log lines are the
 //! evidence.
 
-use super::finding::{secs, EvRef, Finding, Item};
+use super::finding::{secs, EvRef, Finding, KindedItem};
+use super::kind::Kind;
 use super::model::Digest;
 use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "crash";
 
+/// ZooKeeper's refusal to start on a txn log without the snapshot under it (`FileTxnSnapLog`),
+/// as a power loss leaves it (docs/zookeeper.md).
+const NO_SNAPSHOT: &str = "No snapshot found, but there are log entries";
+
 pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
-    let violations: Vec<Item> = d
+    let violations: Vec<KindedItem> = d
         .node_exits
         .iter()
         .map(|e| {
@@ -26,12 +31,20 @@ pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
                 [] => "its log is empty".to_string(),
                 lines => format!("its log ends: \"{}\"", lines.join(" | ")),
             };
+            let kind = if e.value.log_tail.iter().any(|l| l.contains(NO_SNAPSHOT)) {
+                Kind::NoSnapshotAtRestart
+            } else {
+                Kind::Exit
+            };
             (
-                format!("{node} exited by itself at {} {how}; {tail}.", secs(e.time)),
-                vec![EvRef::new(e.pos, format!("{node} exited unasked"))],
+                kind,
+                (
+                    format!("{node} exited by itself at {} {how}; {tail}.", secs(e.time)),
+                    vec![EvRef::new(e.pos, format!("{node} exited unasked"))],
+                ),
             )
         })
         .collect();
     let ok = "No node process exited without the controller stopping it.".to_string();
-    Finding::judge(violations, Vec::new(), ok)
+    Finding::judge_kinds(violations, Vec::new(), ok)
 }

@@ -9,6 +9,7 @@
 //! ZooKeeper 3.8.0 (ZOOKEEPER-2846, docs/zookeeper.md) and possible in any Zab.
 
 use super::fxhash::FastMap;
+use super::kind::Kind;
 
 /// A final log by node name.
 pub type NamedLog<'a> = (&'a str, &'a [(u64, String)]);
@@ -101,15 +102,16 @@ fn is_subsequence(part: &[(u64, String)], whole: &[(u64, String)]) -> bool {
     part.iter().all(|e| rest.any(|w| w == e))
 }
 
-/// What `a` and `b` hold past entry `from`, where they part, in a sentence or two; `logs` are
-/// every readable final log, `acknowledged` says whether a value's write was acknowledged.
+/// What `a` and `b` hold past entry `from`, where they part, in a sentence or two, and the
+/// divergence's kind (`Fork` unless it is a hole or a stale tail); `logs` are every readable
+/// final log, `acknowledged` says whether a value's write was acknowledged.
 pub fn describe(
     a: NamedLog,
     b: NamedLog,
     from: usize,
     logs: &[NamedLog],
     acknowledged: &dyn Fn(&str) -> bool,
-) -> String {
+) -> (String, Kind) {
     let (oa, ob) = (
         own(a, b, from, logs, acknowledged),
         own(b, a, from, logs, acknowledged),
@@ -121,8 +123,9 @@ pub fn describe(
         }
     }
     if text.is_empty() {
-        return String::new();
+        return (String::new(), Kind::Fork);
     }
+    let mut kind = Kind::Fork;
     let mut out = format!("Past it, {}.", text.join("; "));
     // One side has nothing of its own and its entries come in the other's order: it skipped
     // entries the other holds (a reordering is no hole).
@@ -136,6 +139,7 @@ pub fn describe(
                 " {} holds nothing {} lacks: a hole in its log, not a fork.",
                 short.node, long.node
             ));
+            kind = Kind::Hole;
         }
     }
     // The stale side: its own entries unacknowledged and all of an older epoch than the
@@ -155,11 +159,12 @@ pub fn describe(
                      a newer one: the mark of a sync that sent it a DIFF where a TRUNC was due.",
                     stale.node
                 ));
+                kind = Kind::StaleTail;
                 break;
             }
         }
     }
-    out
+    (out, kind)
 }
 
 #[cfg(test)]
@@ -184,7 +189,8 @@ mod tests {
         ]));
         let logs: Vec<NamedLog> = vec![("n4", &stale), ("n1", &good), ("n2", &good)];
         let acked = |v: &str| ["5", "6", "9"].contains(&v);
-        let text = describe(("n4", &stale), ("n1", &good), 2, &logs, &acked);
+        let (text, kind) = describe(("n4", &stale), ("n1", &good), 2, &logs, &acked);
+        assert_eq!(kind, Kind::StaleTail);
         assert!(
             text.contains("n4 alone holds 2 entries of epoch 1 (zxids 0x100000003-0x100000004), none acknowledged"),
             "{text}"
@@ -195,8 +201,9 @@ mod tests {
         );
         assert!(text.contains("n4 kept uncommitted writes"), "{text}");
         // The same logs the other way round name the same replica.
-        let text = describe(("n1", &good), ("n4", &stale), 2, &logs, &acked);
+        let (text, kind) = describe(("n1", &good), ("n4", &stale), 2, &logs, &acked);
         assert!(text.contains("n4 kept uncommitted writes"), "{text}");
+        assert_eq!(kind, Kind::StaleTail);
     }
 
     #[test]
@@ -206,7 +213,8 @@ mod tests {
         let b = log(&[(0x1_0000_0001, "1"), (0x2_0000_0001, "b")]);
         let logs: Vec<NamedLog> = vec![("n1", &a), ("n2", &b)];
         let acked = |_: &str| true;
-        let text = describe(("n1", &a), ("n2", &b), 1, &logs, &acked);
+        let (text, kind) = describe(("n1", &a), ("n2", &b), 1, &logs, &acked);
+        assert_eq!(kind, Kind::Fork);
         assert!(
             text.contains("n1 alone holds 1 entry of epoch 2 (zxid 0x200000001), all acknowledged")
         );
@@ -223,7 +231,8 @@ mod tests {
         ]);
         let holed = log(&[(0x3_0000_0001, "1"), (0x3_0000_0003, "3")]);
         let logs: Vec<NamedLog> = vec![("n3", &holed), ("n5", &full)];
-        let text = describe(("n3", &holed), ("n5", &full), 1, &logs, &|_| true);
+        let (text, kind) = describe(("n3", &holed), ("n5", &full), 1, &logs, &|_| true);
+        assert_eq!(kind, Kind::Hole);
         assert!(
             text.contains("n5 alone holds 1 entry of epoch 3 (zxid 0x300000002), all acknowledged"),
             "{text}"

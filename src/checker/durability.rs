@@ -16,8 +16,9 @@
 //! needs the writes workload.
 
 use super::divergence;
-use super::finding::{EvRef, Finding, Item};
+use super::finding::{EvRef, Finding, Item, KindedItem};
 use super::fxhash::{map_with, FastMap};
+use super::kind::Kind;
 use super::model::{Digest, FinalLog, Rec, WriteOp};
 use crate::history::test_info::TestInfo;
 use crate::history::EventType;
@@ -82,11 +83,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     if seen.writes == 0 {
         return Finding::judge(vec![], gaps, String::new());
     }
-    let mut violations: Vec<Item> = Vec::new();
+    let mut violations: Vec<KindedItem> = Vec::new();
     gaps.extend(unread_logs(d, info, &seen.logs));
     let Some(logs) = Logs::of(d, &seen.logs) else {
         gaps.push(("No final log could be read.".to_string(), vec![]));
-        return Finding::judge(violations, gaps, String::new());
+        return Finding::judge_kinds(violations, gaps, String::new());
     };
     let final_leader = seen.final_leader();
     let is_prefix = logs.divergences(fates, &mut violations, &mut gaps);
@@ -113,7 +114,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         duplicated: cap(&listed.duplicated),
         phantom: cap(&listed.phantom),
     };
-    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
+    Finding::judge_kinds(violations, gaps, ok).with_measurements(super::Measurements::Durability(m))
 }
 
 /// One pass over the digest: each value's fate, each node's last final log, how many write
@@ -236,7 +237,7 @@ impl<'a> Logs<'a> {
     fn divergences(
         &self,
         fates: &FastMap<&str, Fate>,
-        violations: &mut Vec<Item>,
+        violations: &mut Vec<KindedItem>,
         gaps: &mut Vec<Item>,
     ) -> Vec<bool> {
         let Logs {
@@ -258,14 +259,14 @@ impl<'a> Logs<'a> {
             let diverges = entries.iter().zip(longest.iter()).position(|(a, b)| a != b);
             is_prefix.push(diverges.is_none());
             if let Some(i) = diverges {
-                let shape = divergence::describe(
+                let (shape, kind) = divergence::describe(
                     (name, entries),
                     (lname, longest),
                     i,
                     &named,
                     &acknowledged,
                 );
-                violations.push((
+                violations.push((kind, (
                     format!(
                         "The final logs of {name} and {lname} diverge at entry {i}: zxid {:#x} {} vs zxid {:#x} {}. {shape}",
                         entries[i].0, entries[i].1, longest[i].0, longest[i].1
@@ -274,7 +275,7 @@ impl<'a> Logs<'a> {
                         EvRef::new(l.pos, format!("{name} final log")).at_entry(i),
                         EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
                     ],
-                ));
+                )));
             } else if entries.len() < longest.len() {
                 gaps.push((
                     format!(
@@ -299,7 +300,7 @@ impl<'a> Logs<'a> {
         is_prefix: &[bool],
         fates: &FastMap<&'a str, Fate<'a>>,
         listed: &mut Listed<'a>,
-        violations: &mut Vec<Item>,
+        violations: &mut Vec<KindedItem>,
     ) -> Vec<(usize, EntryIssue<'a>)> {
         let Logs {
             d,
@@ -325,24 +326,24 @@ impl<'a> Logs<'a> {
                 match issue {
                     EntryIssue::Twice(first) => {
                         listed.duplicated.insert(v);
-                        violations.push((
+                        violations.push((Kind::Duplicated, (
                             format!("Duplicated write: {v} is in {name}'s final log twice (zxids {first:#x} and {zxid:#x})."),
                             vec![here],
-                        ));
+                        )));
                     }
                     EntryIssue::Unwritten => {
                         listed.phantom.insert(v);
-                        violations.push((
+                        violations.push((Kind::Phantom, (
                             format!("Phantom write: {v} is in {name}'s final log (zxid {zxid:#x}) but no client wrote it."),
                             vec![here],
-                        ));
+                        )));
                     }
                     EntryIssue::Failed(f) => {
                         listed.phantom.insert(v);
-                        violations.push((
+                        violations.push((Kind::Phantom, (
                             format!("Phantom write: {v} failed (certainly not applied) yet is in {name}'s final log (zxid {zxid:#x})."),
                             vec![EvRef::new(f.pos, format!("write of {v} failed")), here],
-                        ));
+                        )));
                     }
                 }
             }
@@ -359,7 +360,7 @@ impl<'a> Logs<'a> {
         fates: &FastMap<&'a str, Fate<'a>>,
         (final_leader, quorum, observers): (Option<ReadLog<'a>>, usize, &[String]),
         listed: &mut Listed<'a>,
-        violations: &mut Vec<Item>,
+        violations: &mut Vec<KindedItem>,
     ) -> usize {
         let Logs {
             d,
@@ -427,7 +428,7 @@ impl<'a> Logs<'a> {
                             if holders.len() == 1 { "holds" } else { "hold" }
                         )
                     };
-                    violations.push((text, proof));
+                    violations.push((Kind::Lost, (text, proof)));
                 }
                 (Some((i, _)), _) if leader_lacks.is_some() || n_lacking >= quorum => {
                     listed.lost.insert(v);
@@ -442,20 +443,20 @@ impl<'a> Logs<'a> {
                     proof.push(
                         EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
                     );
-                    violations.push((
+                    violations.push((Kind::Lost, (
                         format!("Lost write: {v} was acknowledged but is missing from {whose} (it is entry {i} of {lname}'s): a committed write is never missing from the leader or a quorum."),
                         proof,
-                    ));
+                    )));
                 }
                 (Some((i, at)), Some(z)) if at != z => {
                     let mut proof = proof();
                     proof.push(
                         EvRef::new(longest_log.pos, format!("{lname} final log")).at_entry(i),
                     );
-                    violations.push((
+                    violations.push((Kind::Moved, (
                         format!("{v} was acknowledged at zxid {z:#x} but is at zxid {at:#x} in {lname}'s final log."),
                         proof,
-                    ));
+                    )));
                 }
                 _ => {}
             }

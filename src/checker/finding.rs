@@ -1,6 +1,7 @@
 //! What a checker returns before its evidence is resolved: the verdict, the explanation, and
 //! pointers into the history (`EvRef`) that `mod.rs` turns into the quoted original events.
 
+use super::kind::{Kind, Kinds};
 use super::Validity;
 
 /// One piece of evidence: the history event at `pos`, and why it matters.
@@ -56,6 +57,9 @@ pub fn trim_log(event: &mut serde_json::Value, entry: Option<usize>) {
 /// A violation or a gap: one sentence and the events behind it.
 pub type Item = (String, Vec<EvRef>);
 
+/// A violation with its kind, for a checker that classifies its violations.
+pub type KindedItem = (Kind, Item);
+
 /// A checker's verdict with unresolved evidence.
 #[derive(Debug, Clone)]
 pub struct Finding {
@@ -63,6 +67,8 @@ pub struct Finding {
     pub explanation: String,
     pub evidence: Vec<EvRef>,
     pub measurements: super::Measurements,
+    /// How many violations of each kind (empty unless the checker classifies them).
+    pub kinds: Kinds,
 }
 
 impl Finding {
@@ -79,6 +85,7 @@ impl Finding {
                 explanation: ok_text,
                 evidence: Vec::new(),
                 measurements: super::Measurements::None,
+                kinds: Kinds::new(),
             };
         };
         /// Enough items to read; the rest are counted, not listed.
@@ -94,7 +101,20 @@ impl Finding {
             explanation: text.join(" "),
             evidence,
             measurements: super::Measurements::None,
+            kinds: Kinds::new(),
         }
+    }
+
+    /// `judge` for a checker that classifies every violation: the kinds are counted.
+    pub fn judge_kinds(violations: Vec<KindedItem>, gaps: Vec<Item>, ok_text: String) -> Finding {
+        let mut kinds = Kinds::new();
+        for (k, _) in &violations {
+            *kinds.entry(*k).or_default() += 1;
+        }
+        let items = violations.into_iter().map(|(_, item)| item).collect();
+        let mut f = Finding::judge(items, gaps, ok_text);
+        f.kinds = kinds;
+        f
     }
 
     pub fn with_measurements(mut self, m: impl Into<super::Measurements>) -> Self {

@@ -23,6 +23,7 @@
 
 use super::finding::{EvRef, Finding, Item};
 use super::fxhash::FastSet;
+use super::kind::Kind;
 use super::model::{Digest, Rec, Status};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
@@ -201,7 +202,12 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         leaderships_judged: starts.len(),
         leaderships_with_prior_writes: with_prior,
     };
-    Finding::judge(violations, vec![], ok).with_measurements(super::Measurements::Completeness(m))
+    // Every violation here is one kind: a leader without a write acknowledged before its term.
+    let kinded = violations
+        .into_iter()
+        .map(|v| (Kind::LeaderLacksWrite, v))
+        .collect();
+    Finding::judge_kinds(kinded, vec![], ok).with_measurements(super::Measurements::Completeness(m))
 }
 
 /// The acknowledgements (indices into `acks`) whose value `entries` lacks. A value is looked

@@ -17,6 +17,8 @@ pub mod epoch_monotonic;
 pub mod faults;
 pub mod finding;
 pub mod fxhash;
+pub mod kind;
+pub mod known;
 pub mod leader_completeness;
 pub mod leader_stepdown;
 pub mod load;
@@ -88,6 +90,9 @@ pub struct CheckResult {
     /// count in the combined verdict.
     #[serde(default = "applicable_by_default", skip_serializing_if = "is_true")]
     pub applicable: bool,
+    /// How many violations of each kind, for a checker that classifies them (`kind`).
+    #[serde(default, skip_serializing_if = "kind::Kinds::is_empty")]
+    pub kinds: kind::Kinds,
 }
 
 fn applicable_by_default() -> bool {
@@ -198,9 +203,23 @@ pub struct Results {
     /// before coverage was measured, or when the history could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<Coverage>,
+    /// The published bugs that cover every invalid verdict (`known`); empty when the run is
+    /// not invalid or any invalid verdict is not a known bug's shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<known::Known>,
 }
 
 impl Results {
+    /// The verdict as a person reads it: "invalid (known: ZOOKEEPER-2846)" when every invalid
+    /// verdict is a known bug's shape, else the verdict's word.
+    pub fn verdict_words(&self) -> String {
+        if self.known.is_empty() {
+            self.valid.word().to_string()
+        } else {
+            format!("{} (known: {})", self.valid.word(), known::ids(&self.known))
+        }
+    }
+
     /// `RUN_DIR/results.json`, typed: None when the checkers have not run; a file that is
     /// there but does not decode is the user's to fix (re-run `fle-chaos check`).
     pub fn read(run_dir: &Path) -> Result<Option<Results>> {
@@ -333,12 +352,15 @@ pub fn check_digest(
             evidence,
             measurements: f.measurements,
             applicable,
+            kinds: f.kinds,
         });
     }
+    let known = known::explain(&checkers, info, &known::builtin());
     Results {
         valid,
         checkers,
         coverage: Some(coverage),
+        known,
     }
 }
 
@@ -363,12 +385,14 @@ pub(crate) fn unreadable(why: String) -> Results {
             explanation: format!("The history cannot be read: {why}"),
             evidence: vec![],
             measurements: Measurements::None,
+            kinds: Default::default(),
         })
         .collect();
     Results {
         valid: Validity::Unknown,
         checkers,
         coverage: None,
+        known: Vec::new(),
     }
 }
 

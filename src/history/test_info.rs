@@ -60,6 +60,19 @@ pub struct Settings {
     /// `--zookeeper-config` lines the servers ran with (zoo.cfg key to value).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub zookeeper_config: std::collections::BTreeMap<String, String>,
+    /// What the target said about the software it ran (`Target::software`), after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub software: Option<Software>,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The software a target ran: the version each node reported (ZooKeeper's `srvr`, e.g.
+/// "3.8.0-<commit>"), and whatever else the target says about it (install, epoch files).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Software {
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub versions: std::collections::BTreeMap<String, String>,
     #[serde(flatten)]
     pub rest: serde_json::Map<String, serde_json::Value>,
 }

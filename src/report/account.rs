@@ -298,6 +298,7 @@ mod tests {
                 .collect(),
             measurements: Measurements::default(),
             applicable: true,
+            kinds: Default::default(),
         }
     }
 

@@ -148,12 +148,19 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
     if let Some(why) = p.results.and_then(|r| r.coverage.as_ref()?.thin()) {
         detail += &format!(" · thin coverage: {why}");
     }
+    for k in p.results.map(|r| r.known.as_slice()).unwrap_or_default() {
+        detail += &format!(" · known: {}: {} ({})", k.id, k.title, k.docs);
+    }
+    let word = match p.results {
+        Some(r) => r.verdict_words(),
+        None => verdict_word(verdict).to_string(),
+    };
     let _ = writeln!(
         h,
         "<header class=\"banner {}\" id=\"verdict\"><h1>{} — {}</h1>\
          <div class=\"sub\">{} · started {} · {} nodes · {} of history, {} events</div></header>",
         verdict_class(verdict),
-        verdict_word(verdict).to_uppercase(),
+        escape(&word.to_uppercase()),
         escape(&p.info.name),
         escape(&detail),
         p.info.started_at.format("%Y-%m-%d %H:%M:%S UTC"),

@@ -1,6 +1,8 @@
 //! `junit.xml`: one testsuite per run, one testcase per checker, so nightly CI shows each
 //! property as a test. Invalid → `<failure>`, unknown → `<error>` (the property could not
-//! be decided), both with the explanation as message and the evidence as body.
+//! be decided), both with the explanation as message and the evidence as body. A failure
+//! that a known bug covers (`checker::known`) stays a failure, of type `known` and with a
+//! message that starts "known: ZOOKEEPER-2846": a CI page tells it apart at a glance.
 
 use super::text::{escape, shorten};
 use crate::checker::{Results, Validity};
@@ -38,11 +40,21 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
         ("nemesis", info.nemesis.join(",")),
         ("replay", info.replay_command.clone()),
         ("version", info.version.clone()),
+        (
+            "known",
+            results.map_or(String::new(), |r| crate::checker::known::ids(&r.known)),
+        ),
     ] {
+        if v.is_empty() {
+            continue;
+        }
         x += &format!("      <property name=\"{k}\" value=\"{}\"/>\n", escape(&v));
     }
     x += "    </properties>\n";
     let class = format!("fle-chaos.{}", info.name);
+    let known = results
+        .filter(|r| !r.known.is_empty())
+        .map(|r| crate::checker::known::ids(&r.known));
     for c in checkers {
         x += &format!(
             "    <testcase name=\"{}\" classname=\"{}\" time=\"0\">",
@@ -64,14 +76,14 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
                     .map(|e| e.to_string())
                     .collect::<Vec<_>>()
                     .join("\n");
+                let (kind, message) = match (tag, &known) {
+                    ("failure", Some(ids)) => ("known", format!("known: {ids}. {}", c.explanation)),
+                    ("failure", None) => ("invalid", c.explanation.clone()),
+                    _ => ("unknown", c.explanation.clone()),
+                };
                 x += &format!(
-                    "\n      <{tag} message=\"{}\" type=\"{}\">{}</{tag}>\n    </testcase>\n",
-                    escape(&c.explanation),
-                    if tag == "failure" {
-                        "invalid"
-                    } else {
-                        "unknown"
-                    },
+                    "\n      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
+                    escape(&message),
                     escape(&shorten(&evidence, EVIDENCE_CHARS))
                 );
             }

@@ -22,6 +22,12 @@ pub fn finish_run(run_dir: &Path) -> Result<i32> {
     if let Some(c) = &results.coverage {
         eprintln!("fle-chaos: {:<19} {}", "coverage", c.line());
     }
+    for k in &results.known {
+        eprintln!(
+            "fle-chaos: {:<19} {}: {} ({})",
+            "known", k.id, k.title, k.docs
+        );
+    }
     match crate::report::render(run_dir, &run, Some(&results), lines) {
         Ok(_) => eprintln!(
             "fle-chaos: report {}",

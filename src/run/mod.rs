@@ -216,6 +216,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             recovery_timeout_s: Some(settle_wait(&plan).as_secs_f64()),
             workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
             zookeeper_config: plan.zookeeper_settings(),
+            software: None,
             rest: serde_json::from_value(serde_json::json!({
                 "args": plan.args,
                 "nemesis": plan.nemesis_settings,
@@ -356,7 +357,7 @@ fn record_software(run_dir: &Path, target: &dyn crate::control::target::Target) 
     };
     let path = run_dir.join("test.json");
     let done = TestInfo::read(&path).and_then(|mut info| {
-        info.settings.rest.insert("software".into(), software);
+        info.settings.software = Some(serde_json::from_value(software)?);
         info.write(&path)
     });
     if let Err(e) = done {

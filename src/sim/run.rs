@@ -222,6 +222,7 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
             recovery_timeout_s: Some(s.recovery_timeout.as_secs_f64()),
             workload: Some(workload),
             zookeeper_config: Default::default(),
+            software: None,
             rest: serde_json::from_value(rest).unwrap_or_default(),
         },
     }

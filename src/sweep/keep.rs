@@ -91,7 +91,7 @@ mod tests {
             bug.then(|| "quorum-minority".to_string()),
         );
         RunRecord {
-            outcome: crate::sweep::record::outcome(&cell, code),
+            outcome: crate::sweep::record::outcome(&cell, code, false),
             code,
             verdict: None,
             run_dir: Some("runs/x/1".into()),
@@ -103,6 +103,7 @@ mod tests {
             unrecovered: 0,
             situations: Vec::new(),
             failed_checkers: Vec::new(),
+            known: Vec::new(),
             note: None,
             minimal: None,
             trimmed: false,

@@ -50,6 +50,14 @@ struct RawMatrix {
     /// `netns` (default) or `loopback`.
     #[serde(default)]
     net: Option<String>,
+    /// Whether a run whose every invalid verdict is a known bug of the version it ran
+    /// (`checker::known`) fails the sweep (default) or counts as passed, shown as known.
+    #[serde(default = "fails_on_known")]
+    fail_on_known: bool,
+}
+
+fn fails_on_known() -> bool {
+    true
 }
 
 fn default_targets() -> Vec<String> {
@@ -75,6 +83,8 @@ pub struct Matrix {
     pub time_limit: Duration,
     pub recovery_timeout: Option<Duration>,
     pub net: Option<String>,
+    /// False: a run invalid only for known bugs does not fail the sweep (`fail_on_known`).
+    pub fail_on_known: bool,
     pub cells: Vec<Cell>,
     /// The file as read: a sweep keeps a copy (`matrix.toml`) so `--resume` runs the same
     /// matrix even after the file changed.
@@ -278,6 +288,7 @@ impl Matrix {
             time_limit,
             recovery_timeout,
             net: raw.net,
+            fail_on_known: raw.fail_on_known,
             cells,
             text: text.to_string(),
         })
@@ -475,6 +486,18 @@ mod tests {
     fn the_shipped_nightly_matrix_parses() {
         let m = Matrix::parse("nightly", "built-in", NIGHTLY).unwrap();
         assert!(m.cells.len() >= 10, "{} cells", m.cells.len());
+        assert!(
+            m.fail_on_known,
+            "known findings fail a sweep unless it says otherwise"
+        );
+        let quiet = format!("{NIGHTLY}\nfail_on_known = false\n");
+        assert!(!Matrix::parse("nightly", "t", &quiet).unwrap().fail_on_known);
+        let e = Matrix::parse("nightly", "t", &format!("{NIGHTLY}\nfail_on_known = 1\n"));
+        let e = e.unwrap_err();
+        assert!(
+            e.contains("line ") && e.contains("expected a boolean"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! A run's `code` is its `fle-chaos test` exit code; its `outcome` is what it means for the
 //! sweep: the same, except for a seeded-bug run, which is expected to be invalid (caught: 0)
-//! and fails the sweep when it is valid (the checkers missed the bug: 1).
+//! and fails the sweep when it is valid (the checkers missed the bug: 1), and for a run
+//! invalid only for known bugs when the matrix says `fail_on_known = false` (passed: 0).
 
 use super::keep::Keep;
 use super::matrix::{Cell, Shard};
@@ -53,6 +54,9 @@ pub struct RunRecord {
     /// Checkers whose verdict was false.
     #[serde(default)]
     pub failed_checkers: Vec<String>,
+    /// The known bugs that cover every invalid verdict (results.json's `known`), by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<String>,
     /// Why the run has no verdict, when it has none (timed out, bad input, crashed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -173,11 +177,13 @@ impl SweepRecord {
     }
 }
 
-/// What a run's exit code means for the sweep (see the module doc).
-pub fn outcome(cell: &Cell, code: i32) -> i32 {
+/// What a run's exit code means for the sweep (see the module doc); `known_passes`: the run
+/// is invalid only for known bugs and the matrix does not fail on them.
+pub fn outcome(cell: &Cell, code: i32, known_passes: bool) -> i32 {
     match (cell.bug.is_some(), code) {
         (true, exit::INVALID) => exit::VALID,
         (true, exit::VALID) => exit::INVALID,
+        (false, exit::INVALID) if known_passes => exit::VALID,
         _ => code,
     }
 }
@@ -188,6 +194,7 @@ pub fn outcome_word(r: &RunRecord) -> &'static str {
         (true, exit::INVALID) => "caught",
         (true, exit::VALID) => "missed",
         (_, exit::VALID) => "valid",
+        (_, exit::INVALID) if !r.known.is_empty() => "known",
         (_, exit::INVALID) => "invalid",
         (_, exit::UNKNOWN) => "unknown",
         (_, exit::BAD_ARGS) => "bad input",
@@ -241,11 +248,14 @@ mod tests {
             1,
             Some("quorum-minority".into()),
         );
-        assert_eq!(outcome(&plain, exit::INVALID), exit::INVALID);
-        assert_eq!(outcome(&plain, exit::VALID), exit::VALID);
-        assert_eq!(outcome(&bug, exit::INVALID), exit::VALID);
-        assert_eq!(outcome(&bug, exit::VALID), exit::INVALID);
-        assert_eq!(outcome(&bug, exit::UNKNOWN), exit::UNKNOWN);
-        assert_eq!(outcome(&bug, exit::CRASHED), exit::CRASHED);
+        assert_eq!(outcome(&plain, exit::INVALID, false), exit::INVALID);
+        assert_eq!(outcome(&plain, exit::INVALID, true), exit::VALID);
+        assert_eq!(outcome(&plain, exit::UNKNOWN, true), exit::UNKNOWN);
+        assert_eq!(outcome(&plain, exit::VALID, false), exit::VALID);
+        assert_eq!(outcome(&bug, exit::INVALID, false), exit::VALID);
+        assert_eq!(outcome(&bug, exit::VALID, false), exit::INVALID);
+        assert_eq!(outcome(&bug, exit::VALID, true), exit::INVALID);
+        assert_eq!(outcome(&bug, exit::UNKNOWN, false), exit::UNKNOWN);
+        assert_eq!(outcome(&bug, exit::CRASHED, false), exit::CRASHED);
     }
 }

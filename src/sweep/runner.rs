@@ -263,7 +263,7 @@ impl Runner {
                 .unwrap_or_else(|_| p.to_path_buf())
         };
         let mut r = RunRecord {
-            outcome: outcome(&cell, child.code),
+            outcome: outcome(&cell, child.code, false),
             code: child.code,
             verdict: child.results.as_ref().map(|r| r.valid),
             run_dir: child.run_dir.as_deref().map(rel),
@@ -275,6 +275,7 @@ impl Runner {
             unrecovered: 0,
             situations: Vec::new(),
             failed_checkers: Vec::new(),
+            known: Vec::new(),
             note: child.note,
             minimal: None,
             trimmed: false,
@@ -288,6 +289,9 @@ impl Runner {
                 .filter(|c| c.valid == crate::checker::Validity::False)
                 .map(|c| c.name.clone())
                 .collect();
+            r.known = results.known.iter().map(|k| k.id.clone()).collect();
+            let known_passes = !r.known.is_empty() && !self.matrix.fail_on_known;
+            r.outcome = outcome(&r.cell, r.code, known_passes);
             if let Some(c) = &results.coverage {
                 r.situations = c.met.iter().map(|m| m.situation.clone()).collect();
             }

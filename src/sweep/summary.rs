@@ -131,6 +131,9 @@ pub fn summary_html(r: &SweepRecord) -> String {
         if !x.failed_checkers.is_empty() {
             let _ = write!(note, "failed: {}", escape(&x.failed_checkers.join(", ")));
         }
+        if !x.known.is_empty() {
+            let _ = write!(note, " (known: {})", escape(&x.known.join(", ")));
+        }
         if x.unrecovered > 0 {
             let _ = write!(note, " {} fault(s) never recovered from", x.unrecovered);
         }
@@ -241,16 +244,31 @@ pub fn junit_xml(r: &SweepRecord) -> String {
                     .unwrap_or_default()
             ))
         };
-        match run.outcome {
-            exit::VALID => x.push_str("</testcase>\n"),
-            exit::INVALID => {
+        let known = (!run.known.is_empty()).then(|| format!("known: {}", run.known.join(", ")));
+        match (run.outcome, &known) {
+            // Invalid only for known bugs, and the matrix does not fail on them.
+            (exit::VALID, Some(k)) if run.code == exit::INVALID && run.cell.bug.is_none() => {
+                let _ = write!(
+                    x,
+                    "\n      <system-out>{}</system-out>\n    </testcase>\n",
+                    body(&format!(
+                        "{k}: invalid only for known bugs, not failed (fail_on_known = false)"
+                    ))
+                );
+            }
+            (exit::VALID, _) => x.push_str("</testcase>\n"),
+            (exit::INVALID, _) => {
                 let what = if run.cell.bug.is_some() {
                     format!(
                         "missed: the seeded bug {} was not caught (verdict valid)",
                         run.cell.bug.as_deref().unwrap_or_default()
                     )
                 } else {
-                    format!("invalid: {}", run.failed_checkers.join(", "))
+                    let k = known
+                        .as_ref()
+                        .map(|k| format!(" ({k})"))
+                        .unwrap_or_default();
+                    format!("invalid{k}: {}", run.failed_checkers.join(", "))
                 };
                 let _ = write!(
                     x,
@@ -259,7 +277,7 @@ pub fn junit_xml(r: &SweepRecord) -> String {
                     body(&what)
                 );
             }
-            code => {
+            (code, _) => {
                 let what = format!("{} (exit {code})", outcome_word(run));
                 let _ = write!(
                     x,

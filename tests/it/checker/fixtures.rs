@@ -17,15 +17,19 @@ fn parse_validity(s: &str) -> Validity {
     }
 }
 
-/// (checker, verdict) lines and (checker, measurement key, number) lines.
-type Expected = (Vec<(String, Validity)>, Vec<(String, String, u64)>);
+/// (checker, verdict) lines, (checker, measurement key, number) lines, and the known findings
+/// that cover the run ("ZOOKEEPER-2846"; empty: none).
+type Expected = (Vec<(String, Validity)>, Vec<(String, String, u64)>, String);
 
 fn read_expected(dir: &Path) -> Expected {
     let text = std::fs::read_to_string(dir.join("expected.txt")).expect("expected.txt");
     let mut verdicts = Vec::new();
     let mut measures = Vec::new();
+    let mut known = String::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Some((key, n)) = line.split_once(" = ") {
+        if let Some(ids) = line.strip_prefix("known ") {
+            known = ids.to_string();
+        } else if let Some((key, n)) = line.split_once(" = ") {
             let (checker, field) = key.split_once('/').expect("checker/key = N");
             measures.push((checker.to_string(), field.to_string(), n.parse().unwrap()));
         } else {
@@ -33,7 +37,7 @@ fn read_expected(dir: &Path) -> Expected {
             verdicts.push((checker.to_string(), parse_validity(v)));
         }
     }
-    (verdicts, measures)
+    (verdicts, measures, known)
 }
 
 fn verdict_of(results: &Results, checker: &str) -> Validity {
@@ -78,7 +82,19 @@ fn every_fixture_gets_its_expected_verdicts() {
         let events = read_history(&dir.join("history.jsonl")).unwrap();
         let in_memory = check_history(&events, &info, &opts);
 
-        let (verdicts, measures) = read_expected(dir);
+        let (verdicts, measures, known) = read_expected(dir);
+        for (path, results) in [
+            ("file", &from_file),
+            ("memory", &in_memory),
+            ("results.json", &written),
+        ] {
+            let got = fle_chaos::checker::known::ids(&results.known);
+            if got != known {
+                failures.push(format!(
+                    "{case}: known findings via {path}: got {got:?}, want {known:?}"
+                ));
+            }
+        }
         assert_eq!(
             verdicts.len(),
             names().count(),

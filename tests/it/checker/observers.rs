@@ -191,5 +191,8 @@ fn durability_counts_neither_holders_nor_lackers_among_observers() {
     // Two voters lacking `b` are a quorum of voters: lost, whatever the observer holds.
     let (v, why) = verdict_of("durability", logs(&["a"], &["a"], &["a", "b"]), &["n4"]);
     assert_eq!(v, Validity::False, "{why}");
-    assert!(why.contains("2 of the voters' final logs, a majority"), "{why}");
+    assert!(
+        why.contains("2 of the voters' final logs, a majority"),
+        "{why}"
+    );
 }

@@ -652,6 +652,7 @@ fn write_results(
     let checkers = vec![
         CheckResult {
             applicable: true,
+            kinds: Default::default(),
             name: "election-safety".into(),
             valid: Validity::True,
             explanation: format!(
@@ -664,6 +665,7 @@ fn write_results(
         },
         CheckResult {
             applicable: true,
+            kinds: Default::default(),
             name: "durability".into(),
             valid: if spec.invalid {
                 Validity::False
@@ -695,6 +697,7 @@ fn write_results(
         },
         CheckResult {
             applicable: true,
+            kinds: Default::default(),
             name: "epoch-monotonicity".into(),
             valid: if spec.invalid {
                 Validity::Unknown
@@ -711,6 +714,7 @@ fn write_results(
         },
         CheckResult {
             applicable: true,
+            kinds: Default::default(),
             name: "recovery".into(),
             valid: Validity::True,
             explanation: "a quorum agreed on one leader 0.7 s after the final heal".into(),
@@ -725,6 +729,7 @@ fn write_results(
             valid,
             checkers,
             coverage: None,
+            known: Vec::new(),
         };
         std::fs::write(
             run_dir.join("results.json"),
