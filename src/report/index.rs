@@ -20,6 +20,8 @@ pub struct RunEntry {
     pub verdict: Option<Validity>,
     /// The checkers that do not apply to the run (shown `n/a` beside the verdict).
     pub not_applicable: Vec<String>,
+    /// The known bugs that cover every invalid verdict (`checker::known`), by id.
+    pub known: Vec<String>,
     pub has_report: bool,
 }
 
@@ -61,6 +63,11 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
                 .filter(|c| !c.applicable)
                 .map(|c| c.name.clone())
                 .collect();
+            let known = results
+                .iter()
+                .flat_map(|r| &r.known)
+                .map(|k| k.id.clone())
+                .collect();
             let verdict = results.map(|r| r.valid);
             let rel = run
                 .strip_prefix(root)
@@ -74,6 +81,7 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
                 info,
                 verdict,
                 not_applicable,
+                known,
                 has_report: run.join("report.html").is_file(),
             });
         }
@@ -114,7 +122,7 @@ pub fn index_html(runs: &[RunEntry]) -> String {
         let _ = writeln!(
             h,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"{}\">{}{}</td></tr>",
+             <td class=\"{}\">{}{}{}</td></tr>",
             escape(&link),
             escape(&r.info.name),
             r.info.started_at.format("%Y-%m-%d %H:%M:%S"),
@@ -128,6 +136,11 @@ pub fn index_html(runs: &[RunEntry]) -> String {
             r.info.seed,
             verdict_class(r.verdict),
             verdict_word(r.verdict),
+            if r.known.is_empty() {
+                String::new()
+            } else {
+                format!(" <b>(known: {})</b>", escape(&r.known.join(", ")))
+            },
             if r.not_applicable.is_empty() {
                 String::new()
             } else {

@@ -35,7 +35,7 @@ fn results(dir: &Path) -> serde_json::Value {
 }
 
 /// A ZooKeeper 3.8.0 run whose one violation is ZOOKEEPER-2846's mark: still invalid (exit 1),
-/// named as known in the summary, the report's banner and JUnit; without the versions the
+/// named as known in the summary, the report's banner, the runs index and JUnit; without the versions the
 /// servers reported, the same history is plainly invalid.
 #[test]
 fn a_known_finding_is_named_in_the_summary_the_report_and_junit() {
@@ -70,6 +70,8 @@ fn a_known_finding_is_named_in_the_summary_the_report_and_junit() {
         html.contains("<h1>INVALID (KNOWN: ZOOKEEPER-2846) — "),
         "banner"
     );
+    let index = std::fs::read_to_string(root.path().join("index.html")).unwrap();
+    assert!(index.contains("(known: ZOOKEEPER-2846)"), "{index}");
     let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
     assert!(junit.contains("type=\"known\""), "{junit}");
     assert!(
