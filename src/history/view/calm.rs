@@ -318,18 +318,28 @@ fn fewest(cluster: &Cluster, group: u64, reads: &[u32]) -> u32 {
         .unwrap_or(0)
 }
 
-/// Whether the nodes of `group` are mutually connected and every other node is cut from
-/// all of them or from none.
+/// Whether the nodes of `group` are mutually connected, every other node is cut from all of
+/// them or from none, and no node that hears all of them also hears a running node cut from
+/// all of them: such a node relays the other side's votes into the group's election (a bridge
+/// that a member is not part of: the group elects a leader it cannot reach, again and again).
 fn clean(cluster: &Cluster, group: u64) -> bool {
     let inside: Vec<usize> = cluster.members(group).collect();
     let mutual = inside
         .iter()
         .all(|&a| inside.iter().all(|&b| a == b || !cluster.cut(a, b)));
-    mutual
-        && (0..cluster.nodes.len())
-            .filter(|o| group & (1 << o) == 0)
-            .all(|o| {
-                let cuts = inside.iter().filter(|&&a| cluster.cut(a, o)).count();
-                cuts == 0 || cuts == inside.len()
-            })
+    if !mutual {
+        return false;
+    }
+    let (mut heard, mut cut_off) = (Vec::new(), Vec::new());
+    for o in (0..cluster.nodes.len()).filter(|o| group & (1 << o) == 0) {
+        match inside.iter().filter(|&&a| cluster.cut(a, o)).count() {
+            0 => heard.push(o),
+            n if n == inside.len() => cut_off.push(o),
+            _ => return false,
+        }
+    }
+    let running = |i: usize| !cluster.nodes[i].down;
+    !heard
+        .iter()
+        .any(|&o| running(o) && cut_off.iter().any(|&p| running(p) && !cluster.cut(o, p)))
 }
