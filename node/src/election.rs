@@ -7,6 +7,9 @@
 //! Deliberate differences from ZooKeeper:
 //! - a notification naming a leader that is not a configured voter is dropped and counted
 //!   (robustness against bad peers);
+//! - a LOOKING peer whose vote is worse than ours in our round is told ours at once
+//!   (`answer_worse`); ZooKeeper answers only a lower round, which leaves a late joiner
+//!   waiting for a re-send;
 //! - a LOOKING notification that arrives while this server is still settled is answered (as
 //!   in ZooKeeper) AND kept, then replayed when this server starts looking. ZooKeeper drops
 //!   it, so when one server notices a dead leader a moment before the others, its vote is
@@ -366,6 +369,12 @@ impl Election {
                 if n.state != ServerState::Looking || n.election_epoch == self.logicalclock {
                     self.hear(from, incoming, n.election_epoch, n.state);
                 }
+                if n.state == ServerState::Looking
+                    && n.election_epoch == self.logicalclock
+                    && self.proposal.beats_under(&incoming, self.cfg.bugs)
+                {
+                    out.push(self.answer_worse(from));
+                }
                 // finalizeWait restarts on every message that does not change our mind.
                 self.counters.dropped_while_finalizing += 1;
                 self.finalize_deadline = Some(now + self.cfg.finalize_wait);
@@ -416,6 +425,8 @@ impl Election {
         } else if b.vote.beats_under(&self.proposal, self.cfg.bugs) {
             self.set_proposal(b.vote);
             out.extend(self.send_to_all());
+        } else if self.proposal.beats_under(&b.vote, self.cfg.bugs) {
+            out.push(self.answer_worse(from));
         }
         self.hear(from, b.vote, b.election_epoch, b.state);
         self.recvset.insert(from, b);
@@ -584,6 +595,18 @@ impl Election {
         })]
     }
 
+    /// A peer LOOKING in our round with a vote worse than ours is told ours at once. ZooKeeper
+    /// 3.8 answers only a lower round, so such a peer learns the better vote at the next re-send
+    /// of a server that holds it, and its peers learn its change at its own next re-send: with
+    /// notification timeouts doubling from finalizeWait, a late joiner (a follower that waited
+    /// out initLimit in sync) cost a quorum two re-send cycles, 3 s on a correct run where the
+    /// liveness bound left 2.8 (2026-12-04, docs/node.md). One answer per notification: the
+    /// peer takes our vote, which is then no longer worse, so no exchange follows. Votes are
+    /// unchanged; an answer is one more copy of a notification the election already sent.
+    fn answer_worse(&self, to: u64) -> Output {
+        self.send(to, self.proposal, self.logicalclock, ServerState::Looking)
+    }
+
     fn send(&self, to: u64, vote: Vote, election_epoch: u64, state: ServerState) -> Output {
         Output::Send {
             to,
@@ -750,6 +773,25 @@ mod tests {
             sim.nodes[&1].not_timeout > INITIAL_NOTIFICATION_TIMEOUT,
             "backs off"
         );
+    }
+
+    /// A late joiner with a worse vote in the round (a follower that waited out initLimit in
+    /// sync, then looked) is answered at once: the quorum that needs it elects within a
+    /// finalizeWait or two, not at the next re-send of a back-off grown while it waited (the
+    /// 4.96 s stall of a correct 7-node run, 2026-12-04).
+    #[test]
+    fn a_late_joiner_with_a_worse_vote_is_answered_at_once() {
+        let mut sim = Sim::new(5);
+        sim.start(1, 10);
+        sim.start(5, 5);
+        sim.run(Duration::from_secs(2));
+        assert_eq!(sim.state(1), (Looking, None), "two of five elect nobody");
+        assert!(sim.nodes[&1].not_timeout >= Duration::from_millis(800));
+        sim.start(4, 1);
+        sim.run(Duration::from_millis(500));
+        assert_eq!(sim.state(1), (Leading, Some(1)));
+        assert_eq!(sim.state(4), (Following, Some(1)));
+        assert_eq!(sim.state(5), (Following, Some(1)));
     }
 
     /// The seed's story with observers: 5 voters and 2 observers start; the leader dies; the
