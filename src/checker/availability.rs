@@ -28,9 +28,9 @@ pub const MIN_DEPOSED: usize = 3;
 
 /// The longest a calm group may go without a quorum-backed leader: a follower notices a
 /// silent leader after syncLimit ticks; the election waits finalizeWait, and on ZooKeeper its
-/// notification back-off ([`election_backoff_ms`]); a dial may take the connect timeout; followers get
-/// initLimit ticks to connect and sync; a read may be up to the observers' read timeout old at
-/// either end of the stall.
+/// notification back-off ([`election_backoff_ms`]); a dial may take the connect timeout;
+/// followers get initLimit ticks to connect and sync; a read may be up to the observers' read
+/// timeout old at either end of the stall.
 pub fn stall_bound_ms(info: &TestInfo) -> u64 {
     let ticks = (info.sync_limit as u64 + info.init_limit as u64) * info.tick_ms;
     let read = info.settings.status_timeout_ms.unwrap_or(500);
