@@ -79,7 +79,7 @@ pub fn summary(results: &Results) -> String {
         out.push_str(&format!("coverage: {}\n", c.line()));
     }
     for k in &results.known {
-        out.push_str(&format!("known: {}: {} ({})\n", k.id, k.title, k.docs));
+        out.push_str(&format!("known: {k}\n"));
     }
     out.push_str(&format!("verdict: {}\n", results.verdict_words()));
     out

@@ -53,6 +53,13 @@ pub struct Known {
     pub docs: String,
 }
 
+impl std::fmt::Display for Known {
+    /// "ZOOKEEPER-2846: a DIFF from ... (docs/zookeeper.md#...)", as every output names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} ({})", self.id, self.title, self.docs)
+    }
+}
+
 /// The built-in signatures.
 pub fn builtin() -> Vec<Signature> {
     parse(include_str!("known.toml")).expect("the built-in known.toml is valid (tested)")

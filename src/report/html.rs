@@ -149,7 +149,7 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
         detail += &format!(" · thin coverage: {why}");
     }
     for k in p.results.map(|r| r.known.as_slice()).unwrap_or_default() {
-        detail += &format!(" · known: {}: {} ({})", k.id, k.title, k.docs);
+        detail += &format!(" · known: {k}");
     }
     let word = match p.results {
         Some(r) => r.verdict_words(),

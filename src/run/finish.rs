@@ -23,10 +23,7 @@ pub fn finish_run(run_dir: &Path) -> Result<i32> {
         eprintln!("fle-chaos: {:<19} {}", "coverage", c.line());
     }
     for k in &results.known {
-        eprintln!(
-            "fle-chaos: {:<19} {}: {} ({})",
-            "known", k.id, k.title, k.docs
-        );
+        eprintln!("fle-chaos: {:<19} {k}", "known");
     }
     match crate::report::render(run_dir, &run, Some(&results), lines) {
         Ok(_) => eprintln!(

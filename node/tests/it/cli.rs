@@ -17,6 +17,14 @@ fn run(args: &[&str]) -> (i32, String) {
     )
 }
 
+/// `dir/data` holding `myid`, for a zoo.cfg's dataDir.
+fn data_dir(dir: &std::path::Path, myid: &str) -> std::path::PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("myid"), myid).unwrap();
+    data
+}
+
 fn write_cfg(dir: &std::path::Path, body: &str) -> String {
     let path = dir.join("zoo.cfg");
     std::fs::write(&path, body).unwrap();
@@ -26,9 +34,7 @@ fn write_cfg(dir: &std::path::Path, body: &str) -> String {
 #[test]
 fn a_bad_config_line_is_named_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::write(data.join("myid"), "1").unwrap();
+    let data = data_dir(dir.path(), "1");
     let cfg = write_cfg(
         dir.path(),
         &format!(
@@ -45,9 +51,7 @@ fn a_bad_config_line_is_named_and_exits_2() {
 #[test]
 fn observer_configs_that_cannot_work_are_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::write(data.join("myid"), "2").unwrap();
+    let data = data_dir(dir.path(), "2");
     let base = format!(
         "tickTime=100\ninitLimit=10\nsyncLimit=5\ndataDir={}\n",
         data.display()
