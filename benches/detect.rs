@@ -24,7 +24,7 @@ mod support;
 use support::{env_or, median};
 
 use fle_chaos::checker::Validity;
-use fle_chaos::run::child::{run_child, ChildPlace, ChildRun};
+use fle_chaos::run::child::{run_child, ChildCommand, ChildPlace, ChildRun};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -172,6 +172,7 @@ async fn run_job(
         out: &dir,
         name: "detect",
         log: &log,
+        command: ChildCommand::Test,
     };
     let child = run_child(&bin, &args, place, Some(deadline), std::future::pending())
         .await

@@ -4,10 +4,15 @@
 //! event makes the run invalid: a system under test that exits unasked (a panic, an abort, an
 //! out-of-memory kill) is a bug, whatever the other checkers say. The log lines are the
 //! evidence.
+//!
+//! One exit is an answer, not a crash: a refusal to start on a file a `corrupt` fault damaged
+//! (`Digest::refusals`). Refusing is the safe outcome (serving damaged data is what durability
+//! and the final reads catch), so it is recorded in the explanation, with its log lines, and
+//! is no violation.
 
 use super::finding::{secs, EvRef, Finding, KindedItem};
 use super::kind::Kind;
-use super::model::Digest;
+use super::model::{Digest, NodeExit};
 use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "crash";
@@ -17,20 +22,17 @@ pub const NAME: &str = "crash";
 const NO_SNAPSHOT: &str = "No snapshot found, but there are log entries";
 
 pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
-    let violations: Vec<KindedItem> = d
+    let refusals = d.refusals();
+    let (refusals, crashes): (Vec<_>, Vec<_>) = d
         .node_exits
         .iter()
-        .map(|e| {
+        .map(|e| (e, refusals.iter().find(|r| r.pos == e.pos)))
+        .partition(|(_, refusal)| refusal.is_some());
+    let violations: Vec<KindedItem> = crashes
+        .into_iter()
+        .map(|(e, _)| {
             let node = &d.nodes[e.node as usize];
-            let how = match (&e.value.status, &e.value.signal) {
-                (Some(code), _) => format!("with status {code}"),
-                (None, Some(sig)) => format!("killed by {sig}"),
-                (None, None) => "(status unknown)".to_string(),
-            };
-            let tail = match e.value.log_tail.as_slice() {
-                [] => "its log is empty".to_string(),
-                lines => format!("its log ends: \"{}\"", lines.join(" | ")),
-            };
+            let (how, tail) = how_and_tail(e);
             let kind = if e.value.log_tail.iter().any(|l| l.contains(NO_SNAPSHOT)) {
                 Kind::NoSnapshotAtRestart
             } else {
@@ -45,6 +47,106 @@ pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
             )
         })
         .collect();
-    let ok = "No node process exited without the controller stopping it.".to_string();
-    Finding::judge_kinds(violations, Vec::new(), ok)
+    let refused: Vec<String> = refusals
+        .into_iter()
+        .filter_map(|(e, refusal)| Some((e, refusal?)))
+        .map(|(e, refusal)| {
+            let (how, tail) = how_and_tail(e);
+            format!(
+                "{} refused to start at {} {how} on the file its corrupt fault damaged at {} \
+                 (a safe answer, no violation); {tail}.",
+                d.nodes[e.node as usize],
+                secs(e.time),
+                secs(refusal.damaged_at),
+            )
+        })
+        .collect();
+    let ok = if refused.is_empty() {
+        "No node process exited without the controller stopping it.".to_string()
+    } else {
+        "No node process crashed.".to_string()
+    };
+    let mut f = Finding::judge_kinds(violations, Vec::new(), ok);
+    for line in refused {
+        f.explanation.push(' ');
+        f.explanation.push_str(&line);
+    }
+    f
+}
+
+/// "with status 1" and "its log ends: ..." of an exit.
+fn how_and_tail(e: &NodeExit) -> (String, String) {
+    let how = match (&e.value.status, &e.value.signal) {
+        (Some(code), _) => format!("with status {code}"),
+        (None, Some(sig)) => format!("killed by {sig}"),
+        (None, None) => "(status unknown)".to_string(),
+    };
+    let tail = match e.value.log_tail.as_slice() {
+        [] => "its log is empty".to_string(),
+        lines => format!("its log ends: \"{}\"", lines.join(" | ")),
+    };
+    (how, tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::model::digest_lines;
+    use crate::checker::Validity;
+
+    const READ_N2: &str = r#"{"index":0,"time":1000000,"process":"n2","type":"ok","f":"status","node":"n2","value":{"state":"FOLLOWING","leader":1,"peer_epoch":1,"accepted_epoch":1,"zab_phase":"broadcast","last_zxid":0,"last_committed_zxid":0}}"#;
+    const CORRUPT_N2: &str = r#"{"index":1,"time":2000000000,"process":"nemesis","type":"info","f":"corrupt","value":{"nodes":["n2"],"damage":{"n2":{"file":"data/version-2/log.100000001","op":"flip-bits","offset":90,"length":2,"size":400}}}}"#;
+    const START_N2: &str = r#"{"index":2,"time":5000000000,"process":"nemesis","type":"info","f":"start","value":{"nodes":["n2"],"undoes":"corrupt"}}"#;
+
+    fn exit(status: &str, signal: &str) -> String {
+        format!(
+            r#"{{"index":3,"time":6000000000,"process":"n2","type":"info","f":"node-exit","node":"n2","value":{{"status":{status},"signal":{signal},"caused_by_controller":false,"log_tail":["ERROR Unable to load database on disk"]}}}}"#
+        )
+    }
+
+    fn judge(lines: &[&str]) -> Finding {
+        let nodes: Vec<String> = ["n1", "n2", "n3"].map(String::from).to_vec();
+        let d = digest_lines(lines, &nodes).unwrap();
+        check(&d, &TestInfo::for_tests(&["n1", "n2", "n3"]))
+    }
+
+    #[test]
+    fn a_refusal_to_start_on_a_damaged_file_is_recorded_not_a_violation() {
+        let e = exit("1", "null");
+        let f = judge(&[READ_N2, CORRUPT_N2, START_N2, &e]);
+        assert_eq!(f.valid, Validity::True, "{}", f.explanation);
+        assert!(
+            f.explanation
+                .contains("n2 refused to start at 6.000 s with status 1")
+                && f.explanation.contains("damaged at 2.000 s")
+                && f.explanation.contains("Unable to load database"),
+            "{}",
+            f.explanation
+        );
+    }
+
+    #[test]
+    fn a_panic_a_signal_or_an_exit_after_serving_again_is_a_crash() {
+        for (status, signal) in [("101", "null"), ("null", "\"SIGSEGV\"")] {
+            let e = exit(status, signal);
+            let f = judge(&[READ_N2, CORRUPT_N2, START_N2, &e]);
+            assert_eq!(
+                f.valid,
+                Validity::False,
+                "{status} {signal}: {}",
+                f.explanation
+            );
+        }
+        // It answered a read after the damage: it started, then died.
+        let served = READ_N2.replace(
+            "\"index\":0,\"time\":1000000",
+            "\"index\":3,\"time\":5500000000",
+        );
+        let e = exit("1", "null").replace("\"index\":3", "\"index\":4");
+        let f = judge(&[READ_N2, CORRUPT_N2, START_N2, &served, &e]);
+        assert_eq!(f.valid, Validity::False, "{}", f.explanation);
+        // No corrupt fault: any exit is a crash.
+        let f = judge(&[READ_N2, START_N2, &exit("1", "null")]);
+        assert_eq!(f.valid, Validity::False, "{}", f.explanation);
+    }
 }

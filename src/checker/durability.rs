@@ -84,7 +84,12 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         return Finding::judge(vec![], gaps, String::new());
     }
     let mut violations: Vec<KindedItem> = Vec::new();
-    gaps.extend(unread_logs(d, info, &seen.logs));
+    let refused: Vec<String> = d
+        .refused_at_end()
+        .into_iter()
+        .map(|n| d.name(n).to_string())
+        .collect();
+    gaps.extend(unread_logs(d, info, &seen.logs, &refused));
     let Some(logs) = Logs::of(d, &seen.logs) else {
         gaps.push(("No final log could be read.".to_string(), vec![]));
         return Finding::judge_kinds(violations, gaps, String::new());
@@ -102,9 +107,15 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     );
     let invoked = fates.values().filter(|f| f.invoke.is_some()).count();
     let (readable, longest) = (logs.readable.len(), logs.longest.len());
-    let ok = format!(
+    let mut ok = format!(
         "All {acked} acknowledged writes are in the final logs at their zxids; the {readable} readable final logs are identical ({longest} entries), with no value twice, none that failed and none that no client wrote."
     );
+    if !refused.is_empty() {
+        ok.push_str(&format!(
+            " Not counted: {}, which refused to start on a damaged file (crash).",
+            refused.join(", ")
+        ));
+    }
     let m = DurabilityMeasurements {
         write_events: seen.writes,
         invoked,
@@ -179,10 +190,16 @@ impl<'a> Seen<'a> {
 /// A final log that could be read, with its entries.
 type ReadLog<'a> = (&'a FinalLog, &'a Vec<(u64, String)>);
 
-/// The nodes of test.json whose final log was never read or could not be read.
-fn unread_logs(d: &Digest, info: &TestInfo, logs: &BTreeMap<u16, &FinalLog>) -> Vec<Item> {
+/// The nodes of test.json whose final log was never read or could not be read (but for those
+/// that refused to start on a damaged file).
+fn unread_logs(
+    d: &Digest,
+    info: &TestInfo,
+    logs: &BTreeMap<u16, &FinalLog>,
+    refused: &[String],
+) -> Vec<Item> {
     let mut gaps = Vec::new();
-    for name in &info.nodes {
+    for name in info.nodes.iter().filter(|n| !refused.contains(n)) {
         let ix = d.nodes.iter().position(|x| x == name).map(|i| i as u16);
         match ix.and_then(|i| logs.get(&i)) {
             None => gaps.push((format!("{name}'s final log was never read."), vec![])),

@@ -136,7 +136,13 @@ pub enum Rec {
     Write(Box<WriteOp>),
     FinalLog(Box<FinalLog>),
     Nemesis(Box<NemesisOp>),
-    /// Any other event (a node exit, an interruption, a client read, an unknown `f`): kept
+    /// A node process that ended unasked (its `node-exit` event; details in `node_exits`).
+    Exit {
+        pos: u32,
+        time: u64,
+        node: NodeIx,
+    },
+    /// Any other event (an interruption, a client read, an unknown `f`): kept
     /// so that the digest has a record per event and its view sees every event's time.
     Other {
         pos: u32,
@@ -153,7 +159,7 @@ impl Rec {
                 s.pos += by;
                 s.node = map[s.node as usize];
             }
-            Rec::Unreachable { pos, node, .. } => {
+            Rec::Unreachable { pos, node, .. } | Rec::Exit { pos, node, .. } => {
                 *pos += by;
                 *node = map[*node as usize];
             }
@@ -177,7 +183,9 @@ impl Rec {
     pub fn at(&self) -> (u32, u64) {
         match self {
             Rec::Status(s) => (s.pos, s.time),
-            Rec::Unreachable { pos, time, .. } | Rec::Other { pos, time } => (*pos, *time),
+            Rec::Unreachable { pos, time, .. }
+            | Rec::Exit { pos, time, .. }
+            | Rec::Other { pos, time } => (*pos, *time),
             Rec::Write(w) => (w.pos, w.time),
             Rec::FinalLog(l) => (l.pos, l.time),
             Rec::Nemesis(n) => (n.pos, n.time),
@@ -193,6 +201,11 @@ impl Rec {
                 read: s.read(),
             },
             Rec::Unreachable { pos, time, node } => Fed::Unreachable {
+                node: map[*node as usize],
+                time: *time,
+                pos: *pos,
+            },
+            Rec::Exit { pos, time, node } => Fed::Exit {
                 node: map[*node as usize],
                 time: *time,
                 pos: *pos,
@@ -249,7 +262,71 @@ pub struct Digest {
     pub events: u64,
 }
 
+/// A node's refusal to start on a file a `corrupt` fault damaged: it exited with a status (no
+/// signal, not a Rust panic's 101) before it answered a status read after the damage (a later
+/// restart on the same file that exits so is a refusal again). The one
+/// definition: `crash` records it as an outcome, durability does not wait for its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The `node-exit` event's position.
+    pub pos: u32,
+    pub node: NodeIx,
+    /// When the corrupt fault damaged its file.
+    pub damaged_at: u64,
+}
+
+/// The exit status of a Rust panic: a crash on bad bytes, never a refusal.
+const PANIC_STATUS: i32 = 101;
+
 impl Digest {
+    /// The node exits that were refusals to start on a damaged file, in history order.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        let mut damaged: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut exits = self.node_exits.iter();
+        let mut out = Vec::new();
+        for rec in self.records() {
+            match rec {
+                Rec::Status(s) => damaged[s.node as usize] = None,
+                Rec::Nemesis(op) if op.f == F::Corrupt && op.kind == EventType::Info => {
+                    for name in &op.value.nodes {
+                        if let Some(i) = self.nodes.iter().position(|n| n == name) {
+                            damaged[i] = Some(op.time);
+                        }
+                    }
+                }
+                Rec::Exit { pos, node, .. } => {
+                    let Some(e) = exits.find(|e| e.pos == *pos) else {
+                        continue;
+                    };
+                    let clean = e.value.signal.is_none()
+                        && e.value.status.is_some_and(|c| c != PANIC_STATUS);
+                    if let (true, Some(at)) = (clean, damaged[*node as usize]) {
+                        out.push(Refusal {
+                            pos: *pos,
+                            node: *node,
+                            damaged_at: at,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The nodes whose last refusal (`refusals`) was their last word: no status read after it.
+    /// They are out of the cluster for good, their logs not owed.
+    pub fn refused_at_end(&self) -> Vec<NodeIx> {
+        let mut last = std::collections::BTreeMap::new();
+        for r in self.refusals() {
+            last.insert(r.node, r.pos);
+        }
+        last.into_iter()
+            .filter(|&(node, pos)| !self.statuses().any(|s| s.node == node && s.pos > pos))
+            .map(|(node, _)| node)
+            .collect()
+    }
+
     /// Every record, in history order.
     pub fn records(&self) -> impl Iterator<Item = &Rec> + '_ {
         self.parts.iter().flatten()
@@ -485,7 +562,12 @@ impl DigestBuilder {
                     node,
                     value: v.clone(),
                 });
-                self.other(pos, l.time);
+                self.digest.events += 1;
+                self.push(Rec::Exit {
+                    pos,
+                    time: l.time,
+                    node,
+                });
             }
             _ => self.other(pos, l.time),
         }

@@ -111,11 +111,28 @@ pub fn view_with(
 }
 
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    judge(&view_of(d, info), info, opts)
+    judge(&view_of(d, info), d, info, opts)
 }
 
-/// The verdict on a finished view.
-pub fn judge(v: &Finished, info: &TestInfo, opts: &CheckOptions) -> Finding {
+/// The verdict on a finished view (`d`: its digest, for the refusals).
+pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+    // Voters that refused to start on damaged files are out for good (`crash` records it);
+    // when the rest are no quorum, no leader is owed and liveness cannot be judged.
+    let refused: Vec<String> = d
+        .refused_at_end()
+        .into_iter()
+        .map(|n| d.name(n).to_string())
+        .filter(|n| !info.observers.contains(n))
+        .collect();
+    let voters = info.voters().len();
+    if !refused.is_empty() && voters - refused.len().min(voters) < info.quorum() {
+        let gap = format!(
+            "{} refused to start on damaged files and never came back: the {} other voter(s) are no quorum of {voters}, so no leader was owed and recovery cannot be judged.",
+            refused.join(", "),
+            voters - refused.len().min(voters)
+        );
+        return Finding::judge(Vec::new(), vec![(gap, Vec::new())], String::new());
+    }
     let bound_ms = opts
         .recovery_bound_ms
         .unwrap_or_else(|| default_bound_ms(info));

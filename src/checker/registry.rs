@@ -138,7 +138,7 @@ pub const CHECKERS: &[Checker] = &[
         what: "a quorum-backed leader and every node rejoined within bounds; no stalls",
         needs: Needs::Nothing,
         heavy: false,
-        judge: Judge::View(|pass, _, info, opts| recovery::judge(&pass.view, info, opts)),
+        judge: Judge::View(|pass, d, info, opts| recovery::judge(&pass.view, d, info, opts)),
     },
     Checker {
         name: crash::NAME,

@@ -87,6 +87,23 @@ pub trait Control: Send + Sync {
     fn write_file(&self, node: &str, relative: &Path, contents: &[u8]) -> Result<PathBuf>;
     /// Reads a file of the node (path relative to the node's folder), wherever the node runs.
     fn read_file(&self, node: &str, relative: &Path) -> Result<Vec<u8>>;
+    /// The names in one of the node's folders (path relative to the node's folder), wherever
+    /// the node runs.
+    fn list_dir(&self, node: &str, relative: &Path) -> Result<Vec<String>> {
+        let path = self.node_dir(node)?.join(relative);
+        let p = path.to_string_lossy();
+        let out = self.exec_host(node, "ls", &["-1", "--", &p])?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "cannot list {p}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
     /// Whether the node's folder is on this machine (`node_dir` can be read directly, in
     /// microseconds), rather than behind a round trip to a remote host.
     fn reads_are_local(&self) -> bool {

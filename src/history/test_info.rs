@@ -106,6 +106,18 @@ pub fn zookeeper_ms(
 }
 
 impl TestInfo {
+    /// A minimal fle-node election run of `nodes`, for unit tests of the checkers.
+    #[cfg(test)]
+    pub fn for_tests(nodes: &[&str]) -> TestInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": "t", "target": "fle", "nodes": nodes, "workload": "election",
+            "nemesis": ["kill"], "seed": 1, "time_limit_s": 10.0, "tick_ms": 100,
+            "init_limit": 5, "sync_limit": 2, "started_at": "2026-11-30T00:00:00Z",
+            "replay_command": "x", "version": "0"
+        }))
+        .expect("a valid test.json")
+    }
+
     /// A majority of the voters (observers never count).
     pub fn quorum(&self) -> usize {
         crate::api::quorum(self.voters().len())

@@ -57,6 +57,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "corrupt-txnlog",
         include_str!("../../nemesis/corrupt-txnlog.toml"),
     ),
+    // ZooKeeper's own files damaged: txn log, snapshot, epoch files (docs/zookeeper.md).
+    (
+        "corrupt-zookeeper",
+        include_str!("../../nemesis/corrupt-zookeeper.toml"),
+    ),
     // Aimed and composed (issue 16).
     (
         "leader-minority",

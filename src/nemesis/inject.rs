@@ -680,8 +680,9 @@ fn power_loss(
     })
 }
 
-/// File corruption: each node is SIGKILLed, then its txnlog is damaged at a seeded place (bits
-/// flipped, a block zeroed, or cut short); the value says the file, what, where and how long.
+/// File corruption: each node is SIGKILLed, then its `file` is damaged at a seeded place (bits
+/// flipped, a block zeroed, or cut short); the value says the file, what, where and how long,
+/// and why a killed node's file could not be damaged (`errors`).
 fn corrupt(
     ctx: &NemesisContext,
     fault: &PlannedFault,
@@ -695,13 +696,18 @@ fn corrupt(
     let (mut pids, mut done, mut errors) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (i, node) in nodes.iter().enumerate() {
         let seed = fault.pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64);
-        match ctx
-            .target
-            .kill(node)
-            .and_then(|pid| Ok((pid, ctx.target.corrupt_file(node, file, seed)?)))
-        {
-            Ok((pid, damage)) => {
+        match ctx.target.kill(node) {
+            Ok(pid) => {
                 pids.insert(node.clone(), json!(pid));
+            }
+            Err(e) => {
+                errors.insert(node.clone(), format!("{e:#}"));
+                continue;
+            }
+        }
+        // A node killed but not damaged (its file not written yet) still restarts at the undo.
+        match ctx.target.corrupt_file(node, file, seed) {
+            Ok(damage) => {
                 done.insert(node.clone(), json!(damage));
             }
             Err(e) => {
@@ -715,14 +721,14 @@ fn corrupt(
     if !errors.is_empty() {
         value["errors"] = json!(errors);
     }
-    let ok = !done.is_empty();
+    let ok = !pids.is_empty();
     let kind = if ok { EventType::Info } else { EventType::Fail };
     ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
     if !ok {
-        bail!("no node's file was damaged");
+        bail!("no node was stopped to damage its file");
     }
     Ok(Active::Corrupted {
-        nodes: done.keys().cloned().collect(),
+        nodes: pids.keys().cloned().collect(),
     })
 }
 

@@ -51,6 +51,8 @@ pub struct Abilities {
     /// Why packet faults other than loss cannot run here (`None`: they can): the engine and
     /// qdiscs work in local namespaces only.
     pub no_local_packets: Option<String>,
+    /// Why a `corrupt` fault of a snapshot cannot run here (`None`: it can): fle-node keeps none.
+    pub no_snapshot_file: Option<String>,
 }
 
 /// One thing the machines cannot do: the faults that need it, why not, and what to do instead.
@@ -120,6 +122,14 @@ impl Abilities {
                 needs: |f| f.packet.is_some_and(|m| m.needs_local_netns()),
                 why: why.clone(),
                 fix: "use mode = \"loss\" (an iptables rule) or drop those packet faults (docs/faults.md)",
+            });
+        }
+        if let Some(why) = &self.no_snapshot_file {
+            limits.push(Limit {
+                label: "snapshot corruption",
+                needs: |f| f.file.as_deref() == Some("snapshot"),
+                why: why.clone(),
+                fix: "use file = \"txnlog\", \"acceptedEpoch\" or \"currentEpoch\", or --target zookeeper",
             });
         }
         limits

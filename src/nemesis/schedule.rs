@@ -179,8 +179,9 @@ pub enum ClockMode {
     Rate { factor: f64 },
 }
 
-/// The data files a `corrupt` fault may damage (`file = ...`; the txnlog by default).
-pub const CORRUPT_FILES: &[&str] = &["txnlog", "acceptedEpoch", "currentEpoch"];
+/// The data files a `corrupt` fault may damage (`file = ...`; the txnlog by default). A
+/// snapshot is ZooKeeper's only: fle-node's txnlog is its whole state.
+pub const CORRUPT_FILES: &[&str] = &["txnlog", "snapshot", "acceptedEpoch", "currentEpoch"];
 
 /// One kind of fault the schedule may pick, with its settings.
 #[derive(Debug, Clone, PartialEq)]

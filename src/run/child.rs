@@ -59,15 +59,25 @@ pub enum Stop {
     Cancelled,
 }
 
+/// Which `fle-chaos` subcommand a child runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildCommand {
+    /// `test ARGS --out OUT --name NAME`: one run folder (test.json, results.json).
+    Test,
+    /// `simulate ARGS --out OUT/NAME`: one batch folder (summary.json; no results.json).
+    Simulate,
+}
+
 /// Where a child run goes: `--out OUT --name NAME`, its stderr and stdout into `log`.
 pub struct ChildPlace<'a> {
     pub out: &'a Path,
     pub name: &'a str,
     pub log: &'a Path,
+    pub command: ChildCommand,
 }
 
-/// One child run: `exe test ARGS --out OUT --name NAME`, output into `log`, stopped when it
-/// outlives `deadline` or when `stop` resolves.
+/// One child run: `exe test ARGS --out OUT --name NAME` (or `simulate`, see `ChildCommand`),
+/// output into `log`, stopped when it outlives `deadline` or when `stop` resolves.
 pub async fn run_child(
     exe: &Path,
     args: &[impl AsRef<OsStr>],
@@ -75,18 +85,31 @@ pub async fn run_child(
     deadline: Option<Duration>,
     stop: impl Future<Output = Stop>,
 ) -> Result<ChildRun> {
-    let ChildPlace { out, name, log } = place;
+    let ChildPlace {
+        out,
+        name,
+        log,
+        command,
+    } = place;
     let start = Instant::now();
     let log_file =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
     let mut child = tokio::process::Command::new(exe);
+    match command {
+        ChildCommand::Test => child
+            .arg("test")
+            .args(args)
+            .arg("--out")
+            .arg(out)
+            .arg("--name")
+            .arg(name),
+        ChildCommand::Simulate => child
+            .arg("simulate")
+            .args(args)
+            .arg("--out")
+            .arg(out.join(name)),
+    };
     child
-        .arg("test")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .arg("--name")
-        .arg(name)
         .stdin(Stdio::null())
         .stdout(log_file.try_clone()?)
         .stderr(log_file);
@@ -152,8 +175,14 @@ pub async fn run_child(
     };
     // Asked to stop, but it had ended with its own verdict: that verdict counts.
     let cancelled = cancelled && exit::is_interrupted(code);
-    let run_dir = newest_run(&out.join(name));
-    let results = run_dir.as_deref().and_then(|d| read_results(d).ok());
+    let (run_dir, results) = match command {
+        ChildCommand::Test => {
+            let run_dir = newest_run(&out.join(name));
+            let results = run_dir.as_deref().and_then(|d| read_results(d).ok());
+            (run_dir, results)
+        }
+        ChildCommand::Simulate => (newest_holding(&out.join(name), SIM_SUMMARY), None),
+    };
     Ok(ChildRun {
         code,
         run_dir,
@@ -192,14 +221,22 @@ async fn stop_child(
     }
 }
 
+/// The file a simulated batch's folder holds (`sim::summary`).
+const SIM_SUMMARY: &str = "summary.json";
+
 /// The newest run folder (holding test.json) under `OUT/NAME`.
 pub fn newest_run(test_dir: &Path) -> Option<PathBuf> {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(test_dir)
+    newest_holding(test_dir, "test.json")
+}
+
+/// The newest folder under `dir` that holds `file`.
+fn newest_holding(dir: &Path, file: &str) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|p| p.join("test.json").is_file())
+        .filter(|p| p.join(file).is_file())
         .collect();
     // Folder names are UTC timestamps: the last in order is the newest.
     runs.sort();

@@ -394,6 +394,8 @@ fn abilities_of(args: &TestArgs, mode: NetMode, over_ssh: bool) -> crate::nemesi
              loss, an iptables rule, runs)"
                 .into()
         }),
+        no_snapshot_file: (args.target != TargetKind::Zookeeper)
+            .then(|| "fle-node keeps no snapshot file (its txnlog is its whole state)".into()),
     }
 }
 
@@ -412,9 +414,8 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The fle-node binary: `--node-binary`, else the one built beside fle-chaos (built with
-/// cargo when missing).
-/// The fle-node binary: the system under test, and for ZooKeeper the lazyfs its dataDirs
+/// The fle-node binary (`--node-binary`, else the one built beside fle-chaos, built with cargo
+/// when missing): the system under test, and for ZooKeeper the lazyfs its dataDirs
 /// live on when `power_loss` (otherwise a ZooKeeper run does not need it).
 fn node_binary(args: &TestArgs, power_loss: bool) -> Result<PathBuf> {
     let binary = match &args.node_binary {
@@ -474,13 +475,6 @@ impl Plan {
             &abilities,
         )?;
         let default_schedule = args.nemesis.is_none() && args.nemesis_file.is_none();
-        let corrupt = crate::nemesis::schedule::FaultKind::Corrupt;
-        if schedule.kinds().contains(&corrupt) && args.target == TargetKind::Zookeeper {
-            return Err(bad_input(
-                "corrupt faults with --target zookeeper: only fle-node's txnlog format is damaged \
-                 today (see docs/faults.md); drop the corrupt faults",
-            ));
-        }
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;
         }

@@ -9,7 +9,7 @@ use super::child::test_argv;
 use crate::nemesis::plan::time_limit_for;
 use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
-use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
+use crate::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};
 use crate::run::plan::TestArgs;
 use anyhow::{bail, Context, Result};
@@ -335,6 +335,7 @@ impl Engine {
                     out: &out,
                     name: "replay",
                     log: &log,
+                    command: ChildCommand::Test,
                 };
                 let cancel = async move {
                     let _ = cancelled.wait_for(|c| *c).await;

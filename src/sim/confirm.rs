@@ -7,7 +7,7 @@ use super::run::SimSettings;
 use super::summary::{Replay, SimSummary};
 use crate::checker::Validity;
 use crate::exit;
-use crate::run::child::{run_child, ChildPlace, Stop};
+use crate::run::child::{run_child, ChildCommand, ChildPlace, Stop};
 use crate::run::interrupt::Interrupts;
 use std::time::Duration;
 
@@ -49,6 +49,7 @@ pub async fn confirm(
             out: &out,
             name: "replay",
             log: &log,
+            command: ChildCommand::Test,
         };
         let stop = async { Stop::Interrupted(interrupts.wait().await) };
         r.replay = Some(

@@ -49,7 +49,8 @@ impl Keep {
     /// Whether `run`'s folder is trimmed. Judged on what the run means for the sweep (a caught
     /// seeded bug is a pass), and never for an interrupted run (a resume runs it again).
     pub fn trims(self, run: &RunRecord) -> bool {
-        if run.run_dir.is_none() || run.unfinished() {
+        // A simulated batch's folder holds only its summary and its failing runs already.
+        if run.run_dir.is_none() || run.unfinished() || run.cell.is_sim() {
             return false;
         }
         match (self, run.outcome) {

@@ -1,7 +1,9 @@
 //! The sweep's matrix file (`workloads/sweeps/*.toml`) and its expansion into runs.
 //!
 //! A matrix names lists (targets, workloads, nemesis schedules, node counts, seeds, seeded
-//! bugs); every combination is one run (`Cell`). The expansion order is fixed, with the seed
+//! bugs); every combination is one run (`Cell`). The target `sim` makes a cell a batch of
+//! `sim_runs` simulated runs (`fle-chaos simulate`, seeds from the cell's seed on) instead of
+//! one real run (`fle-chaos test`). The expansion order is fixed, with the seed
 //! outermost, so a budget that cuts the sweep short still covers every combination once
 //! before it repeats one with the next seed; a shard (`--shard I/N`) is every N-th cell of that
 //! order, so N machines given the same file run disjoint slices whose union is the matrix.
@@ -21,6 +23,8 @@ const NIGHTLY: &str = include_str!("../../workloads/sweeps/nightly.toml");
 
 /// A schedule entry meaning "no faults" (`--nemesis none`).
 pub const NO_FAULTS: &str = "none";
+/// The schedule entry meaning `test`'s default (no nemesis flag).
+pub const DEFAULT_SCHEDULE: &str = "mixed";
 /// A bug entry meaning "no seeded bug".
 pub const NO_BUG: &str = "none";
 
@@ -54,7 +58,18 @@ struct RawMatrix {
     /// (`checker::known`) fails the sweep (default) or counts as passed, shown as known.
     #[serde(default = "fails_on_known")]
     fail_on_known: bool,
+    /// `--zookeeper-config KEY=VALUE` settings given to every ZooKeeper run (zoo.cfg keys).
+    #[serde(default)]
+    zookeeper_config: Vec<String>,
+    /// Simulated runs per `sim` cell (`simulate --runs`).
+    #[serde(default)]
+    sim_runs: Option<usize>,
 }
+
+/// The target that makes a cell a batch of simulated runs.
+pub const SIM: &str = "sim";
+/// Simulated runs per `sim` cell unless the matrix says `sim_runs`.
+pub const DEFAULT_SIM_RUNS: usize = 1000;
 
 fn fails_on_known() -> bool {
     true
@@ -85,6 +100,10 @@ pub struct Matrix {
     pub net: Option<String>,
     /// False: a run invalid only for known bugs does not fail the sweep (`fail_on_known`).
     pub fail_on_known: bool,
+    /// Given to the ZooKeeper runs as `--zookeeper-config` (validated, as written).
+    pub zookeeper_config: Vec<String>,
+    /// Simulated runs per `sim` cell.
+    pub sim_runs: usize,
     pub cells: Vec<Cell>,
     /// The file as read: a sweep keeps a copy (`matrix.toml`) so `--resume` runs the same
     /// matrix even after the file changed.
@@ -207,9 +226,21 @@ impl Matrix {
             }
         }
         for t in &raw.targets {
-            if t != "fle" && t != "zookeeper" {
-                return Err(format!("targets: \"{t}\" is unknown; use fle or zookeeper"));
+            if t != "fle" && t != "zookeeper" && t != SIM {
+                return Err(format!(
+                    "targets: \"{t}\" is unknown; use fle, zookeeper or sim"
+                ));
             }
+        }
+        let sim = raw.targets.iter().any(|t| t == SIM);
+        match raw.sim_runs {
+            Some(0) => return Err("sim_runs = 0: give at least one simulated run".into()),
+            Some(_) if !sim => {
+                return Err(
+                    "sim_runs is given but targets has no sim; add it or drop the key".into(),
+                )
+            }
+            _ => {}
         }
         if let Some(n) = &raw.net {
             if n != "netns" && n != "loopback" {
@@ -236,6 +267,17 @@ impl Matrix {
                     "observers: {k} leaves no voter among nodes = {n}; keep every count below the smallest node count"
                 ));
             }
+        }
+        for setting in &raw.zookeeper_config {
+            setting
+                .parse::<crate::control::target::zookeeper::config::Setting>()
+                .map_err(|e| format!("zookeeper_config: {e}"))?;
+        }
+        if !raw.zookeeper_config.is_empty() && !raw.targets.iter().any(|t| t == "zookeeper") {
+            return Err(
+                "zookeeper_config is given but targets has no zookeeper; add it or drop the key"
+                    .into(),
+            );
         }
         let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
         if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
@@ -289,6 +331,8 @@ impl Matrix {
             recovery_timeout,
             net: raw.net,
             fail_on_known: raw.fail_on_known,
+            zookeeper_config: raw.zookeeper_config,
+            sim_runs: raw.sim_runs.unwrap_or(DEFAULT_SIM_RUNS),
             cells,
             text: text.to_string(),
         })
@@ -362,7 +406,25 @@ impl Cell {
 
     /// The `fle-chaos test` arguments of this run (without `--out`, `--name` and the sweep's
     /// own pass-through flags).
-    pub fn test_args(&self, m: &Matrix) -> Vec<String> {
+    /// Whether this cell is a batch of simulated runs (target `sim`).
+    pub fn is_sim(&self) -> bool {
+        self.target == SIM
+    }
+
+    /// The `fle-chaos` subcommand that runs this cell.
+    pub fn subcommand(&self) -> &'static str {
+        if self.is_sim() {
+            "simulate"
+        } else {
+            "test"
+        }
+    }
+
+    /// The flags of this cell's `fle-chaos` subcommand (`subcommand`).
+    pub fn args(&self, m: &Matrix) -> Vec<String> {
+        if self.is_sim() {
+            return self.sim_args(m);
+        }
         let mut a: Vec<String> = vec![
             "--target".into(),
             self.target.clone(),
@@ -377,6 +439,9 @@ impl Cell {
         ];
         if self.schedule == NO_FAULTS {
             a.extend(["--nemesis".into(), NO_FAULTS.into()]);
+        } else if self.schedule == DEFAULT_SCHEDULE {
+            // The default as `test` runs it: what a target cannot do is left out and recorded
+            // (`left_out`), where an explicit `--nemesis-file mixed` would be refused.
         } else {
             a.extend(["--nemesis-file".into(), self.schedule.clone()]);
         }
@@ -391,6 +456,40 @@ impl Cell {
         }
         if let Some(n) = &m.net {
             a.extend(["--net".into(), n.clone()]);
+        }
+        if self.target == "zookeeper" {
+            for s in &m.zookeeper_config {
+                a.extend(["--zookeeper-config".into(), s.clone()]);
+            }
+        }
+        a
+    }
+
+    /// `simulate`'s flags: `sim_runs` runs from the cell's seed, the same cluster, workload,
+    /// schedule and bug (a real run's network and recovery flags have no meaning there).
+    fn sim_args(&self, m: &Matrix) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "--runs".into(),
+            m.sim_runs.to_string(),
+            "--seed".into(),
+            self.seed.to_string(),
+            "--nodes".into(),
+            self.nodes.to_string(),
+            "--workload".into(),
+            self.workload.clone(),
+            "--time-limit".into(),
+            format!("{}", m.time_limit.as_secs_f64()),
+        ];
+        if self.schedule == NO_FAULTS {
+            a.extend(["--nemesis".into(), NO_FAULTS.into()]);
+        } else if self.schedule != DEFAULT_SCHEDULE {
+            a.extend(["--nemesis-file".into(), self.schedule.clone()]);
+        }
+        if let Some(b) = &self.bug {
+            a.extend(["--bug".into(), b.clone()]);
+        }
+        if self.observers > 0 {
+            a.extend(["--observers".into(), self.observers.to_string()]);
         }
         a
     }
@@ -433,12 +532,12 @@ mod tests {
                 "fle-election-none-n5-s2",
             ]
         );
-        let args = m.cells[2].test_args(&m).join(" ");
+        let args = m.cells[2].args(&m).join(" ");
         assert!(
             args.contains("--nemesis none") && args.contains("--time-limit 10"),
             "{args}"
         );
-        let args = m.cells[0].test_args(&m).join(" ");
+        let args = m.cells[0].args(&m).join(" ");
         assert!(args.contains("--nemesis-file kill-leader"), "{args}");
     }
 
@@ -509,11 +608,67 @@ mod tests {
             ids,
             ["fle-election-none-n5-s1", "fle-election-none-n5-s1-o2"]
         );
-        let args = m.cells[1].test_args(&m).join(" ");
+        let args = m.cells[1].args(&m).join(" ");
         assert!(args.contains("--observers 2"), "{args}");
-        assert!(!m.cells[0].test_args(&m).join(" ").contains("--observers"));
+        assert!(!m.cells[0].args(&m).join(" ").contains("--observers"));
         let bad = "time_limit = \"10s\"\nschedules = [\"none\"]\nnodes = [3, 5]\nseeds = [1]\nobservers = [3]\n";
         let e = Matrix::parse("t", "t.toml", bad).unwrap_err();
         assert!(e.contains("observers: 3") && e.contains("no voter"), "{e}");
+    }
+
+    #[test]
+    fn zookeeper_settings_go_to_the_zookeeper_runs_only() {
+        let text = "time_limit = \"10s\"\ntargets = [\"fle\", \"zookeeper\"]\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\nzookeeper_config = [\"snapshot.trust.empty=true\"]\n";
+        let m = Matrix::parse("t", "t.toml", text).unwrap();
+        let args = |target: &str| {
+            let cell = m.cells.iter().find(|c| c.target == target).unwrap();
+            cell.args(&m).join(" ")
+        };
+        assert!(
+            args("zookeeper").contains("--zookeeper-config snapshot.trust.empty=true"),
+            "{}",
+            args("zookeeper")
+        );
+        assert!(!args("fle").contains("--zookeeper-config"));
+        let mixed = text.replace("\"none\"", "\"mixed\"");
+        let m = Matrix::parse("t", "t.toml", &mixed).unwrap();
+        let args = m.cells[0].args(&m).join(" ");
+        assert!(!args.contains("--nemesis"), "mixed is the default: {args}");
+        let bad = text.replace("snapshot.trust.empty=true", "dataDir=/x");
+        let e = Matrix::parse("t", "t.toml", &bad).unwrap_err();
+        assert!(
+            e.starts_with("zookeeper_config: ") && e.contains("dataDir"),
+            "{e}"
+        );
+        let no_zk = text.replace("\"fle\", \"zookeeper\"", "\"fle\"");
+        let e = Matrix::parse("t", "t.toml", &no_zk).unwrap_err();
+        assert!(e.contains("no zookeeper"), "{e}");
+    }
+
+    #[test]
+    fn a_sim_cell_is_a_batch_of_simulated_runs_with_simulate_flags() {
+        let text = "time_limit = \"30s\"\ntargets = [\"sim\"]\nworkloads = [\"writes\"]\nschedules = [\"mixed\", \"kill-leader\", \"none\"]\nnodes = [5]\nseeds = [1001]\nbugs = [\"quorum-minority\"]\nobservers = [1]\nsim_runs = 500\nnet = \"loopback\"\n";
+        let m = Matrix::parse("t", "t.toml", text).unwrap();
+        let args: Vec<String> = m.cells.iter().map(|c| c.args(&m).join(" ")).collect();
+        assert!(m.cells.iter().all(|c| c.subcommand() == "simulate"));
+        assert_eq!(
+            args[0],
+            "--runs 500 --seed 1001 --nodes 5 --workload writes --time-limit 30 --bug quorum-minority --observers 1"
+        );
+        assert!(
+            args[1].contains("--nemesis-file kill-leader"),
+            "{}",
+            args[1]
+        );
+        assert!(args[2].contains("--nemesis none"), "{}", args[2]);
+        assert!(args.iter().all(|a| !a.contains("--net")), "{args:?}");
+        let no_runs = text.replace("sim_runs = 500", "sim_runs = 0");
+        let e = Matrix::parse("t", "t.toml", &no_runs).unwrap_err();
+        assert!(e.starts_with("sim_runs = 0"), "{e}");
+        let no_sim = "time_limit = \"30s\"\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\nsim_runs = 5\n";
+        let e = Matrix::parse("t", "t.toml", no_sim).unwrap_err();
+        assert!(e.contains("no sim"), "{e}");
+        let m = Matrix::parse("t", "t.toml", &text.replace("sim_runs = 500\n", "")).unwrap();
+        assert_eq!(m.sim_runs, DEFAULT_SIM_RUNS);
     }
 }

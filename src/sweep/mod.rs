@@ -126,7 +126,14 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
     let mut needs = Needs::default();
     let mut zookeeper = false;
     for cell in cells {
-        let mut argv = cell.test_args(m);
+        if cell.is_sim() {
+            // A simulated batch needs nothing of the machine; its flags are checked as
+            // `simulate` checks them.
+            crate::sim::cli::settings_of(&cell.args(m))
+                .map_err(|e| bad_input(format!("run {}: {e:#}; fix the matrix file", cell.id)))?;
+            continue;
+        }
+        let mut argv = cell.args(m);
         argv.extend(extra.iter().cloned());
         let parsed = TestArgs::from_words(&argv)
             .map_err(|e| bad_input(format!("run {}: {e}; fix the matrix file", cell.id)))?;
@@ -157,7 +164,12 @@ pub async fn sweep(args: SweepArgs) -> Result<i32> {
     let cells = m.slice(args.shard);
     if args.list {
         for c in &cells {
-            println!("{}\tfle-chaos test {}", c.id, c.test_args(&m).join(" "));
+            println!(
+                "{}\tfle-chaos {} {}",
+                c.id,
+                c.subcommand(),
+                c.args(&m).join(" ")
+            );
         }
         return Ok(exit::VALID);
     }
@@ -390,7 +402,11 @@ async fn shrink_failures(
 ) {
     for run in runs.iter_mut() {
         // A resumed night does not shrink again what it shrank before it stopped.
-        let invalid = run.verdict == Some(crate::checker::Validity::False) && run.minimal.is_none();
+        // A simulated batch is many runs: each failing one is shrunk on its own
+        // (`fle-chaos shrink SIM_DIR/seed-S`, in-process), not the batch.
+        let invalid = run.verdict == Some(crate::checker::Validity::False)
+            && run.minimal.is_none()
+            && !run.cell.is_sim();
         let Some(run_dir) = run.run_dir.as_ref().filter(|_| invalid) else {
             continue;
         };

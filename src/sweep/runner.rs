@@ -11,7 +11,7 @@ use super::progress::Progress;
 use super::record::{outcome, RunRecord};
 use crate::exit;
 use crate::history::situation::Situation;
-use crate::run::child::{run_child, ChildPlace, ChildRun, Stop};
+use crate::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
 use crate::run::interrupt::{Interrupts, Signal};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,8 @@ pub const FIRST_OVERHEAD: Duration = Duration::from_secs(20);
 /// A child is stopped when it takes this much longer than its time limit plus recovery
 /// timeout (a hung run must not eat the whole night).
 const DEADLINE_MARGIN: Duration = Duration::from_secs(300);
+/// A simulated batch is stopped after this long (a thousand runs take about half a minute).
+const SIM_DEADLINE: Duration = Duration::from_secs(3600);
 
 /// How a sweep runs its cells.
 pub struct Runner {
@@ -209,10 +211,13 @@ impl Runner {
     ) -> impl std::future::Future<Output = (Cell, chrono::DateTime<chrono::Utc>, ChildRun)>
            + Send
            + 'static {
-        let mut args = cell.test_args(&self.matrix);
-        args.extend(self.pass_through.iter().cloned());
+        let mut args = cell.args(&self.matrix);
+        // The pass-through flags and the steering are `test`'s: a simulated batch has neither.
+        if !cell.is_sim() {
+            args.extend(self.pass_through.iter().cloned());
+        }
         // Nothing met yet, or the hand-over failed (said): the run steers on its own.
-        if !met_before.is_empty() {
+        if !met_before.is_empty() && !cell.is_sim() {
             match super::carried::hand_over(&self.dir, &cell.id, met_before) {
                 Ok(file) => args.extend(["--met-before".into(), file.display().to_string()]),
                 Err(e) => eprintln!("fle-chaos sweep: {}: {e:#}", cell.id),
@@ -225,13 +230,23 @@ impl Runner {
             .matrix
             .recovery_timeout
             .unwrap_or(Duration::from_secs(30));
-        let deadline = self.matrix.time_limit + recovery + DEADLINE_MARGIN;
+        let deadline = if cell.is_sim() {
+            SIM_DEADLINE
+        } else {
+            self.matrix.time_limit + recovery + DEADLINE_MARGIN
+        };
+        let command = if cell.is_sim() {
+            ChildCommand::Simulate
+        } else {
+            ChildCommand::Test
+        };
         async move {
             let started_at = chrono::Utc::now();
             let place = ChildPlace {
                 out: &out,
                 name: &cell.id,
                 log: &log,
+                command,
             };
             let stop = async { Stop::Interrupted(interrupts.wait().await) };
             let child = match run_child(&exe, &args, place, Some(deadline), stop).await {
@@ -262,6 +277,7 @@ impl Runner {
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|_| p.to_path_buf())
         };
+        let sim_dir = child.run_dir.clone().filter(|_| cell.is_sim());
         let mut r = RunRecord {
             outcome: outcome(&cell, child.code, false),
             code: child.code,
@@ -304,6 +320,8 @@ impl Runner {
                     r.rejoin_ms.extend(f.ms_to_all_rejoined);
                 }
             }
+        } else if let Some(sim) = sim_dir.as_deref().and_then(sim_summary) {
+            record_sim(&mut r, sim);
         } else if r.note.is_none() && !exit::is_interrupted(r.code) {
             r.note = Some(format!(
                 "no results.json (exit {}): see {}",
@@ -313,6 +331,36 @@ impl Runner {
         }
         r
     }
+}
+
+/// A simulated batch's record: the worst verdict, the checkers any run failed, the counts.
+fn record_sim(r: &mut RunRecord, sim: crate::sim::summary::SimSummary) {
+    r.verdict = Some(match sim.exit_code {
+        exit::VALID => crate::checker::Validity::True,
+        exit::INVALID => crate::checker::Validity::False,
+        _ => crate::checker::Validity::Unknown,
+    });
+    let failed: BTreeSet<&String> = sim
+        .results
+        .iter()
+        .filter(|run| run.valid == crate::checker::Validity::False)
+        .flat_map(|run| run.failed.iter())
+        .collect();
+    r.failed_checkers = failed.into_iter().cloned().collect();
+    r.note = Some(format!(
+        "{} simulated runs (seeds {}-{}): {} invalid, {} unknown",
+        sim.runs,
+        r.cell.seed,
+        r.cell.seed + sim.runs.saturating_sub(1) as u64,
+        sim.invalid,
+        sim.unknown
+    ));
+}
+
+/// The summary of a simulated batch's folder (`summary.json`), when it has one.
+fn sim_summary(dir: &Path) -> Option<crate::sim::summary::SimSummary> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 #[cfg(test)]

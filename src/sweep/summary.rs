@@ -61,6 +61,10 @@ fn class(r: &RunRecord) -> &'static str {
 
 fn link(r: &RunRecord) -> String {
     match &r.run_dir {
+        Some(d) if r.cell.is_sim() => format!(
+            "<a href=\"{}/summary.html\">simulated runs</a>",
+            escape(&d.to_string_lossy())
+        ),
         Some(d) => format!(
             "<a href=\"{}/report.html\">report</a>{}",
             escape(&d.to_string_lossy()),

@@ -1160,3 +1160,75 @@ fn the_kubernetes_indexed_job_runs_every_slice_of_the_matrix_once() {
         .unwrap();
     accepted(command.split("||").next().unwrap(), "kubernetes.yml");
 }
+
+/// `targets = ["sim"]`: each cell is a batch of simulated runs (`fle-chaos simulate`), no
+/// root, no cluster. The correct node's batch passes; a seeded bug's batch is caught (a
+/// pass for the sweep), with the checkers that caught it; the summary links each batch's own
+/// summary; a sim cell with an unknown bug is refused before anything runs.
+#[test]
+fn a_sweep_runs_simulated_batches_as_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("sim.toml");
+    std::fs::write(
+        &m,
+        "time_limit = \"20s\"\ntargets = [\"sim\"]\nworkloads = [\"writes\"]\nschedules = [\"mixed\"]\nnodes = [3]\nseeds = [1]\nbugs = [\"none\", \"quorum-minority\"]\nsim_runs = 20\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let log = dir.path().join("sweep.log");
+    let code = run(
+        &["sweep", m.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &log,
+        Duration::from_secs(300),
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, fle_chaos::exit::VALID, "{said}");
+    let sweep = &sweep_dirs(&out)[0];
+    let record = SweepRecord::read(sweep).unwrap();
+    assert_eq!(record.runs.len(), 2, "{said}");
+    let correct = record.runs.iter().find(|r| r.cell.bug.is_none()).unwrap();
+    let buggy = record.runs.iter().find(|r| r.cell.bug.is_some()).unwrap();
+    assert_eq!(correct.verdict, Some(fle_chaos::checker::Validity::True));
+    assert!(
+        correct
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("20 simulated runs (seeds 1-20)"),
+        "{:?}",
+        correct.note
+    );
+    assert_eq!(buggy.verdict, Some(fle_chaos::checker::Validity::False));
+    assert_eq!(buggy.outcome, fle_chaos::exit::VALID, "a caught bug passes");
+    assert!(!buggy.failed_checkers.is_empty());
+    for r in [correct, buggy] {
+        let batch = sweep.join(r.run_dir.as_ref().unwrap());
+        assert!(batch.join("summary.json").is_file(), "{}", batch.display());
+    }
+    let summary = std::fs::read_to_string(sweep.join("summary.html")).unwrap();
+    assert!(
+        summary.contains("/summary.html\">simulated runs</a>"),
+        "{summary}"
+    );
+    // A sim cell is checked as `simulate` checks its flags, before anything runs.
+    std::fs::write(
+        &m,
+        "time_limit = \"20s\"\ntargets = [\"sim\"]\nschedules = [\"mixed\"]\nnodes = [3]\nseeds = [1]\nbugs = [\"no-such-bug\"]\n",
+    )
+    .unwrap();
+    let out2 = dir.path().join("out2");
+    let code = run(
+        &[
+            "sweep",
+            m.to_str().unwrap(),
+            "--out",
+            out2.to_str().unwrap(),
+        ],
+        &log,
+        Duration::from_secs(60),
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, 254, "{said}");
+    assert!(said.contains("no-such-bug"), "{said}");
+    assert!(sweep_dirs(&out2).is_empty(), "nothing created");
+}

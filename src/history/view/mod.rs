@@ -153,6 +153,7 @@ impl View {
                 f,
                 value,
             } => self.fault(At { index, time, pos }, kind, f, value, node),
+            Fed::Exit { node, time, pos } => self.exit(node, time, pos),
             Fed::Other { time, pos } => self.other(time, pos),
         }
     }
@@ -180,6 +181,11 @@ impl View {
                 kind: l.kind,
                 f: l.f,
                 value,
+            },
+            (Body::NodeExit(_), Some(node)) => Fed::Exit {
+                node,
+                time: l.time,
+                pos,
             },
             _ => Fed::Other { time: l.time, pos },
         }
@@ -209,6 +215,16 @@ impl View {
     fn unreachable(&mut self, ix: usize, time: u64, pos: u32) {
         let time = self.at(time);
         self.cluster.nodes[ix].read = None;
+        self.judge(time, pos);
+    }
+
+    /// Node `ix`'s process ended unasked: down, as after a kill, until it is started again.
+    fn exit(&mut self, ix: usize, time: u64, pos: u32) {
+        let time = self.at(time);
+        let node = &mut self.cluster.nodes[ix];
+        node.down = true;
+        node.read = None;
+        node.answered = false;
         self.judge(time, pos);
     }
 
@@ -396,6 +412,12 @@ pub enum Fed<'a> {
         kind: EventType,
         f: super::F,
         value: &'a FaultValue,
+    },
+    /// A node process ended unasked: the node is down until the nemesis starts it again.
+    Exit {
+        node: usize,
+        time: u64,
+        pos: u32,
     },
     Other {
         time: u64,

@@ -125,8 +125,9 @@ fn node_folders_left(run: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
-    let name = "zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing";
+fn zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_leaves_nothing() {
+    let name =
+        "zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_leaves_nothing";
     if !can_run(name) || !zookeeper_here(name) {
         return;
     }
@@ -146,7 +147,9 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
          [[step]]\nat = \"9s\"\nkind = \"pause\"\ntarget = \"n2\"\nduration = \"2s\"\n\n\
          [[step]]\nat = \"13s\"\nkind = \"partition\"\ngroups = [[\"n3\"], [\"n1\", \"n2\"]]\n\
          duration = \"2s\"\n\n\
-         [[step]]\nat = \"18s\"\nkind = \"power-loss\"\ntarget = \"n2\"\nduration = \"2s\"\n",
+         [[step]]\nat = \"18s\"\nkind = \"power-loss\"\ntarget = \"n2\"\nduration = \"2s\"\n\n\
+         [[step]]\nat = \"22s\"\nkind = \"corrupt\"\ntarget = \"n3\"\nfile = \"txnlog\"\n\
+         duration = \"2s\"\n",
     )
     .unwrap();
     let (code, run) = fle_chaos(
@@ -172,7 +175,7 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    for kind in ["kill", "pause", "partition", "power-loss"] {
+    for kind in ["kill", "pause", "partition", "power-loss", "corrupt"] {
         assert!(
             events
                 .iter()
@@ -180,6 +183,22 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_and_leaves_nothing() {
             "no {kind} done"
         );
     }
+    // The txn log damaged on the host, in ZooKeeper's own file, within its records.
+    let damage = events
+        .iter()
+        .find(|e| e["f"] == "corrupt" && e["type"] == "info")
+        .map(|e| e["value"]["damage"]["n3"].clone())
+        .unwrap();
+    assert!(
+        damage["file"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("data/version-2/log.")),
+        "{damage}"
+    );
+    assert!(
+        damage["offset"].as_u64() < damage["size"].as_u64(),
+        "{damage}"
+    );
     let leaders: std::collections::BTreeSet<&str> = events
         .iter()
         .filter(|e| e["f"] == "status" && e["value"]["state"] == "LEADING")

@@ -309,3 +309,47 @@ fn zookeeper_power_loss_takes_the_unsynced_start_up_snapshot_and_no_server_resta
     let left = crate::support::run::leftovers(&crate::support::run::resources(&dir));
     assert!(left.is_empty(), "nothing left, mounts included: {left:?}");
 }
+
+/// ZooKeeper's own files damaged (nemesis/corrupt-zookeeper.toml: the newest txn log, the
+/// newest snapshot, the epoch files, each at a seeded place while the server is down): every
+/// damage is recorded in the history, in `dataDir/version-2`; a server that refuses to start on
+/// its damaged file is a recorded refusal, not a crash; nothing is left behind.
+#[test]
+fn zookeeper_damaged_files_are_recorded_and_a_refusal_to_start_is_no_crash() {
+    let Some(out) = cluster_folder() else { return };
+    let (_, dir) = run_with(
+        out.path(),
+        "zk-corrupt",
+        "corrupt-zookeeper.toml",
+        &["--nodes", "3", "--time-limit", "24", "--seed", "1"],
+    );
+    let h = history(&dir);
+    let damaged: Vec<String> = h
+        .iter()
+        .filter(|e| e["f"] == "corrupt" && e["type"] == "info")
+        .flat_map(|e| {
+            e["value"]["damage"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(|d| d["file"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(damaged.len() >= 3, "damages recorded: {damaged:?}");
+    assert!(
+        damaged.iter().all(|f| f.starts_with("data/version-2/")),
+        "{damaged:?}"
+    );
+    let v = verdicts(&dir);
+    let (_, valid, why) = v.iter().find(|(n, _, _)| n == "crash").unwrap();
+    assert_eq!(valid, "true", "a refusal is no crash: {why}");
+    let exits = h.iter().filter(|e| e["f"] == "node-exit").count();
+    assert_eq!(
+        why.matches("refused to start").count(),
+        exits,
+        "every exit here is a refusal, named: {why}"
+    );
+    let left = crate::support::run::leftovers(&crate::support::run::resources(&dir));
+    assert!(left.is_empty(), "nothing left: {left:?}");
+}

@@ -18,6 +18,7 @@ pub mod client;
 pub mod config;
 pub mod election_log;
 pub mod epochs;
+pub mod files;
 pub mod fle_log;
 pub mod install;
 pub mod launch;
@@ -38,7 +39,7 @@ use launch::JvmOptions;
 use observe::{LeaderAnswer, Observation, ZabAnswer};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -544,6 +545,34 @@ impl Target for ZooKeeper {
             anyhow::bail!("{node}: its dataDir is not on lazyfs (no power-loss in the schedule)");
         };
         crate::control::fault::lazyfs::drop_unsynced(self.control.as_ref(), node, binary, tear_seed)
+    }
+
+    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
+        self.corrupt_file(node, "txnlog", seed)
+    }
+
+    fn corrupt_file(
+        &self,
+        node: &str,
+        file: &str,
+        seed: u64,
+    ) -> Result<crate::control::fault::corrupt::Damage> {
+        let dir = Path::new(files::VERSION_DIR);
+        let names = self.control.list_dir(node, dir)?;
+        let Some(name) = files::pick(&names, file) else {
+            anyhow::bail!(
+                "{node}: {} has no {file} yet, nothing to damage",
+                files::VERSION_DIR
+            );
+        };
+        let rel = dir.join(&name);
+        let mut bytes = self.control.read_file(node, &rel)?;
+        if bytes.is_empty() {
+            anyhow::bail!("{node}: {} is empty, nothing to damage", rel.display());
+        }
+        let d = files::damage(&rel.to_string_lossy(), &mut bytes, seed);
+        self.control.write_file(node, &rel, &bytes)?;
+        Ok(d)
     }
 
     fn control(&self) -> &dyn Control {
