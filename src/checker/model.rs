@@ -262,10 +262,11 @@ pub struct Digest {
     pub events: u64,
 }
 
-/// A node's refusal to start on a file a `corrupt` fault damaged: it exited with a status (no
-/// signal, not a Rust panic's 101) before it answered a status read after the damage (a later
-/// restart on the same file that exits so is a refusal again). The one
-/// definition: `crash` records it as an outcome, durability does not wait for its log.
+/// A node's refusal to start on a file a `corrupt` fault damaged: it exited of itself (no
+/// signal, not a Rust panic's 101; a status or, over SSH, an unknown one) before it answered a
+/// status read after the damage (a later restart on the same file that exits so is a refusal
+/// again). The one definition: `crash` records it as an outcome, durability does not wait for
+/// its log, recovery owes no leader to a cluster it left without a quorum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refusal {
     /// The `node-exit` event's position.
@@ -298,8 +299,9 @@ impl Digest {
                     let Some(e) = exits.find(|e| e.pos == *pos) else {
                         continue;
                     };
-                    let clean = e.value.signal.is_none()
-                        && e.value.status.is_some_and(|c| c != PANIC_STATUS);
+                    // Over SSH the status is not known (None): the log lines the refusal
+                    // quotes are then what says why.
+                    let clean = e.value.signal.is_none() && e.value.status != Some(PANIC_STATUS);
                     if let (true, Some(at)) = (clean, damaged[*node as usize]) {
                         out.push(Refusal {
                             pos: *pos,

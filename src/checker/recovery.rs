@@ -122,14 +122,18 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
         .refused_at_end()
         .into_iter()
         .map(|n| d.name(n).to_string())
-        .filter(|n| !info.observers.contains(n))
         .collect();
     let voters = info.voters().len();
-    if !refused.is_empty() && voters - refused.len().min(voters) < info.quorum() {
+    let left = voters.saturating_sub(
+        refused
+            .iter()
+            .filter(|n| !info.observers.contains(n))
+            .count(),
+    );
+    if !refused.is_empty() && left < info.quorum() {
         let gap = format!(
-            "{} refused to start on damaged files and never came back: the {} other voter(s) are no quorum of {voters}, so no leader was owed and recovery cannot be judged.",
+            "{} refused to start on damaged files and never came back: the {left} other voter(s) are no quorum of {voters}, so no leader was owed and recovery cannot be judged.",
             refused.join(", "),
-            voters - refused.len().min(voters)
         );
         return Finding::judge(Vec::new(), vec![(gap, Vec::new())], String::new());
     }
@@ -163,8 +167,12 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
                         ok = format!("After the final heal a quorum followed n{l} (epoch {e}) within {} (bound {bound_ms} ms).", secs(took));
                     }
                     // The controller waits (up to --recovery-timeout) for every node to rejoin
-                    // before its final reads: one that never did is a liveness failure.
+                    // before its final reads: one that never did is a liveness failure, but
+                    // for a node that refused its damaged files.
                     let seen = v.end_ns.saturating_sub(h.time);
+                    let stragglers: Vec<_> = (v.final_stragglers.iter())
+                        .filter(|(n, _)| !refused.contains(n))
+                        .collect();
                     match h.rejoined {
                         Some(all) if all > rejoin_ns => {
                             violations.push((
@@ -173,14 +181,16 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
                             ));
                         }
                         Some(all) => ok.push_str(&format!(" Every node had rejoined it {} after the heal (bound {rejoin_ms} ms).", secs(all))),
-                        None if !v.final_stragglers.is_empty() && seen >= rejoin_ns => {
-                            let who: Vec<String> = v
-                                .final_stragglers
+                        None if stragglers.is_empty() && !refused.is_empty() => ok.push_str(&format!(
+                            " Every node rejoined it but {}, which refused to start on damaged files (crash).",
+                            refused.join(", ")
+                        )),
+                        None if !stragglers.is_empty() && seen >= rejoin_ns => {
+                            let who: Vec<String> = stragglers
                                 .iter()
                                 .map(|(n, r)| straggler(n, r.as_ref()))
                                 .collect();
-                            let evidence = v
-                                .final_stragglers
+                            let evidence = stragglers
                                 .iter()
                                 .filter_map(|(n, r)| r.map(|r| EvRef::new(r.pos, format!("{n}'s last read"))))
                                 .chain([heal.clone()])
@@ -547,5 +557,59 @@ mod tests {
                 run.display()
             );
         }
+    }
+
+    /// Two of three voters refused to start on damaged files and never came back: no leader
+    /// is owed, so recovery is unknown, not invalid; with one refused it is judged as ever.
+    #[test]
+    fn voters_refused_for_good_below_a_quorum_make_recovery_unknown() {
+        let corrupt = |i: usize, t: u64, n: &str| {
+            format!(
+                r#"{{"index":{i},"time":{t},"process":"nemesis","type":"info","f":"corrupt","value":{{"nodes":["{n}"]}}}}"#
+            )
+        };
+        let exit = |i: usize, t: u64, n: &str| {
+            format!(
+                r#"{{"index":{i},"time":{t},"process":"{n}","type":"info","f":"node-exit","node":"{n}","value":{{"status":1,"signal":null,"caused_by_controller":false,"log_tail":["Unable to load database"]}}}}"#
+            )
+        };
+        let heal = r#"{"index":4,"time":9000000000,"process":"nemesis","type":"info","f":"heal","value":{"final":true}}"#.to_string();
+        let lines = [
+            corrupt(0, 1_000_000_000, "n1"),
+            exit(1, 2_000_000_000, "n1"),
+            corrupt(2, 3_000_000_000, "n2"),
+            exit(3, 4_000_000_000, "n2"),
+            heal,
+            // n3 alone, LOOKING, past the bound.
+            r#"{"index":5,"time":11000000000,"process":"n3","type":"ok","f":"status","node":"n3","value":{"state":"LOOKING","leader":null,"peer_epoch":1,"accepted_epoch":1,"zab_phase":"election","last_zxid":0,"last_committed_zxid":0}}"#.to_string(),
+        ];
+        let nodes: Vec<String> = ["n1", "n2", "n3"].map(String::from).to_vec();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let d = crate::checker::model::digest_lines(&lines, &nodes).unwrap();
+        let opts = CheckOptions {
+            recovery_bound_ms: Some(1000),
+            ..Default::default()
+        };
+        let f = check(&d, &info(), &opts);
+        assert_eq!(
+            f.valid,
+            crate::checker::Validity::Unknown,
+            "{}",
+            f.explanation
+        );
+        assert!(
+            f.explanation.contains("n1, n2 refused"),
+            "{}",
+            f.explanation
+        );
+        // One refused: two voters are a quorum, and no leader after the heal is a violation.
+        let d = crate::checker::model::digest_lines(&lines[2..], &nodes).unwrap();
+        let f = check(&d, &info(), &opts);
+        assert_eq!(
+            f.valid,
+            crate::checker::Validity::False,
+            "{}",
+            f.explanation
+        );
     }
 }

@@ -93,9 +93,6 @@ impl Target for Watched {
     ) -> Result<::fle_node::lazyfs::DropReport> {
         self.inner.power_loss(node, tear_seed)
     }
-    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
-        self.inner.corrupt(node, seed)
-    }
     fn corrupt_file(
         &self,
         node: &str,

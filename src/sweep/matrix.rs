@@ -420,14 +420,16 @@ impl Cell {
         }
     }
 
-    /// The flags of this cell's `fle-chaos` subcommand (`subcommand`).
+    /// The flags of this cell's `fle-chaos` subcommand (`subcommand`): a simulated batch
+    /// takes `sim_runs` runs from the cell's seed, and none of a real run's target, network,
+    /// recovery or ZooKeeper flags.
     pub fn args(&self, m: &Matrix) -> Vec<String> {
-        if self.is_sim() {
-            return self.sim_args(m);
-        }
-        let mut a: Vec<String> = vec![
-            "--target".into(),
-            self.target.clone(),
+        let mut a: Vec<String> = if self.is_sim() {
+            vec!["--runs".into(), m.sim_runs.to_string()]
+        } else {
+            vec!["--target".into(), self.target.clone()]
+        };
+        a.extend([
             "--workload".into(),
             self.workload.clone(),
             "--nodes".into(),
@@ -436,13 +438,12 @@ impl Cell {
             self.seed.to_string(),
             "--time-limit".into(),
             format!("{}", m.time_limit.as_secs_f64()),
-        ];
+        ]);
         if self.schedule == NO_FAULTS {
             a.extend(["--nemesis".into(), NO_FAULTS.into()]);
-        } else if self.schedule == DEFAULT_SCHEDULE {
-            // The default as `test` runs it: what a target cannot do is left out and recorded
-            // (`left_out`), where an explicit `--nemesis-file mixed` would be refused.
-        } else {
+        } else if self.schedule != DEFAULT_SCHEDULE {
+            // `mixed` is the default as `test` runs it: what a target cannot do is left out
+            // and recorded (`left_out`), where an explicit `--nemesis-file mixed` is refused.
             a.extend(["--nemesis-file".into(), self.schedule.clone()]);
         }
         if let Some(b) = &self.bug {
@@ -450,6 +451,9 @@ impl Cell {
         }
         if self.observers > 0 {
             a.extend(["--observers".into(), self.observers.to_string()]);
+        }
+        if self.is_sim() {
+            return a;
         }
         if let Some(t) = m.recovery_timeout {
             a.extend(["--recovery-timeout".into(), format!("{}", t.as_secs_f64())]);
@@ -461,35 +465,6 @@ impl Cell {
             for s in &m.zookeeper_config {
                 a.extend(["--zookeeper-config".into(), s.clone()]);
             }
-        }
-        a
-    }
-
-    /// `simulate`'s flags: `sim_runs` runs from the cell's seed, the same cluster, workload,
-    /// schedule and bug (a real run's network and recovery flags have no meaning there).
-    fn sim_args(&self, m: &Matrix) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "--runs".into(),
-            m.sim_runs.to_string(),
-            "--seed".into(),
-            self.seed.to_string(),
-            "--nodes".into(),
-            self.nodes.to_string(),
-            "--workload".into(),
-            self.workload.clone(),
-            "--time-limit".into(),
-            format!("{}", m.time_limit.as_secs_f64()),
-        ];
-        if self.schedule == NO_FAULTS {
-            a.extend(["--nemesis".into(), NO_FAULTS.into()]);
-        } else if self.schedule != DEFAULT_SCHEDULE {
-            a.extend(["--nemesis-file".into(), self.schedule.clone()]);
-        }
-        if let Some(b) = &self.bug {
-            a.extend(["--bug".into(), b.clone()]);
-        }
-        if self.observers > 0 {
-            a.extend(["--observers".into(), self.observers.to_string()]);
         }
         a
     }
@@ -653,7 +628,7 @@ mod tests {
         assert!(m.cells.iter().all(|c| c.subcommand() == "simulate"));
         assert_eq!(
             args[0],
-            "--runs 500 --seed 1001 --nodes 5 --workload writes --time-limit 30 --bug quorum-minority --observers 1"
+            "--runs 500 --workload writes --nodes 5 --seed 1001 --time-limit 30 --bug quorum-minority --observers 1"
         );
         assert!(
             args[1].contains("--nemesis-file kill-leader"),

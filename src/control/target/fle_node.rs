@@ -242,10 +242,6 @@ impl Target for FleNode {
         lazyfs::power_loss(self.control.as_ref(), node, binary, tear_seed)
     }
 
-    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
-        self.corrupt_file(node, "txnlog", seed)
-    }
-
     fn corrupt_file(
         &self,
         node: &str,

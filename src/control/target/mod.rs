@@ -79,21 +79,14 @@ pub trait Target: Send + Sync {
     ) -> Result<::fle_node::lazyfs::DropReport> {
         anyhow::bail!("{node}: this target does not put its data on lazyfs (power-loss)")
     }
-    /// Damages a stopped node's txnlog as `seed` says (`corrupt`); returns what was done.
-    fn corrupt(&self, node: &str, _seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
-        anyhow::bail!("{node}: this target has no file-corruption fault")
-    }
-    /// Damages one of a stopped node's data files (`file`: a name from
-    /// `nemesis::schedule::CORRUPT_FILES`); the txnlog goes through `corrupt`.
+    /// Damages one of a stopped node's data files as `seed` says (`corrupt`; `file`: a name
+    /// from `nemesis::schedule::CORRUPT_FILES`); returns what was done.
     fn corrupt_file(
         &self,
         node: &str,
         file: &str,
-        seed: u64,
+        _seed: u64,
     ) -> Result<crate::control::fault::corrupt::Damage> {
-        if file == "txnlog" {
-            return self.corrupt(node, seed);
-        }
         anyhow::bail!("{node}: this target cannot damage its {file}")
     }
     /// Whether the node's process runs (paused counts as running).

@@ -547,10 +547,6 @@ impl Target for ZooKeeper {
         crate::control::fault::lazyfs::drop_unsynced(self.control.as_ref(), node, binary, tear_seed)
     }
 
-    fn corrupt(&self, node: &str, seed: u64) -> Result<crate::control::fault::corrupt::Damage> {
-        self.corrupt_file(node, "txnlog", seed)
-    }
-
     fn corrupt_file(
         &self,
         node: &str,
