@@ -34,6 +34,9 @@ pub struct Watched {
     /// Kills and starts per node so far: a look at a process that overlapped one of them
     /// (a remote look takes an SSH round trip) proves nothing about an unasked exit.
     actions: Mutex<HashMap<String, u64>>,
+    /// Successful starts per node so far: a node started since the watcher's last look ran,
+    /// even when it died before a look saw it (a refusal over SSH takes less than a look).
+    starts: Mutex<HashMap<String, u64>>,
 }
 
 impl Watched {
@@ -42,7 +45,12 @@ impl Watched {
             inner,
             taken_down: Mutex::new(HashSet::new()),
             actions: Mutex::new(HashMap::new()),
+            starts: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn starts(&self, node: &str) -> u64 {
+        self.starts.lock().unwrap().get(node).copied().unwrap_or(0)
     }
 
     fn taken_down(&self, node: &str) -> bool {
@@ -77,6 +85,14 @@ impl Target for Watched {
         self.acted_on(node);
         let pid = self.inner.start(node);
         self.taken_down.lock().unwrap().remove(node);
+        if pid.is_ok() {
+            *self
+                .starts
+                .lock()
+                .unwrap()
+                .entry(node.to_string())
+                .or_default() += 1;
+        }
         self.acted_on(node);
         pid
     }
@@ -187,10 +203,20 @@ pub async fn watch_nodes(
     // Whether each node ran at the last look, so that one death is reported once.
     // Every node was started before the watch began: one that is already gone died.
     let mut alive: HashMap<String, bool> = target.nodes().into_iter().map(|n| (n, true)).collect();
+    let mut seen_starts: HashMap<String, u64> = target
+        .nodes()
+        .into_iter()
+        .map(|n| (n.clone(), target.starts(&n)))
+        .collect();
     let mut started = false;
     loop {
         started = started || recorder.view(|v| v.quorum_leader(0).is_some());
         for node in target.nodes() {
+            // Started since the last look: it ran, whatever the look below finds.
+            let starts = target.starts(&node);
+            if seen_starts.insert(node.clone(), starts) != Some(starts) {
+                alive.insert(node.clone(), true);
+            }
             let before = target.actions(&node);
             let running = target.is_running(&node);
             let was = alive.insert(node.clone(), running).unwrap_or(false);

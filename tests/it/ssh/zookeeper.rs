@@ -75,11 +75,12 @@ fn judged_valid(run: &Path, code: i32) {
     let results = json(&run.join("results.json"));
     let checkers = results["checkers"].as_array().unwrap();
     assert!(checkers.len() >= 5, "{results}");
-    for c in checkers {
-        let (name, valid) = (c["name"].as_str().unwrap(), c["valid"].as_str().unwrap());
-        let why = c["explanation"].as_str().unwrap_or("");
-        assert_eq!(valid, "true", "{name}: {why}");
-    }
+    let not_true: Vec<String> = checkers
+        .iter()
+        .filter(|c| c["valid"] != "true")
+        .map(|c| format!("{}: {} {}", c["name"], c["valid"], c["explanation"]))
+        .collect();
+    assert!(not_true.is_empty(), "{not_true:#?}");
     assert_eq!(code, fle_chaos::exit::VALID, "judged valid");
 }
 
@@ -147,7 +148,7 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_le
         &schedule,
         "[[step]]\nat = \"5s\"\nkind = \"kill\"\ntarget = \"n1\"\nduration = \"2s\"\n\n\
          [[step]]\nat = \"9s\"\nkind = \"pause\"\ntarget = \"n2\"\nduration = \"2s\"\n\n\
-         [[step]]\nat = \"12s\"\nkind = \"corrupt\"\ntarget = \"n3\"\nfile = \"txnlog\"\n\
+         [[step]]\nat = \"12s\"\nkind = \"corrupt\"\ntarget = \"n3\"\nfile = \"currentEpoch\"\n\
          duration = \"2s\"\n\n\
          [[step]]\nat = \"16s\"\nkind = \"partition\"\ngroups = [[\"n3\"], [\"n1\", \"n2\"]]\n\
          duration = \"2s\"\n\n\
@@ -190,18 +191,16 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_le
             "no {kind} done: {nemesis:#?}"
         );
     }
-    // The txn log damaged on the host, in ZooKeeper's own file, within its records.
+    // n3's currentEpoch damaged on its host (a one-line file: a txn log is preallocated to
+    // 64 MB, slow to carry over SSH under load). ZooKeeper refuses a damaged epoch file (or
+    // reads another epoch from a flipped digit); a refusal is recorded by crash, which stays
+    // valid, and n3 is then owed nothing (the two others are a quorum).
     let damage = events
         .iter()
         .find(|e| e["f"] == "corrupt" && e["type"] == "info")
         .map(|e| e["value"]["damage"]["n3"].clone())
         .unwrap();
-    assert!(
-        damage["file"]
-            .as_str()
-            .is_some_and(|f| f.starts_with("data/version-2/log.")),
-        "{damage}"
-    );
+    assert_eq!(damage["file"], "data/version-2/currentEpoch", "{damage}");
     assert!(
         damage["offset"].as_u64() < damage["size"].as_u64(),
         "{damage}"
