@@ -23,44 +23,33 @@ const NO_SNAPSHOT: &str = "No snapshot found, but there are log entries";
 
 pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
     let refusals = d.refusals();
-    let (refusals, crashes): (Vec<_>, Vec<_>) = d
-        .node_exits
-        .iter()
-        .map(|e| (e, refusals.iter().find(|r| r.pos == e.pos)))
-        .partition(|(_, refusal)| refusal.is_some());
-    let violations: Vec<KindedItem> = crashes
-        .into_iter()
-        .map(|(e, _)| {
-            let node = &d.nodes[e.node as usize];
-            let (how, tail) = how_and_tail(e);
-            let kind = if e.value.log_tail.iter().any(|l| l.contains(NO_SNAPSHOT)) {
-                Kind::NoSnapshotAtRestart
-            } else {
-                Kind::Exit
-            };
-            (
-                kind,
-                (
-                    format!("{node} exited by itself at {} {how}; {tail}.", secs(e.time)),
-                    vec![EvRef::new(e.pos, format!("{node} exited unasked"))],
-                ),
-            )
-        })
-        .collect();
-    let refused: Vec<String> = refusals
-        .into_iter()
-        .filter_map(|(e, refusal)| Some((e, refusal?)))
-        .map(|(e, refusal)| {
-            let (how, tail) = how_and_tail(e);
-            format!(
-                "{} refused to start at {} {how} on the file its corrupt fault damaged at {} \
+    let mut violations: Vec<KindedItem> = Vec::new();
+    let mut refused: Vec<String> = Vec::new();
+    for e in &d.node_exits {
+        let node = &d.nodes[e.node as usize];
+        let (how, tail) = how_and_tail(e);
+        if let Some(r) = refusals.iter().find(|r| r.pos == e.pos) {
+            refused.push(format!(
+                "{node} refused to start at {} {how} on the file its corrupt fault damaged at {} \
                  (a safe answer, no violation); {tail}.",
-                d.nodes[e.node as usize],
                 secs(e.time),
-                secs(refusal.damaged_at),
-            )
-        })
-        .collect();
+                secs(r.damaged_at),
+            ));
+            continue;
+        }
+        let kind = if e.value.log_tail.iter().any(|l| l.contains(NO_SNAPSHOT)) {
+            Kind::NoSnapshotAtRestart
+        } else {
+            Kind::Exit
+        };
+        violations.push((
+            kind,
+            (
+                format!("{node} exited by itself at {} {how}; {tail}.", secs(e.time)),
+                vec![EvRef::new(e.pos, format!("{node} exited unasked"))],
+            ),
+        ));
+    }
     let ok = if refused.is_empty() {
         "No node process exited without the controller stopping it.".to_string()
     } else {

@@ -282,12 +282,30 @@ const PANIC_STATUS: i32 = 101;
 impl Digest {
     /// The node exits that were refusals to start on a damaged file, in history order.
     pub fn refusals(&self) -> Vec<Refusal> {
+        self.scan_refusals().0
+    }
+
+    /// The nodes whose last refusal (`refusals`) was their last word: no status read after it.
+    /// They are out of the cluster for good, their logs not owed.
+    pub fn refused_at_end(&self) -> Vec<NodeIx> {
+        let (_, out) = self.scan_refusals();
+        (0..out.len() as NodeIx)
+            .filter(|&n| out[n as usize])
+            .collect()
+    }
+
+    /// One pass: the refusals, and per node whether it refused since its last status read.
+    fn scan_refusals(&self) -> (Vec<Refusal>, Vec<bool>) {
         let mut damaged: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut out = vec![false; self.nodes.len()];
         let mut exits = self.node_exits.iter();
-        let mut out = Vec::new();
+        let mut refusals = Vec::new();
         for rec in self.records() {
             match rec {
-                Rec::Status(s) => damaged[s.node as usize] = None,
+                Rec::Status(s) => {
+                    damaged[s.node as usize] = None;
+                    out[s.node as usize] = false;
+                }
                 Rec::Nemesis(op) if op.f == F::Corrupt && op.kind == EventType::Info => {
                     for name in &op.value.nodes {
                         if let Some(i) = self.nodes.iter().position(|n| n == name) {
@@ -303,7 +321,8 @@ impl Digest {
                     // quotes are then what says why.
                     let clean = e.value.signal.is_none() && e.value.status != Some(PANIC_STATUS);
                     if let (true, Some(at)) = (clean, damaged[*node as usize]) {
-                        out.push(Refusal {
+                        out[*node as usize] = true;
+                        refusals.push(Refusal {
                             pos: *pos,
                             node: *node,
                             damaged_at: at,
@@ -313,20 +332,7 @@ impl Digest {
                 _ => {}
             }
         }
-        out
-    }
-
-    /// The nodes whose last refusal (`refusals`) was their last word: no status read after it.
-    /// They are out of the cluster for good, their logs not owed.
-    pub fn refused_at_end(&self) -> Vec<NodeIx> {
-        let mut last = std::collections::BTreeMap::new();
-        for r in self.refusals() {
-            last.insert(r.node, r.pos);
-        }
-        last.into_iter()
-            .filter(|&(node, pos)| !self.statuses().any(|s| s.node == node && s.pos > pos))
-            .map(|(node, _)| node)
-            .collect()
+        (refusals, out)
     }
 
     /// Every record, in history order.

@@ -335,10 +335,13 @@ impl Runner {
 
 /// A simulated batch's record: the worst verdict, the checkers any run failed, the counts.
 fn record_sim(r: &mut RunRecord, sim: crate::sim::summary::SimSummary) {
-    r.verdict = Some(match sim.exit_code {
-        exit::VALID => crate::checker::Validity::True,
-        exit::INVALID => crate::checker::Validity::False,
-        _ => crate::checker::Validity::Unknown,
+    // From the counts: a batch that ran nothing tested nothing, so it is not valid.
+    r.verdict = Some(if sim.invalid > 0 {
+        crate::checker::Validity::False
+    } else if sim.unknown > 0 || sim.runs == 0 {
+        crate::checker::Validity::Unknown
+    } else {
+        crate::checker::Validity::True
     });
     let failed: BTreeSet<&String> = sim
         .results
