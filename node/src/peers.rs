@@ -558,7 +558,10 @@ impl LinkTask {
                 std::future::pending().await
             }
         };
+        // Reader first: what this connection already delivered is read before a newer one
+        // replaces it (a peer's last messages, or a partial one to count).
         tokio::select! {
+            biased;
             _ = reader => None,
             _ = writer => None,
             s = self.incoming.recv() => s,

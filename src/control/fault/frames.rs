@@ -150,9 +150,12 @@ fn send_now(
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let hello = wire::encode_hello(as_sid, &as_addr.to_string());
     let body = payload(mode, as_sid, seed);
+    // One write, so one segment: the node reads the payload in the same turn that hands it
+    // the connection. In two, a loaded sender could deliver the payload after the real peer
+    // dialed again and replaced our connection, and the payload was never read.
+    let bytes = [hello.as_slice(), &body.bytes].concat();
     stream
-        .write_all(&hello)
-        .and_then(|()| stream.write_all(&body.bytes))
+        .write_all(&bytes)
         .with_context(|| format!("writing to the election port {to}"))?;
     stream.shutdown(Shutdown::Write)?;
     let (bytes_received, closed_by_node) = drain(&mut stream, DRAIN);
