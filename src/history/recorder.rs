@@ -159,6 +159,16 @@ impl Recorder {
         self.inner.lock().unwrap().2.met()
     }
 
+    /// How many fault starts the run has classified so far: a mark for [`Self::met_since`].
+    pub fn situations_mark(&self) -> usize {
+        self.inner.lock().unwrap().2.classified()
+    }
+
+    /// The situations of the fault starts recorded after `mark`, in order.
+    pub fn met_since(&self, mark: usize) -> Vec<Situation> {
+        self.inner.lock().unwrap().2.since(mark).to_vec()
+    }
+
     /// The protocol's phase now, as a fault landing now would meet it.
     pub fn phase_now(&self) -> crate::history::situation::Phase {
         let now = self.now();

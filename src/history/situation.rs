@@ -294,6 +294,9 @@ pub const THIN_BELOW: usize = 3;
 pub struct Situations {
     met: BTreeMap<Situation, Met>,
     faults: u64,
+    /// Every fault start's situation, in history order (which fault met what: a goal is met
+    /// by its own entry's faults, `nemesis::steer`).
+    log: Vec<Situation>,
     /// Per view node index: when it last (re)started (a kill's undo), if it did.
     started_at: Vec<Option<u64>>,
     /// When a node last entered broadcast (from discovery or sync, or first since it started).
@@ -380,6 +383,16 @@ impl Situations {
         self.met.keys().cloned().collect()
     }
 
+    /// How many fault starts were classified so far.
+    pub fn classified(&self) -> usize {
+        self.log.len()
+    }
+
+    /// The situations of the fault starts classified after the first `from`.
+    pub fn since(&self, from: usize) -> &[Situation] {
+        self.log.get(from..).unwrap_or_default()
+    }
+
     /// A client write event of `process` (invoke, then ok, fail or info).
     pub fn write(&mut self, process: &str, kind: EventType, time: u64) {
         match kind {
@@ -419,6 +432,7 @@ impl Situations {
 
     fn count(&mut self, situation: Situation, index: u64, time: u64) {
         self.faults += 1;
+        self.log.push(situation.clone());
         self.met
             .entry(situation.clone())
             .and_modify(|m| m.count += 1)

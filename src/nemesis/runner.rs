@@ -66,8 +66,14 @@ impl ScheduledNemesis {
                 steer::bring_forward(&mut planned, i, ahead, seen, quiet_after);
             }
             let mut fault = planned[i].clone();
+            let mark = ctx.recorder.situations_mark();
             quiet_after = fault.template.quiet_after;
-            let at = (start + fault.start).max(free_at + fault.gap);
+            // Steered, the plan's start times belonged to the faults it had drawn for those
+            // places: the fault keeps its place's gap after the one that really ran before it.
+            let at = match steered {
+                true => free_at + fault.gap,
+                false => (start + fault.start).max(free_at + fault.gap),
+            };
             if at + fault.span() > window_end {
                 break;
             }
@@ -107,6 +113,13 @@ impl ScheduledNemesis {
                 self.composed(ctx, &mut stop, &fault).await
             };
             free_at = Instant::now();
+            if let Some(g) = &fault.template.goal {
+                // Its own faults' situations (one fault and its parts at a time): met or not.
+                let met = ctx.recorder.met_since(mark).iter().any(|s| g.met_by(s));
+                planned[i]
+                    .annotations
+                    .insert(steer::GOAL_MET.into(), met.into());
+            }
             if stopped {
                 break;
             }
@@ -429,10 +442,14 @@ async fn wait_for(
 /// How long a fault dealt for its goal waits for the goal's phase.
 const GOAL_WAIT: std::time::Duration = std::time::Duration::from_secs(8);
 
-/// The phase a fault waits for: its goal's, when its goal chose it (`steer`) and it has no
-/// trigger of its own.
+/// The phase a fault waits for: its goal's, when its goal chose it (`steer`) and neither it
+/// nor a part has a trigger of its own (a triggered part aims at its own moment, which the
+/// goal's phase names; the main fault must not wait for it).
 fn goal_phase(f: &PlannedFault) -> Option<crate::history::situation::Phase> {
-    let chosen = f.annotations.contains_key("goal") && f.template.when.is_none();
+    let triggered = std::iter::once(f)
+        .chain(&f.parts)
+        .any(|p| p.template.when.is_some());
+    let chosen = f.annotations.contains_key("goal") && !triggered;
     chosen.then(|| f.template.goal.as_ref()?.phase).flatten()
 }
 
