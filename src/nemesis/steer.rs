@@ -8,8 +8,9 @@
 //! plan's own next fault when nothing scores. Aims that neither the run nor the runs before it
 //! met (`Seen::before`: a sweep's, earlier nights') count first, the run's own second. Before
 //! novelty, goals: a fault whose entry names the situation it is there to meet
-//! (`[fault.goal]`, `super::goal`) goes first while no fault of the run has met that situation
-//! and the run can (a goal after an ACK needs a workload that writes). The choice is a pure function of the seed, of what
+//! (`[fault.goal]`, `super::goal`) goes first while no fault of that entry has met it and the
+//! run can (a goal after an ACK needs a workload that writes), the least tried goal first.
+//! The choice is a pure function of the seed, of what
 //! the history showed and of `Seen::before`; every fault is still recorded as it was applied,
 //! so a run is replayed and shrunk from its history as before. `--nemesis-strategy random`
 //! keeps the plan's order.
@@ -102,10 +103,17 @@ pub const GOAL_MET: &str = "goal_met";
 /// The index, within `upcoming` (the plan's next faults, in order), of the fault to deal for
 /// its goal (`super::goal`): of the goals still open (reachable, no fault of its entry in
 /// `done` met it, tried fewer than [`GOAL_TRIES`] times), the least tried, the earliest on a
-/// tie, so every goal gets its first try before any gets a second. A goal is its entry's: a
-/// fault of another entry meeting the same situation does not close it (its parts, shape or
-/// trigger are not the ones the goal's entry brings). `writes`: the workload writes.
-pub fn open_goal(done: &[PlannedFault], upcoming: &[PlannedFault], writes: bool) -> Option<usize> {
+/// tie, so every goal gets its first try before any gets a second; among equals, one whose
+/// situation the runs before (`before`: a sweep's, earlier nights') never met goes first, so
+/// a sweep's runs take turns. A goal is its entry's: a fault of another entry meeting the
+/// same situation does not close it (its parts, shape or trigger are not the ones the goal's
+/// entry brings). `writes`: the workload writes.
+pub fn open_goal(
+    done: &[PlannedFault],
+    upcoming: &[PlannedFault],
+    before: &BTreeSet<Situation>,
+    writes: bool,
+) -> Option<usize> {
     let of = |g: &Goal| -> Vec<&PlannedFault> {
         (done.iter())
             .filter(|f| f.template.goal.as_ref() == Some(g))
@@ -120,7 +128,7 @@ pub fn open_goal(done: &[PlannedFault], upcoming: &[PlannedFault], writes: bool)
     (upcoming.iter().enumerate())
         .filter_map(|(i, f)| Some((i, f.template.goal.as_ref()?)))
         .filter(|(_, g)| g.reachable(writes) && !met(g) && tries(g) < GOAL_TRIES)
-        .min_by_key(|&(i, g)| (tries(g), i))
+        .min_by_key(|&(i, g)| (tries(g), before.iter().any(|s| g.met_by(s)), i))
         .map(|(i, _)| i)
 }
 
@@ -166,7 +174,7 @@ pub fn bring_forward(
     prev_quiet: Duration,
 ) {
     let end = (i + ahead).min(planned.len());
-    let goal = open_goal(&planned[..i], &planned[i..], seen.writes);
+    let goal = open_goal(&planned[..i], &planned[i..], seen.before, seen.writes);
     let j = i + goal.unwrap_or_else(|| choose(&planned[i..end], seen.met, seen.before));
     if let Some(g) = goal.and(planned[j].template.goal.as_ref()) {
         let label = g.label();
@@ -373,12 +381,12 @@ duration = "2s"
         tried[0].annotations.insert("goal".into(), "tried".into());
         let mut met = tried.clone();
         met[0].annotations.insert(GOAL_MET.into(), true.into());
-        assert_eq!(open_goal(&met, &planned, true), None);
+        assert_eq!(open_goal(&met, &planned, &none, true), None);
         // Missed GOAL_TRIES times: the run moves on.
         tried[0].annotations.insert(GOAL_MET.into(), false.into());
         let tried = vec![tried[0].clone(); GOAL_TRIES];
-        assert!(open_goal(&tried[..GOAL_TRIES - 1], &planned, true).is_some());
-        assert_eq!(open_goal(&tried, &planned, true), None);
+        assert!(open_goal(&tried[..GOAL_TRIES - 1], &planned, &none, true).is_some());
+        assert_eq!(open_goal(&tried, &planned, &none, true), None);
     }
 
     #[test]
@@ -407,20 +415,30 @@ who = "leader"
         )
         .unwrap();
         let planned = plan(&s, 7, Duration::from_secs(60));
-        let first = open_goal(&[], &planned, true).expect("two open goals");
+        let none = BTreeSet::new();
+        let first = open_goal(&[], &planned, &none, true).expect("two open goals");
         let goal = planned[first].template.goal.clone();
         // Tried once and missed: the other goal goes next, wherever the plan put it.
         let mut done = vec![planned[first].clone()];
         done[0].annotations.insert("goal".into(), "tried".into());
         done[0].annotations.insert(GOAL_MET.into(), false.into());
         let rest: Vec<PlannedFault> = planned[first + 1..].to_vec();
-        let next = open_goal(&done, &rest, true).expect("the other goal");
+        let next = open_goal(&done, &rest, &none, true).expect("the other goal");
         assert_ne!(rest[next].template.goal, goal);
+        // Met by the runs before: the other goal goes first (a sweep's runs take turns).
+        let met_kill: BTreeSet<Situation> = [situation(FaultKind::Kill, Who::Leader)].into();
+        let met_cut: BTreeSet<Situation> = [situation(FaultKind::Partition, Who::Leader)].into();
+        let kinds = |before: &BTreeSet<Situation>| {
+            let i = open_goal(&[], &planned, before, true).unwrap();
+            planned[i].template.goal.as_ref().unwrap().kind
+        };
+        assert_eq!(kinds(&met_kill), FaultKind::Partition);
+        assert_eq!(kinds(&met_cut), FaultKind::Kill);
         // A fault of another entry meeting the same situation does not close a goal.
         let mut other = planned.clone();
         other.retain(|f| f.template.goal.is_none());
         other[0].annotations.insert(GOAL_MET.into(), true.into());
-        assert!(open_goal(&other[..1], &planned, true).is_some());
+        assert!(open_goal(&other[..1], &planned, &none, true).is_some());
     }
 
     /// Steers a whole plan as the runner does, each fault meeting what it aimed at (or, aimed
