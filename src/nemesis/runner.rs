@@ -58,10 +58,14 @@ impl ScheduledNemesis {
         for i in 0..planned.len() {
             if steered {
                 let met = ctx.recorder.situations_met();
+                let goal_gap = self.schedule.interval;
+                let gap = planned[i].gap.min(goal_gap).max(quiet_after);
                 let seen = steer::Seen {
                     met: &met,
                     before: &ctx.settings.met_before,
                     writes: ctx.settings.writes,
+                    room: window_end.saturating_duration_since(free_at + gap),
+                    goal_gap,
                 };
                 steer::bring_forward(&mut planned, i, ahead, seen, quiet_after);
             }

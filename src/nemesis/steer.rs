@@ -113,6 +113,7 @@ pub fn open_goal(
     upcoming: &[PlannedFault],
     before: &BTreeSet<Situation>,
     writes: bool,
+    room: Duration,
 ) -> Option<usize> {
     let of = |g: &Goal| -> Vec<&PlannedFault> {
         (done.iter())
@@ -126,6 +127,7 @@ pub fn open_goal(
     };
     let met = |g: &Goal| (of(g).iter()).any(|f| f.annotations.get(GOAL_MET) == Some(&true.into()));
     (upcoming.iter().enumerate())
+        .filter(|(_, f)| f.span() <= room)
         .filter_map(|(i, f)| Some((i, f.template.goal.as_ref()?)))
         .filter(|(_, g)| g.reachable(writes) && !met(g) && tries(g) < GOAL_TRIES)
         .min_by_key(|&(i, g)| (tries(g), before.iter().any(|s| g.met_by(s)), i))
@@ -139,10 +141,14 @@ pub fn choose(
     upcoming: &[PlannedFault],
     met: &BTreeSet<Situation>,
     before: &BTreeSet<Situation>,
+    room: Duration,
 ) -> usize {
     let everywhere: BTreeSet<Situation> = met.union(before).cloned().collect();
     let mut best = (0, (0, 0));
     for (i, f) in upcoming.iter().enumerate() {
+        if f.span() > room {
+            continue;
+        }
         let score = (novelty(f, &everywhere), novelty(f, met));
         if score > best.1 {
             best = (i, score);
@@ -160,12 +166,21 @@ pub struct Seen<'a> {
     pub before: &'a BTreeSet<Situation>,
     /// Whether its workload writes (goals after an ACK need writes).
     pub writes: bool,
+    /// How long the fault window still holds after this place's gap: a fault whose span is
+    /// longer is not chosen (a short run ends on the goals that still fit, not on the first
+    /// that does not).
+    pub room: Duration,
+    /// The longest gap before a fault dealt for its goal (the schedule's `interval`): what a
+    /// short run has no time to wait for is not left behind an exponential draw's long tail.
+    pub goal_gap: Duration,
 }
 
 /// Brings forward to place `i` of `planned` the first later fault with an open goal
 /// ([`open_goal`]), else the one of the next `ahead` that [`choose`] picks, recorded as
-/// `steered` (how many places it moved) and, when its goal chose it, `goal`. The times stay with the places: it takes place `i`'s start and gap, the gap at
-/// least the `quiet_after` of the fault that ran before it (`prev_quiet`).
+/// `steered` (how many places it moved) and, when its goal chose it, `goal`. Only faults that
+/// fit `seen.room` are chosen. The times stay with the places: it takes place `i`'s start and
+/// gap (for a goal's fault at most `seen.goal_gap`), the gap at least the `quiet_after` of
+/// the fault that ran before it (`prev_quiet`).
 pub fn bring_forward(
     planned: &mut [PlannedFault],
     i: usize,
@@ -174,8 +189,14 @@ pub fn bring_forward(
     prev_quiet: Duration,
 ) {
     let end = (i + ahead).min(planned.len());
-    let goal = open_goal(&planned[..i], &planned[i..], seen.before, seen.writes);
-    let j = i + goal.unwrap_or_else(|| choose(&planned[i..end], seen.met, seen.before));
+    let goal = open_goal(
+        &planned[..i],
+        &planned[i..],
+        seen.before,
+        seen.writes,
+        seen.room,
+    );
+    let j = i + goal.unwrap_or_else(|| choose(&planned[i..end], seen.met, seen.before, seen.room));
     if let Some(g) = goal.and(planned[j].template.goal.as_ref()) {
         let label = g.label();
         planned[j].annotations.insert("goal".into(), label.into());
@@ -192,6 +213,9 @@ pub fn bring_forward(
     }
     // Its predecessor may have moved too.
     let f = &mut planned[i];
+    if goal.is_some() {
+        f.gap = f.gap.min(seen.goal_gap);
+    }
     f.quiet = prev_quiet;
     f.gap = f.gap.max(prev_quiet);
 }
@@ -204,12 +228,16 @@ mod tests {
     use crate::nemesis::schedule::Schedule;
 
     static NOTHING: BTreeSet<Situation> = BTreeSet::new();
+    /// Room for anything (the window is not what these tests are about).
+    const ROOM: Duration = Duration::from_secs(3600);
 
     fn seen(met: &BTreeSet<Situation>, writes: bool) -> Seen<'_> {
         Seen {
             met,
             before: &NOTHING,
             writes,
+            room: ROOM,
+            goal_gap: ROOM,
         }
     }
 
@@ -248,14 +276,14 @@ target = "random"
         let p = plan(&s, 7, Duration::from_secs(60));
         let ahead = &p[..lookahead(s.faults.len())];
         // Nothing met: everything is new, the plan's own next fault goes.
-        assert_eq!(choose(ahead, &BTreeSet::new(), &BTreeSet::new()), 0);
+        assert_eq!(choose(ahead, &BTreeSet::new(), &BTreeSet::new(), ROOM), 0);
         // Every aim met but a pause: the first pause ahead goes.
         let all_but_pause: BTreeSet<Situation> = [
             situation(FaultKind::Kill, Who::Leader),
             situation(FaultKind::Kill, Who::Follower),
         ]
         .into();
-        let i = choose(ahead, &all_but_pause, &BTreeSet::new());
+        let i = choose(ahead, &all_but_pause, &BTreeSet::new(), ROOM);
         assert_eq!(ahead[i].template.kind, FaultKind::Pause, "{ahead:?}");
         assert!(ahead[..i]
             .iter()
@@ -263,7 +291,7 @@ target = "random"
         // A pause of anyone met the random pause's aim: nothing is new, the plan's order holds.
         let mut everything = all_but_pause.clone();
         everything.insert(situation(FaultKind::Pause, Who::Lagging));
-        assert_eq!(choose(ahead, &everything, &BTreeSet::new()), 0);
+        assert_eq!(choose(ahead, &everything, &BTreeSet::new(), ROOM), 0);
     }
 
     #[test]
@@ -277,12 +305,12 @@ target = "random"
             situation(FaultKind::Kill, Who::Follower),
         ]
         .into();
-        let i = choose(ahead, &BTreeSet::new(), &kills);
+        let i = choose(ahead, &BTreeSet::new(), &kills, ROOM);
         assert_eq!(ahead[i].template.kind, FaultKind::Pause, "{ahead:?}");
         // Everything met before: the run's own novelty decides (nothing met: the plan's next).
         let mut all = kills.clone();
         all.insert(situation(FaultKind::Pause, Who::Lagging));
-        assert_eq!(choose(ahead, &BTreeSet::new(), &all), 0);
+        assert_eq!(choose(ahead, &BTreeSet::new(), &all, ROOM), 0);
     }
 
     #[test]
@@ -313,7 +341,7 @@ duration = "2s"
         assert_eq!(novelty(&ahead[composed], &seen), 1, "the power loss is new");
         let seen_kill: BTreeSet<Situation> = [situation(FaultKind::Kill, Who::Leader)].into();
         assert_eq!(
-            ahead[choose(ahead, &seen_kill, &BTreeSet::new())]
+            ahead[choose(ahead, &seen_kill, &BTreeSet::new(), ROOM)]
                 .parts
                 .len(),
             1
@@ -381,12 +409,12 @@ duration = "2s"
         tried[0].annotations.insert("goal".into(), "tried".into());
         let mut met = tried.clone();
         met[0].annotations.insert(GOAL_MET.into(), true.into());
-        assert_eq!(open_goal(&met, &planned, &none, true), None);
+        assert_eq!(open_goal(&met, &planned, &none, true, ROOM), None);
         // Missed GOAL_TRIES times: the run moves on.
         tried[0].annotations.insert(GOAL_MET.into(), false.into());
         let tried = vec![tried[0].clone(); GOAL_TRIES];
-        assert!(open_goal(&tried[..GOAL_TRIES - 1], &planned, &none, true).is_some());
-        assert_eq!(open_goal(&tried, &planned, &none, true), None);
+        assert!(open_goal(&tried[..GOAL_TRIES - 1], &planned, &none, true, ROOM).is_some());
+        assert_eq!(open_goal(&tried, &planned, &none, true, ROOM), None);
     }
 
     #[test]
@@ -416,29 +444,43 @@ who = "leader"
         .unwrap();
         let planned = plan(&s, 7, Duration::from_secs(60));
         let none = BTreeSet::new();
-        let first = open_goal(&[], &planned, &none, true).expect("two open goals");
+        let first = open_goal(&[], &planned, &none, true, ROOM).expect("two open goals");
         let goal = planned[first].template.goal.clone();
         // Tried once and missed: the other goal goes next, wherever the plan put it.
         let mut done = vec![planned[first].clone()];
         done[0].annotations.insert("goal".into(), "tried".into());
         done[0].annotations.insert(GOAL_MET.into(), false.into());
         let rest: Vec<PlannedFault> = planned[first + 1..].to_vec();
-        let next = open_goal(&done, &rest, &none, true).expect("the other goal");
+        let next = open_goal(&done, &rest, &none, true, ROOM).expect("the other goal");
         assert_ne!(rest[next].template.goal, goal);
         // Met by the runs before: the other goal goes first (a sweep's runs take turns).
         let met_kill: BTreeSet<Situation> = [situation(FaultKind::Kill, Who::Leader)].into();
         let met_cut: BTreeSet<Situation> = [situation(FaultKind::Partition, Who::Leader)].into();
         let kinds = |before: &BTreeSet<Situation>| {
-            let i = open_goal(&[], &planned, before, true).unwrap();
+            let i = open_goal(&[], &planned, before, true, ROOM).unwrap();
             planned[i].template.goal.as_ref().unwrap().kind
         };
         assert_eq!(kinds(&met_kill), FaultKind::Partition);
         assert_eq!(kinds(&met_cut), FaultKind::Kill);
+        // Room for the partition (4 s) and not the kill (drawn longer here): the one that fits.
+        let mut sized = planned.clone();
+        for f in &mut sized {
+            f.duration = match f.template.kind {
+                FaultKind::Kill => Duration::from_secs(9),
+                _ => Duration::from_secs(4),
+            };
+        }
+        let i = open_goal(&[], &sized, &none, true, Duration::from_secs(5)).unwrap();
+        assert_eq!(sized[i].template.kind, FaultKind::Partition);
+        assert_eq!(
+            open_goal(&[], &sized, &none, true, Duration::from_secs(3)),
+            None
+        );
         // A fault of another entry meeting the same situation does not close a goal.
         let mut other = planned.clone();
         other.retain(|f| f.template.goal.is_none());
         other[0].annotations.insert(GOAL_MET.into(), true.into());
-        assert!(open_goal(&other[..1], &planned, &none, true).is_some());
+        assert!(open_goal(&other[..1], &planned, &none, true, ROOM).is_some());
     }
 
     /// Steers a whole plan as the runner does, each fault meeting what it aimed at (or, aimed
