@@ -25,7 +25,12 @@
 //!   while a server waits in a minority (up to maxNotificationInterval): such a server stayed
 //!   LOOKING 5-7 s beside a standing leader after a heal (6 of 27,738 simulated runs,
 //!   2026-12-05). A re-send is a duplicate vote, which the protocol tolerates; the answers it
-//!   draws repeat what was heard, so they bring nothing forward again.
+//!   draws repeat what was heard, so they bring nothing forward again;
+//! - a LOOKING vote of a higher round that finalizeWait drops (as ZooKeeper drops any vote
+//!   that does not beat the proposal) is answered with the decision once this server decides,
+//!   as a settled server answers a LOOKING peer: the same as that vote arriving a moment
+//!   later. Otherwise its sender, back from an isolation in a higher round, heard nobody until
+//!   its grown back-off ran out (a 5.1 s stall, simulated seed 18437).
 //!
 //! Observers (`server.N=...:observer`) take part only to learn the leader, as in ZooKeeper:
 //! - a voter never counts an observer's notification (`validVoter`); it answers a LOOKING one
@@ -201,6 +206,11 @@ pub struct Election {
     current: Ballot,
     /// The latest LOOKING notification per peer received while settled, with when it came.
     parked: BTreeMap<u64, (Instant, Notification)>,
+    /// A re-send brought forward by news of a settled peer we could not join yet.
+    resend_at: Option<Instant>,
+    /// Peers whose LOOKING vote of a higher round was dropped during finalizeWait: told where
+    /// we stand once we decide.
+    unanswered: BTreeSet<u64>,
     /// Distinct votes heard in the current round, mine included, in arrival order.
     received: Vec<ReceivedVote>,
     counters: ElectionCounters,
@@ -229,6 +239,8 @@ impl Election {
             round_started: now,
             current: ballot,
             parked: BTreeMap::new(),
+            resend_at: None,
+            unanswered: BTreeSet::new(),
             received: Vec::new(),
             counters: ElectionCounters::default(),
         }
@@ -276,6 +288,8 @@ impl Election {
         self.outofelection.clear();
         self.received.clear();
         self.finalize_deadline = None;
+        self.resend_at = None;
+        self.unanswered.clear();
         self.not_timeout = INITIAL_NOTIFICATION_TIMEOUT;
         self.poll_deadline = now + self.not_timeout;
         self.round_started = now;
@@ -299,7 +313,10 @@ impl Election {
         if self.state != ServerState::Looking {
             return None;
         }
-        Some(self.finalize_deadline.unwrap_or(self.poll_deadline))
+        let poll = self
+            .resend_at
+            .map_or(self.poll_deadline, |r| r.min(self.poll_deadline));
+        Some(self.finalize_deadline.unwrap_or(poll))
     }
 
     pub fn tick(&mut self, now: Instant) -> Vec<Output> {
@@ -312,7 +329,8 @@ impl Election {
             }
             return Vec::new();
         }
-        if now >= self.poll_deadline {
+        if now >= self.poll_deadline || self.resend_at.is_some_and(|r| now >= r) {
+            self.resend_at = None;
             // Nothing arrived for notTimeout: re-send and back off (up to the maximum); an
             // observer asks again at the same pace (see the module doc).
             if !self.cfg.learns_only() {
@@ -378,6 +396,10 @@ impl Election {
             } else {
                 if n.state != ServerState::Looking || n.election_epoch == self.logicalclock {
                     self.hear(from, incoming, n.election_epoch, n.state);
+                }
+                if n.state == ServerState::Looking && n.election_epoch > self.logicalclock {
+                    // Dropped, as ZooKeeper drops it; its sender hears from us once we decide.
+                    self.unanswered.insert(from);
                 }
                 if n.state == ServerState::Looking
                     && n.election_epoch == self.logicalclock
@@ -476,7 +498,8 @@ impl Election {
             // have told us only their LOOKING votes (with the epoch before the new term's).
             // Ask again after a finalizeWait, not after the back-off grown meanwhile: they
             // answer with where they stand (see the module header).
-            self.poll_deadline = self.poll_deadline.min(now + self.cfg.finalize_wait);
+            let soon = now + self.cfg.finalize_wait;
+            self.resend_at = Some(self.resend_at.map_or(soon, |r| r.min(soon)));
         }
         Vec::new()
     }
@@ -600,7 +623,8 @@ impl Election {
             });
             votes.sort_by_key(|v| v.sid);
         }
-        vec![Output::Decided(Decision {
+        self.resend_at = None;
+        let mut out = vec![Output::Decided(Decision {
             state: self.state,
             vote: b.vote,
             round: b.election_epoch,
@@ -609,7 +633,13 @@ impl Election {
             received: self.received.clone(),
             joined: matches!(source, Source::OutOfElection),
             took: now.saturating_duration_since(self.round_started),
-        })]
+        })];
+        // Those whose vote of a higher round finalizeWait dropped are answered as a settled
+        // server answers a LOOKING peer: the same as their notification arriving a moment later.
+        for peer in std::mem::take(&mut self.unanswered) {
+            out.push(self.send(peer, b.vote, b.election_epoch, self.state));
+        }
+        out
     }
 
     /// A peer LOOKING in our round with a vote worse than ours is told ours at once. ZooKeeper
@@ -1065,6 +1095,8 @@ mod tests {
         e.step(at(170), 4, epoch(note(Looking, 4, z, 1), 1));
         e.step(at(171), 4, epoch(note(Leading, 4, z, 1), 2));
         assert_eq!(e.state(), Looking, "no quorum at either epoch");
+        // The same notice again (a reconnect re-sends it) does not push the re-send back.
+        e.step(at(172), 4, epoch(note(Leading, 4, z, 1), 2));
         let next = e.next_deadline().unwrap();
         assert!(
             next <= at(171) + FW,
@@ -1085,6 +1117,36 @@ mod tests {
         e.tick(e.next_deadline().unwrap());
         e.step(at(300), 3, epoch(note(Following, 4, z, 1), 2));
         assert!(e.next_deadline().unwrap() >= at(300) + Duration::from_secs(6));
+    }
+
+    /// Seed 18437's sequence (simulated, 2026-12-05): 4, back from an isolation in round 3,
+    /// votes while the others finalize round 2. ZooKeeper drops a vote that does not beat the
+    /// proposal during finalizeWait, whatever its round, and nobody tells 4 the outcome until
+    /// its grown back-off runs out. Here the one that decides answers it then.
+    #[test]
+    fn a_higher_round_vote_dropped_while_finalizing_is_answered_once_decided() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 5), t);
+        e.start_looking(t, 0x3_0000_004e, 0);
+        e.step(t, 2, note(Looking, 3, 0x3_0000_004e, 1));
+        e.step(t, 3, note(Looking, 3, 0x3_0000_004e, 1));
+        assert!(e.finalize_deadline.is_some(), "2, 3 and I agree on 3");
+        // 4's vote of round 3 is worse: dropped, as ZooKeeper drops it.
+        let out = e.step(t + FW / 2, 4, note(Looking, 4, 0x2_0000_0185, 3));
+        assert!(sends(&out).is_empty());
+        assert_eq!(e.logicalclock(), 1);
+        let out = e.tick(t + FW / 2 + FW);
+        assert!(matches!(&out[0], Output::Decided(d) if d.vote.leader == 3));
+        let told: Vec<(u64, ServerState, u64)> = (out.iter().skip(1))
+            .filter_map(|o| match o {
+                Output::Send {
+                    to,
+                    notification: n,
+                } => Some((*to, n.state, n.leader)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(told, vec![(4, Following, 3)]);
     }
 
     #[test]
