@@ -558,10 +558,10 @@ impl LinkTask {
                 std::future::pending().await
             }
         };
-        // Reader first: what this connection already delivered is read before a newer one
-        // replaces it (a peer's last messages, or a partial one to count).
+        // Not `biased` toward the reader: a replaced connection's EOF would win over the
+        // newer connection waiting in `incoming` every time, and the poke that follows makes
+        // the larger sid dial again, and again (a connection storm, seen in CI 2026-12-05).
         tokio::select! {
-            biased;
             _ = reader => None,
             _ = writer => None,
             s = self.incoming.recv() => s,
