@@ -110,6 +110,16 @@ mod tests {
             "{}",
             f.explanation
         );
+        // A read sent before the kill that lands after the damage (slow over SSH) is not the
+        // restarted process answering: still a refusal.
+        let stale = READ_N2.replace(
+            "\"index\":0,\"time\":1000000",
+            "\"index\":2,\"time\":2100000000",
+        );
+        let start = START_N2.replace("\"index\":2", "\"index\":3");
+        let late = exit("1", "null").replace("\"index\":3", "\"index\":4");
+        let f = judge(&[READ_N2, CORRUPT_N2, &stale, &start, &late]);
+        assert_eq!(f.valid, Validity::True, "{}", f.explanation);
         let e = exit("1", "null");
         let f = judge(&[READ_N2, CORRUPT_N2, START_N2, &e]);
         assert_eq!(f.valid, Validity::True, "{}", f.explanation);

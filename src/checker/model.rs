@@ -297,20 +297,28 @@ impl Digest {
     /// One pass: the refusals, and per node whether it refused since its last status read.
     fn scan_refusals(&self) -> (Vec<Refusal>, Vec<bool>) {
         let mut damaged: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        // Started since the damage: only a read of the restarted process says it runs on the
+        // damaged files (a read sent before the kill can land after it, over SSH often).
+        let mut started = vec![true; self.nodes.len()];
         let mut out = vec![false; self.nodes.len()];
         let mut exits = self.node_exits.iter();
         let mut refusals = Vec::new();
+        let ix = |name: &String| self.nodes.iter().position(|n| n == name);
         for rec in self.records() {
             match rec {
-                Rec::Status(s) => {
+                Rec::Status(s) if started[s.node as usize] => {
                     damaged[s.node as usize] = None;
                     out[s.node as usize] = false;
                 }
                 Rec::Nemesis(op) if op.f == F::Corrupt && op.kind == EventType::Info => {
-                    for name in &op.value.nodes {
-                        if let Some(i) = self.nodes.iter().position(|n| n == name) {
-                            damaged[i] = Some(op.time);
-                        }
+                    for i in op.value.nodes.iter().filter_map(ix) {
+                        damaged[i] = Some(op.time);
+                        started[i] = false;
+                    }
+                }
+                Rec::Nemesis(op) if op.f == F::Start && op.kind == EventType::Info => {
+                    for i in op.value.nodes.iter().filter_map(ix) {
+                        started[i] = true;
                     }
                 }
                 Rec::Exit { pos, node, .. } => {
