@@ -264,8 +264,8 @@ pub struct Digest {
 
 /// A node's refusal to start on a file a `corrupt` fault damaged: it exited of itself (no
 /// signal, not a Rust panic's 101; a status or, over SSH, an unknown one) before it answered a
-/// status read after the damage (a later restart on the same file that exits so is a refusal
-/// again). The one definition: `crash` records it as an outcome, durability does not wait for
+/// status read after the damage and a restart (a read landing before the restart was sent to
+/// the killed process; a later restart on the same file that exits so is a refusal again). The one definition: `crash` records it as an outcome, durability does not wait for
 /// its log, recovery owes no leader to a cluster it left without a quorum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refusal {
