@@ -23,8 +23,6 @@ pub mod messages;
 #[cfg(test)]
 mod observer_tests;
 pub mod plan;
-#[cfg(test)]
-mod sim_tests;
 pub mod store;
 #[cfg(test)]
 mod tests;
