@@ -33,7 +33,13 @@ impl Goal {
     /// Whether a run whose workload writes (`writes`) can meet it: a phase of client writes
     /// needs them.
     pub fn reachable(&self, writes: bool) -> bool {
-        writes || !matches!(self.phase, Some(Phase::AfterAck | Phase::WritesInFlight))
+        writes || !self.needs_writes()
+    }
+
+    /// Whether only a run whose workload writes can meet it (a phase of client writes): the
+    /// ACK-before-durable class, which steering deals first in such a run.
+    pub fn needs_writes(&self) -> bool {
+        matches!(self.phase, Some(Phase::AfterAck | Phase::WritesInFlight))
     }
 
     /// "power-loss · quorum · after an ACK · with leader cut off", "any" for what is left out.
