@@ -18,7 +18,9 @@
 //! - [`record`]: the history lines, with the live view, situations and observations;
 //! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`;
 //!   [`summary`]: its summary; [`confirm`]: failures replayed on real processes;
-//!   [`replay`]: a simulated failure replayed in-process under other schedules (shrink).
+//!   [`replay`]: a simulated failure replayed in-process under other schedules (shrink);
+//! - [`scenario`]: a scripted cluster with no faults and no clients (who starts when, on which
+//!   log), for tests that tell an election's story.
 //!
 //! What is not simulated is listed in docs/simulate.md.
 
@@ -31,6 +33,7 @@ pub mod net;
 pub mod record;
 pub mod replay;
 pub mod run;
+pub mod scenario;
 pub mod server;
 pub mod summary;
 pub mod world;

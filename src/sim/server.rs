@@ -11,7 +11,7 @@
 use super::disk::Disk;
 use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
 use fle_node::bugs::Bugs;
-use fle_node::election::{Election, ElectionConfig, Output as ElectionOutput};
+use fle_node::election::{Election, ElectionConfig, ElectionCounters, Output as ElectionOutput};
 use fle_node::follow_streak::FollowStreak;
 use fle_node::wire::Notification;
 use fle_node::zab::actions::Output as ZabOutput;
@@ -111,6 +111,9 @@ pub struct Server {
     members: Vec<u64>,
     observers: Vec<u64>,
     base: Instant,
+    /// Election notifications this server's machine has sent, re-sends and answers included
+    /// (a scenario's measure of back-off and silence).
+    pub notifications_sent: u64,
 }
 
 impl Server {
@@ -139,6 +142,7 @@ impl Server {
             members: members.to_vec(),
             observers: observers.to_vec(),
             base,
+            notifications_sent: 0,
         }
     }
 
@@ -234,10 +238,13 @@ impl Server {
         let mut effects = Vec::new();
         for o in out {
             match o {
-                ElectionOutput::Send { to, notification } => effects.push(Effect::Notify {
-                    to,
-                    n: notification,
-                }),
+                ElectionOutput::Send { to, notification } => {
+                    self.notifications_sent += 1;
+                    effects.push(Effect::Notify {
+                        to,
+                        n: notification,
+                    })
+                }
                 ElectionOutput::Decided(d) => {
                     self.last_election = Some(d.summary());
                     effects.extend(self.decided(now, d.state, d.vote.leader));
@@ -324,6 +331,11 @@ impl Server {
 
     pub fn attempt(&self) -> u64 {
         self.attempts
+    }
+
+    /// The election machine's dropped-message counters (since the process last started).
+    pub fn election_counters(&self) -> ElectionCounters {
+        self.election.counters()
     }
 
     /// The dial succeeded: the follower machine starts on connection `conn`.
