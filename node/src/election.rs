@@ -690,9 +690,10 @@ enum Source {
 
 #[cfg(test)]
 mod tests {
-    //! Tables of messages through a simulated network of state machines: no sockets, no sleeps.
+    //! Tables of messages through one state machine: no network, no sockets, no sleeps. The
+    //! stories of a cluster (several machines exchanging notifications) run on the controller's
+    //! simulator: `fle_chaos::sim::scenario`'s tests.
     use super::*;
-    use std::collections::VecDeque;
 
     const FW: Duration = Duration::from_millis(200);
 
@@ -708,314 +709,7 @@ mod tests {
         }
     }
 
-    /// A network of election state machines with FIFO delivery and a fake clock.
-    struct Sim {
-        t0: Instant,
-        now: Duration,
-        nodes: BTreeMap<u64, Election>,
-        up: BTreeSet<u64>,
-        queue: VecDeque<(u64, u64, Notification)>,
-        decisions: BTreeMap<u64, Decision>,
-        /// Notifications sent so far, by sender.
-        sent: BTreeMap<u64, usize>,
-    }
-
-    impl Sim {
-        fn new(n: u64) -> Sim {
-            let t0 = Instant::now();
-            Sim {
-                t0,
-                now: Duration::ZERO,
-                nodes: (1..=n).map(|s| (s, Election::new(cfg(s, n), t0))).collect(),
-                up: BTreeSet::new(),
-                queue: VecDeque::new(),
-                decisions: BTreeMap::new(),
-                sent: BTreeMap::new(),
-            }
-        }
-        /// `n` voters and the given observers (sids above n), every machine with `bugs`.
-        fn with_observers(n: u64, observers: &[u64], bugs: Bugs) -> Sim {
-            let mut sim = Sim::new(n);
-            let set: BTreeSet<u64> = observers.iter().copied().collect();
-            sim.nodes = (1..=n)
-                .chain(observers.iter().copied())
-                .map(|s| {
-                    let c = ElectionConfig {
-                        observers: set.clone(),
-                        bugs,
-                        ..cfg(s, n)
-                    };
-                    (s, Election::new(c, sim.t0))
-                })
-                .collect();
-            sim
-        }
-        fn at(&self) -> Instant {
-            self.t0 + self.now
-        }
-        fn start(&mut self, sid: u64, zxid: u64) {
-            self.up.insert(sid);
-            let now = self.at();
-            let out = self
-                .nodes
-                .get_mut(&sid)
-                .unwrap()
-                .start_looking(now, zxid, 0);
-            self.handle(sid, out);
-        }
-        fn stop(&mut self, sid: u64) {
-            self.up.remove(&sid);
-        }
-        fn handle(&mut self, from: u64, out: Vec<Output>) {
-            for o in out {
-                match o {
-                    Output::Send { to, notification } => {
-                        *self.sent.entry(from).or_default() += 1;
-                        self.queue.push_back((from, to, notification))
-                    }
-                    Output::Decided(d) => {
-                        self.decisions.insert(from, d);
-                    }
-                }
-            }
-        }
-        /// Delivers everything in flight, then advances time in 10 ms ticks up to `limit`.
-        fn run(&mut self, limit: Duration) {
-            let end = self.now + limit;
-            loop {
-                while let Some((from, to, n)) = self.queue.pop_front() {
-                    if !self.up.contains(&to) || !self.up.contains(&from) {
-                        continue;
-                    }
-                    let now = self.at();
-                    let out = self.nodes.get_mut(&to).unwrap().step(now, from, n);
-                    self.handle(to, out);
-                }
-                if self.now >= end {
-                    break;
-                }
-                self.now += Duration::from_millis(10);
-                let now = self.at();
-                for sid in self.up.clone() {
-                    let out = self.nodes.get_mut(&sid).unwrap().tick(now);
-                    self.handle(sid, out);
-                }
-            }
-        }
-        fn state(&self, sid: u64) -> (ServerState, Option<u64>) {
-            let e = &self.nodes[&sid];
-            (e.state(), e.leader())
-        }
-    }
-
     use ServerState::*;
-
-    #[test]
-    fn a_lone_server_of_three_stays_looking() {
-        let mut sim = Sim::new(3);
-        sim.start(1, 0);
-        sim.run(Duration::from_secs(5));
-        assert_eq!(sim.state(1), (Looking, None));
-        assert!(
-            sim.nodes[&1].not_timeout > INITIAL_NOTIFICATION_TIMEOUT,
-            "backs off"
-        );
-    }
-
-    /// A late joiner with a worse vote in the round (a follower that waited out initLimit in
-    /// sync, then looked) is answered at once: the quorum that needs it elects within a
-    /// finalizeWait or two, not at the next re-send of a back-off grown while it waited (the
-    /// 4.96 s stall of a correct 7-node run, 2026-12-04).
-    #[test]
-    fn a_late_joiner_with_a_worse_vote_is_answered_at_once() {
-        let mut sim = Sim::new(5);
-        sim.start(1, 10);
-        sim.start(5, 5);
-        sim.run(Duration::from_secs(2));
-        assert_eq!(sim.state(1), (Looking, None), "two of five elect nobody");
-        assert!(sim.nodes[&1].not_timeout >= Duration::from_millis(800));
-        sim.start(4, 1);
-        sim.run(Duration::from_millis(500));
-        assert_eq!(sim.state(1), (Leading, Some(1)));
-        assert_eq!(sim.state(4), (Following, Some(1)));
-        assert_eq!(sim.state(5), (Following, Some(1)));
-    }
-
-    /// The seed's story with observers: 5 voters and 2 observers start; the leader dies; the
-    /// other voters elect again and the observers follow each leader without being counted.
-    #[test]
-    fn observers_learn_each_leader_and_are_never_counted() {
-        let mut sim = Sim::with_observers(5, &[6, 7], Bugs::none());
-        for sid in 1..=7 {
-            sim.start(sid, 0);
-        }
-        sim.run(Duration::from_secs(3));
-        for sid in 1..=4 {
-            assert_eq!(sim.state(sid), (Following, Some(5)));
-        }
-        assert_eq!(sim.state(5), (Leading, Some(5)));
-        assert_eq!(sim.state(6), (Observing, Some(5)));
-        assert_eq!(sim.state(7), (Observing, Some(5)));
-        sim.stop(5);
-        for sid in [1, 2, 3, 4, 6, 7] {
-            sim.start(sid, 0);
-        }
-        sim.run(Duration::from_secs(3));
-        assert_eq!(sim.state(4), (Leading, Some(4)));
-        for sid in [6, 7] {
-            assert_eq!(sim.state(sid), (Observing, Some(4)));
-            let d = &sim.decisions[&sid];
-            assert!(d.votes.len() >= 3, "{d:?}");
-            assert!(d.votes.iter().all(|v| v.sid <= 5 && v.settled_for(4)));
-        }
-        for d in sim.decisions.values() {
-            assert!(
-                d.votes.iter().all(|v| v.sid <= 5),
-                "observer counted: {d:?}"
-            );
-            assert!(d.received.iter().all(|v| v.sid <= 5 || v.leader <= 5));
-        }
-        assert!(
-            sim.nodes[&4].counters().from_observer > 0,
-            "observers asked"
-        );
-    }
-
-    /// A minority of voters with every observer cannot elect; under the seeded
-    /// observer-vote-counted bug the observers make up its "quorum".
-    #[test]
-    fn observers_do_not_make_a_minority_a_quorum_unless_the_bug_counts_them() {
-        let mut sim = Sim::with_observers(3, &[4, 5], Bugs::none());
-        for sid in [1, 4, 5] {
-            sim.start(sid, 0);
-        }
-        sim.run(Duration::from_secs(3));
-        for sid in [1, 4, 5] {
-            assert_eq!(sim.state(sid).0, Looking, "server {sid}");
-        }
-        let mut sim = Sim::with_observers(3, &[4, 5], Bugs::of(&[Bug::ObserverVoteCounted]));
-        for sid in [1, 4, 5] {
-            sim.start(sid, 0);
-        }
-        sim.run(Duration::from_secs(3));
-        assert_eq!(sim.state(1), (Leading, Some(1)));
-        assert!(sim.decisions[&1].votes.iter().any(|v| v.sid >= 4));
-    }
-
-    /// An observer keeps asking at finalizeWait's pace while voters elect, and stays quiet
-    /// once it observes: no back-off, no endless exchange.
-    #[test]
-    fn an_observer_asks_without_backing_off_and_settles_quietly() {
-        let mut sim = Sim::with_observers(3, &[4], Bugs::none());
-        sim.start(4, 0);
-        sim.run(Duration::from_secs(2));
-        assert_eq!(sim.nodes[&4].not_timeout, INITIAL_NOTIFICATION_TIMEOUT);
-        for sid in 1..=3 {
-            sim.start(sid, 0);
-        }
-        sim.run(Duration::from_secs(2));
-        assert_eq!(sim.state(4), (Observing, Some(3)));
-        let before = sim.sent.clone();
-        sim.run(Duration::from_secs(1));
-        assert_eq!(
-            sim.sent, before,
-            "a settled ensemble with its observer is silent"
-        );
-    }
-
-    #[test]
-    fn seed_start_up_story_two_then_three() {
-        let mut sim = Sim::new(3);
-        sim.start(1, 0);
-        sim.run(Duration::from_millis(500));
-        sim.start(2, 0);
-        sim.run(Duration::from_secs(1));
-        assert_eq!(sim.state(1), (Following, Some(2)));
-        assert_eq!(sim.state(2), (Leading, Some(2)));
-        let d = &sim.decisions[&2];
-        assert!(d.took >= FW, "a decision waits finalizeWait");
-        assert_eq!(d.own_round, d.round, "decided in its own round");
-        assert!(d
-            .votes
-            .iter()
-            .all(|v| v.round == Some(d.round) && v.state == Some(Looking)));
-        assert_eq!(
-            d.votes.iter().map(|v| v.sid).collect::<Vec<_>>(),
-            vec![1, 2]
-        );
-        sim.start(3, 0);
-        sim.run(Duration::from_secs(1));
-        assert_eq!(
-            sim.state(3),
-            (Following, Some(2)),
-            "3 joins; the leader stays 2"
-        );
-        assert_eq!(sim.state(2), (Leading, Some(2)));
-    }
-
-    #[test]
-    fn seed_running_cluster_story_three_is_elected_by_three_four_five() {
-        let mut sim = Sim::new(5);
-        for (sid, zxid) in [(3, 9), (4, 8), (5, 8)] {
-            sim.start(sid, zxid);
-        }
-        sim.run(Duration::from_secs(1));
-        for sid in [3, 4, 5] {
-            assert_eq!(sim.state(sid).1, Some(3), "server {sid}");
-        }
-        assert_eq!(sim.state(3).0, Leading);
-        let d = &sim.decisions[&3];
-        assert_eq!((d.vote.leader, d.vote.zxid), (3, 9));
-        assert_eq!(d.votes.len(), 3);
-    }
-
-    #[test]
-    fn seed_running_cluster_story_from_server_two_leading() {
-        let mut sim = Sim::new(5);
-        let zxid = |sid: u64| if sid <= 3 { 9 } else { 8 };
-        for sid in [1, 2, 4] {
-            sim.start(sid, zxid(sid));
-        }
-        sim.run(Duration::from_secs(1));
-        assert_eq!(sim.state(2), (Leading, Some(2)));
-        for sid in [3, 5] {
-            sim.start(sid, zxid(sid));
-        }
-        sim.run(Duration::from_secs(1));
-        assert_eq!(
-            sim.state(3),
-            (Following, Some(2)),
-            "3 joins the running leader"
-        );
-        // 1 and 2 fail; the others lose their leader and look again.
-        sim.stop(1);
-        sim.stop(2);
-        for sid in [3, 4, 5] {
-            sim.start(sid, zxid(sid));
-        }
-        sim.run(Duration::from_secs(2));
-        assert_eq!(sim.state(3), (Leading, Some(3)));
-        assert_eq!(sim.state(4), (Following, Some(3)));
-        assert_eq!(sim.state(5), (Following, Some(3)));
-    }
-
-    #[test]
-    fn peer_epoch_beats_a_longer_log() {
-        let mut sim = Sim::new(3);
-        sim.up.extend([1, 2, 3]);
-        let now = sim.at();
-        for (sid, zxid, epoch) in [(1, 5, 2), (2, 9, 1), (3, 9, 1)] {
-            let out = sim
-                .nodes
-                .get_mut(&sid)
-                .unwrap()
-                .start_looking(now, zxid, epoch);
-            sim.handle(sid, out);
-        }
-        sim.run(Duration::from_secs(1));
-        assert_eq!(sim.state(1), (Leading, Some(1)));
-        assert_eq!(sim.state(3), (Following, Some(1)));
-    }
 
     fn note(state: ServerState, leader: u64, zxid: u64, round: u64) -> Notification {
         Notification {
@@ -1070,6 +764,21 @@ mod tests {
         // Settled: a looking peer is answered with the current vote and its round.
         let out = e.step(t + FW, 1, note(Looking, 1, 0, 9));
         assert_eq!(sends(&out), vec![(1, 3, 7)]);
+    }
+
+    /// A LOOKING peer in our round with a worse vote is told ours at once (`answer_worse`); one
+    /// that holds our vote is not, so no exchange follows. The cluster's story (a late joiner
+    /// the quorum needs) is `fle_chaos::sim::scenario`'s.
+    #[test]
+    fn a_looking_peer_with_a_worse_vote_in_our_round_is_told_ours_at_once() {
+        let t = Instant::now();
+        let mut e = Election::new(cfg(1, 5), t);
+        e.start_looking(t, 10, 0);
+        let out = e.step(t, 4, note(Looking, 4, 1, 1));
+        assert_eq!(sends(&out), vec![(4, 1, 1)]);
+        let out = e.step(t, 4, note(Looking, 1, 10, 1));
+        assert!(sends(&out).is_empty(), "{out:?}");
+        assert_eq!(e.proposal(), Vote::new(1, 10, 0));
     }
 
     /// Seed 9229's sequence (simulated, 2026-12-05): server 2, back from a minority with its

@@ -35,10 +35,12 @@ fn a_lone_server_of_three_stays_looking() {
     }
 }
 
-/// A late joiner with a worse vote in the round (a follower that waited out initLimit in
-/// sync, then looked) is answered at once: the quorum that needs it elects within a
-/// finalizeWait or two, not at the next re-send of a back-off grown while it waited (the
-/// 4.96 s stall of a correct 7-node run, 2026-12-04).
+/// A late joiner with a worse vote in the round is told the better one at once: the quorum
+/// that needs it elects within a finalizeWait or two, not at the next re-send of a back-off
+/// grown while it waited (the 4.96 s stall of a correct 7-node run, 2026-12-04). A joiner that
+/// starts gets its peers' latest votes as its connections come up (`peers.rs`'s slots); one
+/// that was running (a follower that waited out initLimit in sync, then looked) is answered
+/// by the election's `answer_worse`, which `election.rs`'s unit test holds to.
 #[test]
 fn a_late_joiner_with_a_worse_vote_is_answered_at_once() {
     for seed in SEEDS {
