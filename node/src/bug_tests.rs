@@ -1,8 +1,9 @@
 //! Table tests of each seeded bug's mechanism inside the pure state machines (election, Zab
 //! leader and follower): the same messages with and without the bug, and what changes.
-//! The real-process side of each bug is in tests/node_bugs.rs.
+//! A bug's story on a cluster (servers exchanging notifications over a network) is a
+//! `sim::scenario` test in the controller crate (`src/sim/scenario/tests.rs`), and its
+//! real-process side is in tests/it/bugs.rs.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -57,60 +58,6 @@ fn decided(out: &[Output]) -> Option<&crate::election::Decision> {
 
 fn both(bug: Bug) -> [(Bugs, bool); 2] {
     [(Bugs::none(), false), (Bugs::of(&[bug]), true)]
-}
-
-/// ZOOKEEPER-1419 on a network of two live servers of three (FIFO, no loss): equal zxids,
-/// n1 of a newer epoch. Correct: n1 wins. Bug: each adopts the other's vote for ever.
-#[test]
-fn vote_order_not_total_makes_votes_cycle() {
-    for (bugs, buggy) in both(Bug::VoteOrderNotTotal) {
-        let t = Instant::now();
-        let mut nodes: BTreeMap<u64, Election> =
-            [1, 3].iter().map(|&s| (s, election(s, 3, bugs))).collect();
-        let mut queue = std::collections::VecDeque::new();
-        let mut decisions = BTreeMap::new();
-        let mut proposals_of_1 = Vec::new();
-        for (sid, epoch) in [(1, 2), (3, 1)] {
-            let out = nodes
-                .get_mut(&sid)
-                .unwrap()
-                .start_looking(t, z(1, 5), epoch);
-            queue.extend(out.into_iter().map(|o| (sid, o)));
-        }
-        let mut now = t;
-        for _ in 0..300 {
-            while let Some((from, o)) = queue.pop_front() {
-                match o {
-                    Output::Send { to, notification } if nodes.contains_key(&to) => {
-                        let out = nodes.get_mut(&to).unwrap().step(now, from, notification);
-                        if to == 1 {
-                            proposals_of_1.push(nodes[&1].proposal().leader);
-                        }
-                        queue.extend(out.into_iter().map(|o| (to, o)));
-                    }
-                    Output::Decided(d) => {
-                        decisions.insert(from, d);
-                    }
-                    _ => {}
-                }
-                if proposals_of_1.len() > 1000 {
-                    break;
-                }
-            }
-            now += Duration::from_millis(10);
-            for (sid, e) in nodes.iter_mut() {
-                queue.extend(e.tick(now).into_iter().map(|o| (*sid, o)));
-            }
-        }
-        if buggy {
-            assert!(decisions.is_empty(), "{decisions:?}");
-            let flips = proposals_of_1.windows(2).filter(|w| w[0] != w[1]).count();
-            assert!(flips > 10, "n1's proposal flips back and forth: {flips}");
-        } else {
-            assert_eq!(decisions[&1].state, Leading);
-            assert_eq!(decisions[&3].vote.leader, 1);
-        }
-    }
 }
 
 /// ZOOKEEPER-1419 on a round jump: n1 (peerEpoch 2) hears n3's vote (same zxid, peerEpoch 1)

@@ -8,8 +8,10 @@
 //! Here the same stories run on the one simulator (issue #32): the node's election and Zab
 //! machines behind the shell `server.rs` models, over the simulated network (latency, per-link
 //! slots, reconnects) and disk, so a server looks again because its leader's connection
-//! closed, and its vote carries the log Zab left it. Tests that drive one `Election` message by
-//! message stay in `election.rs`.
+//! closed, and its vote carries the log Zab left it. A seeded bug's cluster story
+//! (ZOOKEEPER-1419's votes that cycle) runs here too, with the bug given to every server. Tests
+//! that drive one `Election` message by message stay in `election.rs`, and those of one machine
+//! under a seeded bug in `bug_tests.rs`.
 //!
 //! ```ignore
 //! let mut s = Scenario::new(&[1, 2, 3], &[]);
@@ -26,6 +28,7 @@ use crate::history::node_name;
 use fle_node::bugs::Bugs;
 use fle_node::election::ElectionCounters;
 use fle_node::txnlog::Txn;
+use fle_node::vote::Vote;
 use fle_node::zab::actions::PersistOp;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -58,6 +61,8 @@ pub struct Standing {
     pub sent: u64,
     /// The election's dropped-message counters since the process last started.
     pub counters: ElectionCounters,
+    /// The vote its election proposes now (the one it decided on, once it did).
+    pub proposal: Vote,
 }
 
 /// Every server's standing at one simulated instant.
@@ -198,6 +203,7 @@ impl Scenario {
                     status: s.status(now, 0),
                     sent: s.notifications_sent,
                     counters: s.election_counters(),
+                    proposal: s.proposal(),
                 };
                 (sid, standing)
             })

@@ -13,6 +13,7 @@ use crate::api::{ElectionSummary, NodeStatus, ServerState, ZabPhase};
 use fle_node::bugs::Bugs;
 use fle_node::election::{Election, ElectionConfig, ElectionCounters, Output as ElectionOutput};
 use fle_node::follow_streak::FollowStreak;
+use fle_node::vote::Vote;
 use fle_node::wire::Notification;
 use fle_node::zab::actions::Output as ZabOutput;
 use fle_node::zab::batch::Batch;
@@ -336,6 +337,11 @@ impl Server {
     /// The election machine's dropped-message counters (since the process last started).
     pub fn election_counters(&self) -> ElectionCounters {
         self.election.counters()
+    }
+
+    /// The vote the election machine proposes now (its last one once it decided).
+    pub fn proposal(&self) -> Vote {
+        self.election.proposal()
     }
 
     /// The dial succeeded: the follower machine starts on connection `conn`.

@@ -1,8 +1,10 @@
 //! Fast Leader Election stories on the simulated cluster: the worked examples of ZooKeeper's
 //! leader-election write-up (start-up: server 1, then 2, then 3 of three; a running cluster of
 //! five loses its leader and 3, 4, 5 with zxids 9, 8, 8 elect), observers, back-off and the
-//! answers that keep an election short. Each story runs under several network seeds (the
-//! latencies, and so the order messages cross in, differ) and must hold under every one.
+//! answers that keep an election short; and the seeded bugs whose story is a cluster's (votes
+//! that cycle, observers counted), each with and without its bug. Each story runs under several
+//! network seeds (the latencies, and so the order messages cross in, differ) and must hold
+//! under every one.
 
 use super::*;
 use fle_node::api::make_zxid;
@@ -125,6 +127,49 @@ fn observers_do_not_make_a_minority_a_quorum_unless_the_bug_counts_them() {
         assert_eq!(out.role(1), (Leading, Some(1)), "seed {seed}");
         let d = out.election(1).expect("decided");
         assert!(d.votes.iter().any(|v| v.sid >= 4), "{d:?}");
+    }
+}
+
+/// ZOOKEEPER-1419 with two live servers of three: equal logs (zxid (1,5)), n1's of a newer
+/// epoch. Correct: n1 wins, and n3 follows it. Under the seeded vote-order-not-total bug each
+/// vote beats the other (n3's on sid, n1's on epoch): each server adopts the other's vote as it
+/// arrives and sends it on, so nobody decides in three seconds and n1's proposal keeps flipping
+/// between itself and n3. The comparison itself is held by `node/src/vote.rs`'s tests, and
+/// one `Election` under it, message by message, by `node/src/bug_tests.rs`'s.
+#[test]
+fn vote_order_not_total_makes_votes_cycle() {
+    let bug = Bugs::of(&[Bug::VoteOrderNotTotal]);
+    for seed in SEEDS {
+        for (bugs, buggy) in [(Bugs::none(), false), (bug, true)] {
+            let mut s = Scenario::seeded(&[1, 2, 3], &[], bugs, seed);
+            s.log(1, 2, z(5)).log(3, 1, z(5));
+            s.start_at(1, 0).start_at(3, 0);
+            // n1's proposal every 10 ms (a vote crosses in 0.1 to 0.4 ms).
+            let proposals: Vec<u64> = (10..3_000)
+                .step_by(10)
+                .map(|at| s.run_until(at).servers[&1].proposal.leader)
+                .collect();
+            let out = s.run_until(3_000);
+            let flips = proposals.windows(2).filter(|w| w[0] != w[1]).count();
+            let why = format!("bug {buggy}, seed {seed}");
+            if buggy {
+                for sid in [1, 3] {
+                    assert_eq!(out.role(sid), (Looking, None), "{why}");
+                    assert!(out.election(sid).is_none(), "{why}: decided");
+                }
+                assert!(
+                    flips > 10,
+                    "{why}: n1's proposal flips back and forth: {flips}"
+                );
+                // A server whose vote stands still backs off to a handful of re-sends.
+                assert!(out.sent(1) > 1_000, "{why}: {} sent", out.sent(1));
+            } else {
+                assert_eq!(out.role(1), (Leading, Some(1)), "{why}");
+                assert_eq!(out.role(3), (Following, Some(1)), "{why}");
+                assert_eq!(out.election(3).map(|d| d.leader), Some(1), "{why}");
+                assert_eq!(flips, 0, "{why}: n1 never adopts n3's vote");
+            }
+        }
     }
 }
 
