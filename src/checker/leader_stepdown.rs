@@ -459,13 +459,7 @@ mod tests {
     use crate::history::Event;
 
     fn info() -> TestInfo {
-        serde_json::from_value(serde_json::json!({
-            "name": "t", "target": "fle", "nodes": ["n1", "n2", "n3"], "workload": "election",
-            "nemesis": ["packet"], "seed": 1, "time_limit_s": 10.0, "tick_ms": 100,
-            "init_limit": 5, "sync_limit": 2, "started_at": "2026-11-30T00:00:00Z",
-            "replay_command": "x", "version": "0"
-        }))
-        .unwrap()
+        TestInfo::for_tests(&["n1", "n2", "n3"])
     }
 
     fn read(i: usize, ms: u64, sid: u64, state: &str, leader: Option<u64>, epoch: u64) -> Event {

@@ -422,11 +422,8 @@ duration = "2s"
         assert_eq!(open_goal(&tried, &planned, &none, true, ROOM), None);
     }
 
-    #[test]
-    fn every_open_goal_is_tried_once_before_any_twice() {
-        let s = Schedule::from_toml(
-            "goals",
-            r#"
+    /// A deck of a kill aimed at nobody and two goals: a kill of the leader, a cut of it.
+    const TWO_GOALS: &str = r#"
 interval = "5s"
 duration = "4s"
 [[fault]]
@@ -444,9 +441,11 @@ shape = "leader-minority"
 [fault.goal]
 kind = "partition"
 who = "leader"
-"#,
-        )
-        .unwrap();
+"#;
+
+    #[test]
+    fn every_open_goal_is_tried_once_before_any_twice() {
+        let s = Schedule::from_toml("goals", TWO_GOALS).unwrap();
         let planned = plan(&s, 7, Duration::from_secs(60));
         let none = BTreeSet::new();
         let first = open_goal(&[], &planned, &none, true, ROOM).expect("two open goals");
@@ -492,32 +491,18 @@ who = "leader"
     /// under the election workload it is not pursued at all.
     #[test]
     fn a_goal_that_needs_writes_goes_first_in_a_writes_run() {
-        let s = Schedule::from_toml(
-            "goals",
+        let toml = format!(
+            "{TWO_GOALS}{}",
             r#"
-interval = "5s"
-duration = "4s"
-[[fault]]
-kind = "kill"
-target = "leader"
-[fault.goal]
-kind = "kill"
-who = "leader"
-[[fault]]
-kind = "partition"
-shape = "leader-minority"
-[fault.goal]
-kind = "partition"
-who = "leader"
 [[fault]]
 kind = "power-loss"
 target = "followers"
 [fault.goal]
 kind = "power-loss"
 phase = "after-ack"
-"#,
-        )
-        .unwrap();
+"#
+        );
+        let s = Schedule::from_toml("goals", &toml).unwrap();
         let none = BTreeSet::new();
         let mut firsts = BTreeSet::new();
         for seed in 1..=20 {
