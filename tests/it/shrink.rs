@@ -8,10 +8,12 @@
 //!   servers as a quorum) under the default mixed schedule: the minimal sequence has at most
 //!   2 faults and reproduces leader-stepdown's failure (a leader alone counts itself a quorum and
 //!   never steps down) in at least half of its final replays,
-//!   as the replays' own results.json files say.
+//!   as the replays' own results.json files say; no zombie is left once it exits.
 
+use crate::support::exclusive::{hold, Exclusive};
 use crate::support::run::{
-    fle_chaos, fle_node, leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit,
+    fle_chaos, fle_node, leftovers, orphaned_zombies, resources, root_or_skip, run_dir, spawn_test,
+    wait_exit,
 };
 use fle_chaos::checker::Validity;
 use fle_chaos::history::FaultKind;
@@ -247,6 +249,11 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
     }
     let run = failing.expect("an original run with leader-stepdown invalid");
     let shrink_out = tmp.path().join("shrink");
+    // No zombie is left after the shrink exits (its replays are `fle-chaos test` children):
+    // not beside a test whose `clean` leaves a SIGKILLed run's nodes to PID 1.
+    let _dead_runs = hold(Exclusive::DeadRuns);
+    let since =
+        fle_chaos::control::backend::registry::process_start_time(std::process::id()).unwrap();
     let out = fle_chaos()
         .args([
             "shrink",
@@ -258,7 +265,9 @@ fn a_quorum_minority_failure_shrinks_to_at_most_two_faults() {
         .args(["--budget", "6m", "--out", shrink_out.to_str().unwrap()])
         .output()
         .unwrap();
+    let zombies = orphaned_zombies(since);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(zombies, Vec::<String>::new(), "{stderr}");
     let text = std::fs::read_to_string(shrink_out.join("shrink.json")).expect(&stderr);
     let o: ShrinkOutcome = serde_json::from_str(&text).unwrap();
     eprintln!("{stderr}");

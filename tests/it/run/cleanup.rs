@@ -255,41 +255,6 @@ fn leave_running_keeps_the_cluster_until_clean() {
     assert_eq!(leftovers(&recorded), Vec::<String>::new());
 }
 
-/// The zombies (state Z) named fle-node or java that started at or after `since` (clock ticks
-/// since boot) and whose parent is neither a live controller nor this test binary (both reap
-/// their own): what a controller that exited without reaping left for PID 1 (or whichever init
-/// adopts them).
-fn orphaned_zombies(since: u64) -> Vec<String> {
-    let stat_of = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-    // (comm, fields after the comm) of a /proc/PID/stat.
-    let split = |stat: &str| -> Option<(String, Vec<String>)> {
-        let (head, rest) = stat.rsplit_once(')')?;
-        let comm = head.split_once('(')?.1.to_string();
-        Some((comm, rest.split_whitespace().map(str::to_string).collect()))
-    };
-    let mut found = Vec::new();
-    for p in std::fs::read_dir("/proc").unwrap().flatten() {
-        let pid = p.file_name().to_string_lossy().into_owned();
-        let Some((comm, f)) = stat_of(&pid).as_deref().and_then(split) else {
-            continue;
-        };
-        // After the comm: state, ppid, ..., starttime (field 22 of stat, index 19 here).
-        let (state, ppid, start) = (&f[0], &f[1], f[19].parse::<u64>().unwrap_or(0));
-        if state != "Z" || start < since || !["fle-node", "java"].contains(&comm.as_str()) {
-            continue;
-        }
-        // This test binary's own clusters (other tests, in process) reap theirs too.
-        if ppid.parse() == Ok(std::process::id()) {
-            continue;
-        }
-        let parent = stat_of(ppid).as_deref().and_then(split).map(|(c, _)| c);
-        if parent.as_deref() != Some("fle-chaos") {
-            found.push(format!("{pid} ({comm}, parent {ppid})"));
-        }
-    }
-    found
-}
-
 /// Every process a run starts is reaped before the controller exits, the lazyfs filesystems
 /// (forked off by `fle-node lazyfs mount`, so not the controller's children by birth)
 /// included: right after exit no `<defunct>` fle-node is left for PID 1 to reap.
@@ -333,5 +298,39 @@ fn nothing_is_left_defunct_right_after_a_run_exits() {
         })
         .count();
     assert_eq!(mounts, 3, "the run must have had its lazyfs filesystems");
+    assert_eq!(zombies, Vec::<String>::new(), "{stderr}");
+}
+
+/// The same right after a sweep exits: it runs each cell as a `fle-chaos test` child and
+/// waits for it, so neither the children nor their nodes are left for PID 1.
+#[test]
+fn nothing_is_left_defunct_right_after_a_sweep_exits() {
+    if !root_or_skip("nothing_is_left_defunct_right_after_a_sweep_exits") {
+        return;
+    }
+    let _dead_runs = hold(Exclusive::DeadRuns);
+    let tmp = tempfile::tempdir().unwrap();
+    let matrix = tmp.path().join("zombies.toml");
+    let cell = "time_limit = \"14s\"\nschedules = [\"power-loss\"]\nnodes = [3]\nseeds = [1]\n";
+    std::fs::write(&matrix, cell).unwrap();
+    let out = tmp.path().join("reports");
+    let since =
+        fle_chaos::control::backend::registry::process_start_time(std::process::id()).unwrap();
+    let mut child = fle_chaos()
+        .arg("sweep")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out)
+        .arg("--node-binary")
+        .arg(fle_node())
+        .env("FLE_CHAOS_REGISTRY", registry())
+        .stderr(std::fs::File::create(tmp.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    // A blocking wait: the process table is read the moment the sweep is gone.
+    let status = child.wait().unwrap();
+    let zombies = orphaned_zombies(since);
+    let stderr = std::fs::read_to_string(tmp.path().join("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(zombies, Vec::<String>::new(), "{stderr}");
 }

@@ -221,3 +221,41 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .join()
     .unwrap()
 }
+
+/// The zombies (state Z) named fle-node, java or fle-chaos (a sweep's or shrink's run) that started at or after `since` (clock ticks
+/// since boot) and whose parent is neither a live controller nor this test binary (both reap
+/// their own): what a controller that exited without reaping left for PID 1 (or whichever init
+/// adopts them). `since`: `registry::process_start_time` of the test process.
+pub fn orphaned_zombies(since: u64) -> Vec<String> {
+    let stat_of = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    // (comm, fields after the comm) of a /proc/PID/stat.
+    let split = |stat: &str| -> Option<(String, Vec<String>)> {
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_string();
+        Some((comm, rest.split_whitespace().map(str::to_string).collect()))
+    };
+    let mut found = Vec::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        let Some((comm, f)) = stat_of(&pid).as_deref().and_then(split) else {
+            continue;
+        };
+        // After the comm: state, ppid, ..., starttime (field 22 of stat, index 19 here).
+        let (state, ppid, start) = (&f[0], &f[1], f[19].parse::<u64>().unwrap_or(0));
+        if state != "Z"
+            || start < since
+            || !["fle-node", "java", "fle-chaos"].contains(&comm.as_str())
+        {
+            continue;
+        }
+        // This test binary's own clusters (other tests, in process) reap theirs too.
+        if ppid.parse() == Ok(std::process::id()) {
+            continue;
+        }
+        let parent = stat_of(ppid).as_deref().and_then(split).map(|(c, _)| c);
+        if parent.as_deref() != Some("fle-chaos") {
+            found.push(format!("{pid} ({comm}, parent {ppid})"));
+        }
+    }
+    found
+}
