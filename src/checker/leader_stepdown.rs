@@ -502,7 +502,7 @@ mod tests {
                 ));
                 events.push(read(events.len(), t + 2, 2, "LOOKING", None, 1));
             }
-            let d = super::super::model::digest_events(&events, &info().nodes).unwrap();
+            let d = crate::checker::model::digest_events(&events, &info().nodes).unwrap();
             check(&d, &info(), &CheckOptions::default())
         };
         let acked = verdict(2);

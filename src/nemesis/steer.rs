@@ -107,9 +107,9 @@ pub const GOAL_MET: &str = "goal_met";
 /// ACK-before-durable class: a 60 s run has room for five or six of `mixed`'s nine goals, and
 /// these the election workload can never meet, so a writes run meets them whatever its seed),
 /// then one whose situation the runs before (`before`: a sweep's, earlier nights') never met,
-/// so a sweep's runs take turns, then the earliest. A goal is its entry's: a fault of another entry meeting the
-/// same situation does not close it (its parts, shape or trigger are not the ones the goal's
-/// entry brings). `writes`: the workload writes.
+/// so a sweep's runs take turns, then the earliest. A goal is its entry's: a fault of another
+/// entry meeting the same situation does not close it (its parts, shape or trigger are not the
+/// ones the goal's entry brings). `writes`: the workload writes.
 pub fn open_goal(
     done: &[PlannedFault],
     upcoming: &[PlannedFault],
@@ -133,8 +133,8 @@ pub fn open_goal(
         .filter_map(|(i, f)| Some((i, f.template.goal.as_ref()?)))
         .filter(|(_, g)| g.reachable(writes) && !met(g) && tries(g) < GOAL_TRIES)
         .min_by_key(|&(i, g)| {
-            let novel = !before.iter().any(|s| g.met_by(s));
-            (tries(g), !g.needs_writes(), !novel, i)
+            let met_before = before.iter().any(|s| g.met_by(s));
+            (tries(g), !g.needs_writes(), met_before, i)
         })
         .map(|(i, _)| i)
 }
