@@ -64,8 +64,13 @@ impl Feed {
     }
 
     pub fn nemesis(&mut self, ms: u64, f: &str, value: &str) -> &mut Self {
+        self.nemesis_event(ms, "info", f, value)
+    }
+
+    /// A nemesis action of type `kind` ("invoke": begun, "info": done).
+    pub fn nemesis_event(&mut self, ms: u64, kind: &str, f: &str, value: &str) -> &mut Self {
         let text = format!(
-            r#"{{"index":{},"time":{},"process":"nemesis","type":"info","f":"{f}","value":{value}}}"#,
+            r#"{{"index":{},"time":{},"process":"nemesis","type":"{kind}","f":"{f}","value":{value}}}"#,
             self.pos,
             ms * MS
         );

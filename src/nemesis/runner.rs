@@ -46,6 +46,8 @@ impl ScheduledNemesis {
         // When the last fault was undone: a trigger's wait delays the faults after it, which
         // keep their drawn gap.
         let mut free_at = start;
+        // The same moment on the history's clock (reads after it judge a settled cluster).
+        let mut free_ns = 0;
         let steered = ctx.settings.strategy == Strategy::Steered && self.schedule.timed.is_none();
         let ahead = steer::lookahead(self.schedule.faults.len());
         let window = fault_window(ctx.time_limit);
@@ -65,6 +67,7 @@ impl ScheduledNemesis {
                     before: &ctx.settings.met_before,
                     writes: ctx.settings.writes,
                     room: window_end.saturating_duration_since(free_at + gap),
+                    goal_room: window_end.saturating_duration_since(free_at + MIN_GOAL_GAP),
                     goal_gap,
                 };
                 steer::bring_forward(&mut planned, i, ahead, seen, quiet_after);
@@ -78,7 +81,8 @@ impl ScheduledNemesis {
                 true => free_at + fault.gap,
                 false => (start + fault.start).max(free_at + fault.gap),
             };
-            if at + fault.span() > window_end {
+            let for_goal = steered && fault.annotations.contains_key("goal");
+            if !for_goal && at + fault.span() > window_end {
                 break;
             }
             if let Some(trigger) = fault.template.when {
@@ -95,6 +99,34 @@ impl ScheduledNemesis {
                     Waited::Stopped => break,
                     Waited::Fired(fired) => aim(&mut fault, trigger, Some(fired)),
                     Waited::TimedOut => aim(&mut fault, trigger, None),
+                }
+            } else if for_goal {
+                // Dealt for its goal: it starts once the cluster settled again (a leader, every
+                // node that is up rejoined it: the state every goal's situation starts from),
+                // not after its whole drawn gap: a 60 s run spent a third of its window in
+                // gaps and dealt six of `mixed`'s nine goals. At least MIN_GOAL_GAP after the
+                // fault before, at most the schedule's `interval` (the longest gap a goal's
+                // fault had) or that fault's `quiet_after` when longer: a cluster that does
+                // not settle (a server that cannot rejoin) is watched as long as before, and
+                // one that settled has nothing left to show.
+                let earliest = free_at + MIN_GOAL_GAP;
+                if sleep_or_stop(&mut stop, earliest).await {
+                    break;
+                }
+                let latest = free_at + self.schedule.interval.max(fault.quiet).max(MIN_GOAL_GAP);
+                match wait_until_settled(ctx, &mut stop, free_ns, latest).await {
+                    None => break,
+                    Some(settled) => {
+                        let key = if settled {
+                            "gap_ms"
+                        } else {
+                            "gap_unsettled_ms"
+                        };
+                        fault.annotations.insert(key.into(), ms(free_at).into());
+                    }
+                }
+                if Instant::now() + fault.span() > window_end {
+                    break;
                 }
             } else if sleep_or_stop(&mut stop, at).await {
                 break;
@@ -117,6 +149,7 @@ impl ScheduledNemesis {
                 self.composed(ctx, &mut stop, &fault).await
             };
             free_at = Instant::now();
+            free_ns = ctx.recorder.now();
             if let Some(g) = &fault.template.goal {
                 // Its own faults' situations (one fault and its parts at a time): met or not.
                 let met = ctx.recorder.met_since(mark).iter().any(|s| g.met_by(s));
@@ -457,6 +490,9 @@ fn goal_phase(f: &PlannedFault) -> Option<crate::history::situation::Phase> {
     chosen.then(|| f.template.goal.as_ref()?.phase).flatten()
 }
 
+/// The shortest gap before a fault dealt for its goal, after the fault before it.
+const MIN_GOAL_GAP: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Waits until the run's live situation fold says `phase` (Some(true)), `until` passes
 /// (Some(false)), or the run stops (None).
 async fn wait_for_phase(
@@ -465,8 +501,30 @@ async fn wait_for_phase(
     phase: crate::history::situation::Phase,
     until: Instant,
 ) -> Option<bool> {
+    poll_until(stop, until, || ctx.recorder.phase_now() == phase).await
+}
+
+/// Waits until the cluster settled (`View::settled`, on reads taken since `since_ns`)
+/// (Some(true)), `until` passes (Some(false)), or the run stops (None).
+async fn wait_until_settled(
+    ctx: &NemesisContext,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    since_ns: u64,
+    until: Instant,
+) -> Option<bool> {
+    let settled = || ctx.recorder.view(|v| v.settled(since_ns).is_settled());
+    poll_until(stop, until, settled).await
+}
+
+/// Polls `done` every TRIGGER_POLL: Some(true) once it holds, Some(false) when `until`
+/// passes first, None when the run stops.
+async fn poll_until(
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    until: Instant,
+    done: impl Fn() -> bool,
+) -> Option<bool> {
     loop {
-        if ctx.recorder.phase_now() == phase {
+        if done() {
             return Some(true);
         }
         let next = Instant::now() + TRIGGER_POLL;

@@ -175,6 +175,9 @@ pub struct Seen<'a> {
     /// longer is not chosen (a short run ends on the goals that still fit, not on the first
     /// that does not).
     pub room: Duration,
+    /// The same for a fault dealt for its goal, which starts as soon as the cluster settled
+    /// again (the runner's shortest gap after the fault before).
+    pub goal_room: Duration,
     /// The longest gap before a fault dealt for its goal (the schedule's `interval`): what a
     /// short run has no time to wait for is not left behind an exponential draw's long tail.
     pub goal_gap: Duration,
@@ -199,7 +202,7 @@ pub fn bring_forward(
         &planned[i..],
         seen.before,
         seen.writes,
-        seen.room,
+        seen.goal_room,
     );
     let j = i + goal.unwrap_or_else(|| choose(&planned[i..end], seen.met, seen.before, seen.room));
     if let Some(g) = goal.and(planned[j].template.goal.as_ref()) {
@@ -242,6 +245,7 @@ mod tests {
             before: &NOTHING,
             writes,
             room: ROOM,
+            goal_room: ROOM,
             goal_gap: ROOM,
         }
     }
@@ -564,5 +568,48 @@ phase = "after-ack"
             .map(|x| x.rsplit_once('@').unwrap().0)
             .collect();
         assert_eq!(first.len(), 3, "{a:?}");
+    }
+
+    /// A goal's fault starts as soon as the cluster settled again, not after its drawn gap: the
+    /// room it must fit is `goal_room`, the rest's `room` (a short run's last seconds go to a
+    /// goal that fits them).
+    #[test]
+    fn a_goal_fits_the_room_left_after_the_shortest_gap() {
+        let s = Schedule::from_toml(
+            "steer",
+            r#"
+interval = "5s"
+duration = "1s"
+[[fault]]
+kind = "kill"
+target = "leader"
+[[fault]]
+kind = "partition"
+shape = "isolate-leader"
+duration = "6s"
+timing = "fixed"
+[fault.goal]
+kind = "partition"
+who = "leader"
+"#,
+        )
+        .unwrap();
+        let none = BTreeSet::new();
+        let ahead = lookahead(s.faults.len());
+        let room = |room, goal_room| Seen {
+            room: Duration::from_secs(room),
+            goal_room: Duration::from_secs(goal_room),
+            ..seen(&none, true)
+        };
+        for seed in 1..=10 {
+            let planned = plan(&s, seed, Duration::from_secs(60));
+            let mut fits = planned.clone();
+            bring_forward(&mut fits, 0, ahead, room(3, 7), Duration::ZERO);
+            assert!(fits[0].template.goal.is_some(), "seed {seed}: {fits:?}");
+            let mut too_long = planned.clone();
+            bring_forward(&mut too_long, 0, ahead, room(60, 5), Duration::ZERO);
+            // Not dealt for its goal (novelty may still pick it, after its drawn gap).
+            assert!(!too_long[0].annotations.contains_key("goal"), "seed {seed}");
+        }
     }
 }

@@ -79,6 +79,10 @@ pub(super) struct Calm {
     /// fault skews the servers' timeouts, and touches its nodes like any other fault, for its
     /// lead past its end too ([`FaultInterval::moves_ticks_at`]).
     pub(super) clock_touches: bool,
+    /// A fault's start invoked and not yet done: its effect is under way (a rule set half
+    /// applied, a kill not yet reaped; under load that took seconds), so until it is done no
+    /// group is calm: a stall across it would be the nemesis's, not the servers'.
+    applying: bool,
     /// When a clock fault's lead runs out: the calm group is computed again then.
     recheck_at: Option<u64>,
     /// The open stall, with each node's successful reads since it began.
@@ -102,6 +106,14 @@ impl Calm {
         self.dirty = true;
     }
 
+    /// A fault's start was invoked (true) or a nemesis action was done (false).
+    pub(super) fn applying(&mut self, yes: bool) {
+        if self.applying != yes {
+            self.applying = yes;
+            self.dirty = true;
+        }
+    }
+
     /// A successful read of node `ix`: counted for the open stall and the node's stray.
     pub(super) fn read(&mut self, ix: usize, read: &NodeRead) {
         if let Some((_, reads)) = &mut self.stall {
@@ -118,8 +130,8 @@ impl Calm {
         }
     }
 
-    /// THE calm group now, as a bitmask of node indices (0: none): the largest set of at
-    /// least a quorum of nodes that are up (not killed, paused or powered off), have answered
+    /// THE calm group now, as a bitmask of node indices (0: none; none while a fault's start
+    /// is under way): the largest set of at least a quorum of nodes that are up (not killed, paused or powered off), have answered
     /// a read since they last started, are in no active fault but a clock step (the servers
     /// time elections and Zab on the monotonic clock, which the clock faults leave alone unless
     /// the run faked it too: then a clock fault holds its nodes until its lead after the reset
@@ -131,7 +143,7 @@ impl Calm {
     /// more than 16 nodes are not searched (no group).
     pub(super) fn group_of(&self, cluster: &Cluster, intervals: &[FaultInterval], now: u64) -> u64 {
         let n = cluster.nodes.len();
-        if n > 16 {
+        if n > 16 || self.applying {
             return 0;
         }
         let faulted = |i: usize| {

@@ -234,14 +234,21 @@ impl View {
         self.judge(time, pos);
     }
 
-    /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view.
+    /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view,
+    /// but no group is calm while a fault's start is under way (a clock step's only where
+    /// clock faults touch their nodes).
     fn fault(&mut self, at: At, kind: EventType, f: super::F, v: &FaultValue, node: Option<usize>) {
         let at = At {
             time: self.at(at.time),
             ..at
         };
         if kind == EventType::Info {
+            self.calm.applying(false);
             self.apply(at, f, v, node);
+        } else if let Some(FaultStep::Starts(k)) = v.step(f) {
+            if k != super::FaultKind::Clock || self.calm.clock_touches {
+                self.calm.applying(true);
+            }
         }
         self.judge(at.time, at.pos);
     }

@@ -351,6 +351,38 @@ fn stalls_measure_a_calm_group_without_a_leader_and_name_a_deposed_one() {
     assert_eq!(deposed.group, vec!["n1", "n2", "n3"]);
     assert!(deposed.fewest_reads >= 1);
 }
+/// A fault's start that takes seconds (iptables under load) is under way from its invoke:
+/// the leaderless seconds before its rules are all in place are no calm group's stall.
+#[test]
+fn no_group_is_calm_while_a_fault_start_is_under_way() {
+    let mut f = settled();
+    let halves = r#"{"nodes":["n1","n2","n3"],"drops":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}"#;
+    f.nemesis_event(1000, "invoke", "partition", halves);
+    // The leader loses its quorum as the rules go in; they are all in at 6 s.
+    f.read(1100, 1, "?", 1)
+        .read(1200, 2, "?", 1)
+        .read(1300, 3, "?", 1);
+    assert_eq!(
+        f.view.calm_group(),
+        0,
+        "a start under way leaves no group calm"
+    );
+    f.read(5900, 2, "?", 1);
+    f.nemesis(6000, "partition", halves)
+        .read(6100, 2, "?", 1)
+        .read(6200, 3, "?", 1);
+    f.nemesis(7000, "heal", r#"{"nodes":["n1","n2","n3"]}"#)
+        .read(7100, 2, "L", 2)
+        .read(7200, 3, "F2", 2)
+        .read(7300, 1, "F2", 2);
+    let done = f.view.finish();
+    // Only the stalls once the partition was in place (the majority's own second, then
+    // the healed group's election).
+    let stalls: Vec<_> = done.stalls.iter().filter(|s| s.ms > 0).collect();
+    assert!(!stalls.is_empty());
+    assert!(stalls.iter().all(|s| s.start_ns >= 6000 * MS), "{stalls:?}");
+}
+
 /// A calm member LOOKING beside the group's standing leader is a stray until it follows;
 /// one cut off by a partition is not (it cannot join); after the heal it is again, until
 /// it follows.

@@ -1,13 +1,16 @@
 //! Coverage on a real 3-node cluster: a run whose only fault is one kill of a follower in a
 //! settled cluster reports exactly one situation met (kill · follower · broadcast), in
-//! results.json, on the console and in the report, and says its coverage is thin.
+//! results.json, on the console and in the report, and says its coverage is thin; and a
+//! steered run deals a fault for its goal as soon as the cluster settled, not after its gap.
 
 use crate::support;
 
 use crate::support::run::{leftovers, resources, root_or_skip, run_dir, spawn_test, wait_exit};
 use fle_chaos::checker::Results;
+use fle_chaos::history::line::Line;
 use fle_chaos::history::situation::{Phase, Who};
 use fle_chaos::history::store::read_history;
+use fle_chaos::history::view::View;
 use fle_chaos::history::{EventType, FaultKind, F, NEMESIS};
 use std::time::Duration;
 
@@ -89,4 +92,92 @@ fn a_single_kill_of_a_follower_reports_exactly_the_situation_it_met() {
     let page = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(page.contains("id=\"coverage-met\"") && page.contains(label));
     assert!(page.contains("id=\"coverage-thin\""));
+}
+
+/// Two entries with goals; a drawn gap would be the fixed 8 s `interval`, so a second fault
+/// starting within the 14 s run's window at all needs the settled start.
+const TWO_GOALS: &str = r#"
+interval = "8s"
+duration = "1s"
+timing = "fixed"
+
+[[fault]]
+kind = "kill"
+target = "follower"
+[fault.goal]
+kind = "kill"
+who = "follower"
+
+[[fault]]
+kind = "pause"
+target = "follower"
+[fault.goal]
+kind = "pause"
+who = "follower"
+"#;
+
+#[test]
+fn a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap() {
+    if !root_or_skip("a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two-goals.toml");
+    std::fs::write(&file, TWO_GOALS).unwrap();
+    let out = dir.path().join("reports");
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        "14",
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &support::run::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = run_dir(&out).expect("the run folder");
+
+    // At each goal fault's start: the view of everything recorded before it settled on reads
+    // taken since the nemesis's last action (the end of the fault before).
+    let nodes: Vec<String> = ["n1", "n2", "n3"].map(String::from).to_vec();
+    let mut view = View::new(&nodes);
+    let mut last_action = 0u64;
+    let mut starts: Vec<(u64, u64, bool, serde_json::Value)> = Vec::new();
+    let path = fle_chaos::history::file::in_run(&run);
+    fle_chaos::history::read::for_each(&path, |at, line: &Line<'_>, _| {
+        let goal_start = line.process == NEMESIS
+            && line.kind == EventType::Invoke
+            && line.text.contains("\"goal\"");
+        if goal_start {
+            let settled = view.settled(last_action).is_settled();
+            let v: serde_json::Value = serde_json::from_str(line.text).unwrap();
+            starts.push((line.time, last_action, settled, v["value"].clone()));
+        }
+        if line.process == NEMESIS && line.kind == EventType::Info {
+            last_action = line.time;
+        }
+        let e = view.of_line(at.pos, line);
+        view.feed(e);
+    })
+    .unwrap();
+    assert_eq!(
+        starts.len(),
+        2,
+        "both goals dealt in 14 s: {starts:?}\n{stderr}"
+    );
+    for (time, since, settled, value) in &starts {
+        assert!(settled, "a goal fault started unsettled: {value}");
+        assert!(value["gap_ms"].as_u64().is_some(), "{value}");
+        assert!(
+            time - since >= 500_000_000,
+            "the least gap is 0.5 s: {value}"
+        );
+    }
+    let (second, since, _, value) = &starts[1];
+    assert!(
+        second - since < 4_000_000_000,
+        "the second goal waited for its drawn gap, not for the cluster: {value}"
+    );
 }
