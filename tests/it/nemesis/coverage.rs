@@ -14,6 +14,27 @@ use fle_chaos::history::view::View;
 use fle_chaos::history::{EventType, FaultKind, F, NEMESIS};
 use std::time::Duration;
 
+/// A 3-node run of `schedule` for `seconds`, in `dir`, that must be valid: its folder and
+/// its console.
+fn valid_run(dir: &std::path::Path, schedule: &str, seconds: &str) -> (std::path::PathBuf, String) {
+    let file = dir.join("schedule.toml");
+    std::fs::write(&file, schedule).unwrap();
+    let out = dir.join("reports");
+    let args = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        seconds,
+        "--nemesis-file",
+        file.to_str().unwrap(),
+    ];
+    let mut child = spawn_test(&args, &out, &support::run::fle_node());
+    let code = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
+    assert_eq!(code, Some(0), "{stderr}");
+    (run_dir(&out).expect("the run folder"), stderr)
+}
+
 /// One kill of a follower at 6 s (the cluster has settled by then), for 2 s; the next would
 /// start after the 12 s run's fault window.
 const ONE_KILL: &str = r#"
@@ -31,22 +52,7 @@ fn a_single_kill_of_a_follower_reports_exactly_the_situation_it_met() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("one-kill.toml");
-    std::fs::write(&file, ONE_KILL).unwrap();
-    let out = dir.path().join("reports");
-    let args = [
-        "--nodes",
-        "3",
-        "--time-limit",
-        "12",
-        "--nemesis-file",
-        file.to_str().unwrap(),
-    ];
-    let mut child = spawn_test(&args, &out, &support::run::fle_node());
-    let code = wait_exit(&mut child, Duration::from_secs(120));
-    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
-    assert_eq!(code, Some(0), "{stderr}");
-    let run = run_dir(&out).expect("the run folder");
+    let (run, stderr) = valid_run(dir.path(), ONE_KILL, "12");
     assert!(leftovers(&resources(&run)).is_empty());
 
     // The history: one kill landed, of a node whose last read before it followed the leader
@@ -122,22 +128,7 @@ fn a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("two-goals.toml");
-    std::fs::write(&file, TWO_GOALS).unwrap();
-    let out = dir.path().join("reports");
-    let args = [
-        "--nodes",
-        "3",
-        "--time-limit",
-        "14",
-        "--nemesis-file",
-        file.to_str().unwrap(),
-    ];
-    let mut child = spawn_test(&args, &out, &support::run::fle_node());
-    let code = wait_exit(&mut child, Duration::from_secs(120));
-    let stderr = std::fs::read_to_string(out.with_extension("stderr")).unwrap_or_default();
-    assert_eq!(code, Some(0), "{stderr}");
-    let run = run_dir(&out).expect("the run folder");
+    let (run, stderr) = valid_run(dir.path(), TWO_GOALS, "14");
 
     // At each goal fault's start: the view of everything recorded before it settled on reads
     // taken since the nemesis's last action (the end of the fault before).
