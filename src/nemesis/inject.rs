@@ -82,7 +82,7 @@ impl Active {
 }
 
 /// How stale an observation may be to count as "the leader now".
-const LEADER_MAX_AGE_NS: u64 = 1_000_000_000;
+pub(crate) const LEADER_MAX_AGE_NS: u64 = 1_000_000_000;
 
 /// The leader the observers' fresh reads show, if any.
 fn leader_now(ctx: &NemesisContext) -> Option<String> {

@@ -234,15 +234,8 @@ impl ScheduledNemesis {
                         Waited::Fired(fired) => aim(&mut f, trigger, Some(fired)),
                         Waited::TimedOut => aim(&mut f, trigger, None),
                     }
-                } else if i > 0 && f.template.target == TargetSpec::Trigger {
-                    // A part aimed at the main fault's trigger node.
-                    if let Some(node) = fault
-                        .annotations
-                        .get("trigger_node")
-                        .and_then(|n| n.as_str())
-                    {
-                        f.template.target = TargetSpec::Nodes(vec![node.to_string()]);
-                    }
+                } else if i > 0 {
+                    aim_at_main_trigger(&mut f, fault);
                 }
                 if i > 0 {
                     aim_at_main(&mut f, ctx, &main_nodes);
@@ -570,30 +563,43 @@ fn watched(
     f: &mut PlannedFault,
     main_nodes: &[String],
 ) -> Option<Vec<String>> {
+    let running = |n: &str| ctx.target.is_running(n);
+    let (nodes, pick) = (ctx.observations.nodes(), f.pick);
+    watched_nodes(f, |spec| {
+        composition_nodes(spec, main_nodes, nodes, running)
+            .unwrap_or_else(|| inject::resolve_now(ctx, spec, pick))
+    })
+}
+
+/// [`watched`] for any runner (the simulator's too): `resolve` turns the spec watched into
+/// nodes; the choice of spec and the record are here.
+pub(crate) fn watched_nodes(
+    f: &mut PlannedFault,
+    resolve: impl FnOnce(&TargetSpec) -> Vec<String>,
+) -> Option<Vec<String>> {
     let spec = match (&f.template.watch, &f.template.target) {
-        (Some(spec), _) | (None, spec @ TargetSpec::Main) => spec,
+        (Some(spec), _) | (None, spec @ TargetSpec::Main) => spec.clone(),
         _ => return None,
     };
-    let nodes = composition_nodes(spec, ctx, main_nodes)
-        .unwrap_or_else(|| inject::resolve_now(ctx, spec, f.pick));
+    let nodes = resolve(&spec);
     f.annotations.insert("watched".into(), nodes.clone().into());
     Some(nodes)
 }
 
-/// A composition's `main` nodes (those its main fault hit) or `others` (the running nodes it
-/// did not); None for any other target.
-fn composition_nodes(
+/// A composition's `main` nodes (those its main fault hit) or `others` (those of `nodes`
+/// still running that it did not); None for any other target. The simulator's compositions
+/// resolve theirs with it too.
+pub(crate) fn composition_nodes(
     spec: &TargetSpec,
-    ctx: &NemesisContext,
     main_nodes: &[String],
+    nodes: &[String],
+    running: impl Fn(&str) -> bool,
 ) -> Option<Vec<String>> {
     match spec {
         TargetSpec::Main => Some(main_nodes.to_vec()),
         TargetSpec::Others => Some(
-            ctx.observations
-                .nodes()
-                .iter()
-                .filter(|n| !main_nodes.contains(n) && ctx.target.is_running(n))
+            (nodes.iter())
+                .filter(|n| !main_nodes.contains(n) && running(n))
                 .cloned()
                 .collect(),
         ),
@@ -604,12 +610,32 @@ fn composition_nodes(
 /// Points a part's `main` target at the nodes its composition's main fault hit, and `others`
 /// at the running nodes it did not (resolved when the part fires, after the parts before it).
 fn aim_at_main(part: &mut PlannedFault, ctx: &NemesisContext, main_nodes: &[String]) {
-    let Some(nodes) = composition_nodes(&part.template.target, ctx, main_nodes) else {
-        return;
-    };
-    // Nothing to aim at (the main fault hit nothing): the fallback in `targets` says so.
-    if !nodes.is_empty() {
+    let running = |n: &str| ctx.target.is_running(n);
+    let nodes = ctx.observations.nodes();
+    let resolved = composition_nodes(&part.template.target, main_nodes, nodes, running);
+    point_at(part, resolved);
+}
+
+/// Points a part at `nodes`, its composition's (`composition_nodes`), when there are any
+/// (nothing to aim at, the main fault hit nothing: the fallback in `targets` says so).
+pub(crate) fn point_at(part: &mut PlannedFault, nodes: Option<Vec<String>>) {
+    if let Some(nodes) = nodes.filter(|n| !n.is_empty()) {
         part.template.target = TargetSpec::Nodes(nodes);
+    }
+}
+
+/// Points a part aimed at `trigger` (with no trigger of its own) at the node whose read fired
+/// its composition's main fault.
+pub(crate) fn aim_at_main_trigger(part: &mut PlannedFault, main: &PlannedFault) {
+    if part.template.target != TargetSpec::Trigger {
+        return;
+    }
+    if let Some(node) = main
+        .annotations
+        .get("trigger_node")
+        .and_then(|n| n.as_str())
+    {
+        part.template.target = TargetSpec::Nodes(vec![node.to_string()]);
     }
 }
 

@@ -72,8 +72,14 @@ pub struct SimNemesis {
     free_at: u64,
     /// The fault being waited for (its trigger) until the given time.
     waiting: Option<(PlannedFault, Watch, u64)>,
-    /// Composed parts still to start: (when, part, main fault's nodes).
+    /// Composed parts still to start: (when, part).
     parts: Vec<(u64, PlannedFault)>,
+    /// A part waiting for its own trigger until the given time, undone at the last one (its
+    /// span stays as planned); the parts after it wait behind it, as in the runner.
+    part_waiting: Option<(PlannedFault, Watch, u64, u64)>,
+    /// The composition in force: its main fault and the nodes that fault hit (what its parts'
+    /// `main`, `others` and `trigger` targets name).
+    main: Option<(PlannedFault, Vec<String>)>,
     active: Vec<Active>,
     next_id: u64,
     kinds: Vec<FaultKind>,
@@ -90,6 +96,8 @@ impl SimNemesis {
             free_at: 0,
             waiting: None,
             parts: Vec::new(),
+            part_waiting: None,
+            main: None,
             active: Vec::new(),
             next_id: 0,
             kinds: schedule.kinds(),
@@ -106,11 +114,15 @@ impl SimNemesis {
             undo(w, &a, false);
         }
         self.parts.sort_by_key(|(t, _)| *t);
-        while let Some((_, part)) = self.parts.first().filter(|(t, _)| *t <= now).cloned() {
+        self.poll_part(w);
+        while self.part_waiting.is_none() {
+            let Some((due, part)) = self.parts.first().filter(|(t, _)| *t <= now).cloned() else {
+                break;
+            };
             self.parts.remove(0);
-            self.apply(w, part);
+            self.start_part(w, due, part);
         }
-        let busy = !self.active.is_empty() || !self.parts.is_empty();
+        let busy = !self.active.is_empty() || !self.parts.is_empty() || self.part_waiting.is_some();
         if busy {
             self.free_at = now;
         }
@@ -134,11 +146,15 @@ impl SimNemesis {
             self.deal(w);
         }
         let mut next: Vec<u64> = self.active.iter().map(|a| a.undo_at).collect();
-        next.extend(self.parts.iter().map(|(t, _)| *t));
-        if self.waiting.is_some() {
+        // Parts behind a waiting one are due when it is done (polled below), not before.
+        if self.part_waiting.is_none() {
+            next.extend(self.parts.iter().map(|(t, _)| *t));
+        }
+        if self.waiting.is_some() || self.part_waiting.is_some() {
             next.push(now + TRIGGER_POLL_NS);
         }
-        if self.active.is_empty() && self.parts.is_empty() && self.waiting.is_none() {
+        let idle = self.active.is_empty() && self.parts.is_empty() && self.part_waiting.is_none();
+        if idle && self.waiting.is_none() {
             if let Some(f) = self.planned.get(self.next) {
                 next.push((f.start.as_nanos() as u64).max(self.free_at + f.gap.as_nanos() as u64));
             }
@@ -172,37 +188,85 @@ impl SimNemesis {
         }
     }
 
+    /// Applies a fault and queues its composed parts at their offsets from now.
     fn start(&mut self, w: &mut World, f: PlannedFault) {
         let now = w.now();
-        for p in &f.parts {
-            let mut part = p.clone();
-            if part.template.when.is_some() {
-                // A part's own trigger is not simulated: it starts at its offset.
-                part.annotations
-                    .insert("trigger_missed".into(), true.into());
-            }
-            self.parts.push((now + p.start.as_nanos() as u64, part));
-        }
         let mut main = f.clone();
         main.parts.clear();
-        self.apply(w, main);
+        let hit = self.apply(w, main.clone(), now + f.duration.as_nanos() as u64);
+        self.main = Some((main, hit));
+        for p in &f.parts {
+            self.parts
+                .push((now + p.start.as_nanos() as u64, p.clone()));
+        }
     }
 
-    fn apply(&mut self, w: &mut World, f: PlannedFault) {
+    /// A part due at `due`: applied, or its own trigger's wait begun (as the runner's
+    /// `composed`: at most its `wait`, never past its planned undo).
+    fn start_part(&mut self, w: &mut World, due: u64, mut part: PlannedFault) {
+        let undo_at = due + part.duration.as_nanos() as u64;
+        let Some(trigger) = part.template.when else {
+            if let Some((main, _)) = &self.main {
+                crate::nemesis::runner::aim_at_main_trigger(&mut part, main);
+            }
+            return self.apply_part(w, part, undo_at);
+        };
+        let wait = part.template.wait.unwrap_or(DEFAULT_WAIT).as_nanos() as u64;
+        let until = (due + wait).min(undo_at);
+        let mut watch = Watch::new(trigger, &w.rec.observations);
+        let main_nodes = self.main_nodes();
+        let pick = part.pick;
+        let among = crate::nemesis::runner::watched_nodes(&mut part, |spec| {
+            composition_nodes_in(w, spec, &main_nodes)
+                .unwrap_or_else(|| resolve_in(w, spec, pick).nodes)
+        });
+        if let Some(nodes) = among {
+            watch = watch.among(nodes);
+        }
+        self.part_waiting = Some((part, watch, until, undo_at));
+    }
+
+    /// The waiting part, applied once its trigger fired or its wait ran out.
+    fn poll_part(&mut self, w: &mut World) {
+        let Some((mut part, mut watch, until, undo_at)) = self.part_waiting.take() else {
+            return;
+        };
+        let trigger = part.template.when.expect("a waiting part has a trigger");
+        match watch.poll(&w.rec.observations) {
+            Some(fired) => crate::nemesis::runner::aim(&mut part, trigger, Some(fired)),
+            None if w.now() + TRIGGER_POLL_NS > until => {
+                crate::nemesis::runner::aim(&mut part, trigger, None)
+            }
+            None => return self.part_waiting = Some((part, watch, until, undo_at)),
+        }
+        self.apply_part(w, part, undo_at);
+    }
+
+    /// A part aimed at its composition's `main` or `others` nodes, then applied.
+    fn apply_part(&mut self, w: &mut World, mut part: PlannedFault, undo_at: u64) {
+        let nodes = composition_nodes_in(w, &part.template.target, &self.main_nodes());
+        crate::nemesis::runner::point_at(&mut part, nodes);
+        self.apply(w, part, undo_at);
+    }
+
+    fn main_nodes(&self) -> Vec<String> {
+        self.main
+            .as_ref()
+            .map_or(Vec::new(), |(_, hit)| hit.clone())
+    }
+
+    /// Applies one fault (undone at `undo_at`) and records it; returns the nodes it hit.
+    fn apply(&mut self, w: &mut World, f: PlannedFault, undo_at: u64) -> Vec<String> {
         self.next_id += 1;
         let id = self.next_id;
         let now = w.now();
-        let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
+        let names = node_names(w);
         let observers = w.observers.clone();
         let ens = crate::nemesis::targets::Ensemble {
             nodes: &names,
             observers: &observers,
         };
-        let leader = w
-            .rec
-            .observations
-            .leader(now, 1_000_000_000)
-            .map(|(n, _)| n);
+        let leader = leader_now(w);
         let t = &f.template;
         let target = match &t.target {
             TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
@@ -353,14 +417,16 @@ impl SimNemesis {
         self.active.push(Active {
             id,
             kind: t.kind,
-            nodes: hit,
-            undo_at: now + f.duration.as_nanos() as u64,
+            nodes: hit.clone(),
+            undo_at,
         });
+        hit
     }
 
     /// The final phase's heal: every fault undone, marked `final`, and every node up.
     pub fn final_heal(&mut self, w: &mut World) {
         self.waiting = None;
+        self.part_waiting = None;
         self.parts.clear();
         for a in std::mem::take(&mut self.active).iter().rev() {
             undo(w, a, false);
@@ -383,6 +449,37 @@ impl SimNemesis {
         }
         verify(w, &names);
     }
+}
+
+fn node_names(w: &World) -> Vec<String> {
+    w.servers.keys().map(|s| node_name(*s)).collect()
+}
+
+/// The leader the reads show now (as the runner's `leader_now`).
+fn leader_now(w: &World) -> Option<String> {
+    let leader = (w.rec.observations).leader(w.now(), crate::nemesis::inject::LEADER_MAX_AGE_NS);
+    leader.map(|(n, _)| n)
+}
+
+/// `spec`'s nodes now, resolved as a fault's target is.
+fn resolve_in(w: &World, spec: &TargetSpec, pick: u64) -> crate::nemesis::targets::Resolved {
+    let names = node_names(w);
+    let ens = crate::nemesis::targets::Ensemble {
+        nodes: &names,
+        observers: &w.observers,
+    };
+    resolve(spec, ens, leader_now(w).as_deref(), pick)
+}
+
+/// A composition's `main` or `others` nodes (`runner::composition_nodes`; a process that is
+/// not down runs).
+fn composition_nodes_in(
+    w: &World,
+    spec: &TargetSpec,
+    main_nodes: &[String],
+) -> Option<Vec<String>> {
+    let running = |n: &str| sid_of(n).is_some_and(|s| w.life(s) != Life::Down);
+    crate::nemesis::runner::composition_nodes(spec, main_nodes, &node_names(w), running)
 }
 
 /// As `runner`'s verify: the final heal's last record, whether every process runs unstopped

@@ -403,6 +403,45 @@ mod tests {
         );
     }
 
+    /// A composed part with its own trigger waits for it, as on real nodes, and a part aimed
+    /// at `main` hits the nodes its main fault hit: `epoch-before-txns`'s power loss fires on a
+    /// read showing one of the paused followers synced, and cuts the power of those followers.
+    #[test]
+    fn a_composed_part_waits_for_its_own_trigger_and_aims_at_the_main_nodes() {
+        let s = sim(&["--nemesis-file", "epoch-before-txns", "--time-limit", "30"]);
+        let (mut fired, mut seen) = (0, 0);
+        for seed in 1..=5 {
+            let run = simulate_one(&s, seed);
+            let values: Vec<serde_json::Value> = (run.history.lines())
+                .filter(|l| l.contains(r#""process":"nemesis","type":"info""#))
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone())
+                .collect();
+            let nodes = |v: &serde_json::Value| v["nodes"].clone();
+            for (i, v) in values.iter().enumerate() {
+                if v["trigger"] != "follower-synced" {
+                    continue;
+                }
+                seen += 1;
+                // The main fault (the pause) is the last record before its parts that has no
+                // `after`: its nodes are the followers the power loss must hit.
+                let main = (values[..i].iter().rev())
+                    .find(|m| m["target"] == "followers-low")
+                    .expect("the composition's main fault before its part");
+                assert_eq!(v["watched"], nodes(main), "seed {seed}: watched {v}");
+                if v.get("trigger_index").is_some() {
+                    fired += 1;
+                    let node = v["trigger_node"].as_str().unwrap();
+                    assert!(nodes(main).as_array().unwrap().iter().any(|n| n == node));
+                    assert_eq!(nodes(v), nodes(main), "seed {seed}: {v}");
+                } else {
+                    assert_eq!(v["trigger_missed"], true, "{v}");
+                }
+            }
+        }
+        assert!(seen >= 5, "the triggered part was dealt {seen} times");
+        assert!(fired * 2 >= seen, "fired {fired} of {seen}");
+    }
+
     /// fle-node's Zab recovery bugs are found by `durability` within a few seeds of the default
     /// schedule: the leader's sync plan, the follower's fsync before ACK and the commit quorum
     /// all run here as on real nodes. (This replaced the node crate's own partial Zab simulator,
