@@ -104,8 +104,9 @@ pub const GOAL_MET: &str = "goal_met";
 /// its goal (`super::goal`): of the goals still open (reachable, no fault of its entry in
 /// `done` met it, tried fewer than [`GOAL_TRIES`] times), the least tried, so every goal gets
 /// its first try before any gets a second; among equals, one that needs client writes (the
-/// ACK-before-durable class: a 60 s run has room for five or six of `mixed`'s nine goals, and
-/// these the election workload can never meet, so a writes run meets them whatever its seed),
+/// ACK-before-durable class: a run whose cluster does not settle between faults has room for
+/// fewer than `mixed`'s nine goals in 60 s, and these the election workload can never meet, so
+/// a writes run meets them whatever its seed),
 /// then one whose situation the runs before (`before`: a sweep's, earlier nights') never met,
 /// so a sweep's runs take turns, then the earliest. A goal is its entry's: a fault of another
 /// entry meeting the same situation does not close it (its parts, shape or trigger are not the
