@@ -150,35 +150,44 @@ impl Runner {
             let Some(joined) = running.join_next().await else {
                 break;
             };
-            // A panic in the task (not in the child): the sweep's own failure, said per run.
-            let Ok((cell, started_at, child)) = joined else {
-                progress.say("a run's task panicked; its result is lost");
-                continue;
-            };
-            if let Some(sig) = child.interrupted {
-                interrupted = interrupted.or(Some(sig));
-            } else {
-                estimate.measured(child.duration);
+            // Every run finished by now, not only the first: the next one started is handed
+            // what they all met (two runs ending together left one out, 2026-12-05).
+            let mut done = vec![joined];
+            while let Some(more) = running.try_join_next() {
+                done.push(more);
             }
-            let mut record = self.record(cell, started_at, child);
-            met_before.extend(record.situations.iter().cloned());
-            let shrinks = self.shrink && record.verdict == Some(crate::checker::Validity::False);
-            if self.keep.trims(&record) && !shrinks {
-                let folder = self
-                    .dir
-                    .join(record.run_dir.as_deref().unwrap_or(Path::new("")));
-                match keep::trim(&folder) {
-                    Ok(()) => record.trimmed = true,
-                    Err(e) => progress.say(&format!("{}: {e:#}", record.cell.id)),
+            for joined in done {
+                // A panic in the task (not in the child): the sweep's own failure, said per run.
+                let Ok((cell, started_at, child)) = joined else {
+                    progress.say("a run's task panicked; its result is lost");
+                    continue;
+                };
+                if let Some(sig) = child.interrupted {
+                    interrupted = interrupted.or(Some(sig));
+                } else {
+                    estimate.measured(child.duration);
                 }
+                let mut record = self.record(cell, started_at, child);
+                met_before.extend(record.situations.iter().cloned());
+                let shrinks =
+                    self.shrink && record.verdict == Some(crate::checker::Validity::False);
+                if self.keep.trims(&record) && !shrinks {
+                    let folder = self
+                        .dir
+                        .join(record.run_dir.as_deref().unwrap_or(Path::new("")));
+                    match keep::trim(&folder) {
+                        Ok(()) => record.trimmed = true,
+                        Err(e) => progress.say(&format!("{}: {e:#}", record.cell.id)),
+                    }
+                }
+                finished(&record);
+                progress.finished(
+                    &record,
+                    running.len(),
+                    Some(self.left(&estimate, &queue, running.len(), start)),
+                );
+                runs.push(record);
             }
-            finished(&record);
-            progress.finished(
-                &record,
-                running.len(),
-                Some(self.left(&estimate, &queue, running.len(), start)),
-            );
-            runs.push(record);
         }
         progress.finish();
         Ran {
@@ -216,6 +225,8 @@ impl Runner {
         if !cell.is_sim() {
             args.extend(self.pass_through.iter().cloned());
         }
+        // Started as it is handed what was met so far (its task may first run a little later).
+        let started_at = chrono::Utc::now();
         // Nothing met yet, or the hand-over failed (said): the run steers on its own.
         if !met_before.is_empty() && !cell.is_sim() {
             match super::carried::hand_over(&self.dir, &cell.id, met_before) {
@@ -241,7 +252,6 @@ impl Runner {
             ChildCommand::Test
         };
         async move {
-            let started_at = chrono::Utc::now();
             let place = ChildPlace {
                 out: &out,
                 name: &cell.id,
