@@ -181,15 +181,18 @@ pub struct Seen<'a> {
     pub goal_room: Duration,
     /// The longest gap before a fault dealt for its goal (the schedule's `interval`): what a
     /// short run has no time to wait for is not left behind an exponential draw's long tail.
+    /// Only a triggered one waits its gap (its trigger's wait counts from it); the rest start
+    /// once the cluster settled (the runner).
     pub goal_gap: Duration,
 }
 
 /// Brings forward to place `i` of `planned` the first later fault with an open goal
 /// ([`open_goal`]), else the one of the next `ahead` that [`choose`] picks, recorded as
 /// `steered` (how many places it moved) and, when its goal chose it, `goal`. Only faults that
-/// fit `seen.room` are chosen. The times stay with the places: it takes place `i`'s start and
+/// fit their room are chosen. The times stay with the places: it takes place `i`'s start and
 /// gap (for a goal's fault at most `seen.goal_gap`), the gap at least the `quiet_after` of
-/// the fault that ran before it (`prev_quiet`).
+/// the fault that ran before it (`prev_quiet`), and `seen.goal_room` is the room a goal's
+/// fault must fit.
 pub fn bring_forward(
     planned: &mut [PlannedFault],
     i: usize,

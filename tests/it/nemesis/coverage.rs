@@ -138,13 +138,13 @@ fn a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap() {
     let mut starts: Vec<(u64, u64, bool, serde_json::Value)> = Vec::new();
     let path = fle_chaos::history::file::in_run(&run);
     fle_chaos::history::read::for_each(&path, |at, line: &Line<'_>, _| {
-        let goal_start = line.process == NEMESIS
-            && line.kind == EventType::Invoke
-            && line.text.contains("\"goal\"");
-        if goal_start {
-            let settled = view.settled(last_action).is_settled();
+        if line.process == NEMESIS && line.kind == EventType::Invoke {
             let v: serde_json::Value = serde_json::from_str(line.text).unwrap();
-            starts.push((line.time, last_action, settled, v["value"].clone()));
+            // A main fault dealt for its goal carries the goal's label.
+            if v["value"]["goal"].is_string() {
+                let settled = view.settled(last_action).is_settled();
+                starts.push((line.time, last_action, settled, v["value"].clone()));
+            }
         }
         if line.process == NEMESIS && line.kind == EventType::Info {
             last_action = line.time;
