@@ -59,10 +59,13 @@ pub struct SimRun {
 }
 
 impl SimRun {
-    /// The checkers that applied and were not valid.
+    /// The checkers behind the verdict: those that applied and said it (an invalid run's
+    /// false ones, not the unknown ones beside them; an unknown run's unknown ones).
     pub fn failed(&self) -> Vec<String> {
+        let verdict = self.results.valid;
         (self.results.checkers.iter())
-            .filter(|c| c.applicable && c.valid != crate::checker::Validity::True)
+            .filter(|c| c.applicable && verdict != crate::checker::Validity::True)
+            .filter(|c| c.valid == verdict)
             .map(|c| c.name.clone())
             .collect()
     }

@@ -22,7 +22,7 @@ pub const JUNIT: &str = "junit.xml";
 pub struct RunSummary {
     pub seed: u64,
     pub valid: Validity,
-    /// The checkers that were not valid.
+    /// The checkers behind its verdict (`SimRun::failed`).
     pub failed: Vec<String>,
     /// The run's folder, kept when it was not valid.
     pub folder: Option<PathBuf>,

@@ -24,6 +24,13 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 pub const MAX_EVENTS: u64 = 20_000_000;
 pub const MAX_PENDING: usize = 2_000_000;
 
+/// A link writer's time per notification (a frame's write and the task's next wake-up): the
+/// pace at which `peers.rs`'s send slot can change what is on the wire. Votes put in the slot
+/// faster than this are coalesced to the latest, as a busy writer coalesces them on real
+/// processes; without it a storm of cycling votes (`vote-order-not-total`) grows without
+/// bound in virtual time, where no CPU paces it.
+pub const NOTE_WRITE_NS: u64 = 20_000;
+
 /// An event in the queue: ordered by its time, then by when it was scheduled (so the same
 /// seed handles events in the same order), never by the event itself.
 #[derive(Debug)]
@@ -92,6 +99,12 @@ pub enum Ev {
     NoteRedial {
         pair: (u64, u64),
         gen: u64,
+    },
+    /// `peers.rs`'s link writer for `from` -> `to` takes what its send slot holds now (the
+    /// latest notification: the ones put there since its last write were replaced).
+    SlotWrite {
+        from: u64,
+        to: u64,
     },
     /// A Zab connection's direction `dir` delivers what has arrived (see `Conn::queue`).
     Pump {
@@ -186,6 +199,11 @@ pub struct World {
     /// `peers.rs`'s send slot per directed link: the latest notification, sent again on every
     /// new connection (after a heal, or when the peer's process is back).
     slots: BTreeMap<(u64, u64), Notification>,
+    /// Per directed link: the writer's next write is due (a `SlotWrite` is queued), so a
+    /// notification put in the slot meanwhile replaces the one waiting there.
+    slot_write_due: BTreeSet<(u64, u64)>,
+    /// Per directed link: when the writer is done with its last write.
+    writer_free: BTreeMap<(u64, u64), u64>,
     pub ops: BTreeMap<u64, Op>,
     pub clients: Vec<Client>,
     next_value: u64,
@@ -223,6 +241,8 @@ impl World {
             note_gen: BTreeMap::new(),
             note_dead: BTreeSet::new(),
             slots: BTreeMap::new(),
+            slot_write_due: BTreeSet::new(),
+            writer_free: BTreeMap::new(),
             ops: BTreeMap::new(),
             clients: Vec::new(),
             next_value: 0,
@@ -345,6 +365,7 @@ impl World {
                 self.finish_op(op, WriteOutcome::Unknown("timed out".into()))
             }
             Ev::NoteRedial { pair, gen } => self.note_redial(pair, gen),
+            Ev::SlotWrite { from, to } => self.slot_write(from, to),
             Ev::Pump { conn, dir } => self.pump(conn, dir),
         }
     }
@@ -388,9 +409,11 @@ impl World {
         for e in effects {
             match e {
                 Effect::Notify { to, n } => {
-                    self.slots.insert((sid, to), n.clone());
-                    if self.life(to) != Life::Down && self.net.passes(sid, to, Port::Election) {
-                        self.send_note(sid, to, n, 0);
+                    // `Peers::send`: into the slot, replacing what the writer has not taken.
+                    self.slots.insert((sid, to), n);
+                    if self.slot_write_due.insert((sid, to)) {
+                        let free = self.writer_free.get(&(sid, to)).copied().unwrap_or(0);
+                        self.at(free.max(now), Ev::SlotWrite { from: sid, to });
                     }
                 }
                 Effect::Zab { conn, msg } => self.send_on(conn, sid, Wire::Zab { conn, msg }),
@@ -421,6 +444,20 @@ impl World {
                     },
                 ),
             }
+        }
+    }
+
+    /// The link writer of `from` -> `to` writes its slot's notification, and is busy for
+    /// `NOTE_WRITE_NS`: what `from` sends meanwhile waits in the slot, newer replacing older.
+    fn slot_write(&mut self, from: u64, to: u64) {
+        self.slot_write_due.remove(&(from, to));
+        let Some(n) = self.slots.get(&(from, to)).cloned() else {
+            return;
+        };
+        if self.life(to) != Life::Down && self.net.passes(from, to, Port::Election) {
+            self.writer_free
+                .insert((from, to), self.now() + NOTE_WRITE_NS);
+            self.send_note(from, to, n, 0);
         }
     }
 
@@ -670,6 +707,9 @@ impl World {
     pub fn kill(&mut self, sid: u64) {
         let (conns, ops) = self.server(sid).kill();
         self.slots.retain(|(from, _), _| *from != sid);
+        // Its link writers die with it, and the writes they had due.
+        self.slot_write_due.retain(|(from, _)| *from != sid);
+        self.writer_free.retain(|(from, _), _| *from != sid);
         // Its election connections die with it (a pending redial among them is moot).
         let pairs: Vec<(u64, u64)> = (self.note_dead.iter())
             .filter(|(a, b)| *a == sid || *b == sid)
@@ -951,9 +991,10 @@ fn ev_node(ev: &Ev) -> Option<u64> {
             Wire::Reply { .. } => None,
             _ => Some(*to),
         },
-        Ev::ElectionTimer { node, .. } | Ev::Beat { node, .. } | Ev::Dial { node, .. } => {
-            Some(*node)
-        }
+        Ev::ElectionTimer { node, .. }
+        | Ev::Beat { node, .. }
+        | Ev::Dial { node, .. }
+        | Ev::SlotWrite { from: node, .. } => Some(*node),
         Ev::Read { .. }
         | Ev::ReadTimedOut { .. }
         | Ev::Client { .. }

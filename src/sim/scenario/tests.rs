@@ -131,38 +131,32 @@ fn observers_do_not_make_a_minority_a_quorum_unless_the_bug_counts_them() {
 }
 
 /// ZOOKEEPER-1419 with two live servers of three: equal logs (zxid (1,5)), n1's of a newer
-/// epoch. Correct: n1 wins, and n3 follows it. Under the seeded vote-order-not-total bug each
-/// vote beats the other (n3's on sid, n1's on epoch): each server adopts the other's vote as it
-/// arrives and sends it on, so nobody decides in three seconds and n1's proposal keeps flipping
-/// between itself and n3. The comparison itself is held by `node/src/vote.rs`'s tests, and
-/// one `Election` under it, message by message, by `node/src/bug_tests.rs`'s.
+/// epoch. Correct: n1 wins, n3 follows it, and n1's proposal never changes. Under the seeded
+/// vote-order-not-total bug each vote beats the other (n3's on sid, n1's on epoch): n1 adopts
+/// n3's older-epoch vote in every seed (what `vote-rule` sees), and in some the older epoch
+/// wins: n1 decides for n3. Votes no longer cycle without end: the send slot keeps only the
+/// latest vote (world.rs's `NOTE_WRITE_NS`), so the two settle as they do on real processes.
+/// The comparison itself is held by `node/src/vote.rs`'s tests, and one `Election` under it,
+/// message by message, by `node/src/bug_tests.rs`'s.
 #[test]
-fn vote_order_not_total_makes_votes_cycle() {
+fn vote_order_not_total_makes_a_newer_epoch_adopt_an_older_vote() {
     let bug = Bugs::of(&[Bug::VoteOrderNotTotal]);
+    let mut older_won = 0;
     for seed in SEEDS {
         for (bugs, buggy) in [(Bugs::none(), false), (bug, true)] {
             let mut s = Scenario::seeded(&[1, 2, 3], &[], bugs, seed);
             s.log(1, 2, z(5)).log(3, 1, z(5));
             s.start_at(1, 0).start_at(3, 0);
-            // n1's proposal every 10 ms (a vote crosses in 0.1 to 0.4 ms).
-            let proposals: Vec<u64> = (10..3_000)
-                .step_by(10)
+            // n1's proposal every millisecond (a vote crosses in 0.1 to 0.4 ms).
+            let proposals: Vec<u64> = (1..3_000)
                 .map(|at| s.run_until(at).servers[&1].proposal.leader)
                 .collect();
             let out = s.run_until(3_000);
             let flips = proposals.windows(2).filter(|w| w[0] != w[1]).count();
             let why = format!("bug {buggy}, seed {seed}");
             if buggy {
-                for sid in [1, 3] {
-                    assert_eq!(out.role(sid), (Looking, None), "{why}");
-                    assert!(out.election(sid).is_none(), "{why}: decided");
-                }
-                assert!(
-                    flips > 10,
-                    "{why}: n1's proposal flips back and forth: {flips}"
-                );
-                // A server whose vote stands still backs off to a handful of re-sends.
-                assert!(out.sent(1) > 1_000, "{why}: {} sent", out.sent(1));
+                assert!(flips >= 1, "{why}: n1 never adopted n3's vote");
+                older_won += usize::from(out.election(1).map(|d| d.leader) == Some(3));
             } else {
                 assert_eq!(out.role(1), (Leading, Some(1)), "{why}");
                 assert_eq!(out.role(3), (Following, Some(1)), "{why}");
@@ -171,6 +165,7 @@ fn vote_order_not_total_makes_votes_cycle() {
             }
         }
     }
+    assert!(older_won >= 1, "in no seed did the older epoch win");
 }
 
 /// An observer keeps asking at finalizeWait's pace while voters elect, and stays quiet once it

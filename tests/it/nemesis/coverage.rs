@@ -100,10 +100,11 @@ fn a_single_kill_of_a_follower_reports_exactly_the_situation_it_met() {
     assert!(page.contains("id=\"coverage-thin\""));
 }
 
-/// Two entries with goals; a drawn gap would be the fixed 8 s `interval`, so a second fault
-/// starting within the 14 s run's window at all needs the settled start.
+/// Two entries with goals; a drawn gap would be the fixed 14 s `interval`, so a second fault
+/// starting within the 20 s run's window at all needs the settled start; the bounds leave a
+/// loaded CI machine room to settle (a 14 s run with an 8 s gap failed there once).
 const TWO_GOALS: &str = r#"
-interval = "8s"
+interval = "14s"
 duration = "1s"
 timing = "fixed"
 
@@ -128,35 +129,45 @@ fn a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (run, stderr) = valid_run(dir.path(), TWO_GOALS, "14");
+    let (run, stderr) = valid_run(dir.path(), TWO_GOALS, "20");
 
-    // At each goal fault's start: the view of everything recorded before it settled on reads
-    // taken since the nemesis's last action (the end of the fault before).
+    // At each goal fault's start: whether the view of everything recorded before it settled,
+    // on reads taken since the nemesis's last action (the end of the fault before), at some
+    // line from the least gap on. Not only at the start's own line: under load a read can be
+    // recorded between the runner's decision and its invoke.
     let nodes: Vec<String> = ["n1", "n2", "n3"].map(String::from).to_vec();
     let mut view = View::new(&nodes);
     let mut last_action = 0u64;
+    let mut settled_since_gap = false;
     let mut starts: Vec<(u64, u64, bool, serde_json::Value)> = Vec::new();
     let path = fle_chaos::history::file::in_run(&run);
     fle_chaos::history::read::for_each(&path, |at, line: &Line<'_>, _| {
+        if line.time >= last_action + 500_000_000 && view.settled(last_action).is_settled() {
+            settled_since_gap = true;
+        }
         if line.process == NEMESIS && line.kind == EventType::Invoke {
             let v: serde_json::Value = serde_json::from_str(line.text).unwrap();
             // A main fault dealt for its goal carries the goal's label.
             if v["value"]["goal"].is_string() {
-                let settled = view.settled(last_action).is_settled();
-                starts.push((line.time, last_action, settled, v["value"].clone()));
+                starts.push((
+                    line.time,
+                    last_action,
+                    settled_since_gap,
+                    v["value"].clone(),
+                ));
             }
         }
         if line.process == NEMESIS && line.kind == EventType::Info {
             last_action = line.time;
+            settled_since_gap = false;
         }
         let e = view.of_line(at.pos, line);
         view.feed(e);
     })
     .unwrap();
-    assert_eq!(
-        starts.len(),
-        2,
-        "both goals dealt in 14 s: {starts:?}\n{stderr}"
+    assert!(
+        starts.len() >= 2,
+        "both goals dealt in 20 s: {starts:?}\n{stderr}"
     );
     for (time, since, settled, value) in &starts {
         assert!(settled, "a goal fault started unsettled: {value}");
@@ -168,7 +179,7 @@ fn a_goal_fault_starts_once_the_cluster_settled_not_after_its_gap() {
     }
     let (second, since, _, value) = &starts[1];
     assert!(
-        second - since < 4_000_000_000,
+        second - since < 10_000_000_000,
         "the second goal waited for its drawn gap, not for the cluster: {value}"
     );
 }

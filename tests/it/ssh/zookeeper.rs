@@ -75,13 +75,34 @@ fn judged_valid(run: &Path, code: i32) {
     let results = json(&run.join("results.json"));
     let checkers = results["checkers"].as_array().unwrap();
     assert!(checkers.len() >= 5, "{results}");
-    let not_true: Vec<String> = checkers
-        .iter()
+    assert!(not_true(&results).is_empty(), "{:#?}", not_true(&results));
+    assert_eq!(code, fle_chaos::exit::VALID, "judged valid");
+}
+
+/// The checkers that did not say true: name, verdict, explanation.
+fn not_true(results: &Value) -> Vec<String> {
+    (results["checkers"].as_array().unwrap().iter())
         .filter(|c| c["valid"] != "true")
         .map(|c| format!("{}: {} {}", c["name"], c["valid"], c["explanation"]))
-        .collect();
-    assert!(not_true.is_empty(), "{not_true:#?}");
-    assert_eq!(code, fle_chaos::exit::VALID, "judged valid");
+        .collect()
+}
+
+/// Valid as `judged_valid`, or invalid only in the shape of a published bug of the version
+/// that ran (results.json `known`, docs/known-findings.md): a power loss can set off
+/// 3.8.0's own (CI 2026-12-05: n2 lost power after leading two epochs and its final log
+/// lacked an epoch-1 write, ZOOKEEPER-4643's shape). A run that tests the mechanism over SSH
+/// must not fail on ZooKeeper's bug, and any other invalid or unknown verdict still fails it.
+fn judged_valid_or_known(run: &Path, code: i32) {
+    let results = json(&run.join("results.json"));
+    let known = results["known"].as_array().cloned().unwrap_or_default();
+    if code == fle_chaos::exit::INVALID && !known.is_empty() {
+        eprintln!(
+            "invalid only for known ZooKeeper bugs: {known:?}\n{:#?}",
+            not_true(&results)
+        );
+        return;
+    }
+    judged_valid(run, code);
 }
 
 /// The version each server reported, from test.json.
@@ -171,7 +192,7 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_le
             "snapshot.trust.empty=true",
         ],
     );
-    judged_valid(&run, code);
+    judged_valid_or_known(&run, code);
     let history =
         fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
     let events: Vec<Value> = history
