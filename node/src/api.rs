@@ -2,6 +2,11 @@
 //! (which reads it and stores it in the history) and the checkers (which judge it).
 //!
 //! Field names are the wire contract: change them only together with every reader.
+//!
+//! The status types declare their fields in alphabetical order: the controller records a
+//! status read through `serde_json::Value`, which sorts keys, and the simulator serializes
+//! these types directly (15,000 reads a run), so both write the same bytes, the layout the
+//! history's fast reader expects. A test in `history::fast` holds them to it.
 
 use serde::{Deserialize, Serialize};
 
@@ -46,19 +51,20 @@ pub enum ZabPhase {
 /// One vote a server counted when it decided an election.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountedVote {
-    /// Who sent the vote.
-    pub sid: u64,
     /// Whom the vote proposes as leader.
     pub leader: u64,
-    pub zxid: u64,
     pub peer_epoch: u64,
-    /// The sender's election epoch (logicalclock) on the counted notice, and its state:
-    /// what the decision acted on (a FOLLOWING/LEADING notice may be of another round).
-    /// Absent in histories before they existed.
+    /// The sender's election epoch (logicalclock) on the counted notice, and its state (see
+    /// `state`): what the decision acted on (a FOLLOWING/LEADING notice may be of another
+    /// round). Absent in histories before they existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u64>,
+    /// Who sent the vote.
+    pub sid: u64,
+    /// The sender's state on the counted notice (see `round`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<ServerState>,
+    pub zxid: u64,
 }
 
 impl CountedVote {
@@ -77,30 +83,37 @@ impl CountedVote {
 /// One vote a server heard in its deciding round, whether it agreed with the decision or not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceivedVote {
-    /// Who sent the vote (the deciding server itself for its own proposals).
-    pub sid: u64,
     /// Whom the vote proposes as leader.
     pub leader: u64,
-    pub zxid: u64,
     pub peer_epoch: u64,
     /// The sender's election epoch (logicalclock) when it sent the vote.
     pub round: u64,
+    /// Who sent the vote (the deciding server itself for its own proposals).
+    pub sid: u64,
     /// The sender's state when it sent the vote.
     pub state: ServerState,
+    pub zxid: u64,
 }
 
 /// The last election a server decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElectionSummary {
-    /// The election epoch (logicalclock) of the deciding round.
-    pub round: u64,
+    /// True when the server joined an established leader on FOLLOWING/LEADING notices of a
+    /// quorum (ZooKeeper's outofelection) instead of deciding its round: such a winner need
+    /// not beat the votes heard (a restarted server with a longer log still follows it).
+    /// Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joined: bool,
     pub leader: u64,
-    /// The decided vote's zxid and peer epoch (what the leader was elected with).
-    pub zxid: u64,
+    /// The deciding server's own round (logicalclock) when it decided, before it took the
+    /// round of the notices it joined on: `round` differs from it only for a decision on
+    /// FOLLOWING/LEADING notices of another round, which ZooKeeper's checkLeader allows for
+    /// following another server but never for leading (ZOOKEEPER-1514). Absent in histories
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_round: Option<u64>,
+    /// The decided vote's peer epoch (see `zxid`).
     pub peer_epoch: u64,
-    /// The votes counted for the decision (recvset, or outofelection when it joined a leader).
-    pub votes: Vec<CountedVote>,
-    pub took_ms: u64,
     /// Every distinct vote heard while in the deciding round, agreeing or not, superseded ones
     /// included, and this server's own successive proposals (sid = its own): what a checker
     /// needs to prove the winner beats each of them. In arrival order, so this server's own
@@ -109,50 +122,44 @@ pub struct ElectionSummary {
     /// (and left out when empty, so such summaries re-serialize byte for byte).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub received: Vec<ReceivedVote>,
-    /// True when the server joined an established leader on FOLLOWING/LEADING notices of a
-    /// quorum (ZooKeeper's outofelection) instead of deciding its round: such a winner need
-    /// not beat the votes heard (a restarted server with a longer log still follows it).
-    /// Left out when false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub joined: bool,
-    /// The deciding server's own round (logicalclock) when it decided, before it took the
-    /// round of the notices it joined on: `round` differs from it only for a decision on
-    /// FOLLOWING/LEADING notices of another round, which ZooKeeper's checkLeader allows for
-    /// following another server but never for leading (ZOOKEEPER-1514). Absent in histories
-    /// before it existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub own_round: Option<u64>,
+    /// The election epoch (logicalclock) of the deciding round.
+    pub round: u64,
+    pub took_ms: u64,
+    /// The votes counted for the decision (recvset, or outofelection when it joined a leader).
+    pub votes: Vec<CountedVote>,
+    /// The decided vote's zxid and peer epoch (what the leader was elected with).
+    pub zxid: u64,
 }
 
 /// `GET /status` of a node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeStatus {
-    pub sid: u64,
-    pub state: ServerState,
-    /// The leader this server leads/follows, or None while looking.
-    pub leader: Option<u64>,
-    /// currentEpoch (persisted).
-    pub peer_epoch: u64,
     /// acceptedEpoch (persisted).
     #[serde(default)]
     pub accepted_epoch: u64,
     /// logicalclock: the election round.
     pub election_epoch: u64,
+    #[serde(default)]
+    pub last_committed_zxid: u64,
+    pub last_election: Option<ElectionSummary>,
     /// Last logged zxid (logged but uncommitted included), as in ZooKeeper's votes.
     pub last_zxid: u64,
     pub last_zxid_hex: String,
-    #[serde(default)]
-    pub last_committed_zxid: u64,
-    #[serde(default = "default_phase")]
-    pub zab_phase: ZabPhase,
-    /// The node's own wall clock (what libfaketime moves), ms since the Unix epoch.
-    pub wall_clock_ms: i64,
-    pub uptime_ms: u64,
-    pub last_election: Option<ElectionSummary>,
+    /// The leader this server leads/follows, or None while looking.
+    pub leader: Option<u64>,
+    /// currentEpoch (persisted).
+    pub peer_epoch: u64,
     /// Participant or observer (zoo.cfg). Left out for a participant, so histories of
     /// ensembles without observers keep their bytes.
     #[serde(default, skip_serializing_if = "is_participant")]
     pub peer_type: PeerType,
+    pub sid: u64,
+    pub state: ServerState,
+    pub uptime_ms: u64,
+    /// The node's own wall clock (what libfaketime moves), ms since the Unix epoch.
+    pub wall_clock_ms: i64,
+    #[serde(default = "default_phase")]
+    pub zab_phase: ZabPhase,
 }
 
 fn is_participant(t: &PeerType) -> bool {

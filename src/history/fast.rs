@@ -589,3 +589,85 @@ fn status_value<'a>(c: &mut Cursor<'a>, previous: Option<&[u8]>) -> Option<Statu
     })?;
     Some(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{CountedVote, ElectionSummary, NodeStatus, PeerType, ReceivedVote};
+    use crate::history::Event;
+
+    /// Every optional field present, so a field declared out of order shows.
+    fn full_status(peer_type: PeerType) -> NodeStatus {
+        NodeStatus {
+            accepted_epoch: 3,
+            election_epoch: 4,
+            last_committed_zxid: 12884901890,
+            last_election: Some(ElectionSummary {
+                joined: true,
+                leader: 2,
+                own_round: Some(3),
+                peer_epoch: 2,
+                received: vec![ReceivedVote {
+                    leader: 1,
+                    peer_epoch: 2,
+                    round: 4,
+                    sid: 1,
+                    state: ServerState::Looking,
+                    zxid: 8589934592,
+                }],
+                round: 4,
+                took_ms: 231,
+                votes: vec![CountedVote {
+                    leader: 2,
+                    peer_epoch: 2,
+                    round: Some(4),
+                    sid: 1,
+                    state: Some(ServerState::Following),
+                    zxid: 8589934593,
+                }],
+                zxid: 8589934593,
+            }),
+            last_zxid: 12884901890,
+            last_zxid_hex: "0x300000002".into(),
+            leader: Some(2),
+            peer_epoch: 3,
+            peer_type,
+            sid: 2,
+            state: ServerState::Leading,
+            uptime_ms: 5,
+            wall_clock_ms: -3,
+            zab_phase: ZabPhase::Broadcast,
+        }
+    }
+
+    fn event<V>(value: V) -> Event<V> {
+        Event {
+            index: 7,
+            time: 120000000,
+            process: "n2".into(),
+            kind: EventType::Ok,
+            f: F::Status,
+            node: Some("n2".into()),
+            value,
+        }
+    }
+
+    /// The api types declare their fields sorted, so a status serialized directly (the
+    /// simulator) is byte for byte what the controller writes through `serde_json::Value`;
+    /// and a participant's line takes this file's fixed-layout path.
+    #[test]
+    fn a_status_serialized_directly_is_the_controllers_line_and_takes_the_fixed_layout() {
+        for peer_type in [PeerType::Participant, PeerType::Observer] {
+            let status = full_status(peer_type);
+            let direct = serde_json::to_string(&event(&status)).unwrap();
+            let value = serde_json::to_value(&status).unwrap();
+            assert_eq!(direct, serde_json::to_string(&event(value)).unwrap());
+            let fixed = status_as_written(&direct, &|_| None);
+            assert_eq!(
+                fixed.is_some(),
+                peer_type == PeerType::Participant,
+                "{direct}"
+            );
+        }
+    }
+}

@@ -93,6 +93,10 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     w.client_timeout_ns = s.workload.timeout_ms * 1_000_000;
     w.client_period_ns = (s.workload.clients as f64 / s.workload.rate * 1e9) as u64;
     w.read_period_ns = (1e9 / s.workload.observe_hz) as u64;
+    // Status reads, about 1 KB each, are most of the history: reserved at once, its text is
+    // not copied again and again as it grows.
+    let reads = s.time_limit.as_secs_f64() * s.workload.observe_hz * s.nodes as f64;
+    w.rec.text.reserve((reads * 1024.0) as usize);
     w.status_timeout_ns = crate::run::STATUS_TIMEOUT.as_nanos() as u64;
     w.wall_start_ms = WALL_START_MS;
     w.max_events = s.max_events;

@@ -65,26 +65,23 @@ impl Observations {
             .unwrap_or_default()
     }
 
-    /// Statuses read successfully within `max_age_ns` of `now`.
-    fn fresh(&self, now: u64, max_age_ns: u64) -> Vec<(String, NodeStatus)> {
+    /// The node that most recently claimed to lead (highest epoch wins when several claim),
+    /// among statuses read successfully within `max_age_ns` of `now`.
+    pub fn leader(&self, now: u64, max_age_ns: u64) -> Option<(String, NodeStatus)> {
         let views = self.views.read().unwrap();
+        // Only the winner is cloned: the simulator's clients ask this before every write.
         self.nodes
             .iter()
             .filter_map(|n| {
                 let v = views.get(n)?;
-                let s = v.status.clone()?;
-                (v.error.is_none() && now.saturating_sub(v.time) <= max_age_ns)
-                    .then(|| (n.clone(), s))
+                let s = v.status.as_ref()?;
+                (v.error.is_none()
+                    && now.saturating_sub(v.time) <= max_age_ns
+                    && s.state == ServerState::Leading)
+                    .then_some((n, s))
             })
-            .collect()
-    }
-
-    /// The node that most recently claimed to lead (highest epoch wins when several claim).
-    pub fn leader(&self, now: u64, max_age_ns: u64) -> Option<(String, NodeStatus)> {
-        self.fresh(now, max_age_ns)
-            .into_iter()
-            .filter(|(_, s)| s.state == ServerState::Leading)
             .max_by_key(|(_, s)| (s.peer_epoch, s.zab_phase == crate::api::ZabPhase::Broadcast))
+            .map(|(n, s)| (n.clone(), s.clone()))
     }
 }
 
