@@ -101,7 +101,9 @@ pub fn settings_of<S: AsRef<str>>(words: &[S]) -> Result<SimSettings> {
 pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
     match f.kind {
         FaultKind::Frames => Some("frames (the simulator runs no election wire decoder)"),
-        FaultKind::Corrupt => Some("corrupt (damaged files are not simulated yet)"),
+        FaultKind::Corrupt if f.file.as_deref().is_some_and(|file| file != "txnlog") => Some(
+            "corrupt of an epoch file (a damaged epoch file makes fle-node refuse to start, which the simulator does not model)",
+        ),
         FaultKind::Packet
             if matches!(
                 f.packet,

@@ -5,8 +5,10 @@
 //! its fsynced length, maybe inside a record) is read back by the node's own repair rule. What
 //! is durable follows `zab::actions`: appends and commit records reach the page cache and are
 //! durable at the next `Sync`; TRUNC, SNAP and the epoch files are written durably at once.
-//! A kill keeps the page cache (the kernel still holds it); a power loss drops it.
+//! A kill keeps the page cache (the kernel still holds it); a power loss drops it. The
+//! `corrupt` fault damages the txnlog's bytes by the real fault's own rule.
 
+use crate::control::fault::corrupt::{damage, Damage};
 use fle_node::txnlog::{image, Txn};
 use fle_node::zab::actions::PersistOp;
 
@@ -122,6 +124,24 @@ impl Disk {
         lost
     }
 
+    /// The `corrupt` fault on the txnlog of a stopped server: its file (page cache included,
+    /// as a killed process leaves it) damaged as the real fault damages it
+    /// (`control::fault::corrupt::damage`); the node's own open repairs it at the restart. A
+    /// log of its header alone is left alone (Err): the damage may then hit the header, and a
+    /// real node refuses such a file at start, which the simulator does not model.
+    pub fn corrupt(&mut self, seed: u64) -> Result<Damage, String> {
+        if self.bytes.len() <= image::empty().len() {
+            return Err(
+                "data/txnlog holds only its header (a damaged header makes fle-node refuse to \
+                 start, which the simulator does not model)"
+                    .into(),
+            );
+        }
+        let d = damage("data/txnlog", &mut self.bytes, seed);
+        self.durable = self.durable.min(self.bytes.len());
+        Ok(d)
+    }
+
     /// What a server starting on this disk reads (the node's own open and tail repair).
     pub fn open(&mut self) -> Found {
         let read = image::read(&self.bytes).unwrap_or_else(|why| image::Read {
@@ -190,5 +210,30 @@ mod tests {
         d.power_loss(0);
         let found = d.open();
         assert_eq!((found.txns, found.committed), (vec![txn(1)], 1));
+    }
+
+    #[test]
+    fn a_corrupted_log_opens_as_a_prefix_of_what_it_held_by_the_nodes_rule() {
+        let txns: Vec<Txn> = (1..=20).map(txn).collect();
+        let mut repaired = 0;
+        for seed in 0..40 {
+            let mut d = Disk::default();
+            assert!(d.corrupt(seed).is_err(), "a header alone is left alone");
+            d.persist(PersistOp::Append(txns.clone()));
+            d.persist(PersistOp::Commit(20));
+            d.sync();
+            let damage = d.corrupt(seed).expect("a log with records is damaged");
+            assert_eq!(damage.file, "data/txnlog");
+            let found = d.open();
+            assert!(
+                found.txns.len() < txns.len() || found.committed < 20,
+                "{damage:?}"
+            );
+            assert_eq!(found.txns[..], txns[..found.txns.len()], "{damage:?}");
+            repaired += found.repaired.is_some() as usize;
+            // The repaired file is what the server holds.
+            assert_eq!(d.clone().open().txns, found.txns);
+        }
+        assert!(repaired > 0, "some damage leaves a bad tail to cut");
     }
 }

@@ -7,6 +7,7 @@
 use super::net::Port;
 use super::server::Life;
 use super::world::World;
+use crate::control::fault::corrupt;
 use crate::control::fault::packet::{PacketMode, PacketRecord};
 use crate::history::{node_name, sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::partition::{components, groups_grudge, grudge};
@@ -16,7 +17,7 @@ use crate::nemesis::schedule::{
 use crate::nemesis::targets::resolve;
 use crate::nemesis::trigger::Watch;
 use rand::Rng;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// A node's wall clock under a clock fault.
 #[derive(Debug, Clone, Copy)]
@@ -286,23 +287,40 @@ impl SimNemesis {
                     .filter(|n| sid_of(n).is_some_and(|s| w.life(s) != Life::Down))
                     .cloned()
                     .collect();
-                let mut lost = serde_json::Map::new();
-                let up: Vec<u64> = sids
-                    .iter()
-                    .copied()
-                    .filter(|s| w.life(*s) != Life::Down)
-                    .collect();
-                for s in &up {
+                let (mut lost, mut damage, mut errors) = (Map::new(), Map::new(), Map::new());
+                // The index among the named nodes seeds a corruption, as on real nodes.
+                for (i, s) in sids.iter().enumerate() {
+                    if w.life(*s) == Life::Down {
+                        continue;
+                    }
                     w.kill(*s);
-                    if t.kind == FaultKind::PowerLoss {
-                        let unsynced = w.servers[s].disk.unsynced();
-                        let torn = if unsynced { w.rng.gen_range(0..64) } else { 0 };
-                        let n = w.servers.get_mut(s).map_or(0, |x| x.disk.power_loss(torn));
-                        lost.insert(node_name(*s), json!({ "lost_bytes": n }));
+                    let disk = w.servers.get_mut(s).map(|x| &mut x.disk);
+                    let Some(disk) = disk else { continue };
+                    match t.kind {
+                        FaultKind::PowerLoss => {
+                            let torn = match disk.unsynced() {
+                                true => w.rng.gen_range(0..64),
+                                false => 0,
+                            };
+                            let n = disk.power_loss(torn);
+                            insert(&mut lost, *s, json!({ "lost_bytes": n }));
+                        }
+                        FaultKind::Corrupt => match disk.corrupt(corrupt::seed_for(f.pick, i)) {
+                            Ok(d) => insert(&mut damage, *s, json!(d)),
+                            Err(why) => insert(&mut errors, *s, json!(why)),
+                        },
+                        _ => {}
                     }
                 }
-                if t.kind == FaultKind::PowerLoss {
-                    value["lost"] = Value::Object(lost);
+                match t.kind {
+                    FaultKind::PowerLoss => value["lost"] = Value::Object(lost),
+                    FaultKind::Corrupt => {
+                        value["damage"] = Value::Object(damage);
+                        if !errors.is_empty() {
+                            value["errors"] = Value::Object(errors);
+                        }
+                    }
+                    _ => {}
                 }
             }
             FaultKind::Pause => {
@@ -522,6 +540,11 @@ fn everywhere(kind: FaultKind, nodes: Vec<String>) -> Active {
         nodes,
         undo_at: 0,
     }
+}
+
+/// A node's entry in a fault's per-node map (`lost`, `damage`, `errors`).
+fn insert(map: &mut Map<String, Value>, sid: u64, v: Value) {
+    map.insert(node_name(sid), v);
 }
 
 /// Undoes one fault, recorded as the real nemesis records it.

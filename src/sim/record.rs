@@ -73,9 +73,9 @@ impl SimRecorder {
     }
 
     /// A successful status read's line, most of a history: the status serialized as it is
-    /// (building a `serde_json::Value` map of it was most of a run's time) without its `last_election`,
-    /// which is then spliced in from the node's cached JSON (the same bytes serde writes: the
-    /// field's `null` stands where the object goes).
+    /// (building a `serde_json::Value` map of it was most of a run's time) without its
+    /// `last_election`, which is then spliced in from the node's cached JSON (the same bytes
+    /// serde writes: the field's `null` stands where the object goes).
     fn record_status(&mut self, node: &str, mut status: NodeStatus) -> (u64, NodeStatus) {
         let election = status.last_election.take();
         let event = Event {

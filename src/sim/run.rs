@@ -286,13 +286,14 @@ mod tests {
     }
 
     /// The fault kinds the simulator models.
-    const MODELLED: [&str; 6] = [
+    const MODELLED: [&str; 7] = [
         "kill",
         "pause",
         "partition",
         "clock",
         "power-loss",
         "packet",
+        "corrupt",
     ];
 
     /// Same seed, same bytes, for every fault kind the simulator models (and the default).
@@ -547,7 +548,12 @@ mod tests {
         );
         assert_eq!(bad.into_inner().unwrap(), vec![], "(seed, failed checkers)");
         let kinds = kinds.into_inner().unwrap();
-        for kind in MODELLED {
+        let default: Vec<&str> = (s.schedule.faults.iter())
+            .flat_map(|f| f.self_and_parts())
+            .map(|f| f.kind.name())
+            .collect();
+        assert!(default.len() >= 5, "the default mixed: {default:?}");
+        for kind in default {
             assert!(kinds.contains(kind), "{kind} never injected: {kinds:?}");
         }
     }
@@ -582,7 +588,18 @@ mod tests {
 
     #[test]
     fn bad_input_is_one_line_naming_it() {
+        let epoch = std::env::temp_dir().join(format!("flc-sim-epoch-{}.toml", std::process::id()));
+        std::fs::write(
+            &epoch,
+            "[[fault]]\nkind = \"corrupt\"\nfile = \"currentEpoch\"\n",
+        )
+        .unwrap();
+        let epoch_file = epoch.display().to_string();
         for (flags, needle) in [
+            (
+                vec!["--nemesis-file", epoch_file.as_str()],
+                "cannot model corrupt of an epoch file",
+            ),
             (vec!["--runs", "0"], "--runs 0"),
             (vec!["--budget", "0s"], "--budget 0"),
             (vec!["--nemesis", "frames"], "cannot model frames"),
@@ -596,5 +613,6 @@ mod tests {
             assert!(text.contains(needle) && !text.contains('\n'), "{text}");
             assert_eq!(crate::exit::code_for(&err), crate::exit::BAD_ARGS, "{text}");
         }
+        let _ = std::fs::remove_file(&epoch);
     }
 }
