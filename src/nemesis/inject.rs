@@ -583,7 +583,7 @@ fn frames(
         .collect();
     let (mut sent, mut errors) = (BTreeMap::new(), BTreeMap::new());
     for (i, node) in nodes.iter().enumerate() {
-        let seed = crate::control::fault::corrupt::seed_for(fault.pick, i);
+        let seed = fault.node_seed(i);
         let result = (|| -> Result<frames::Sent> {
             let sid = crate::history::sid_of(node).ok_or_else(|| anyhow!("no sid"))?;
             let Some(as_sid) = frames::impersonate(sid, &sids) else {
@@ -695,7 +695,7 @@ fn corrupt(
         .record(NEMESIS, EventType::Invoke, f, single(nodes), base.clone());
     let (mut pids, mut done, mut errors) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (i, node) in nodes.iter().enumerate() {
-        let seed = crate::control::fault::corrupt::seed_for(fault.pick, i);
+        let seed = fault.node_seed(i);
         match ctx.target.kill(node) {
             Ok(pid) => {
                 pids.insert(node.clone(), json!(pid));

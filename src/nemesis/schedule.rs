@@ -300,6 +300,13 @@ pub struct PlannedFault {
 }
 
 impl PlannedFault {
+    /// The seed of what this fault does to the `i`th node it names (where a `corrupt` damages
+    /// a file, which frames a `frames` sends): the real nemesis and the simulator alike, so a
+    /// simulated schedule replayed on real processes does the same to each node.
+    pub fn node_seed(&self, i: usize) -> u64 {
+        self.pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64)
+    }
+
     /// From its start until its last part is undone.
     pub fn span(&self) -> Duration {
         self.parts

@@ -7,7 +7,6 @@
 use super::net::Port;
 use super::server::Life;
 use super::world::World;
-use crate::control::fault::corrupt;
 use crate::control::fault::packet::{PacketMode, PacketRecord};
 use crate::history::{node_name, sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::partition::{components, groups_grudge, grudge};
@@ -305,7 +304,7 @@ impl SimNemesis {
                             let n = disk.power_loss(torn);
                             insert(&mut lost, *s, json!({ "lost_bytes": n }));
                         }
-                        FaultKind::Corrupt => match disk.corrupt(corrupt::seed_for(f.pick, i)) {
+                        FaultKind::Corrupt => match disk.corrupt(f.node_seed(i)) {
                             Ok(d) => insert(&mut damage, *s, json!(d)),
                             Err(why) => insert(&mut errors, *s, json!(why)),
                         },

@@ -24,12 +24,6 @@ fn mix(seed: u64, salt: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The damage seed of the `i`th node a `corrupt` fault names (the real nemesis and the
-/// simulator alike, so a simulated schedule replayed on real processes damages the same places).
-pub fn seed_for(pick: u64, i: usize) -> u64 {
-    pick.wrapping_mul(0x9E37_79B9).wrapping_add(i as u64)
-}
-
 /// Damages `bytes` (the file `file`) as `seed` says. The first 8 bytes (the file's magic) are
 /// left alone unless the file is that short, so the damage hits records, not the header alone.
 pub fn damage(file: &str, bytes: &mut Vec<u8>, seed: u64) -> Damage {
