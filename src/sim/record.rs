@@ -57,6 +57,19 @@ impl SimRecorder {
         node: Option<&str>,
         value: serde_json::Value,
     ) -> u64 {
+        self.serialize(process, kind, f, node, &value);
+        self.append_scratch()
+    }
+
+    /// Serializes the next event, stamped now, into `scratch`.
+    fn serialize<V: serde::Serialize>(
+        &mut self,
+        process: &str,
+        kind: EventType,
+        f: F,
+        node: Option<&str>,
+        value: V,
+    ) {
         let event = Event {
             index: self.next_index,
             time: self.now,
@@ -69,7 +82,6 @@ impl SimRecorder {
         self.scratch.clear();
         // An Event of derived Serialize impls cannot fail.
         let _ = serde_json::to_writer(&mut self.scratch, &event);
-        self.append_scratch()
     }
 
     /// A successful status read's line, most of a history: the status serialized as it is
@@ -77,37 +89,30 @@ impl SimRecorder {
     /// `last_election`, which is then spliced in from the node's cached JSON (the same bytes
     /// serde writes: the field's `null` stands where the object goes).
     fn record_status(&mut self, node: &str, mut status: NodeStatus) -> (u64, NodeStatus) {
+        const NULL: &[u8] = br#""last_election":null"#;
+        static FIND_NULL: LazyLock<Finder> = LazyLock::new(|| Finder::new(NULL));
         let election = status.last_election.take();
-        let event = Event {
-            index: self.next_index,
-            time: self.now,
-            process: node.to_string(),
-            kind: EventType::Ok,
-            f: F::Status,
-            node: Some(node.to_string()),
-            value: &status,
+        self.serialize(node, EventType::Ok, F::Status, Some(node), &status);
+        let null_at = FIND_NULL.find(&self.scratch);
+        status.last_election = election;
+        let (Some(e), Some(at)) = (&status.last_election, null_at) else {
+            if status.last_election.is_some() {
+                // No `null` to replace (never with serde's layout): the whole status, as is.
+                self.serialize(node, EventType::Ok, F::Status, Some(node), &status);
+            }
+            return (self.append_scratch(), status);
         };
-        self.scratch.clear();
-        let _ = serde_json::to_writer(&mut self.scratch, &event);
-        // serde_json writes UTF-8 only, and the split is at an ASCII byte.
+        if !matches!(self.elections.get(node), Some((same, _)) if same == e) {
+            let json = serde_json::to_string(e).unwrap_or_default();
+            self.elections.insert(node.to_string(), (e.clone(), json));
+        }
+        let at = at + NULL.len() - b"null".len();
+        // serde_json writes UTF-8 only, and the splits are at ASCII bytes.
         let line = std::str::from_utf8(&self.scratch).unwrap_or_default();
         let start = self.text.len();
-        const NULL: &str = r#""last_election":null"#;
-        static FIND_NULL: LazyLock<Finder> = LazyLock::new(|| Finder::new(NULL));
-        match (&election, FIND_NULL.find(line.as_bytes())) {
-            (Some(e), Some(at)) => {
-                if !matches!(self.elections.get(node), Some((same, _)) if same == e) {
-                    let json = serde_json::to_string(e).unwrap_or_default();
-                    self.elections.insert(node.to_string(), (e.clone(), json));
-                }
-                let at = at + NULL.len() - "null".len();
-                self.text.push_str(&line[..at]);
-                self.text.push_str(&self.elections[node].1);
-                self.text.push_str(&line[at + "null".len()..]);
-            }
-            _ => self.text.push_str(line),
-        }
-        status.last_election = election;
+        self.text.push_str(&line[..at]);
+        self.text.push_str(&self.elections[node].1);
+        self.text.push_str(&line[at + b"null".len()..]);
         (self.end_line(start), status)
     }
 
