@@ -25,6 +25,7 @@ use support::{env_or, median};
 #[path = "../tests/it/support"]
 mod test_support {
     pub mod fixture;
+    pub mod skip;
     pub mod ssh;
 }
 

@@ -8,6 +8,7 @@
 #[path = "../tests/it/support"]
 mod test_support {
     pub mod fixture;
+    pub mod skip;
     pub mod ssh;
 }
 

@@ -34,3 +34,8 @@ pub mod shrink;
 pub mod sim;
 pub mod sweep;
 pub mod workload;
+
+/// Unit tests that cannot run here say so through the integration tests' `skip` (one list).
+#[cfg(test)]
+#[path = "../tests/it/support/skip.rs"]
+mod test_skip;

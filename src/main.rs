@@ -64,6 +64,10 @@ fn one_line(e: &clap::Error) -> String {
         .take_while(|l| !l.is_empty())
         .collect();
     let mut message = message.join(" ");
+    // clap's tips ("a similar argument exists: '--nemesis-file'") are the fix: kept.
+    for tip in text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")) {
+        message.push_str(&format!("; {tip}"));
+    }
     // A missing flag is missing because of another one; clap's usage line names both.
     if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
         if let Some(usage) = text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {

@@ -18,8 +18,11 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug, Clone)]
 pub struct PruneArgs {
     /// The reports folder (`--out` of `test` and `sweep`).
-    #[arg(value_name = "REPORTS")]
-    pub root: PathBuf,
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// The reports folder as a positional argument (the older form of --out).
+    #[arg(value_name = "REPORTS", hide = true, conflicts_with = "out")]
+    pub root: Option<PathBuf>,
     /// Remove what started longer ago than this ("14d", "36h", "90m").
     #[arg(long, value_name = "AGE")]
     pub older_than: String,
@@ -164,10 +167,11 @@ pub async fn prune(args: PruneArgs) -> Result<i32> {
 fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     let age = crate::nemesis::units::parse_duration(&args.older_than)
         .map_err(|e| bad_input(format!("--older-than {}: {e}", args.older_than)))?;
-    let root = args.root.canonicalize().map_err(|e| {
+    let given = args.root.as_ref().unwrap_or(&args.out);
+    let root = given.canonicalize().map_err(|e| {
         bad_input(format!(
-            "prune {}: {e}; give the reports folder of `fle-chaos test` or `sweep` (--out)",
-            args.root.display()
+            "prune --out {}: {e}; give the reports folder of `fle-chaos test` or `sweep` (--out)",
+            given.display()
         ))
     })?;
     let cutoff = chrono::Utc::now()

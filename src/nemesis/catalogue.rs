@@ -134,10 +134,12 @@ pub fn load(name_or_path: &str) -> Result<Schedule> {
     if path.exists() {
         return Schedule::from_file(path);
     }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let Some(name) = built_in_name(path) else {
+        return Err(bad_input(format!(
+            "--nemesis-file {name_or_path}: no such file; give the path of an existing TOML file, \
+             or a built-in schedule by its name alone (e.g. --nemesis-file mixed)"
+        )));
+    };
     match BUILT_IN.iter().find(|(n, _)| *n == name) {
         Some((n, text)) => {
             let mut s = Schedule::from_toml(n, text)
@@ -153,6 +155,21 @@ pub fn load(name_or_path: &str) -> Result<Schedule> {
             )))
         }
     }
+}
+
+/// The built-in schedule a missing path may name: `NAME`, `NAME.toml` or `nemesis/NAME.toml`
+/// (this repository's folder, from another working directory). A path anywhere else names a
+/// file the user meant, and a typo in it must not quietly run a built-in of the same stem.
+fn built_in_name(path: &Path) -> Option<String> {
+    let parent = path.parent().map(|p| p.as_os_str().to_string_lossy());
+    if !matches!(parent.as_deref(), None | Some("") | Some("nemesis")) {
+        return None;
+    }
+    let ext = path.extension().map(|e| e.to_string_lossy());
+    if !matches!(ext.as_deref(), None | Some("toml")) {
+        return None;
+    }
+    path.file_stem().map(|s| s.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
@@ -217,6 +234,26 @@ mod tests {
             }
             assert!(seen > 0, "{name} never planned it");
         }
+    }
+
+    #[test]
+    fn a_missing_path_outside_nemesis_is_not_a_built_in() {
+        assert_eq!(built_in_name(Path::new("mixed")).as_deref(), Some("mixed"));
+        assert_eq!(
+            built_in_name(Path::new("mixed.toml")).as_deref(),
+            Some("mixed")
+        );
+        let repo = built_in_name(Path::new("nemesis/kill-leader.toml"));
+        assert_eq!(repo.as_deref(), Some("kill-leader"));
+        for typo in ["/root/typo/mixed.toml", "typo/mixed.toml", "mixed.yaml"] {
+            assert_eq!(built_in_name(Path::new(typo)), None, "{typo}");
+            let e = load(typo).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("--nemesis-file {typo}: no such file")),
+                "{e}"
+            );
+        }
+        assert!(load("nemesis/mixed.toml").is_ok());
     }
 
     #[test]

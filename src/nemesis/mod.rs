@@ -144,23 +144,42 @@ pub struct Chosen {
     pub left_out: Vec<String>,
 }
 
+/// The mean gap of `--nemesis KIND,..` when `--nemesis-interval` is not given.
+pub const KINDS_INTERVAL: Duration = Duration::from_secs(10);
+
 /// The schedule a run's flags ask for: `--nemesis-file` (a path or a built-in name) wins, then
-/// `--nemesis KIND,..` (each fault lasting `interval`, with `interval` of quiet between), else the
-/// built-in `mixed`. What the machines cannot do (`abilities`) is an error in an explicit
-/// schedule; the default `mixed` leaves it out instead (with every composed entry that has
-/// such a part) and says so in `left_out`, so a run never silently tests less than it says.
+/// `--nemesis KIND,..` (each fault lasting `interval`, with `interval` of quiet between;
+/// [`KINDS_INTERVAL`] when not given), else the built-in `mixed`. A seeded schedule's own
+/// `interval` gives way to `interval` when one is given; a timed one has none to replace.
+/// What the machines cannot do (`abilities`) is an error in an explicit schedule; the default
+/// `mixed` leaves it out instead (with every composed entry that has such a part) and says so
+/// in `left_out`, so a run never silently tests less than it says.
 pub fn schedule_from_flags(
     kinds: Option<&str>,
     file: Option<&Path>,
-    interval: Duration,
+    interval: Option<Duration>,
     abilities: &Abilities,
 ) -> Result<Chosen> {
     let explicit = kinds.is_some() || file.is_some();
     let mut schedule = match (file, kinds) {
         (Some(f), _) => catalogue::load(&f.to_string_lossy())?,
-        (None, Some(k)) => Schedule::from_flags(k, interval, interval)?,
+        (None, Some(k)) => {
+            let gap = interval.unwrap_or(KINDS_INTERVAL);
+            Schedule::from_flags(k, gap, gap)?
+        }
         (None, None) => catalogue::load("mixed")?,
     };
+    let from_kinds = file.is_none() && kinds.is_some();
+    if let Some(gap) = interval.filter(|_| !from_kinds) {
+        if schedule.timed.is_some() {
+            return Err(bad_input(format!(
+                "--nemesis-interval with the timed schedule {}: each [[step]] has its own `at`; \
+                 drop --nemesis-interval",
+                schedule.origin
+            )));
+        }
+        schedule.interval = gap;
+    }
     if explicit {
         let limits = abilities.limits();
         if let Some(limit) = limits
@@ -226,15 +245,14 @@ mod tests {
 
     #[test]
     fn the_default_mixed_has_power_loss_where_it_can_run_and_leaves_it_out_saying_why() {
-        let s = Duration::from_secs(4);
-        let full = schedule_from_flags(None, None, s, &able()).unwrap();
+        let full = schedule_from_flags(None, None, None, &able()).unwrap();
         assert!(full.schedule.kinds().contains(&FaultKind::PowerLoss));
         assert!(full.left_out.is_empty(), "{:?}", full.left_out);
         let no_fuse = Abilities {
             no_power_loss: Some("no /dev/fuse".into()),
             ..able()
         };
-        let chosen = schedule_from_flags(None, None, s, &no_fuse).unwrap();
+        let chosen = schedule_from_flags(None, None, None, &no_fuse).unwrap();
         assert!(!chosen.schedule.kinds().contains(&FaultKind::PowerLoss));
         assert_eq!(
             chosen.left_out,
@@ -253,7 +271,7 @@ mod tests {
         assert!(chosen.schedule.faults.len() < full.schedule.faults.len());
         // Under loopback the composed entry goes with the partitions, and both are named.
         let loopback = Abilities::default();
-        let chosen = schedule_from_flags(None, None, s, &loopback).unwrap();
+        let chosen = schedule_from_flags(None, None, None, &loopback).unwrap();
         assert!(chosen.left_out.iter().any(|l| l.starts_with("partition:")));
         assert!(!chosen.schedule.kinds().contains(&FaultKind::Partition));
     }
@@ -266,9 +284,8 @@ mod tests {
             no_local_packets: Some("--ssh (local namespaces only)".into()),
             ..able()
         };
-        let s = Duration::from_secs(4);
-        let full = schedule_from_flags(None, None, s, &able()).unwrap();
-        let chosen = schedule_from_flags(None, None, s, &ssh).unwrap();
+        let full = schedule_from_flags(None, None, None, &able()).unwrap();
+        let chosen = schedule_from_flags(None, None, None, &ssh).unwrap();
         let groups = |c: &Chosen| -> Vec<Option<String>> {
             c.schedule.faults.iter().map(|f| f.group_name()).collect()
         };
@@ -284,7 +301,7 @@ mod tests {
             chosen.left_out,
             vec!["packet delay/duplicate/reorder/bandwidth: --ssh (local namespaces only)"]
         );
-        let err = schedule_from_flags(None, Some(Path::new("stale-joiners")), s, &ssh)
+        let err = schedule_from_flags(None, Some(Path::new("stale-joiners")), None, &ssh)
             .unwrap_err()
             .to_string();
         assert!(
@@ -301,13 +318,8 @@ mod tests {
             no_power_loss: Some("--target zookeeper (lazyfs ...)".into()),
             ..able()
         };
-        let err = schedule_from_flags(
-            None,
-            Some(Path::new("power-loss")),
-            Duration::from_secs(4),
-            &no_fuse,
-        )
-        .unwrap_err();
+        let err =
+            schedule_from_flags(None, Some(Path::new("power-loss")), None, &no_fuse).unwrap_err();
         let line = format!("{err:#}");
         assert!(
             line.starts_with("power-loss faults cannot run: --target zookeeper"),

@@ -150,11 +150,12 @@ pub fn time_limit_for(need: Duration) -> Duration {
 /// duration fit) never plans nothing on an unlucky draw.
 pub fn plan(schedule: &Schedule, seed: u64, until: Duration) -> Vec<PlannedFault> {
     if let Some(steps) = &schedule.timed {
-        return steps
+        let fitting: Vec<PlannedFault> = steps
             .iter()
             .filter(|f| f.start + f.span() <= until)
             .cloned()
             .collect();
+        return super::timed::compose_overlapping(fitting);
     }
     let mut out: Vec<PlannedFault> = Vec::new();
     for mut f in Planner::new(schedule, seed) {

@@ -143,6 +143,12 @@ impl ScheduledNemesis {
                     Some(false) => a.insert("goal_missed".into(), true.into()),
                 };
             }
+            if self.schedule.timed.is_none() {
+                // Recorded as `at_ms`: when it really started, which anchors a replay's times.
+                // The plan's time belonged to the place a steered fault took, and a trigger or
+                // a goal's wait moves it later.
+                fault.start = start.elapsed();
+            }
             let stopped = if fault.parts.is_empty() {
                 self.single(ctx, &mut stop, &fault).await
             } else {
@@ -240,6 +246,8 @@ impl ScheduledNemesis {
                 if i > 0 {
                     aim_at_main(&mut f, ctx, &main_nodes);
                 }
+                // Recorded from the nemesis's start (`at_ms`), as a single fault is.
+                f.start += fault.start;
                 actives[i] = inject::apply(ctx, &f);
                 if let Some(a) = &actives[i] {
                     if i == 0 {

@@ -13,8 +13,9 @@
 //! time; a replay of a recorded run (and shrinking it, `crate::shrink`) needs what *did*
 //! happen, exactly, on the same nodes. A step takes the keys of a `[[fault]]` (validated by the
 //! same code) plus `at` and, for partitions no named shape can say (one-way cuts, rings,
-//! bridges), `drops`: the exact grudge; a packet step names its directed `links`. Steps run one at a time in order of `at`, through
-//! the same nemesis as a seeded plan (`plan::plan` hands them out as written).
+//! bridges), `drops`: the exact grudge; a packet step names its directed `links`. Steps run in
+//! order of `at` through the same nemesis as a seeded plan (`plan::plan` hands them out as
+//! written); steps that overlap run together, as one composed fault ([`compose_overlapping`]).
 //!
 //! [`of_run`] makes the steps of a recorded run from its history's fault intervals
 //! (`history::view`, the one definition of when a fault was in force); [`to_toml`] writes them.
@@ -110,6 +111,26 @@ pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
 fn fault_at_line(mut f: PlannedFault, line: usize) -> PlannedFault {
     f.template.line = Some(line);
     f
+}
+
+/// Steps in force at the same time, as one composed fault: the first of each overlapping run
+/// of steps is the main fault, the steps that start before everything before them is undone
+/// are its parts (their `start` counted from the main's). A recorded run's faults overlap
+/// where a composition or a steered goal put them together; replayed one after another, each
+/// would wait for the one before to be undone and the replay would be another run.
+pub fn compose_overlapping(steps: Vec<PlannedFault>) -> Vec<PlannedFault> {
+    let mut out: Vec<PlannedFault> = Vec::new();
+    for step in steps {
+        match out.last_mut() {
+            Some(main) if step.start < main.start + main.span() => {
+                let mut part = step;
+                part.start -= main.start;
+                main.parts.push(part);
+            }
+            _ => out.push(step),
+        }
+    }
+    out
 }
 
 /// The random word of step `i` (the tear point of a power loss, the damage of a corrupt):

@@ -17,9 +17,9 @@ pub struct ServeArgs {
     /// TCP port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// The reports folder to serve.
-    #[arg(long, default_value = "reports")]
-    pub dir: PathBuf,
+    /// The reports folder to serve (`--out` of `test` and `sweep`).
+    #[arg(long, alias = "dir", default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
     /// Address to listen on; 0.0.0.0 shares the reports with the network.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
@@ -45,16 +45,16 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<i32> {
 
 /// Serves the reports folder until interrupted.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
-    if !args.dir.is_dir() {
+    if !args.out.is_dir() {
         return Err(bad_input(format!(
             "--dir {}: no such folder; give the reports folder runs were written to \
              (default: reports)",
-            args.dir.display()
+            args.out.display()
         )));
     }
-    let dir = args.dir.clone();
+    let dir = args.out.clone();
     super::serve::serve_dir(
-        args.dir,
+        args.out,
         SocketAddr::new(args.bind, args.port),
         move |addr| {
             // Scripts (and the tests) read this line to learn the port.

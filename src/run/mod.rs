@@ -13,6 +13,7 @@
 //!   the plan; `run_body` runs it;
 //! - `interrupt`: SIGINT/SIGTERM/SIGHUP; `node_watch`: nodes that die unasked (`node-exit`
 //!   events; at start-up, an abort);
+//! - `replay`: the run's faults as `schedule.toml`, and `--replay RUN_DIR`;
 //! - `finish`: check and report (`finish_run`).
 
 pub mod child;
@@ -24,6 +25,7 @@ pub mod node_watch;
 pub mod plan;
 pub mod preflight;
 pub mod progress;
+pub mod replay;
 pub mod run_dir;
 pub mod test;
 
@@ -96,7 +98,7 @@ fn warn_real_clock(hosts: &[String], kinds: &[FaultKind]) {
 pub async fn test(args: TestArgs) -> Result<i32> {
     // What the run's commands leave running (lazyfs) is reaped by this process, not PID 1.
     crate::control::backend::reaper::adopt_orphans();
-    let mut plan = Plan::from_args(args)?;
+    let mut plan = Plan::from_args(replay::resolve(args)?)?;
     let interrupts = Interrupts::install()?;
     match plan.hosts.clone() {
         // Remote nodes: the tools are needed on the hosts (installed at setup), and every
@@ -208,7 +210,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         init_limit: plan.args.init_limit,
         sync_limit: plan.args.sync_limit,
         started_at: chrono::Utc::now(),
-        replay_command: plan.replay_command(seed),
+        replay_command: replay::command(&run_dir),
         version: env!("CARGO_PKG_VERSION").into(),
         history_format: crate::history::FORMAT_VERSION,
         settings: Settings {
@@ -318,6 +320,9 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
                 );
             } else {
                 guard.teardown_now();
+            }
+            if let Err(e) = replay::write_schedule(&run_dir) {
+                eprintln!("fle-chaos: the run's faults could not be written for a replay: {e:#}");
             }
             let finish = tokio::task::spawn_blocking({
                 let dir = run_dir.clone();

@@ -60,10 +60,12 @@ impl TargetKind {
 /// `fle-chaos test` options (kept in test.json `settings.args`; `shrink` reads them back).
 #[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct TestArgs {
-    /// Number of local nodes (servers n1..nN; 1 to 31), or with --ssh the remote hosts,
-    /// comma-separated (n1 runs on the first): `--ssh --nodes vm1,vm2,vm3`.
-    #[arg(long, default_value = "5", value_name = "N|HOST,HOST,..")]
-    pub nodes: NodesArg,
+    /// Number of local nodes (servers n1..nN; 1 to 31) [default: 5], or with --ssh the remote
+    /// hosts, comma-separated (n1 runs on the first): `--ssh --nodes vm1,vm2,vm3`, or
+    /// `--ssh --nodes-file FILE`.
+    #[arg(long, value_name = "N|HOST,HOST,..")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<NodesArg>,
     /// Observers (non-voting servers, ZooKeeper's `:observer`): the last K of --nodes, or
     /// names such as `n6,n7`. Quorums count the voters only.
     #[arg(long, value_name = "K|n6,n7,..")]
@@ -77,21 +79,20 @@ pub struct TestArgs {
         allow_negative_numbers = true
     )]
     pub time_limit: f64,
-    /// Workload: a short name (election, writes: workloads/NAME.toml) or a path to a TOML file.
-    #[arg(long, default_value = "election", value_name = "NAME|FILE")]
+    /// Workload: a short name (writes: clients write through the leader, every checker
+    /// applies; election: observe only; workloads/NAME.toml) or a path to a TOML file.
+    #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
     pub workload: String,
-    /// Faults: `none`, or a comma list of kill,pause,partition,clock,power-loss,corrupt
-    /// [default: all four; with --net loopback: kill,pause,clock].
+    /// Faults: `none`, or a comma list of kill,pause,partition,clock,packet,power-loss,
+    /// corrupt,frames, one fault of each at a time [default: the `mixed` schedule, steered:
+    /// every kind, aimed faults and compositions; docs/faults.md].
     #[arg(long, value_name = "none|KIND,..")]
     pub nemesis: Option<String>,
-    /// Mean seconds between faults.
-    #[arg(
-        long,
-        default_value_t = 10.0,
-        value_name = "SECONDS",
-        allow_negative_numbers = true
-    )]
-    pub nemesis_interval: f64,
+    /// Mean seconds between faults [default: 10 with --nemesis KINDS; else the schedule's
+    /// own `interval`, which this replaces].
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nemesis_interval: Option<f64>,
     /// Order of the planned faults: `steered` brings forward those aimed at situations the
     /// run has not met yet (docs/faults.md, Steering); `random` keeps the seeded order.
     #[arg(long, value_enum, default_value_t = Strategy::Steered, value_name = "STRATEGY")]
@@ -101,8 +102,9 @@ pub struct TestArgs {
     /// neither they nor this run met (docs/coverage.md).
     #[arg(long, value_name = "FILE")]
     pub met_before: Option<PathBuf>,
-    /// A fault schedule (nemesis/*.toml); takes precedence over --nemesis.
-    #[arg(long, value_name = "FILE")]
+    /// A fault schedule: a file, or the name of a built-in one (`mixed`, `kill-leader`, ...:
+    /// nemesis/NAME.toml); takes precedence over --nemesis.
+    #[arg(long, value_name = "NAME|FILE")]
     pub nemesis_file: Option<PathBuf>,
     /// Seed of every random choice (same seed, same schedule) [default: random, printed].
     #[arg(long)]
@@ -176,7 +178,17 @@ pub struct TestArgs {
     pub finalize_wait_ms: Option<u64>,
     #[command(flatten)]
     pub ssh: SshArgs,
+    /// Run the test of RUN_DIR again: every setting of its test.json and the faults it
+    /// applied (its schedule.toml), at the same times on the same nodes. Goes with --out,
+    /// --name, --test-count, --node-binary, --leave-running and --nemesis-file (another timed
+    /// schedule, e.g. shrink's minimal.toml); the other settings are the run's.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = super::replay::FIXED_BY_THE_RUN)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<PathBuf>,
 }
+
+/// Local nodes when `--nodes` is not given.
+pub const DEFAULT_NODES: usize = 5;
 
 impl TestArgs {
     /// `fle-chaos test`'s arguments parsed from words (a sweep's cell, a simulated failure's
@@ -255,7 +267,7 @@ pub(crate) fn observers_of(spec: Option<&str>, nodes: &[String]) -> Result<Vec<S
     Ok(chosen)
 }
 
-fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
+pub fn positive_seconds(flag: &str, v: f64) -> Result<Duration> {
     if v.is_finite() && v > 0.0 && v < 1e7 {
         Ok(Duration::from_secs_f64(v))
     } else {
@@ -446,17 +458,23 @@ impl Plan {
             Net::Netns => NetMode::Netns,
             Net::Loopback => NetMode::Loopback,
         };
-        let hosts = args.ssh.hosts(Some(&args.nodes))?;
+        let hosts = args.ssh.hosts(args.nodes.as_ref())?;
         check_zookeeper_flags(&args, hosts.is_some())?;
-        let count = args.nodes.count();
+        let count = match (&hosts, &args.nodes) {
+            (Some(h), _) => h.len(),
+            (None, Some(n)) => n.count(),
+            (None, None) => DEFAULT_NODES,
+        };
         if !(1..=31).contains(&count) {
             return Err(bad_input(format!(
-                "--nodes {}: between 1 and 31 nodes",
-                args.nodes
+                "--nodes {count}: between 1 and 31 nodes"
             )));
         }
         let time_limit = positive_seconds("--time-limit", args.time_limit)?;
-        let interval = positive_seconds("--nemesis-interval", args.nemesis_interval)?;
+        let interval = args
+            .nemesis_interval
+            .map(|s| positive_seconds("--nemesis-interval", s))
+            .transpose()?;
         let recovery_timeout = positive_seconds("--recovery-timeout", args.recovery_timeout)?;
         if args.tick_ms == 0 || args.init_limit == 0 || args.sync_limit == 0 {
             return Err(bad_input(
@@ -488,7 +506,7 @@ impl Plan {
         let nemesis_settings = NemesisSettings {
             observers: observers.clone(),
             kinds: schedule.kinds(),
-            interval,
+            interval: schedule.interval,
             file: args.nemesis_file.clone(),
             left_out,
             strategy: args.nemesis_strategy,
@@ -586,64 +604,5 @@ impl Plan {
             .iter()
             .map(|f| 1 + f.parts.len())
             .sum()
-    }
-
-    /// A command line that replays run number `i` of this plan.
-    pub fn replay_command(&self, seed: u64) -> String {
-        let a = &self.args;
-        let mut cmd = format!(
-            "fle-chaos test --nodes {} --time-limit {} --workload {} --nemesis {} --nemesis-interval {} --seed {seed} --net {} --tick-ms {} --init-limit {} --sync-limit {}",
-            a.nodes,
-            a.time_limit,
-            a.workload,
-            if self.nemesis_settings.kinds.is_empty() {
-                "none".to_string()
-            } else {
-                self.kind_names().join(",")
-            },
-            a.nemesis_interval,
-            match a.net {
-                Net::Netns => "netns",
-                Net::Loopback => "loopback",
-            },
-            a.tick_ms,
-            a.init_limit,
-            a.sync_limit
-        );
-        if let Some(f) = &a.nemesis_file {
-            cmd.push_str(&format!(" --nemesis-file {}", f.display()));
-        }
-        if a.nemesis_strategy != Strategy::Steered {
-            cmd.push_str(&format!(
-                " --nemesis-strategy {}",
-                a.nemesis_strategy.word()
-            ));
-        }
-        if self.workload.kind == workload::Kind::Writes {
-            cmd.push_str(&format!(
-                " --concurrency {} --rate {}",
-                self.workload.clients, self.workload.rate
-            ));
-        }
-        if let Some(b) = &a.bug {
-            cmd.push_str(&format!(" --bug {b}"));
-        }
-        if let Some(o) = &a.observers {
-            cmd.push_str(&format!(" --observers {o}"));
-        }
-        if a.faketime {
-            cmd.push_str(" --faketime");
-        }
-        cmd.push_str(&a.ssh.replay_flags());
-        if a.target == TargetKind::Zookeeper {
-            cmd.push_str(" --target zookeeper");
-        }
-        if let Some(home) = &a.zookeeper_home {
-            cmd.push_str(&format!(" --zookeeper-home {}", home.display()));
-        }
-        for s in &a.zookeeper_config {
-            cmd.push_str(&format!(" --zookeeper-config {s}"));
-        }
-        cmd
     }
 }

@@ -1,5 +1,6 @@
 //! The live progress line: elapsed/limit, leader and epoch, active faults, operation tallies.
-//! Hidden when stderr is not a terminal (CI logs stay clean).
+//! On a terminal it redraws in place; when stderr is not a terminal (a CI log, a sweep's child)
+//! a plain line every [`LOG_EVERY`] says the run is alive, with the faults applied so far.
 
 use crate::history::recorder::Recorder;
 use crate::workload::observe::Observations;
@@ -43,13 +44,27 @@ pub fn line(recorder: &Recorder, obs: &Observations, phase: &str, limit: Duratio
     )
 }
 
-/// Refreshes `pb` every 200 ms until the task is aborted.
+/// How often a run says it is alive where no live line is drawn.
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Refreshes `pb` every 200 ms until the task is aborted; where stderr is not a terminal,
+/// prints the line every [`LOG_EVERY`] instead.
 pub async fn refresh(
     pb: ProgressBar,
     recorder: Arc<Recorder>,
     obs: Arc<Observations>,
     limit: Duration,
 ) {
+    if pb.is_hidden() {
+        let mut every =
+            tokio::time::interval_at(tokio::time::Instant::now() + LOG_EVERY, LOG_EVERY);
+        loop {
+            every.tick().await;
+            let applied = recorder.view(|v| v.intervals().len());
+            let now = line(&recorder, &obs, "running", limit);
+            eprintln!("fle-chaos: {now} | faults so far: {applied}");
+        }
+    }
     loop {
         pb.set_message(line(&recorder, &obs, "running", limit));
         pb.tick();

@@ -16,7 +16,9 @@ pub fn test_argv(args: &TestArgs, time_limit: Duration, nemesis: Option<&Path>) 
         v.push(f.into());
         v.push(value.into());
     };
-    flag("--nodes", args.nodes.to_string());
+    if let Some(nodes) = &args.nodes {
+        flag("--nodes", nodes.to_string());
+    }
     flag("--time-limit", format!("{:.3}", time_limit.as_secs_f64()));
     flag("--workload", args.workload.clone());
     if let Some(seed) = args.seed {

@@ -267,7 +267,10 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     let sim = crate::sim::replay::SimReplayer::of_run(&run_dir, &rec.info)?;
     let sim_opts;
     let (opts, mut args) = match sim {
-        None => (opts, recorded_args(&run_dir, &rec)?),
+        None => (
+            opts,
+            crate::run::replay::recorded_args(&run_dir, &rec.info)?,
+        ),
         Some((_, ref real)) => {
             sim_opts = ShrinkOptions {
                 replays: 1,
@@ -436,27 +439,6 @@ async fn steady_minimal(
         ));
         engine.set_aside(m);
     }
-}
-
-/// The test arguments the run was made with (test.json's `settings.args`), as this version
-/// reads them.
-fn recorded_args(run_dir: &Path, rec: &timed::Recorded) -> Result<TestArgs> {
-    let args: TestArgs = rec
-        .info
-        .settings
-        .rest
-        .get("args")
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("no settings.args"))
-        .and_then(|a| Ok(serde_json::from_value(a)?))
-        .map_err(|e| {
-            bad_input(format!(
-                "{}: test.json does not hold this version's test arguments ({e}); replay it with \
-                 the fle-chaos that made it",
-                run_dir.display()
-            ))
-        })?;
-    Ok(args)
 }
 
 /// Writes `minimal.toml` (or, when no fault is needed, a note to replay with `--nemesis none`)

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
-    /// How many runs (run i uses seed S+i); default 100, or as many as `--budget` allows.
-    #[arg(long, value_name = "N")]
+    /// How many runs (run i uses seed S+i), as `test --test-count` [default: 100, or as many
+    /// as `--budget` allows].
+    #[arg(long = "test-count", alias = "runs", value_name = "N")]
     pub runs: Option<u64>,
     /// Wall time to spend ("90s", "5m"): no run starts after it.
     #[arg(long, value_name = "DURATION", value_parser = crate::nemesis::units::parse_duration)]
@@ -32,21 +33,27 @@ pub struct SimulateArgs {
     /// Runs at once (default: the machine's cores).
     #[arg(long, value_name = "K")]
     pub parallel: Option<usize>,
+    /// Number of simulated servers n1..nN (1 to 9).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub nodes: usize,
     /// Observers, as `test --observers`: the last K of --nodes, or names such as `n4,n5`.
     #[arg(long, value_name = "K|n4,n5,..")]
     pub observers: Option<String>,
+    /// Workload, as `test --workload`: writes (clients write through the leader) or election.
     #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
     pub workload: String,
     /// Fault kinds, as `test --nemesis` (default: the built-in `mixed`, less what the
     /// simulator cannot model).
     #[arg(long, value_name = "KIND,..")]
     pub nemesis: Option<String>,
+    /// A fault schedule, as `test --nemesis-file`: a file or a built-in name; takes
+    /// precedence over --nemesis.
     #[arg(long, value_name = "NAME|FILE")]
     pub nemesis_file: Option<PathBuf>,
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub nemesis_interval: f64,
+    /// Mean seconds between faults, as `test --nemesis-interval` [default: 10 with --nemesis
+    /// KINDS; else the schedule's own `interval`, which this replaces].
+    #[arg(long, value_name = "SECONDS")]
+    pub nemesis_interval: Option<f64>,
     /// Seeded fle-node bugs, as `fle-node --bug` (see `fle-node --list-bugs`).
     #[arg(long, value_name = "BUG,..")]
     pub bug: Option<String>,
@@ -56,6 +63,7 @@ pub struct SimulateArgs {
     /// Stop at the first run that is not valid.
     #[arg(long)]
     pub until_invalid: bool,
+    /// Where failing runs' folders and the summary go: OUT/sim-<timestamp>/.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
     /// Replay the first N failing runs' schedules on real processes (`fle-chaos test`, root),
@@ -65,10 +73,13 @@ pub struct SimulateArgs {
     /// Run every seed twice and fail on any difference in its history.
     #[arg(long)]
     pub check_determinism: bool,
+    /// ZooKeeper tickTime in milliseconds, as `test --tick-ms`.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub tick_ms: u64,
+    /// ZooKeeper initLimit, in ticks.
     #[arg(long, default_value_t = 10, value_name = "TICKS")]
     pub init_limit: u32,
+    /// ZooKeeper syncLimit, in ticks.
     #[arg(long, default_value_t = 5, value_name = "TICKS")]
     pub sync_limit: u32,
 }
@@ -142,7 +153,7 @@ fn absolute_if_file(name: &str) -> String {
 /// The settings of every run, from the flags; bad input is one line (exit 254).
 pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if a.runs == Some(0) {
-        return Err(bad_input("--runs 0: give at least one run"));
+        return Err(bad_input("--test-count 0: give at least one run"));
     }
     if a.budget == Some(Duration::ZERO) {
         return Err(bad_input("--budget 0: give a wall time such as 90s or 5m"));
@@ -186,7 +197,10 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         .collect();
     let observers = crate::run::plan::observers_of(a.observers.as_deref(), &names)?;
     let workload = crate::workload::load(&a.workload)?;
-    let interval = Duration::from_secs_f64(a.nemesis_interval.max(0.001));
+    let interval = a
+        .nemesis_interval
+        .map(|s| crate::run::plan::positive_seconds("--nemesis-interval", s))
+        .transpose()?;
     let chosen = crate::nemesis::schedule_from_flags(
         a.nemesis.as_deref(),
         a.nemesis_file.as_deref(),
@@ -243,12 +257,10 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     }
     let mut argv = real_args.clone();
     if let Some(n) = &a.nemesis {
-        argv.extend([
-            "--nemesis".to_string(),
-            n.clone(),
-            "--nemesis-interval".to_string(),
-            a.nemesis_interval.to_string(),
-        ]);
+        argv.extend(["--nemesis".to_string(), n.clone()]);
+    }
+    if let Some(gap) = a.nemesis_interval {
+        argv.extend(["--nemesis-interval".to_string(), gap.to_string()]);
     }
     if let Some(f) = &a.nemesis_file {
         argv.extend([

@@ -62,7 +62,7 @@ impl SimReplayer {
                 crate::nemesis::schedule_from_flags(
                     None,
                     Some(f),
-                    self.settings.schedule.interval,
+                    None,
                     &crate::nemesis::Abilities::all(),
                 )?
                 .schedule

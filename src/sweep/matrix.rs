@@ -425,7 +425,7 @@ impl Cell {
     /// recovery or ZooKeeper flags.
     pub fn args(&self, m: &Matrix) -> Vec<String> {
         let mut a: Vec<String> = if self.is_sim() {
-            vec!["--runs".into(), m.sim_runs.to_string()]
+            vec!["--test-count".into(), m.sim_runs.to_string()]
         } else {
             vec!["--target".into(), self.target.clone()]
         };

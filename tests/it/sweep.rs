@@ -765,8 +765,8 @@ fn bad_input_is_one_line_and_creates_nothing() {
     assert!(stderr.contains("sweep.json"), "{stderr}");
 }
 
-/// The strings of a YAML file (python3's yaml module), or None when it is not installed.
-fn yaml_strings(path: &Path) -> Option<Vec<String>> {
+/// The strings of a YAML file: its keys and string values.
+fn yaml_strings(path: &Path) -> Vec<String> {
     fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
         match v {
             serde_json::Value::String(s) => out.push(s.clone()),
@@ -779,10 +779,10 @@ fn yaml_strings(path: &Path) -> Option<Vec<String>> {
         }
     }
     let mut out = Vec::new();
-    for doc in yaml_documents(path)? {
+    for doc in yaml_documents(path) {
         walk(&doc, &mut out);
     }
-    Some(out)
+    out
 }
 
 /// A `fle-chaos sweep|merge ...` command line of a job file, with CI variables filled in.
@@ -827,10 +827,7 @@ fn the_nightly_job_files_parse_and_their_commands_are_accepted() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nightly");
     let mut checked = 0;
     for file in ["github-actions.yml", "gitlab-ci.yml"] {
-        let Some(strings) = yaml_strings(&dir.join(file)) else {
-            eprintln!("SKIPPED YAML of {file}: python3 has no yaml module");
-            continue;
-        };
+        let strings = yaml_strings(&dir.join(file));
         let commands: Vec<&String> = strings
             .iter()
             .filter(|s| s.contains("fle-chaos sweep") || s.contains("fle-chaos merge"))
@@ -849,11 +846,7 @@ fn the_nightly_job_files_parse_and_their_commands_are_accepted() {
     accepted(exec, "fle-chaos-nightly.service");
     checked += 1;
     // systemd-analyze checks that ExecStart exists: point it at the binary under test.
-    if Command::new("systemd-analyze")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
+    if has_systemd_analyze() {
         let tmp = tempfile::tempdir().unwrap();
         let unit = tmp.path().join("fle-chaos-nightly.service");
         std::fs::write(
@@ -876,9 +869,28 @@ fn the_nightly_job_files_parse_and_their_commands_are_accepted() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
     } else {
-        eprintln!("SKIPPED systemd-analyze verify: not installed");
+        let why = "systemd-analyze is not installed and installing it needs root (apt-get install systemd)";
+        crate::support::skip::skip("systemd-analyze verify", why);
     }
     assert!(checked >= 1);
+}
+
+/// Whether `systemd-analyze` runs here, installing Debian's `systemd` for it when missing and
+/// root.
+fn has_systemd_analyze() -> bool {
+    let runs = || {
+        Command::new("systemd-analyze")
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if runs() || !fle_chaos::control::is_root() {
+        return runs();
+    }
+    let mut say = |s: &str| eprintln!("{s}");
+    let _ =
+        fle_chaos::control::backend::apt::install(&["systemd"], "the job files' test", &mut say);
+    runs()
 }
 
 /// A test run folder `root/<name>/<stamp>/` started `days` ago.
@@ -985,7 +997,7 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     fle_chaos::sweep::trends::write_rows(&root, &rows).unwrap();
     let prune = |extra: &[&str]| {
         let out = fle_chaos()
-            .arg("prune")
+            .args(["prune", "--out"])
             .arg(&root)
             .args(["--older-than", "14d"])
             .args(extra)
@@ -1058,30 +1070,81 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
     assert!(said.contains("--older-than"), "{said}");
 }
 
-/// The documents of a YAML file as JSON (python3's yaml module), or None without it.
-fn yaml_documents(path: &Path) -> Option<Vec<serde_json::Value>> {
-    let script =
-        "import json,sys,yaml\nprint(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))\n";
-    let o = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .output()
-        .ok()?;
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    if stderr.contains("No module named 'yaml'") {
-        return None;
+/// The documents of a YAML file as JSON values (yaml-rust2, so no Python is needed).
+fn yaml_documents(path: &Path) -> Vec<serde_json::Value> {
+    fn json(y: &yaml_rust2::Yaml) -> serde_json::Value {
+        use yaml_rust2::Yaml;
+        match y {
+            Yaml::String(s) | Yaml::Real(s) => serde_json::Value::String(s.clone()),
+            Yaml::Integer(i) => (*i).into(),
+            Yaml::Boolean(b) => (*b).into(),
+            Yaml::Array(a) => a.iter().map(json).collect(),
+            Yaml::Hash(h) => h
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("{k:?}")),
+                        json(v),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+            _ => serde_json::Value::Null,
+        }
     }
-    assert!(o.status.success(), "{}: {stderr}", path.display());
-    Some(serde_json::from_slice(&o.stdout).unwrap())
+    let text = std::fs::read_to_string(path).unwrap();
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    docs.iter().map(json).collect()
+}
+
+/// The image the job files name is built by docs/nightly/Containerfile: it installs every
+/// package the tool would install at run time (so a pod never waits in apt), and copies what
+/// the jobs run (the two binaries, the schedules and workloads, where the jobs look).
+#[test]
+fn the_container_image_holds_every_package_the_tool_installs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nightly");
+    let file = std::fs::read_to_string(dir.join("Containerfile")).unwrap();
+    let installed: Vec<&str> = file
+        .split("apt-get install")
+        .nth(1)
+        .expect("an apt-get install in the Containerfile")
+        .split("&&")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter(|w| !w.starts_with('-') && *w != "\\")
+        .collect();
+    let needed = fle_chaos::control::backend::os_setup::every_package()
+        .into_iter()
+        .chain(
+            fle_chaos::control::target::zookeeper::os_setup::PACKAGES
+                .iter()
+                .copied(),
+        )
+        .chain(["openssh-client"]);
+    for package in needed {
+        assert!(
+            installed.contains(&package),
+            "{package} not in {installed:?}"
+        );
+    }
+    let k8s = std::fs::read_to_string(dir.join("kubernetes.yml")).unwrap();
+    for (what, path) in [
+        ("workingDir", "/opt/fle-chaos"),
+        ("the binaries", "target/release/"),
+        ("the sweep matrices", "workloads"),
+    ] {
+        assert!(k8s.contains(path) && file.contains(path), "{what}: {path}");
+    }
 }
 
 #[test]
 fn the_kubernetes_indexed_job_runs_every_slice_of_the_matrix_once() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nightly/kubernetes.yml");
-    let Some(docs) = yaml_documents(&file) else {
-        eprintln!("SKIPPED kubernetes.yml: python3 has no yaml module");
-        return;
-    };
+    let docs = yaml_documents(&file);
     let job = |name: &str| {
         docs.iter()
             .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == name)

@@ -145,10 +145,11 @@ fn zookeeper_missing() -> bool {
     let missing = CLASSPATH.iter().any(|j| !Path::new(j).exists())
         || Command::new("java").arg("-version").output().is_err();
     if missing {
-        eprintln!(
-            "SKIPPED: needs java and the zookeeper package ({})",
+        let why = format!(
+            "needs java and the zookeeper package ({})",
             CLASSPATH.join(", ")
         );
+        crate::support::skip::skip("mixed_zookeeper", &why);
     }
     missing
 }

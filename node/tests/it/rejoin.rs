@@ -65,7 +65,8 @@ fn run() {
     let mut net = match PrivateNet::enter(5) {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("SKIPPED: needs root for a private network namespace: {e}");
+            let why = format!("needs root for a private network namespace: {e}");
+            crate::support::skip::skip("rejoin", &why);
             return;
         }
     };

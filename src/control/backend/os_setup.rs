@@ -28,30 +28,23 @@ fn on_path(program: &str) -> bool {
         .any(|d| Path::new(d).join(program).exists())
 }
 
+/// Every package a run may install on this machine (what `ensure` installs for the most
+/// demanding run): a container image holds them all (docs/nightly/Containerfile).
+pub fn every_package() -> Vec<&'static str> {
+    let all = Needs {
+        netns: true,
+        iptables: true,
+        faketime: true,
+    };
+    tools(all)
+        .iter()
+        .flat_map(|t| t.packages.iter().copied())
+        .collect()
+}
+
 /// Installs what `needs` requires and is missing; `say` receives what is being done.
 pub fn ensure(needs: Needs, say: &mut dyn FnMut(&str)) -> Result<()> {
-    let mut tools = Vec::new();
-    if needs.netns {
-        tools.push(Tool {
-            what: "network namespaces (`ip`)",
-            packages: &["iproute2"],
-            present: || on_path("ip"),
-        });
-    }
-    if needs.iptables {
-        tools.push(Tool {
-            what: "partitions (`iptables`)",
-            packages: &["iptables"],
-            present: || on_path("iptables"),
-        });
-    }
-    if needs.faketime {
-        tools.push(Tool {
-            what: "clock faults (libfaketime)",
-            packages: &["libfaketime", "faketime"],
-            present: || Path::new(LIBFAKETIME).exists(),
-        });
-    }
+    let tools = tools(needs);
     let missing: Vec<&Tool> = tools.iter().filter(|t| !(t.present)()).collect();
     if missing.is_empty() {
         return Ok(());
@@ -84,4 +77,31 @@ pub fn ensure(needs: Needs, say: &mut dyn FnMut(&str)) -> Result<()> {
         installed.last_line,
         packages.join(" ")
     )
+}
+
+/// The tools `needs` asks for, each with its packages.
+fn tools(needs: Needs) -> Vec<Tool> {
+    let mut tools = Vec::new();
+    if needs.netns {
+        tools.push(Tool {
+            what: "network namespaces (`ip`)",
+            packages: &["iproute2"],
+            present: || on_path("ip"),
+        });
+    }
+    if needs.iptables {
+        tools.push(Tool {
+            what: "partitions (`iptables`)",
+            packages: &["iptables"],
+            present: || on_path("iptables"),
+        });
+    }
+    if needs.faketime {
+        tools.push(Tool {
+            what: "clock faults (libfaketime)",
+            packages: &["libfaketime", "faketime"],
+            present: || Path::new(LIBFAKETIME).exists(),
+        });
+    }
+    tools
 }

@@ -360,7 +360,7 @@ mod tests {
     #[test]
     fn resources_gone_before_their_removal_are_no_error() {
         if !crate::control::is_root() {
-            eprintln!("skipped: needs root (ip netns)");
+            crate::test_skip::skip("teardown: ip netns", "needs root (ip netns)");
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn a_removal_that_really_fails_is_an_error() {
         if !crate::control::is_root() {
-            eprintln!("skipped: needs root (/run/netns)");
+            crate::test_skip::skip("teardown: /run/netns", "needs root (/run/netns)");
             return;
         }
         let name = format!("flc-notns-{}", std::process::id());

@@ -64,7 +64,10 @@ pub fn sleeper_with_pair(dir: &Path) -> Option<(std::process::Child, [PathBuf; 2
     use std::time::Instant;
     let lib = crate::control::fault::faketime::LIBFAKETIME;
     if !Path::new(lib).exists() {
-        eprintln!("SKIPPED: {lib} missing (apt-get install libfaketime)");
+        crate::test_skip::skip(
+            "faketime_shm",
+            &format!("{lib} missing (apt-get install libfaketime)"),
+        );
         return None;
     }
     let file = crate::control::fault::faketime::prepare(dir).unwrap();

@@ -50,7 +50,10 @@ fn chromium() -> Option<PathBuf> {
         return Some(p);
     }
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED report_browser: chromium is not installed and installing it needs root (apt-get install chromium)");
+        crate::support::skip::skip(
+            "report_browser",
+            "chromium is not installed and installing it needs root (apt-get install chromium)",
+        );
         return None;
     }
     // The controller's installer: one apt-get at a time in this process (dpkg has one lock).

@@ -151,7 +151,7 @@ fn serve_refuses_a_missing_folder_and_a_busy_port() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = busy.local_addr().unwrap().port().to_string();
     let out = Command::new(BIN)
-        .args(["serve", "--port", &port, "--dir"])
+        .args(["serve", "--port", &port, "--out"])
         .arg(root.path())
         .output()
         .unwrap();

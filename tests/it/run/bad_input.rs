@@ -47,6 +47,39 @@ fn bad_flags_exit_254_naming_the_flag() {
         &["--nemesis-file", "/nonexistent/schedule.toml"],
         &["--nemesis-file", "no such file"],
     );
+    // A typo in a folder never runs the built-in schedule of the same name.
+    assert_bad(
+        &["--nemesis-file", "/nonexistent/typo/mixed.toml"],
+        &["--nemesis-file /nonexistent/typo/mixed.toml: no such file"],
+    );
+    // clap's tip is the fix, kept in the one line.
+    assert_bad(
+        &["--nemesis-fle", "mixed"],
+        &["a similar argument exists: '--nemesis-file'"],
+    );
+    // A timed schedule has no interval to replace.
+    assert_bad(
+        &[
+            "--nemesis-file",
+            "txnlog-diff-2846",
+            "--nemesis-interval",
+            "3",
+        ],
+        &[
+            "--nemesis-interval",
+            "timed schedule",
+            "drop --nemesis-interval",
+        ],
+    );
+    assert_bad(&["--nemesis-interval", "0"], &["--nemesis-interval 0"]);
+    assert_bad(
+        &["--replay", "/nonexistent/run", "--seed", "3"],
+        &["'--replay <RUN_DIR>' cannot be used with '--seed <SEED>'"],
+    );
+    assert_bad(
+        &["--replay", "/nonexistent/run"],
+        &["--replay /nonexistent/run: not a run folder"],
+    );
     assert_bad(
         &["--node-binary", "/nonexistent/fle-node"],
         &["/nonexistent/fle-node", "--node-binary"],
@@ -156,12 +189,95 @@ fn help_explains_every_option_with_its_default() {
     assert!(help.contains("[default: 5]") && help.contains("[default: 60]"));
 }
 
+/// The options of `fle-chaos SUBCOMMAND --help`: (flag, its description), in order.
+fn options_of(subcommand: &str) -> Vec<(String, String)> {
+    let o = fle_chaos().args([subcommand, "--help"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{subcommand} --help");
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    for line in help.lines() {
+        assert!(
+            line.len() <= 100,
+            "{subcommand} --help: a {}-column line: {line}",
+            line.len()
+        );
+    }
+    let mut options: Vec<(String, String)> = Vec::new();
+    for line in help.lines() {
+        let t = line.trim_start();
+        let indent = line.len() - t.len();
+        if (t.starts_with("--") || t.starts_with('-')) && indent <= 6 {
+            let flag = t
+                .trim_start_matches("-h, ")
+                .split([' ', ','])
+                .next()
+                .unwrap();
+            let said = t.split_once("  ").map(|(_, d)| d.trim()).unwrap_or("");
+            options.push((flag.to_string(), said.to_string()));
+        } else if let Some(last) = options.last_mut().filter(|_| indent > 6) {
+            last.1.push(' ');
+            last.1.push_str(t);
+        }
+    }
+    options
+}
+
+#[test]
+fn every_subcommand_explains_every_option_in_wrapped_lines_with_shared_names() {
+    let subcommands = [
+        "test", "simulate", "sweep", "merge", "shrink", "check", "report", "serve", "prune",
+        "clean",
+    ];
+    for sub in subcommands {
+        let options = options_of(sub);
+        assert!(!options.is_empty(), "{sub} --help: {options:?}");
+        for (flag, said) in options {
+            // What clap adds on its own ([default: 10], [possible values: ...]) is no description.
+            let own = said.split(" [").next().unwrap_or("").trim();
+            assert!(
+                !own.is_empty() && !own.starts_with('['),
+                "{sub} --help: {flag} has no description"
+            );
+        }
+    }
+    // One name per idea: the reports folder is --out, repetitions are --test-count.
+    for sub in ["test", "simulate", "sweep", "merge", "serve", "prune"] {
+        let flags: Vec<String> = options_of(sub).into_iter().map(|(f, _)| f).collect();
+        assert!(flags.contains(&"--out".to_string()), "{sub}: {flags:?}");
+        assert!(!flags.contains(&"--dir".to_string()), "{sub}: {flags:?}");
+    }
+    for sub in ["test", "simulate"] {
+        let flags: Vec<String> = options_of(sub).into_iter().map(|(f, _)| f).collect();
+        assert!(
+            flags.contains(&"--test-count".to_string()),
+            "{sub}: {flags:?}"
+        );
+        assert!(!flags.contains(&"--runs".to_string()), "{sub}: {flags:?}");
+    }
+    // The old names still work (hidden aliases).
+    let o = fle_chaos()
+        .args(["serve", "--dir", "/nonexistent-flc-reports"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(254));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-flc-reports"));
+    // --nemesis's default is the steered `mixed` schedule, not "all four" kinds.
+    let (_, nemesis) = options_of("test")
+        .into_iter()
+        .find(|(f, _)| f == "--nemesis")
+        .unwrap();
+    assert!(
+        nemesis.contains("mixed") && !nemesis.contains("all four"),
+        "{nemesis}"
+    );
+}
+
 #[test]
 fn without_root_namespaces_are_refused_naming_what_needs_root() {
     // Drop to nobody (needs root to do so, and setpriv from util-linux).
     if !fle_chaos::control::is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!(
-            "SKIPPED without_root_...: needs root and setpriv to become an unprivileged user"
+        crate::support::skip::skip(
+            "without_root_namespaces_are_refused_naming_what_needs_root",
+            "needs root and setpriv to become an unprivileged user",
         );
         return;
     }

@@ -8,8 +8,9 @@ use std::time::Duration;
 #[test]
 fn loopback_run_works_without_root() {
     if !fle_chaos::control::is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!(
-            "SKIPPED loopback_run_works_without_root: needs root and setpriv to become nobody"
+        crate::support::skip::skip(
+            "loopback_run_works_without_root",
+            "needs root and setpriv to become nobody",
         );
         return;
     }

@@ -18,7 +18,8 @@ fn zookeeper_here(test: &str) -> bool {
     match fle_chaos::control::target::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("SKIPPED {test}: no ZooKeeper/Java here and could not install: {e:#}");
+            let why = format!("no ZooKeeper/Java here and could not install: {e:#}");
+            crate::support::skip::skip(test, &why);
             false
         }
     }

@@ -66,7 +66,10 @@ pub fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> Option<i
 pub fn root_or_skip(test: &str) -> bool {
     let root = fle_chaos::control::is_root();
     if !root {
-        eprintln!("SKIPPED {test}: needs root (network namespaces, veth links, a bridge)");
+        super::skip::skip(
+            test,
+            "needs root (network namespaces, veth links, a bridge)",
+        );
     }
     root
 }

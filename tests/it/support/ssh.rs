@@ -56,7 +56,7 @@ fn output(program: &str, args: &[&str]) -> String {
 /// True when we may build fake VMs; otherwise prints why the test is skipped.
 pub fn can_run(test: &str) -> bool {
     if !fle_chaos::control::is_root() {
-        eprintln!("SKIPPED {test}: needs root (network namespaces, sshd, iptables); run as root");
+        super::skip::skip(test, "needs root (network namespaces, sshd, iptables)");
         return false;
     }
     ensure_sshd();

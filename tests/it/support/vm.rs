@@ -85,7 +85,7 @@ fn run(program: &str, args: &[&str]) {
 /// True when we may boot VMs; otherwise prints why the test is skipped.
 pub fn can_run(test: &str) -> bool {
     if !fle_chaos::control::is_root() {
-        eprintln!("SKIPPED {test}: needs root (bridge, taps, qemu); run as root");
+        super::skip::skip(test, "needs root (bridge, taps, qemu)");
         return false;
     }
     ensure_packages();

@@ -97,7 +97,7 @@ async fn write_ok(zk: &ZooKeeper, node: &str, value: serde_json::Value) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_leader_killed_new_one_elected_old_one_rejoins_writes_survive() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED zookeeper_cluster: {why}");
+        crate::support::skip::skip("zookeeper_cluster", &why);
         return;
     }
     let _cores = hold(Exclusive::HeavyCluster);

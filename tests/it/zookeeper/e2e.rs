@@ -26,7 +26,7 @@ fn skip_reason() -> Option<String> {
 /// A folder for a test's runs, or None (said) when this machine cannot run ZooKeeper.
 fn cluster_folder() -> Option<tempfile::TempDir> {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED zookeeper_e2e: {why}");
+        crate::support::skip::skip("zookeeper_e2e", &why);
         return None;
     }
     Some(
@@ -269,7 +269,7 @@ fn zookeeper_2846_a_diff_from_the_txn_log_leaves_a_replica_diverged() {
 fn zookeeper_power_loss_takes_the_unsynced_start_up_snapshot_and_no_server_restarts() {
     let Some(out) = cluster_folder() else { return };
     if let Some(why) = fle_chaos::nemesis::local_power_loss_blocker() {
-        eprintln!("SKIPPED zookeeper power loss: {why}");
+        crate::support::skip::skip("zookeeper power loss", &why);
         return;
     }
     let (code, dir) = run_with(

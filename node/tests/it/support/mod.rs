@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod blackhole;
+/// Skipped tests, said and listed as the controller's tests do (one module for both).
+#[path = "../../../../tests/it/support/skip.rs"]
+pub mod skip;
 
 pub const NODE_BIN: &str = env!("CARGO_BIN_EXE_fle-node");
 

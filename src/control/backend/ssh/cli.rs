@@ -207,36 +207,6 @@ impl SshArgs {
         Ok(Some(hosts))
     }
 
-    /// These flags as they would be typed again (for a run's replay command).
-    pub fn replay_flags(&self) -> String {
-        if !self.ssh {
-            return String::new();
-        }
-        let mut s = " --ssh".to_string();
-        if let Some(f) = &self.nodes_file {
-            s.push_str(&format!(" --nodes-file {}", f.display()));
-        }
-        if let Some(u) = &self.ssh_user {
-            s.push_str(&format!(" --ssh-user {u}"));
-        }
-        if let Some(k) = &self.ssh_private_key {
-            s.push_str(&format!(" --ssh-private-key {}", k.display()));
-        }
-        if let Some(p) = self.ssh_port {
-            s.push_str(&format!(" --ssh-port {p}"));
-        }
-        if !self.ssh_strict_host_key_checking {
-            s.push_str(" --ssh-strict-host-key-checking false");
-        }
-        if let Some(c) = &self.ssh_config {
-            s.push_str(&format!(" --ssh-config {}", c.display()));
-        }
-        if self.real_clock_skew {
-            s.push_str(" --real-clock-skew");
-        }
-        s
-    }
-
     /// The connection settings these flags describe.
     pub fn options(&self) -> SshOptions {
         SshOptions {
@@ -314,6 +284,13 @@ mod tests {
         std::fs::write(&f, "# lab\nvm1\n\nvm2 # second\nvm3\n").unwrap();
         assert_eq!(
             parse(&["--ssh", "--nodes-file", f.to_str().unwrap()]).unwrap(),
+            Some(vec!["vm1".into(), "vm2".into(), "vm3".into()])
+        );
+        // Through `fle-chaos test`'s own flags, whose --nodes has no default to collide with.
+        let words = ["--ssh", "--nodes-file", f.to_str().unwrap()].map(String::from);
+        let args = crate::run::plan::TestArgs::from_words(&words).unwrap();
+        assert_eq!(
+            args.ssh.hosts(args.nodes.as_ref()).unwrap(),
             Some(vec!["vm1".into(), "vm2".into(), "vm3".into()])
         );
     }
