@@ -14,6 +14,7 @@
 //! - `interrupt`: SIGINT/SIGTERM/SIGHUP; `node_watch`: nodes that die unasked (`node-exit`
 //!   events; at start-up, an abort);
 //! - `replay`: the run's faults as `schedule.toml`, and `--replay RUN_DIR`;
+//! - `release_gate`: with `--zookeeper-version`, no fault before every server reported it;
 //! - `finish`: check and report (`finish_run`).
 
 pub mod child;
@@ -25,6 +26,7 @@ pub mod node_watch;
 pub mod plan;
 pub mod preflight;
 pub mod progress;
+pub mod release_gate;
 pub mod replay;
 pub mod run_dir;
 pub mod test;
@@ -98,6 +100,9 @@ fn warn_real_clock(hosts: &[String], kinds: &[FaultKind]) {
 pub async fn test(args: TestArgs) -> Result<i32> {
     // What the run's commands leave running (lazyfs) is reaped by this process, not PID 1.
     crate::control::backend::reaper::adopt_orphans();
+    if args.zookeeper_version.as_deref() == Some("list") {
+        return list_zookeeper_releases();
+    }
     let mut plan = Plan::from_args(replay::resolve(args)?)?;
     let interrupts = Interrupts::install()?;
     match plan.hosts.clone() {
@@ -137,7 +142,7 @@ pub async fn test(args: TestArgs) -> Result<i32> {
     // Debian's package on this machine; remote hosts get theirs at setup, a home is checked.
     if plan.args.target == plan::TargetKind::Zookeeper
         && plan.hosts.is_none()
-        && plan.args.zookeeper_home.is_none()
+        && plan.zookeeper_home.is_none()
     {
         let java = crate::control::target::zookeeper::launch::JvmOptions::default().java;
         crate::control::target::zookeeper::os_setup::ensure(&java, &mut |m| {
@@ -174,6 +179,22 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         worst = exit::worse(worst, code);
     }
     Ok(worst)
+}
+
+/// `--zookeeper-version list`: the releases Debian's archive offers, one a line.
+fn list_zookeeper_releases() -> Result<i32> {
+    use crate::control::target::zookeeper::release;
+    let offered = release::offered(&mut |m| eprintln!("fle-chaos: {m}"))?;
+    for o in offered {
+        println!(
+            "{}\t{} {} ({})",
+            o.version,
+            release::PACKAGE,
+            o.debian,
+            o.suite
+        );
+    }
+    Ok(exit::VALID)
 }
 
 /// How a run's body ended.
@@ -428,6 +449,10 @@ async fn run_body(
             period,
             observers_stopped.clone(),
         ));
+    }
+    if let Some(version) = &plan.args.zookeeper_version {
+        progress.set_message("waiting for every server to report its release");
+        release_gate::every_server_reports(target.as_ref(), &plan.nodes, version).await?;
     }
     let mut progress_task = JoinSet::new();
     progress_task.spawn(progress::refresh(

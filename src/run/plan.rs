@@ -135,6 +135,12 @@ pub struct TestArgs {
     /// is on each host, else uploaded from this machine.
     #[arg(long, value_name = "DIR")]
     pub zookeeper_home: Option<PathBuf>,
+    /// With --target zookeeper: the release to run, fetched from Debian's package archive
+    /// into a cache folder on first use (3.8.0, 3.9.3, 3.9.6, ...; `list` prints what it
+    /// offers); every server must report it. With --zookeeper-home: the release DIR must report.
+    #[arg(long, value_name = "VERSION|list")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zookeeper_version: Option<String>,
     /// With --target zookeeper: a line added to every server's zoo.cfg (repeatable). Keys
     /// ZooKeeper does not know become system properties `zookeeper.KEY`, e.g.
     /// `snapshotSizeFactor=-1` (no on-disk txn-log sync, ZOOKEEPER-2846's workaround) or
@@ -228,6 +234,9 @@ pub struct Plan {
     pub schedule: crate::nemesis::schedule::Schedule,
     pub mode: NetMode,
     pub binary: PathBuf,
+    /// The ZooKeeper distribution folder the servers run (`--zookeeper-home`, or the release of
+    /// `--zookeeper-version`); None: Debian's package.
+    pub zookeeper_home: Option<PathBuf>,
     pub faketime: bool,
     /// The schedule asks libfaketime to move monotonic clocks too.
     pub fake_monotonic: bool,
@@ -333,9 +342,45 @@ fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Resu
     Ok(())
 }
 
-/// `--zookeeper-home` and `--zookeeper-config` belong to `--target zookeeper`; a home given
-/// is checked here unless it is on the SSH hosts only (checked there at setup).
+/// The distribution folder the servers run: `--zookeeper-home` (checked to report
+/// `--zookeeper-version` when both are given), the release of `--zookeeper-version` (fetched
+/// into the cache on first use), or None for Debian's package. Bad input (254) for a version
+/// the archive does not offer, an archive out of reach, or a folder reporting another version.
+fn zookeeper_home(args: &TestArgs, over_ssh: bool) -> Result<Option<PathBuf>> {
+    use crate::control::target::zookeeper::{launch::JvmOptions, os_setup, release};
+    let Some(version) = &args.zookeeper_version else {
+        return Ok(args.zookeeper_home.clone());
+    };
+    let java = JvmOptions::default().java;
+    let mut say = |m: &str| eprintln!("fle-chaos: {m}");
+    match &args.zookeeper_home {
+        // On the hosts only: the servers' reported versions are checked when they start.
+        Some(home) if over_ssh && !home.exists() => Ok(Some(home.clone())),
+        Some(home) => {
+            os_setup::ensure_java(&java, &mut say)?;
+            release::verify(home, version, &java)?;
+            Ok(Some(home.clone()))
+        }
+        None => {
+            os_setup::ensure_java(&java, &mut say)?;
+            Ok(Some(release::home_of(version, &java, &mut say)?))
+        }
+    }
+}
+
+/// `--zookeeper-home`, `--zookeeper-version` and `--zookeeper-config` belong to `--target
+/// zookeeper`; a home given is checked here unless it is on the SSH hosts only (checked there
+/// at setup).
 fn check_zookeeper_flags(args: &TestArgs, over_ssh: bool) -> Result<()> {
+    if let (Some(v), true) = (
+        &args.zookeeper_version,
+        args.target != TargetKind::Zookeeper,
+    ) {
+        return Err(bad_input(format!(
+            "--zookeeper-version {v} without --target zookeeper: add --target zookeeper, or \
+             drop --zookeeper-version"
+        )));
+    }
     if let Some(home) = &args.zookeeper_home {
         if args.target != TargetKind::Zookeeper {
             return Err(bad_input(
@@ -520,6 +565,7 @@ impl Plan {
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         check_name(&name)?;
         let binary = node_binary(&args, schedule.kinds().contains(&FaultKind::PowerLoss))?;
+        let zookeeper_home = zookeeper_home(&args, hosts.is_some())?;
         if let (TargetKind::Fle, Some(bug)) = (args.target, &args.bug) {
             super::preflight::check_bugs(&binary, bug)?;
         }
@@ -543,6 +589,7 @@ impl Plan {
             schedule,
             mode,
             binary,
+            zookeeper_home,
             faketime,
             fake_monotonic,
             seed: args.seed.unwrap_or_else(rand::random),

@@ -20,7 +20,7 @@ pub const SCHEDULE_FILE: &str = "schedule.toml";
 
 /// The flags (clap ids) a replay takes from the run's test.json: given beside `--replay`,
 /// they are refused, not silently overridden.
-pub const FIXED_BY_THE_RUN: [&str; 30] = [
+pub const FIXED_BY_THE_RUN: [&str; 31] = [
     "nodes",
     "observers",
     "time_limit",
@@ -35,6 +35,7 @@ pub const FIXED_BY_THE_RUN: [&str; 30] = [
     "net",
     "target",
     "zookeeper_home",
+    "zookeeper_version",
     "zookeeper_config",
     "tick_ms",
     "init_limit",

@@ -140,10 +140,11 @@ fn create_target(
             );
             // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
             opts.faketime = plan.args.faketime;
-            if let Some(home) = &plan.args.zookeeper_home {
+            if let Some(home) = &plan.zookeeper_home {
                 opts.install =
                     crate::control::target::zookeeper::install::Install::Home(home.clone());
             }
+            opts.expected_version = plan.args.zookeeper_version.clone();
             opts.write_timeout = write_timeout;
             opts.status_timeout = status_timeout;
             opts.config = plan.args.zookeeper_config.clone();

@@ -52,6 +52,9 @@ pub fn test_argv(args: &TestArgs, time_limit: Duration, nemesis: Option<&Path>) 
     for s in &args.zookeeper_config {
         flag("--zookeeper-config", s.to_string());
     }
+    if let Some(v) = &args.zookeeper_version {
+        flag("--zookeeper-version", v.clone());
+    }
     let s = &args.ssh;
     if s.ssh {
         if let Some(u) = &s.ssh_user {

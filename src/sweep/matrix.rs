@@ -61,6 +61,10 @@ struct RawMatrix {
     /// `--zookeeper-config KEY=VALUE` settings given to every ZooKeeper run (zoo.cfg keys).
     #[serde(default)]
     zookeeper_config: Vec<String>,
+    /// ZooKeeper releases (`--zookeeper-version`): every zookeeper cell runs once under each;
+    /// none: Debian's package of this machine.
+    #[serde(default)]
+    zookeeper_versions: Vec<String>,
     /// Simulated runs per `sim` cell (`simulate --runs`).
     #[serde(default)]
     sim_runs: Option<usize>,
@@ -79,7 +83,7 @@ fn default_targets() -> Vec<String> {
     vec!["fle".into()]
 }
 fn default_workloads() -> Vec<String> {
-    vec!["election".into()]
+    vec!["writes".into()]
 }
 fn default_bugs() -> Vec<String> {
     vec![NO_BUG.into()]
@@ -126,6 +130,10 @@ pub struct Cell {
     /// Observers among the nodes (the last ones); 0 for none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub observers: usize,
+    /// The ZooKeeper release a zookeeper cell runs (`--zookeeper-version`); None: Debian's
+    /// package of the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zookeeper_version: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -273,11 +281,26 @@ impl Matrix {
                 .parse::<crate::control::target::zookeeper::config::Setting>()
                 .map_err(|e| format!("zookeeper_config: {e}"))?;
         }
-        if !raw.zookeeper_config.is_empty() && !raw.targets.iter().any(|t| t == "zookeeper") {
-            return Err(
-                "zookeeper_config is given but targets has no zookeeper; add it or drop the key"
-                    .into(),
-            );
+        let zookeeper = raw.targets.iter().any(|t| t == "zookeeper");
+        for (key, given) in [
+            ("zookeeper_config", !raw.zookeeper_config.is_empty()),
+            ("zookeeper_versions", !raw.zookeeper_versions.is_empty()),
+        ] {
+            if given && !zookeeper {
+                return Err(format!(
+                    "{key} is given but targets has no zookeeper; add it or drop the key"
+                ));
+            }
+        }
+        if let Some(v) = raw
+            .zookeeper_versions
+            .iter()
+            .find(|v| !crate::control::target::zookeeper::release::is_release(v))
+        {
+            return Err(format!(
+                "zookeeper_versions: \"{v}\" is not a release such as \"3.9.6\" \
+                 (`fle-chaos test --zookeeper-version list` prints what Debian offers)"
+            ));
         }
         let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
         if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
@@ -309,7 +332,16 @@ impl Matrix {
                             {
                                 let bug = (bug != NO_BUG).then(|| bug.clone());
                                 let cell = Cell::new(target, workload, schedule, nodes, seed, bug);
-                                cells.push(cell.with_observers(k));
+                                let cell = cell.with_observers(k);
+                                match target.as_str() {
+                                    "zookeeper" if !raw.zookeeper_versions.is_empty() => cells
+                                        .extend(
+                                            raw.zookeeper_versions
+                                                .iter()
+                                                .map(|v| cell.clone().with_zookeeper_version(v)),
+                                        ),
+                                    _ => cells.push(cell),
+                                }
                             }
                         }
                     }
@@ -392,7 +424,15 @@ impl Cell {
             seed,
             bug,
             observers: 0,
+            zookeeper_version: None,
         }
+    }
+
+    /// This cell under ZooKeeper release `v`, named `zookeeper-3.9.6-...`.
+    pub fn with_zookeeper_version(mut self, v: &str) -> Cell {
+        self.id = format!("{}-{v}{}", self.target, &self.id[self.target.len()..]);
+        self.zookeeper_version = Some(v.to_string());
+        self
     }
 
     /// This cell with `k` observers (the last k nodes), named `...-o{k}` when k > 0.
@@ -464,6 +504,9 @@ impl Cell {
         if self.target == "zookeeper" {
             for s in &m.zookeeper_config {
                 a.extend(["--zookeeper-config".into(), s.clone()]);
+            }
+            if let Some(v) = &self.zookeeper_version {
+                a.extend(["--zookeeper-version".into(), v.clone()]);
             }
         }
         a
@@ -618,6 +661,33 @@ mod tests {
         let no_zk = text.replace("\"fle\", \"zookeeper\"", "\"fle\"");
         let e = Matrix::parse("t", "t.toml", &no_zk).unwrap_err();
         assert!(e.contains("no zookeeper"), "{e}");
+    }
+
+    #[test]
+    fn zookeeper_versions_multiply_the_zookeeper_cells_and_name_them() {
+        let text = "time_limit = \"10s\"\ntargets = [\"fle\", \"zookeeper\"]\nschedules = [\"none\"]\nnodes = [3]\nseeds = [1]\nzookeeper_versions = [\"3.8.0\", \"3.9.6\"]\n";
+        let m = Matrix::parse("t", "t.toml", text).unwrap();
+        let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "fle-writes-none-n3-s1",
+                "zookeeper-3.8.0-writes-none-n3-s1",
+                "zookeeper-3.9.6-writes-none-n3-s1"
+            ]
+        );
+        let args = m.cells[2].args(&m).join(" ");
+        assert!(args.contains("--zookeeper-version 3.9.6"), "{args}");
+        assert!(!m.cells[0]
+            .args(&m)
+            .join(" ")
+            .contains("--zookeeper-version"));
+        let bad = text.replace("\"3.9.6\"", "\"latest\"");
+        let e = Matrix::parse("t", "t.toml", &bad).unwrap_err();
+        assert!(e.starts_with("zookeeper_versions: \"latest\""), "{e}");
+        let no_zk = text.replace("\"fle\", \"zookeeper\"", "\"fle\"");
+        let e = Matrix::parse("t", "t.toml", &no_zk).unwrap_err();
+        assert!(e.starts_with("zookeeper_versions is given"), "{e}");
     }
 
     #[test]

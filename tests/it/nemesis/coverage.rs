@@ -20,11 +20,15 @@ fn valid_run(dir: &std::path::Path, schedule: &str, seconds: &str) -> (std::path
     let file = dir.join("schedule.toml");
     std::fs::write(&file, schedule).unwrap();
     let out = dir.join("reports");
+    // Observe only: with writes, a kill in broadcast is met "after an ACK" (the phase a
+    // write's acknowledgement starts), and these tests name the situations exactly.
     let args = [
         "--nodes",
         "3",
         "--time-limit",
         seconds,
+        "--workload",
+        "election",
         "--nemesis-file",
         file.to_str().unwrap(),
     ];

@@ -43,7 +43,11 @@ fn three_nodes_without_faults_agree_on_one_leader() {
     let info = TestInfo::read(&dir.join("test.json")).unwrap();
     assert_eq!(info.nodes, vec!["n1", "n2", "n3"]);
     assert_eq!(info.seed, 7);
-    assert!(info.replay_command.contains("--seed 7"));
+    assert_eq!(
+        info.replay_command,
+        format!("fle-chaos test --replay {}", dir.display())
+    );
+    assert!(dir.join(fle_chaos::run::replay::SCHEDULE_FILE).is_file());
 
     // The history is stored compressed (docs/history.md).
     let stored = dir.join(fle_chaos::history::file::WRITTEN);

@@ -6,6 +6,7 @@
 //!
 //! - `config`: `zoo.cfg` and `myid`;
 //! - `install`: which ZooKeeper, and getting it onto a remote host;
+//! - `release`, `jar`: a release on demand (`--zookeeper-version`), from Debian's archive;
 //! - `launch`: the JVM command line;
 //! - `observe`: AdminServer answers and Zab's epoch files → `api::NodeStatus`;
 //! - `epochs`: when the epoch files are read (every observation here, cached over SSH);
@@ -21,9 +22,11 @@ pub mod epochs;
 pub mod files;
 pub mod fle_log;
 pub mod install;
+pub mod jar;
 pub mod launch;
 pub mod observe;
 pub mod os_setup;
+pub mod release;
 
 use crate::api::{ElectionSummary, LogResponse, NodeStatus, ServerState};
 use crate::control::fault::clock::Clock;
@@ -65,6 +68,8 @@ pub struct ZooKeeperOptions {
     pub lazyfs: Option<PathBuf>,
     /// The nodes that only observe (`--observers`).
     pub observers: std::collections::BTreeSet<String>,
+    /// The release every server must report (`--zookeeper-version`).
+    pub expected_version: Option<String>,
 }
 
 impl ZooKeeperOptions {
@@ -82,6 +87,7 @@ impl ZooKeeperOptions {
             config: Vec::new(),
             lazyfs: None,
             observers: Default::default(),
+            expected_version: None,
         }
     }
 }

@@ -33,6 +33,29 @@ fn java_runs(java: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// A Java runtime to run a distribution folder (`--zookeeper-home`, `--zookeeper-version`):
+/// `default-jre-headless` installed when `java` does not run and we are root.
+pub fn ensure_java(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
+    if java_runs(java) {
+        return Ok(());
+    }
+    let package = "default-jre-headless";
+    if !crate::control::is_root() {
+        return Err(bad_input(format!(
+            "the zookeeper target needs a Java runtime (`{}`); install as root: apt-get install -y {package}",
+            java.display()
+        )));
+    }
+    let installed = crate::control::backend::apt::install(&[package], "the zookeeper target", say);
+    if java_runs(java) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "could not install {package} (apt-get: {}); run `apt-get update && apt-get install -y {package}` and retry",
+        installed.last_line
+    )
+}
+
 /// Installs the packages when something is missing; `say` receives what is being done.
 pub fn ensure(java: &Path, say: &mut dyn FnMut(&str)) -> Result<()> {
     let before = missing(java);
