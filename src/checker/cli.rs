@@ -81,6 +81,9 @@ pub fn summary(results: &Results) -> String {
     for k in &results.known {
         out.push_str(&format!("known: {k}\n"));
     }
+    for r in &results.resembles {
+        out.push_str(&format!("resembles: {r}\n"));
+    }
     out.push_str(&format!("verdict: {}\n", results.verdict_words()));
     out
 }

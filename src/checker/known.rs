@@ -9,6 +9,12 @@
 //! (`kind::Kind`), never the words of an explanation. A checker that does not classify its
 //! violations can only be covered by a signature's `follows` (a consequence, e.g. no
 //! recovery when no server restarts). A run without reported versions matches nothing.
+//!
+//! A bug is fixed per release line: `fixed_in = ["3.8.5", "3.9.2"]` says 3.8.5 and later 3.8
+//! releases are fixed, 3.9.2 and later 3.9 releases too, and every line after the newest
+//! named. The shape of a known bug on a release where it is fixed is not known: the run stays
+//! plainly invalid, and the bug it resembles is named (`resemblances`): a regression, or a
+//! new bug of the same shape, for a person to triage.
 
 use super::kind::Kind;
 use super::{CheckResult, Validity};
@@ -25,8 +31,9 @@ pub struct Signature {
     pub target: String,
     #[serde(default)]
     pub since: Option<String>,
-    #[serde(default)]
-    pub fixed_in: Option<String>,
+    /// The first fixed release of each line the fix reached (one string or a list).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub fixed_in: Vec<String>,
     pub docs: String,
     /// Checker name → kinds: the checker must be invalid with at least one of them.
     pub requires: BTreeMap<String, Vec<Kind>>,
@@ -36,6 +43,20 @@ pub struct Signature {
     /// Checkers whose invalid verdict follows from the bug, whatever they counted.
     #[serde(default)]
     pub follows: Vec<String>,
+}
+
+/// `fixed_in = "3.9.3"` or `fixed_in = ["3.8.5", "3.9.2"]`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(v) => vec![v],
+        OneOrMany::Many(v) => v,
+    })
 }
 
 #[derive(Deserialize)]
@@ -57,6 +78,35 @@ impl std::fmt::Display for Known {
     /// "ZOOKEEPER-2846: a DIFF from ... (docs/zookeeper.md#...)", as every output names it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {} ({})", self.id, self.title, self.docs)
+    }
+}
+
+/// A known bug's shape seen on a release where that bug is fixed: not known (a regression,
+/// or a new bug of the same shape), named so a person can triage it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resemblance {
+    pub id: String,
+    pub title: String,
+    pub docs: String,
+    /// The fixed releases the signature names.
+    pub fixed_in: Vec<String>,
+    /// The releases the run's servers reported.
+    pub reported: Vec<String>,
+}
+
+impl std::fmt::Display for Resemblance {
+    /// "ZOOKEEPER-4643 (fixed in 3.8.5, 3.9.2; the servers report 3.9.6): a regression, or a
+    /// new bug of its shape: ... (docs/...)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (fixed in {}; the servers report {}): a regression, or a new bug of its shape: {} ({})",
+            self.id,
+            self.fixed_in.join(", "),
+            self.reported.join(", "),
+            self.title,
+            self.docs
+        )
     }
 }
 
@@ -84,13 +134,7 @@ pub fn explain(checkers: &[CheckResult], info: &TestInfo, signatures: &[Signatur
     let matched: Vec<&Signature> = signatures
         .iter()
         .filter(|s| s.target == info.target && affects(s, &versions))
-        .filter(|s| {
-            s.requires.iter().all(|(name, kinds)| {
-                invalid
-                    .iter()
-                    .any(|c| &c.name == name && kinds.iter().any(|k| c.kinds.contains_key(k)))
-            })
-        })
+        .filter(|s| shows(s, &invalid))
         .collect();
     let covered = |c: &CheckResult| {
         let follows = matched.iter().any(|s| s.follows.contains(&c.name));
@@ -114,6 +158,52 @@ pub fn explain(checkers: &[CheckResult], info: &TestInfo, signatures: &[Signatur
             docs: s.docs.clone(),
         })
         .collect()
+}
+
+/// Whether the invalid checkers show the signature's required shape.
+fn shows(s: &Signature, invalid: &[&CheckResult]) -> bool {
+    s.requires.iter().all(|(name, kinds)| {
+        invalid
+            .iter()
+            .any(|c| &c.name == name && kinds.iter().any(|k| c.kinds.contains_key(k)))
+    })
+}
+
+/// The known bugs whose shape the run shows on a release where they are fixed (none when the
+/// run is not invalid, or its servers reported no version).
+pub fn resemblances(
+    checkers: &[CheckResult],
+    info: &TestInfo,
+    signatures: &[Signature],
+) -> Vec<Resemblance> {
+    let invalid: Vec<&CheckResult> = checkers
+        .iter()
+        .filter(|c| c.applicable && c.valid == Validity::False)
+        .collect();
+    let versions = reported_versions(info);
+    let fixed_here = |s: &Signature| {
+        let since = s.since.as_deref().and_then(number);
+        versions
+            .iter()
+            .any(|v| since.as_ref().is_none_or(|from| v >= from) && fixed(&s.fixed_in, v))
+    };
+    signatures
+        .iter()
+        .filter(|s| s.target == info.target && !invalid.is_empty())
+        .filter(|s| fixed_here(s) && shows(s, &invalid))
+        .map(|s| Resemblance {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            docs: s.docs.clone(),
+            fixed_in: s.fixed_in.clone(),
+            reported: versions.iter().map(|v| dotted(v)).collect(),
+        })
+        .collect()
+}
+
+/// "3.9.6".
+fn dotted(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(".")
 }
 
 /// "ZOOKEEPER-2846, ZOOKEEPER-4643": how a verdict line names them.
@@ -151,14 +241,26 @@ fn number(version: &str) -> Option<Vec<u32>> {
     parts.filter(|p| !p.is_empty())
 }
 
-/// Every reported version is in [since, fixed_in); with none reported, nothing is affected.
+/// Every reported version is at least `since` and not fixed; with none reported, nothing is
+/// affected.
 fn affects(s: &Signature, versions: &BTreeSet<Vec<u32>>) -> bool {
     let since = s.since.as_deref().and_then(number);
-    let fixed = s.fixed_in.as_deref().and_then(number);
     !versions.is_empty()
-        && versions.iter().all(|v| {
-            since.as_ref().is_none_or(|from| v >= from) && fixed.as_ref().is_none_or(|to| v < to)
-        })
+        && versions
+            .iter()
+            .all(|v| since.as_ref().is_none_or(|from| v >= from) && !fixed(&s.fixed_in, v))
+}
+
+/// Whether release `v` has the fix: the fixed release of its own line (major.minor) is at or
+/// below it, or, where the fix names no release of its line, `v` is past every release named
+/// (a later line carries the fix; an earlier one never got it).
+fn fixed(fixed_in: &[String], v: &[u32]) -> bool {
+    let fixes: Vec<Vec<u32>> = fixed_in.iter().filter_map(|f| number(f)).collect();
+    let line = |x: &[u32]| x.iter().take(2).copied().collect::<Vec<u32>>();
+    match fixes.iter().find(|f| line(f) == line(v)) {
+        Some(f) => v >= f.as_slice(),
+        None => fixes.iter().all(|f| v > f.as_slice()) && !fixes.is_empty(),
+    }
 }
 
 #[cfg(test)]
@@ -268,13 +370,75 @@ mod tests {
     }
 
     #[test]
+    fn a_fix_holds_on_its_own_line_and_every_later_one() {
+        let per_line = ["3.8.5".to_string(), "3.9.2".to_string()];
+        for (v, want) in [
+            ("3.8.0", false),
+            ("3.8.4", false),
+            ("3.8.5", true),
+            ("3.8.6", true),
+            ("3.9.0", false),
+            ("3.9.2", true),
+            ("3.9.6", true),
+            ("3.10.0", true),
+            ("3.7.2", false),
+        ] {
+            assert_eq!(fixed(&per_line, &number(v).unwrap()), want, "{v}");
+        }
+        // A fix only on 3.9: the 3.8 line never got it.
+        let only_39 = ["3.9.3".to_string()];
+        assert!(!fixed(&only_39, &number("3.8.6").unwrap()));
+        assert!(fixed(&only_39, &number("3.9.3").unwrap()));
+        assert!(!fixed(&[], &number("3.9.6").unwrap()), "unfixed");
+    }
+
+    #[test]
+    fn a_known_shape_on_a_fixed_release_is_not_known_but_named_as_resembling() {
+        let lacks = checker(
+            "leader-completeness",
+            Validity::False,
+            &[(Kind::LeaderLacksWrite, 1)],
+        );
+        let all = builtin();
+        for (v, known, resembles) in [
+            ("3.8.0", "ZOOKEEPER-4643", ""),
+            ("3.9.1", "ZOOKEEPER-4643", ""),
+            ("3.9.6", "", "ZOOKEEPER-4643"),
+            ("3.8.6", "", "ZOOKEEPER-4643"),
+        ] {
+            let run = [lacks.clone()];
+            let info = info(Some(v));
+            assert_eq!(ids(&explain(&run, &info, &all)), known, "{v}");
+            let r = resemblances(&run, &info, &all);
+            let named: Vec<&str> = r.iter().map(|r| r.id.as_str()).collect();
+            assert_eq!(named.join(", "), resembles, "{v}");
+            if let Some(r) = r.first() {
+                let line = r.to_string();
+                assert!(
+                    line.starts_with("ZOOKEEPER-4643 (fixed in 3.8.5, 3.9.2; the servers report")
+                        && line.contains("a regression"),
+                    "{line}"
+                );
+            }
+        }
+        // Valid runs resemble nothing.
+        let ok = checker("leader-completeness", Validity::True, &[]);
+        assert!(resemblances(&[ok], &info(Some("3.9.6")), &all).is_empty());
+    }
+
+    #[test]
     fn fixed_versions_and_unclassified_checkers_are_never_known() {
         let hole = checker("durability", Validity::False, &[(Kind::Hole, 1)]);
         assert_eq!(
             ids_of(std::slice::from_ref(&hole), &info(Some("3.8.4"))),
             "ZOOKEEPER-4712"
         );
-        assert_eq!(ids_of(&[hole], &info(Some("3.9.3"))), "", "fixed in 3.9.3");
+        // 4712 is fixed in 3.9.3, which alone carries 4925's hole; 3.9.4 fixed that too.
+        assert_eq!(
+            ids_of(std::slice::from_ref(&hole), &info(Some("3.9.3"))),
+            "ZOOKEEPER-4925"
+        );
+        assert_eq!(ids_of(&[hole], &info(Some("3.9.4"))), "", "fixed in 3.9.4");
         let lacks = checker(
             "leader-completeness",
             Validity::False,

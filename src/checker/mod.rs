@@ -207,17 +207,26 @@ pub struct Results {
     /// not invalid or any invalid verdict is not a known bug's shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub known: Vec<known::Known>,
+    /// Known bugs whose shape the run shows on a release where they are fixed: the run is not
+    /// known but plainly invalid (a regression, or a new bug), and these are what it resembles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resembles: Vec<known::Resemblance>,
 }
 
 impl Results {
     /// The verdict as a person reads it: "invalid (known: ZOOKEEPER-2846)" when every invalid
     /// verdict is a known bug's shape, else the verdict's word.
     pub fn verdict_words(&self) -> String {
-        if self.known.is_empty() {
-            self.valid.word().to_string()
-        } else {
-            format!("{} (known: {})", self.valid.word(), known::ids(&self.known))
+        if !self.known.is_empty() {
+            return format!("{} (known: {})", self.valid.word(), known::ids(&self.known));
         }
+        if !self.resembles.is_empty() {
+            let like: Vec<String> = (self.resembles.iter())
+                .map(|r| format!("{}, fixed in {}", r.id, r.fixed_in.join(", ")))
+                .collect();
+            return format!("{} (new; resembles {})", self.valid.word(), like.join("; "));
+        }
+        self.valid.word().to_string()
     }
 
     /// `RUN_DIR/results.json`, typed: None when the checkers have not run; a file that is
@@ -355,12 +364,15 @@ pub fn check_digest(
             kinds: f.kinds,
         });
     }
-    let known = known::explain(&checkers, info, &known::builtin());
+    let signatures = known::builtin();
+    let known = known::explain(&checkers, info, &signatures);
+    let resembles = known::resemblances(&checkers, info, &signatures);
     Results {
         valid,
         checkers,
         coverage: Some(coverage),
         known,
+        resembles,
     }
 }
 
@@ -393,6 +405,7 @@ pub(crate) fn unreadable(why: String) -> Results {
         checkers,
         coverage: None,
         known: Vec::new(),
+        resembles: Vec::new(),
     }
 }
 

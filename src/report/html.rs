@@ -151,6 +151,13 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
     for k in p.results.map(|r| r.known.as_slice()).unwrap_or_default() {
         detail += &format!(" · known: {k}");
     }
+    for r in p
+        .results
+        .map(|r| r.resembles.as_slice())
+        .unwrap_or_default()
+    {
+        detail += &format!(" · resembles: {r}");
+    }
     let word = match p.results {
         Some(r) => r.verdict_words(),
         None => verdict_word(verdict).to_string(),

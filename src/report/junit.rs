@@ -44,6 +44,15 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
             "known",
             results.map_or(String::new(), |r| crate::checker::known::ids(&r.known)),
         ),
+        (
+            "resembles",
+            results.map_or(String::new(), |r| {
+                (r.resembles.iter().map(|x| x.id.clone()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }),
+        ),
+        ("software", reported_versions(info)),
     ] {
         if v.is_empty() {
             continue;
@@ -99,4 +108,22 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
     }
     x += "  </testsuite>\n</testsuites>\n";
     x
+}
+
+/// "3.9.6-${mvngit.commit.id}": the release the target's servers reported (one, or each with
+/// its node when they differ); empty when none did.
+fn reported_versions(info: &TestInfo) -> String {
+    let Some(software) = &info.settings.software else {
+        return String::new();
+    };
+    let mut distinct: Vec<&String> = software.versions.values().collect();
+    distinct.sort();
+    distinct.dedup();
+    match distinct.as_slice() {
+        [one] => one.to_string(),
+        _ => (software.versions.iter())
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
 }

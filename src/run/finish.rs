@@ -25,6 +25,9 @@ pub fn finish_run(run_dir: &Path) -> Result<i32> {
     for k in &results.known {
         eprintln!("fle-chaos: {:<19} {k}", "known");
     }
+    for r in &results.resembles {
+        eprintln!("fle-chaos: {:<19} {r}", "resembles");
+    }
     match crate::report::render(run_dir, &run, Some(&results), lines) {
         Ok(_) => eprintln!(
             "fle-chaos: report {}",

@@ -73,6 +73,10 @@ pub struct SimulateArgs {
     /// Run every seed twice and fail on any difference in its history.
     #[arg(long)]
     pub check_determinism: bool,
+    /// Refused: the simulator runs fle-node's own code, never ZooKeeper (kept so the flag
+    /// gets that answer rather than "unexpected argument").
+    #[arg(long, hide = true, value_name = "VERSION")]
+    pub zookeeper_version: Option<String>,
     /// ZooKeeper tickTime in milliseconds, as `test --tick-ms`.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub tick_ms: u64,
@@ -190,6 +194,12 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         return Err(bad_input(format!(
             "--bug {}: the simulator cannot reach it ({why}); run it on real processes with fle-chaos test",
             info.name
+        )));
+    }
+    if let Some(v) = &a.zookeeper_version {
+        return Err(bad_input(format!(
+            "--zookeeper-version {v}: the simulator runs fle-node's own code, not ZooKeeper; run \
+             a ZooKeeper release with fle-chaos test --target zookeeper --zookeeper-version {v}"
         )));
     }
     let names: Vec<String> = (1..=a.nodes as u64)

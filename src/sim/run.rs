@@ -607,6 +607,10 @@ mod tests {
             (vec!["--bug", "no-such-bug"], "--bug no-such-bug"),
             (vec!["--bug", "blocking-connect"], "cannot reach it"),
             (vec!["--nodes", "0"], "--nodes 0"),
+            (
+                vec!["--zookeeper-version", "3.9.6"],
+                "the simulator runs fle-node",
+            ),
         ] {
             let words: Vec<String> = flags.iter().map(|w| w.to_string()).collect();
             let err = settings(&SimulateArgs::from_words(&words).unwrap()).expect_err("refused");

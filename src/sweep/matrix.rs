@@ -117,7 +117,7 @@ pub struct Matrix {
 /// One run of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
-    /// Unique within the matrix, usable as a test name: `fle-election-mixed-n3-s1`.
+    /// Unique within the matrix, usable as a test name: `fle-writes-mixed-n3-s1`.
     pub id: String,
     pub target: String,
     pub workload: String,
@@ -540,14 +540,14 @@ mod tests {
         assert_eq!(
             ids,
             [
-                "fle-election-kill-leader-n3-s1",
-                "fle-election-kill-leader-n5-s1",
-                "fle-election-none-n3-s1",
-                "fle-election-none-n5-s1",
-                "fle-election-kill-leader-n3-s2",
-                "fle-election-kill-leader-n5-s2",
-                "fle-election-none-n3-s2",
-                "fle-election-none-n5-s2",
+                "fle-writes-kill-leader-n3-s1",
+                "fle-writes-kill-leader-n5-s1",
+                "fle-writes-none-n3-s1",
+                "fle-writes-none-n5-s1",
+                "fle-writes-kill-leader-n3-s2",
+                "fle-writes-kill-leader-n5-s2",
+                "fle-writes-none-n3-s2",
+                "fle-writes-none-n5-s2",
             ]
         );
         let args = m.cells[2].args(&m).join(" ");
@@ -622,10 +622,7 @@ mod tests {
         let text = "time_limit = \"10s\"\nschedules = [\"none\"]\nnodes = [5]\nseeds = [1]\nobservers = [0, 2]\n";
         let m = Matrix::parse("t", "t.toml", text).unwrap();
         let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            ["fle-election-none-n5-s1", "fle-election-none-n5-s1-o2"]
-        );
+        assert_eq!(ids, ["fle-writes-none-n5-s1", "fle-writes-none-n5-s1-o2"]);
         let args = m.cells[1].args(&m).join(" ");
         assert!(args.contains("--observers 2"), "{args}");
         assert!(!m.cells[0].args(&m).join(" ").contains("--observers"));
@@ -698,7 +695,7 @@ mod tests {
         assert!(m.cells.iter().all(|c| c.subcommand() == "simulate"));
         assert_eq!(
             args[0],
-            "--runs 500 --workload writes --nodes 5 --seed 1001 --time-limit 30 --bug quorum-minority --observers 1"
+            "--test-count 500 --workload writes --nodes 5 --seed 1001 --time-limit 30 --bug quorum-minority --observers 1"
         );
         assert!(
             args[1].contains("--nemesis-file kill-leader"),

@@ -221,7 +221,7 @@ mod tests {
     fn what_is_left_is_what_did_not_reach_a_verdict() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().canonicalize().unwrap();
-        let (one, two) = ("fle-election-none-n3-s1", "fle-election-none-n3-s2");
+        let (one, two) = ("fle-writes-none-n3-s1", "fle-writes-none-n3-s2");
         // Killed outright: the second run has no record at all.
         let dir = folder(&out, &[(one, 0, false)], true);
         let u = open(&dir).unwrap();

@@ -730,6 +730,7 @@ fn write_results(
             checkers,
             coverage: None,
             known: Vec::new(),
+            resembles: Vec::new(),
         };
         std::fs::write(
             run_dir.join("results.json"),
