@@ -445,7 +445,7 @@ pub struct Finished {
     pub overlaps: Vec<Overlap>,
     /// Stretches a calm group had no quorum-backed leader ([`View::calm_group`]).
     pub stalls: Vec<Stall>,
-    /// Stretches a calm-group member stayed LOOKING beside its standing leader ([`Stray`]).
+    /// Stretches a calm-group member stayed out of broadcast beside its standing leader ([`Stray`]).
     pub strays: Vec<Stray>,
     pub final_heal: Option<FinalHeal>,
     /// After a final heal that never settled: the nodes that had not rejoined the leader when

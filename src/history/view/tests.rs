@@ -410,11 +410,56 @@ fn strays_are_calm_members_looking_beside_a_standing_leader() {
         .iter()
         .map(|s| {
             let at = s.start_ns / MS;
-            (s.node.as_str(), at, s.ms, s.looking_reads, s.leader)
+            (s.node.as_str(), at, s.ms, s.reads, s.leader)
         })
         .collect();
     assert_eq!(
         strays,
         vec![("n3", 1000, 3000, 1, (1, 1)), ("n3", 9500, 100, 1, (1, 1))]
+    );
+}
+
+/// A calm member FOLLOWING the standing leader in discovery or sync, LOOKING for a moment
+/// between its attempts, is one stray until it serves in broadcast (a server that cannot
+/// rejoin); while the leader is itself in discovery no leader stands, and a new term opens a
+/// new stray.
+#[test]
+fn strays_count_members_stuck_in_discovery_or_sync_beside_a_standing_leader() {
+    let mut f = settled();
+    f.read(1000, 3, "D1", 1)
+        .read(1500, 3, "?", 1)
+        .read(1600, 3, "S1", 1)
+        .read(3000, 3, "D1", 1)
+        .read(4000, 3, "F1", 1);
+    f.read(5000, 1, "L-discovery", 1)
+        .read(5010, 3, "D1", 1)
+        .read(8000, 2, "D1", 1);
+    f.read(9000, 1, "L", 2)
+        .read(9010, 2, "F1", 2)
+        .read(9500, 3, "F1", 2);
+    let done = f.view.finish();
+    type Row<'a> = (&'a str, &'a str, u64, u64, u32, (u64, u64));
+    let strays: Vec<Row> = done
+        .strays
+        .iter()
+        .map(|s| {
+            let at = s.start_ns / MS;
+            (
+                s.node.as_str(),
+                s.shown.as_str(),
+                at,
+                s.ms,
+                s.reads,
+                s.leader,
+            )
+        })
+        .collect();
+    let discovery = "FOLLOWING n1 in discovery (epoch 1)";
+    assert_eq!(
+        strays,
+        vec![
+            ("n3", discovery, 1000, 3000, 3, (1, 1)),
+            ("n3", discovery, 9010, 490, 0, (1, 2))
+        ]
     );
 }
