@@ -463,3 +463,42 @@ fn strays_count_members_stuck_in_discovery_or_sync_beside_a_standing_leader() {
         ]
     );
 }
+
+/// A fault ends a reign when it leaves the standing leader without its quorum, at its
+/// invoke's time; a leader seen standing again on reads taken after the fault was not ended
+/// by it; a fault that leaves the quorum whole, or that failed, ends nothing.
+#[test]
+fn reigns_name_the_fault_that_ended_each_leadership() {
+    let n = |x: u64| format!(r#"{{"nodes":["n{x}"]}}"#);
+    let mut f = Feed::of(5);
+    f.read(10, 1, "L", 1)
+        .read(11, 2, "F1", 1)
+        .read(12, 3, "F1", 1);
+    f.read(13, 4, "F1", 1).read(14, 5, "F1", 1);
+    f.nemesis_event(100, "invoke", "kill", &n(5))
+        .nemesis_event(110, "info", "kill", &n(5));
+    f.nemesis_event(400, "invoke", "kill", &n(1))
+        .read(420, 2, "F1", 1)
+        .nemesis_event(450, "info", "kill", &n(1));
+    f.read(600, 2, "?", 1)
+        .read(601, 3, "?", 1)
+        .read(602, 4, "?", 1);
+    f.read(900, 2, "L", 2)
+        .read(901, 3, "F2", 2)
+        .read(902, 4, "F2", 2);
+    f.nemesis_event(1000, "invoke", "pause", &n(2))
+        .nemesis_event(1005, "info", "pause", &n(2))
+        .nemesis(1100, "resume", &n(2));
+    f.read(1110, 2, "L", 2)
+        .read(1111, 3, "F2", 2)
+        .read(1112, 4, "F2", 2);
+    f.nemesis_event(1300, "invoke", "kill", &n(2))
+        .nemesis_event(1310, "fail", "kill", &n(2));
+    let done = f.view.finish();
+    let reigns: Vec<(u64, u64, Option<u64>)> = done
+        .reigns
+        .iter()
+        .map(|r| (r.sid, r.epoch, r.ended_by.map(|e| e.at_ns / MS)))
+        .collect();
+    assert_eq!(reigns, vec![(1, 1, Some(400)), (2, 2, None)]);
+}
