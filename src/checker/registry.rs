@@ -135,7 +135,7 @@ pub const CHECKERS: &[Checker] = &[
     },
     Checker {
         name: recovery::NAME,
-        what: "a quorum-backed leader and every node rejoined within bounds; no stalls",
+        what: "a quorum-backed leader and every node rejoined within bounds; no stalls; no member out of broadcast beside a standing leader",
         needs: Needs::Nothing,
         heavy: false,
         judge: Judge::View(|pass, d, info, opts| recovery::judge(&pass.view, d, info, opts)),

@@ -611,22 +611,30 @@ fn last_election_lists_every_vote_heard_in_the_round() {
         .all(|v| v["leader"] == 3));
 }
 
+/// Whether `s` answers in broadcast.
+fn in_broadcast(c: &Cluster, s: u64) -> bool {
+    c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast")
+}
+
+/// n1, n2, n3 (with `--bug bug`) started, n3 first: n3 leads n1 and n2 in broadcast.
+fn n3_leading_a_synced_quorum(bug: Option<&str>) -> Cluster {
+    let mut c = cluster(3, bug);
+    for sid in [3, 1, 2] {
+        c.start(sid);
+    }
+    c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
+        [1, 2].iter().all(|&s| in_broadcast(c, s)).then_some(())
+    });
+    assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+    c
+}
+
 /// leader-never-steps-down: both followers of n3 are killed. The correct leader goes back to
 /// LOOKING after syncLimit (0.5 s here); the buggy one still says LEADING seconds later.
 #[test]
 fn leader_never_steps_down_leads_without_followers() {
     for bug in [None, Some("leader-never-steps-down")] {
-        let mut c = cluster(3, bug);
-        for sid in [3, 1, 2] {
-            c.start(sid);
-        }
-        c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
-            [1, 2]
-                .iter()
-                .all(|&s| c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast"))
-                .then_some(())
-        });
-        assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+        let mut c = n3_leading_a_synced_quorum(bug);
         c.kill(1);
         c.kill(2);
         let t0 = Instant::now();
@@ -653,16 +661,7 @@ fn leader_never_steps_down_leads_without_followers() {
 #[test]
 fn refuse_repeated_epoch_cannot_rejoin_a_standing_leader() {
     for bug in [None, Some("refuse-repeated-epoch")] {
-        let mut c = cluster(3, bug);
-        for sid in [3, 1, 2] {
-            c.start(sid);
-        }
-        let in_broadcast =
-            |c: &Cluster, s: u64| c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast");
-        c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
-            [1, 2].iter().all(|&s| in_broadcast(c, s)).then_some(())
-        });
-        assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+        let mut c = n3_leading_a_synced_quorum(bug);
         let epoch = c.status(3).unwrap()["peer_epoch"].clone();
         c.kill(1);
         c.start(1);
