@@ -80,6 +80,11 @@ const NAMED: &[(&str, &[&str])] = &[
         &["leader-minority", "partition-halves"],
     ),
     ("leader-never-steps-down", &["isolate-leader"]),
+    // A follower restarted while its leader stands, then a quiet longer than the stray bound.
+    (
+        "refuse-repeated-epoch",
+        &["restart-follower", "staggered-restarts"],
+    ),
 ];
 
 /// One run to make.

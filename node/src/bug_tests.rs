@@ -465,6 +465,32 @@ fn epoch_before_txns_writes_the_epoch_before_the_txns_are_durable() {
     }
 }
 
+/// A follower that already accepted epoch 3 (it followed that leader, then lost it) rejoins
+/// the leader still leading epoch 3: the correct one acks with REPEATED_EPOCH and syncs, the
+/// buggy one ends its attempt (and the next, until a new epoch).
+#[test]
+fn refuse_repeated_epoch_cannot_rejoin_a_leader_of_the_epoch_it_accepted() {
+    for (bugs, buggy) in both(Bug::RefuseRepeatedEpoch) {
+        let mut f = follower(bugs, 3, 3, z(3, 2));
+        f.start();
+        let out = f.step(Msg::LeaderInfo { epoch: 3 });
+        let ended = out.iter().any(|o| matches!(o, ZabOut::StepDown(_)));
+        let acked = out.iter().any(|o| {
+            matches!(o, ZabOut::Send(_, Msg::AckEpoch { current_epoch, .. })
+                if *current_epoch == crate::zab::messages::REPEATED_EPOCH)
+        });
+        assert_eq!((ended, acked), (buggy, !buggy), "{out:?}");
+        // A new epoch is taken either way.
+        let mut g = follower(bugs, 3, 3, z(3, 2));
+        g.start();
+        let out = g.step(Msg::LeaderInfo { epoch: 4 });
+        assert!(
+            !out.iter().any(|o| matches!(o, ZabOut::StepDown(_))),
+            "{out:?}"
+        );
+    }
+}
+
 /// Histories written before `received`/`joined` existed still parse, and a summary without
 /// them re-serializes as it was.
 #[test]

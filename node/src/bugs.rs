@@ -27,6 +27,7 @@ pub enum Bug {
     ObserverVoteCounted,
     ObserverAckCounted,
     ObserverInformedEarly,
+    RefuseRepeatedEpoch,
 }
 
 /// What `--list-bugs` prints about a bug.
@@ -155,6 +156,13 @@ pub const CATALOGUE: &[BugInfo] = &[
         jira: "-",
         fault: "kill or isolate the leader while writes are in flight (needs --observers)",
         description: "the leader sends observers a txn (INFORM) when it proposes it, not once a quorum committed it: an observer serves a txn no quorum committed",
+    },
+    BugInfo {
+        bug: Bug::RefuseRepeatedEpoch,
+        name: "refuse-repeated-epoch",
+        jira: "-",
+        fault: "kill and restart a follower, or cut it off, while its leader keeps leading (restart-follower)",
+        description: "a follower refuses a LEADERINFO of the epoch it already accepted as if it were older: it cannot rejoin a leader still leading that epoch, and retries in FOLLOWING/discovery until a new epoch",
     },
 ];
 

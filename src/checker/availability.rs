@@ -1,8 +1,9 @@
 //! availability (judged within the recovery checker, which owns the view it asks): whenever a
 //! calm group stands (a quorum of nodes up, answering, under no fault but clock steps,
 //! mutually connected and cleanly separated from the rest: `View::calm_group`), a
-//! quorum-backed leader exists within a bound; and no member of it stays LOOKING beside that
-//! leader past the stall bound (a node that cannot join); and after the final heal every node
+//! quorum-backed leader exists within a bound; and no member of it stays out of broadcast
+//! beside that leader past the stall bound, whatever it shows (LOOKING, or FOLLOWING it in
+//! discovery or sync: a node that cannot join or rejoin); and after the final heal every node
 //! that is up rejoins that leader within a bound; and a calm group that stood for the settle
 //! time does not keep losing its leaders to new elections (leaders deposed while nothing
 //! touched their quorum, `MIN_DEPOSED` times in one calm stretch). Liveness, not safety: the
@@ -105,17 +106,18 @@ pub fn notification_backoff_ms(
     )
 }
 
-/// How long a calm-group member may stay LOOKING beside the group's standing leader during
-/// the run: as long as the whole group may go without a leader (`stall_ms`, which also covers
-/// noticing a silent leader and syncing, neither of which a LOOKING member beside a leader
-/// waits for), plus its notification back-off.
+/// How long a calm-group member may stay out of broadcast beside the group's standing leader
+/// during the run (LOOKING, or FOLLOWING it in discovery or sync): as long as the whole group
+/// may go without a leader (`stall_ms`: noticing a silent leader, electing, connecting and
+/// syncing, all of which a member joining a standing leader does at most once), plus its
+/// notification back-off.
 pub fn stray_bound_ms(stall_ms: u64, info: &TestInfo) -> u64 {
     stall_ms + notification_backoff_ms(&info.target, &info.settings.zookeeper_config)
 }
 
-/// Violations (strays at least `bound_ms` long, seen LOOKING often enough) and gaps (as long,
-/// too few reads) among `strays` that began before `until_ns` (the final heal: after it, the
-/// final rejoin check judges the same nodes).
+/// Violations (strays at least `bound_ms` long, each read apart from the leader often enough)
+/// and gaps (as long, too few reads) among `strays` that began before `until_ns` (the final
+/// heal: after it, the final rejoin check judges the same nodes).
 pub fn judge_strays(strays: &[Stray], bound_ms: u64, until_ns: u64) -> (Vec<Item>, Vec<Item>) {
     let (mut violations, mut gaps) = (Vec::new(), Vec::new());
     for s in strays
@@ -126,24 +128,25 @@ pub fn judge_strays(strays: &[Stray], bound_ms: u64, until_ns: u64) -> (Vec<Item
         let evidence = vec![
             EvRef::new(
                 s.start_pos,
-                format!("{} LOOKING beside n{l} (epoch {e}) from here", s.node),
+                format!("{} {} beside n{l} (epoch {e}) from here", s.node, s.shown),
             ),
             EvRef::new(s.end_pos, "until here"),
         ];
         let what = format!(
-            "{} stayed LOOKING for {} ms{} from {} while n{l} (epoch {e}) led a calm quorum it belonged to (up, connected to every member, under no fault but clock steps): it could not join a standing leader (bound {bound_ms} ms)",
+            "{} did not serve in broadcast under n{l} (epoch {e}) for {} ms{} from {} (first read {}) while n{l} led a calm quorum it belonged to (up, connected to every member, under no fault but clock steps): it could not join a standing leader (bound {bound_ms} ms)",
             s.node,
             s.ms,
             if s.open_at_end { ", until the history ends," } else { "" },
             secs(s.start_ns),
+            s.shown,
         );
-        if s.looking_reads >= MIN_READS {
+        if s.reads >= MIN_READS {
             violations.push((format!("{what}."), evidence));
         } else {
             gaps.push((
                 format!(
-                    "{what}, but it was read LOOKING only {} time(s) then.",
-                    s.looking_reads
+                    "{what}, but it was read apart from it only {} time(s) then.",
+                    s.reads
                 ),
                 evidence,
             ));

@@ -7,7 +7,12 @@
 //! it that did not), the writes that certainly committed before it began are those acknowledged
 //! (with a zxid of an epoch below e) earlier than that previous read minus the read slack:
 //! the previous read's snapshot shows the node not yet leading e, and an acknowledgement follows
-//! its commit. Three things must hold for them:
+//! its commit. Where a fault ended the leadership before it (the view's last reign of a lower
+//! epoch seen before it, which a kill, pause or cut left without its quorum: `view::Reign`),
+//! that fault's invoke is the bound when it is later: a write acknowledged before it was
+//! committed before that leadership ended, so before this one began (ack, fault, election: an
+//! order the history states exactly, where the reads only say it within the slack). Three
+//! things must hold for them:
 //! - the leader's last zxid, at its first read leading e, is at least the highest of them (a
 //!   leader's log only grows);
 //! - the election the leader reported deciding for itself (its `last_election` at that read)
@@ -18,15 +23,17 @@
 //!
 //! What it cannot see: a leadership that begins and ends between two reads of its leader, and a
 //! leadership whose leader was LEADING already at its very first read (nothing bounds when it
-//! began). Writes acknowledged within the read slack of a leadership's start are not judged
-//! against it. It needs client writes (the writes workload) and, for the last point, final logs.
+//! began). Writes acknowledged within the read slack of a leadership's start, after the fault
+//! that ended the one before (or with no such fault), are not judged against it. It needs client
+//! writes (the writes workload) and, for the last point, final logs.
 
-use super::finding::{EvRef, Finding, Item};
+use super::finding::{secs, EvRef, Finding, Item};
 use super::fxhash::FastSet;
 use super::kind::Kind;
 use super::model::{Digest, Rec, Status};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
+use crate::history::view::{Ending, Reign};
 use crate::history::EventType;
 use serde::{Deserialize, Serialize};
 
@@ -49,12 +56,16 @@ pub struct CompletenessMeasurements {
     /// Leaderships whose start could be bounded, and those with earlier acknowledged writes.
     pub leaderships_judged: usize,
     pub leaderships_with_prior_writes: usize,
+    /// Leaderships whose bound was the fault that ended the one before, not a read.
+    #[serde(default)]
+    pub leaderships_bounded_by_a_fault: usize,
 }
 
 /// One pass over the digest with its accumulators side by side (acknowledged writes, final
-/// logs, leaderships and their winning votes), then one judgement per leadership: the pass is
-/// long because the accumulators are fed from the same records in the same order.
-pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
+/// logs, leaderships and their winning votes), then one judgement per leadership (`reigns`:
+/// the view's, for the faults that ended leaderships): the pass is long because the
+/// accumulators are fed from the same records in the same order.
+pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
     let mut acks: Vec<Ack> = Vec::new();
     let mut writes = 0usize;
@@ -110,10 +121,14 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
 
     let mut violations: Vec<Item> = Vec::new();
     let mut with_prior = 0usize;
+    let mut by_fault = 0usize;
     for (prev, first) in &starts {
         let e = first.leads().unwrap_or(0);
         let name = d.name(first.node);
-        let bound = prev.time.saturating_sub(slack);
+        let read_bound = prev.time.saturating_sub(slack);
+        let ending = ended_before(reigns, e, first.time).filter(|(_, f)| f.at_ns > read_bound);
+        let bound = ending.map_or(read_bound, |(_, f)| f.at_ns);
+        by_fault += usize::from(ending.is_some());
         let n = acks.partition_point(|a| a.time < bound);
         if n == 0 {
             continue;
@@ -131,7 +146,26 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             continue;
         };
         with_prior += 1;
-        let not_yet = EvRef::new(prev.pos, format!("{name} not yet leading epoch {e}"));
+        // What bounds the writes judged: the fault that ended the leadership before, or the
+        // last read of this one's leader before it led.
+        let (not_yet, before) = match ending {
+            Some((r, f)) => (
+                EvRef::new(
+                    f.pos,
+                    format!("the fault that ended n{}'s leadership of epoch {}", r.sid, r.epoch),
+                ),
+                format!(
+                    "acknowledged before the fault at {} that ended n{}'s leadership of epoch {} (so before epoch {e} began)",
+                    secs(f.at_ns),
+                    r.sid,
+                    r.epoch
+                ),
+            ),
+            None => (
+                EvRef::new(prev.pos, format!("{name} not yet leading epoch {e}")),
+                "acknowledged before its epoch began".to_string(),
+            ),
+        };
         let acked = |a: &Ack| {
             EvRef::new(
                 a.pos,
@@ -141,7 +175,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         if first.last_zxid < top.zxid {
             violations.push((
                 format!(
-                    "{name} began leading epoch {e} with last zxid {:#x}, below zxid {:#x} of {}, acknowledged before its epoch began: the new leader lacks a committed write.",
+                    "{name} began leading epoch {e} with last zxid {:#x}, below zxid {:#x} of {}, {before}: the new leader lacks a committed write.",
                     first.last_zxid, top.zxid, top.value
                 ),
                 vec![acked(top), not_yet.clone(), EvRef::new(first.pos, format!("{name} LEADING epoch {e}, last zxid {:#x}", first.last_zxid))],
@@ -168,7 +202,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
             violations.push((
                 format!(
-                    "{name} was elected for epoch {e} (round {}) with zxid {:#x}, below zxid {:#x} of {}, acknowledged before its epoch began: FLE elected a leader missing a committed write.",
+                    "{name} was elected for epoch {e} (round {}) with zxid {:#x}, below zxid {:#x} of {}, {before}: FLE elected a leader missing a committed write.",
                     el.summary.round, el.summary.zxid, top.zxid, top.value
                 ),
                 vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
@@ -201,6 +235,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let m = CompletenessMeasurements {
         leaderships_judged: starts.len(),
         leaderships_with_prior_writes: with_prior,
+        leaderships_bounded_by_a_fault: by_fault,
     };
     // Every violation here is one kind: a leader without a write acknowledged before its term.
     let kinded = violations
@@ -208,6 +243,17 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         .map(|v| (Kind::LeaderLacksWrite, v))
         .collect();
     Finding::judge_kinds(kinded, vec![], ok).with_measurements(super::Measurements::Completeness(m))
+}
+
+/// The fault that ended the leadership before one of epoch `e` first read at `t`: the last
+/// reign of a lower epoch seen standing before `t`, if a fault invoked by `t` ended it.
+fn ended_before(reigns: &[Reign], e: u64, t: u64) -> Option<(&Reign, Ending)> {
+    let before = reigns
+        .iter()
+        .rev()
+        .find(|r| r.epoch < e && r.since_ns < t)?;
+    let ending = before.ended_by.filter(|f| f.at_ns <= t)?;
+    Some((before, ending))
 }
 
 /// The acknowledgements (indices into `acks`) whose value `entries` lacks. A value is looked

@@ -1,7 +1,7 @@
 //! recovery: after the final heal, a quorum-backed leader is observed within a bound and every
 //! node that is up rejoins it within a bound; during the run, a calm group is never without a
-//! quorum-backed leader beyond a bound, and none of its members stays LOOKING beside that
-//! leader beyond the stall bound (availability, see `availability`); and,
+//! quorum-backed leader beyond a bound, and none of its members stays out of broadcast beside
+//! that leader beyond the stall bound (availability, see `availability`); and,
 //! measured for the report: for every fault, the time until a quorum-backed leader is observed
 //! again; every leaderless window; every overlap where two servers both claim to lead (in
 //! different epochs: a stale leader, reported but not invalid; the same epoch is
@@ -51,7 +51,7 @@ pub struct RecoveryMeasurements {
     /// The bound on a stray (`availability::stray_bound_ms`).
     #[serde(default)]
     pub stray_bound_ms: u64,
-    /// Stretches a calm-group member stayed LOOKING beside its leader, longest first (10).
+    /// Stretches a calm-group member stayed out of broadcast beside its leader, longest first (10).
     #[serde(default)]
     pub strays: Vec<Stray>,
     /// Every fault (the first 1000), in start order, with its time to a quorum-backed leader.
@@ -238,7 +238,7 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
     let (strays, unsure) = availability::judge_strays(&v.strays, stray_ms, until);
     if strays.is_empty() && unsure.is_empty() && !ok.is_empty() {
         ok.push_str(&format!(
-            " No node stayed LOOKING beside a standing leader of its calm quorum for {stray_ms} ms or more."
+            " No member of a calm quorum stayed out of broadcast beside its standing leader for {stray_ms} ms or more."
         ));
     }
     violations.extend(strays);

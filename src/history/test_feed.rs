@@ -45,7 +45,8 @@ impl Feed {
     }
 
     /// A status read of `node` at `ms`: "L" leading, "L-discovery", "L-sync", "F<k>" following
-    /// n<k> in broadcast, "S<k>" following n<k> in sync, "?" looking.
+    /// n<k> in broadcast, "S<k>" following n<k> in sync, "D<k>" following n<k> in discovery,
+    /// "?" looking.
     pub fn read(&mut self, ms: u64, node: u64, role: &str, epoch: u64) -> &mut Self {
         let (state, leader, phase) = match role {
             "L" => ("LEADING", format!("{node}"), "broadcast"),
@@ -53,6 +54,7 @@ impl Feed {
             "L-sync" => ("LEADING", format!("{node}"), "sync"),
             "?" => ("LOOKING", "null".into(), "election"),
             s if s.starts_with('S') => ("FOLLOWING", s[1..].to_string(), "sync"),
+            s if s.starts_with('D') => ("FOLLOWING", s[1..].to_string(), "discovery"),
             f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
         };
         let text = format!(

@@ -103,6 +103,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "staggered-restarts",
         include_str!("../../nemesis/staggered-restarts.toml"),
     ),
+    // A follower restarted while its leader stands must rejoin it (refuse-repeated-epoch).
+    (
+        "restart-follower",
+        include_str!("../../nemesis/restart-follower.toml"),
+    ),
     (
         "packet-loss",
         include_str!("../../nemesis/packet-loss.toml"),

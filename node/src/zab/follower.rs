@@ -150,6 +150,15 @@ impl Follower {
                         self.cfg.leader, self.accepted_epoch
                     ));
                 }
+                // Seeded bug refuse-repeated-epoch: the epoch already accepted is refused as
+                // if older, where ZooKeeper's Learner acks it with -1 (REPEATED_EPOCH): a
+                // follower that lost a leader still leading that epoch cannot rejoin it.
+                if epoch == self.accepted_epoch && self.cfg.bugs.has(Bug::RefuseRepeatedEpoch) {
+                    return self.end(format!(
+                        "leader {} offers epoch {epoch}, not newer than my acceptedEpoch {}",
+                        self.cfg.leader, self.accepted_epoch
+                    ));
+                }
                 let current_epoch = if epoch > self.accepted_epoch {
                     self.accepted_epoch = epoch;
                     out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));

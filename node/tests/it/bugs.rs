@@ -611,22 +611,30 @@ fn last_election_lists_every_vote_heard_in_the_round() {
         .all(|v| v["leader"] == 3));
 }
 
+/// Whether `s` answers in broadcast.
+fn in_broadcast(c: &Cluster, s: u64) -> bool {
+    c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast")
+}
+
+/// n1, n2, n3 (with `--bug bug`) started, n3 first: n3 leads n1 and n2 in broadcast.
+fn n3_leading_a_synced_quorum(bug: Option<&str>) -> Cluster {
+    let mut c = cluster(3, bug);
+    for sid in [3, 1, 2] {
+        c.start(sid);
+    }
+    c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
+        [1, 2].iter().all(|&s| in_broadcast(c, s)).then_some(())
+    });
+    assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+    c
+}
+
 /// leader-never-steps-down: both followers of n3 are killed. The correct leader goes back to
 /// LOOKING after syncLimit (0.5 s here); the buggy one still says LEADING seconds later.
 #[test]
 fn leader_never_steps_down_leads_without_followers() {
     for bug in [None, Some("leader-never-steps-down")] {
-        let mut c = cluster(3, bug);
-        for sid in [3, 1, 2] {
-            c.start(sid);
-        }
-        c.wait_for(LIMIT, "n3 to lead a synced quorum", |c| {
-            [1, 2]
-                .iter()
-                .all(|&s| c.status(s).is_some_and(|s| s["zab_phase"] == "broadcast"))
-                .then_some(())
-        });
-        assert_eq!(c.quorum_leader(&[1, 2, 3]), Some(3));
+        let mut c = n3_leading_a_synced_quorum(bug);
         c.kill(1);
         c.kill(2);
         let t0 = Instant::now();
@@ -642,6 +650,37 @@ fn leader_never_steps_down_leads_without_followers() {
                 (c.role(3)?.0 == "LOOKING").then_some(())
             });
             assert!(t0.elapsed() < Duration::from_secs(3));
+        }
+    }
+}
+
+/// refuse-repeated-epoch: n1, a follower of n3, is killed and restarted while n3 keeps leading
+/// with n2. n1 accepted n3's epoch before it died, so n3 offers it that epoch again: the
+/// correct n1 rejoins in broadcast at once; the buggy one refuses it at every attempt and stays
+/// out of broadcast (FOLLOWING in discovery, LOOKING between attempts) beside the same leader.
+#[test]
+fn refuse_repeated_epoch_cannot_rejoin_a_standing_leader() {
+    for bug in [None, Some("refuse-repeated-epoch")] {
+        let mut c = n3_leading_a_synced_quorum(bug);
+        let epoch = c.status(3).unwrap()["peer_epoch"].clone();
+        c.kill(1);
+        c.start(1);
+        let t0 = Instant::now();
+        if bug.is_some() {
+            assert_announced(&c, 1, "refuse-repeated-epoch");
+            // Five times syncLimit x tickTime, n3 leading its epoch all along.
+            while t0.elapsed() < Duration::from_millis(2500) {
+                assert!(!in_broadcast(&c, 1), "{}", c.describe());
+                assert_eq!(c.quorum_leader(&[2, 3]), Some(3), "{}", c.describe());
+                assert_eq!(c.status(3).unwrap()["peer_epoch"], epoch);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        } else {
+            c.wait_for(LIMIT, "n1 to rejoin n3", |c| {
+                in_broadcast(c, 1).then_some(())
+            });
+            assert!(t0.elapsed() < Duration::from_millis(2500));
+            assert_eq!(c.status(1).unwrap()["peer_epoch"], epoch);
         }
     }
 }

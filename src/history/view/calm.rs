@@ -1,7 +1,8 @@
 //! `history::view::calm`: THE calm group (the largest quorum of nodes that are up, have
 //! answered since they started, are under no fault but clock steps, mutually connected and
 //! cleanly separated from the rest), the stalls in which one calm group stood without a
-//! quorum-backed leader, and the strays: calm members LOOKING beside a standing leader. The
+//! quorum-backed leader, and the strays: calm members not yet serving in broadcast beside a
+//! standing leader, whatever they show (LOOKING, or FOLLOWING it in discovery or sync). The
 //! availability checker judges both.
 
 use super::super::FaultKind;
@@ -9,7 +10,7 @@ use super::cluster::{Cluster, NodeRead, QuorumLeader};
 use super::faults::FaultInterval;
 #[cfg(doc)]
 use super::View;
-use crate::api::ServerState;
+use crate::api::{ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
 
 /// A stretch in which one calm group ([`View::calm_group`]) stood unchanged and there was no
@@ -45,25 +46,57 @@ pub struct Stall {
     pub end_pos: u32,
 }
 
-/// A node of the calm group that stayed LOOKING while that group had a quorum-backed leader:
-/// it was up, answering, under no fault but clock steps and connected to every member, so it
-/// had nothing to do but join (ZOOKEEPER-1732's restarted server that cannot join looks
-/// like this). Open from the first such read to the first read that is not, or to a change of
-/// the group or its leader.
+/// A node of the calm group that did not serve in broadcast under that group's quorum-backed
+/// leader while it stood: it was up, answering, under no fault but clock steps and connected
+/// to every member, so it had nothing to do but join. Whatever it showed counts: LOOKING
+/// (ZOOKEEPER-1732's restarted server that cannot join), or FOLLOWING the leader in discovery
+/// or sync and failing its handshake again and again (ZOOKEEPER-2164's server that cannot
+/// rejoin: each failed attempt backs off in FOLLOWING/discovery, with LOOKING only for a
+/// moment between). Open from the first such read to the first read that serves under the
+/// leader (or fails), or to a change of the group or its leader.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stray {
     pub node: String,
     /// The standing leader and its epoch.
     pub leader: (u64, u64),
+    /// What the node's first read of the stray showed ("LOOKING", "FOLLOWING n2 in discovery").
+    #[serde(default)]
+    pub shown: String,
     pub start_ns: u64,
     pub end_ns: u64,
     pub ms: u64,
-    /// Successful reads of the node that showed it LOOKING meanwhile.
-    pub looking_reads: u32,
+    /// Successful reads of the node meanwhile (each showed it not yet serving the leader).
+    #[serde(alias = "looking_reads")]
+    pub reads: u32,
     /// Still open when the history ends.
     pub open_at_end: bool,
     pub start_pos: u32,
     pub end_pos: u32,
+}
+
+impl Stray {
+    /// Whether `read` shows the node not (yet) serving in broadcast under `leader`.
+    fn apart(read: &NodeRead, leader: (u64, u64)) -> bool {
+        read.serves_under() != Some(leader)
+    }
+}
+
+/// A read's state in words, for a stray's evidence.
+fn shown(read: &NodeRead) -> String {
+    let state = match read.state {
+        ServerState::Looking => return "LOOKING".into(),
+        ServerState::Following => "FOLLOWING",
+        ServerState::Leading => "LEADING",
+        ServerState::Observing => "OBSERVING",
+    };
+    let phase = match read.phase {
+        ZabPhase::Election => "election",
+        ZabPhase::Discovery => "discovery",
+        ZabPhase::Sync => "sync",
+        ZabPhase::Broadcast => "broadcast",
+    };
+    let leader = read.leader.map_or(String::new(), |l| format!(" n{l}"));
+    format!("{state}{leader} in {phase} (epoch {})", read.peer_epoch)
 }
 
 /// The calm sub-fold of a view: the calm group now, its stalls and its strays.
@@ -124,8 +157,8 @@ impl Calm {
             reads[ix] += 1;
         }
         if let Some(Some(stray)) = self.straying.get_mut(ix) {
-            if read.state == ServerState::Looking {
-                stray.looking_reads += 1;
+            if Stray::apart(read, stray.leader) {
+                stray.reads += 1;
             }
         }
     }
@@ -260,8 +293,9 @@ impl Calm {
         }
     }
 
-    /// Opens, extends or closes each node's stray (see [`Stray`]): a calm-group member LOOKING
-    /// while the group's quorum-backed leader stands.
+    /// Opens, extends or closes each node's stray (see [`Stray`]): a calm-group member (not
+    /// the leader) whose latest read shows it not serving in broadcast under the group's
+    /// standing quorum-backed leader.
     fn judge_strays(
         &mut self,
         time: u64,
@@ -274,11 +308,12 @@ impl Calm {
             self.straying.resize(cluster.nodes.len(), None);
         }
         for i in 0..cluster.nodes.len() {
-            let looking = self.group & (1 << i.min(63)) != 0
-                && cluster.nodes[i]
-                    .read
-                    .is_some_and(|r| r.state == ServerState::Looking);
-            let now = standing.filter(|_| looking).map(|l| (l.sid, l.epoch));
+            let member = self.group & (1 << i.min(63)) != 0;
+            let read = cluster.nodes[i].read.filter(|_| member);
+            let now = standing
+                .filter(|l| l.node != i)
+                .map(|l| (l.sid, l.epoch))
+                .filter(|&l| read.is_some_and(|r| Stray::apart(&r, l)));
             let open = self.straying[i].as_ref().map(|s| s.leader);
             if open.is_some() && open != now {
                 let mut s = self.straying[i].take().expect("checked");
@@ -287,14 +322,15 @@ impl Calm {
                 s.ms = (time - s.start_ns) / 1_000_000;
                 self.strays.push(s);
             }
-            if let (Some(leader), None) = (now, &self.straying[i]) {
+            if let (Some(leader), None, Some(r)) = (now, &self.straying[i], read) {
                 self.straying[i] = Some(Stray {
                     node: cluster.nodes[i].name.clone(),
                     leader,
+                    shown: shown(&r),
                     start_ns: time,
                     end_ns: time,
                     ms: 0,
-                    looking_reads: 0,
+                    reads: 0,
                     open_at_end: false,
                     start_pos: pos,
                     end_pos: pos,

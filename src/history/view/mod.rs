@@ -21,12 +21,15 @@
 //!   answered a read since they (re)started, are under no fault but clock steps (a correct
 //!   server times on the monotonic clock), are mutually connected and cleanly separated from
 //!   the rest; and stalls: stretches in which one calm group stood unchanged and no
-//!   quorum-backed leader existed (the availability checker judges their length).
+//!   quorum-backed leader existed (the availability checker judges their length);
+//! - reigns: each quorum-backed leadership (sid, epoch) and the fault that ended it, if one
+//!   did (leader-completeness bounds a later leader's writes by that fault's exact time).
 //!
 //! Each family of facts is a sub-fold of its own module, all fed by the one [`View::feed`]:
 //! `cluster` (the nodes now; the quorum-backed leader and settled definitions), `faults`
-//! (intervals and recoveries), `leadership` (windows and overlaps) and `calm` (the calm
-//! group, stalls and strays). After every event the view judges them in that order.
+//! (intervals and recoveries), `leadership` (windows and overlaps), `calm` (the calm
+//! group, stalls and strays) and `reigns`. After every event the view judges them in that
+//! order.
 //!
 //! Times are the history's (ns since the run started); lines appended concurrently may step
 //! back a little, so the view keeps a running maximum as "now".
@@ -35,6 +38,7 @@ mod calm;
 mod cluster;
 mod faults;
 mod leadership;
+mod reigns;
 #[cfg(test)]
 mod tests;
 
@@ -44,6 +48,7 @@ pub use cluster::{
 };
 pub use faults::{FaultInterval, FaultRecovery, FinalHeal};
 pub use leadership::{Overlap, Window};
+pub use reigns::{Ending, Reign};
 
 use super::line::{Body, Line};
 use super::{EventType, FaultStep, FaultValue};
@@ -51,6 +56,7 @@ use calm::Calm;
 use cluster::Cluster;
 use faults::{At, Faults};
 use leadership::Leadership;
+use reigns::Reigns;
 
 /// The derived facts of a history, fed in order.
 #[derive(Debug, Clone)]
@@ -63,6 +69,7 @@ pub struct View {
     faults: Faults,
     leadership: Leadership,
     calm: Calm,
+    reigns: Reigns,
 }
 
 impl View {
@@ -84,6 +91,7 @@ impl View {
             faults: Faults::default(),
             leadership: Leadership::default(),
             calm: Calm::new(),
+            reigns: Reigns::default(),
         };
         for n in nodes {
             v.node_ix(n);
@@ -236,12 +244,24 @@ impl View {
 
     /// A nemesis action (`f` a fault or its undo); only done actions (`info`) change the view,
     /// but no group is calm while a fault's start is under way (a clock step's only where
-    /// clock faults touch their nodes).
+    /// clock faults touch their nodes), and a fault start's invoke and outcome tell the reigns
+    /// which leadership it ends.
     fn fault(&mut self, at: At, kind: EventType, f: super::F, v: &FaultValue, node: Option<usize>) {
         let at = At {
             time: self.at(at.time),
             ..at
         };
+        if let Some(FaultStep::Starts(k)) = v.step(f) {
+            let nodes = self.fault_nodes(v, node);
+            let start = (at, f, k);
+            match kind {
+                EventType::Invoke => self.reigns.invoked(start, &nodes, v, &self.cluster),
+                _ => {
+                    let done = kind == EventType::Info;
+                    self.reigns.outcome(start, &nodes, v, done, &self.cluster);
+                }
+            }
+        }
         if kind == EventType::Info {
             self.calm.applying(false);
             self.apply(at, f, v, node);
@@ -253,12 +273,18 @@ impl View {
         self.judge(at.time, at.pos);
     }
 
-    /// A done nemesis action: what it does to the nodes, and to the fault intervals.
-    fn apply(&mut self, at: At, f: super::F, v: &FaultValue, node: Option<usize>) {
+    /// The nodes (indices) a nemesis action names: its value's, else its event's node.
+    fn fault_nodes(&mut self, v: &FaultValue, node: Option<usize>) -> Vec<usize> {
         let mut nodes: Vec<usize> = v.nodes.iter().map(|n| self.node_ix(n)).collect();
         if nodes.is_empty() {
             nodes.extend(node);
         }
+        nodes
+    }
+
+    /// A done nemesis action: what it does to the nodes, and to the fault intervals.
+    fn apply(&mut self, at: At, f: super::F, v: &FaultValue, node: Option<usize>) {
+        let nodes = self.fault_nodes(v, node);
         match v.step(f) {
             Some(FaultStep::Starts(kind)) => {
                 self.cluster.fault_starts(kind, &nodes, v);
@@ -280,7 +306,7 @@ impl View {
     }
 
     /// Judges every sub-fold after an event at `time`: windows and overlaps, rejoins, the
-    /// calm group's stall and strays, then recoveries.
+    /// calm group's stall and strays, recoveries, then reigns.
     fn judge(&mut self, time: u64, pos: u32) {
         let leader = self.cluster.quorum_leader(0);
         self.leadership.judge(time, leader.is_some(), &self.cluster);
@@ -292,6 +318,7 @@ impl View {
             &self.faults.intervals,
         );
         self.faults.judge_recovery(time, pos, &self.cluster);
+        self.reigns.judge(time, leader.as_ref(), &self.cluster);
     }
 
     /// THE calm group now (see `calm::Calm::group_of`): a bitmask of node indices, 0 for none.
@@ -391,6 +418,7 @@ impl View {
             overlaps: self.leadership.overlaps,
             stalls: self.calm.stalls,
             strays: self.calm.strays,
+            reigns: self.reigns.reigns,
             final_heal: self.faults.final_heal,
             final_stragglers,
         }
@@ -445,8 +473,10 @@ pub struct Finished {
     pub overlaps: Vec<Overlap>,
     /// Stretches a calm group had no quorum-backed leader ([`View::calm_group`]).
     pub stalls: Vec<Stall>,
-    /// Stretches a calm-group member stayed LOOKING beside its standing leader ([`Stray`]).
+    /// Stretches a calm-group member stayed out of broadcast beside its standing leader ([`Stray`]).
     pub strays: Vec<Stray>,
+    /// Every quorum-backed leadership, in the order first seen, and the fault that ended it.
+    pub reigns: Vec<Reign>,
     pub final_heal: Option<FinalHeal>,
     /// After a final heal that never settled: the nodes that had not rejoined the leader when
     /// the history ends, with their latest read (None: no read since... or never).
