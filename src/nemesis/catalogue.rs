@@ -48,6 +48,12 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "txnlog-diff-2846",
         include_str!("../../nemesis/txnlog-diff-2846.toml"),
     ),
+    // ZooKeeper 3.9.3's ZOOKEEPER-4925 on 5 servers: a learner that leads with holes in its
+    // committedLog (docs/zookeeper.md).
+    (
+        "stale-diff-4925",
+        include_str!("../../nemesis/stale-diff-4925.toml"),
+    ),
     // ZooKeeper 3.8.0's unsynced start-up snapshot under a power cut (docs/zookeeper.md).
     (
         "zookeeper-start-power-loss",

@@ -336,6 +336,10 @@ pub struct Schedule {
     /// A timed schedule (`[[step]]`s, see `timed`): these faults at these times instead of
     /// the seeded plan; `faults` then holds one template per step (kinds, preflight).
     pub timed: Option<Vec<PlannedFault>>,
+    /// ZooKeeper settings the schedule is aimed with (`zookeeper_config = ["KEY=VALUE"]`):
+    /// they replace the tool's defaults for `--target zookeeper`, and `--zookeeper-config`
+    /// replaces them (a schedule aimed at a bug the defaults work around turns them off).
+    pub zookeeper_config: Vec<String>,
 }
 
 impl Schedule {
@@ -350,6 +354,7 @@ impl Schedule {
             fake_monotonic: false,
             timing: Timing::Fixed,
             timed: None,
+            zookeeper_config: Vec::new(),
         }
     }
 

@@ -77,6 +77,7 @@ impl Schedule {
             duration,
             faults,
             fake_monotonic: raw.fake_monotonic,
+            zookeeper_config: raw.zookeeper_config,
             timing,
             timed: None,
         })
@@ -94,6 +95,9 @@ struct RawSchedule {
     timing: Option<String>,
     #[serde(default, rename = "fault")]
     faults: Vec<RawFault>,
+    /// `["KEY=VALUE"]`: ZooKeeper settings the schedule needs (`Schedule::zookeeper_config`).
+    #[serde(default)]
+    zookeeper_config: Vec<String>,
 }
 
 #[cfg(test)]

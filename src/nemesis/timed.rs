@@ -105,6 +105,7 @@ pub fn from_toml(name: &str, text: &str) -> Result<Schedule, String> {
         fake_monotonic,
         timing: super::timing::Timing::Fixed,
         timed: Some(steps),
+        zookeeper_config: Vec::new(),
     })
 }
 

@@ -179,8 +179,18 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
 
 fn settings(h: &mut String, info: &TestInfo) {
     h.push_str("<h2 id=\"settings\">Settings</h2>\n<table>\n");
+    let software = super::junit::reported_versions(info);
+    let zookeeper: Vec<String> = (info.settings.zookeeper_config.iter())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     let rows = [
-        ("target", info.target.clone()),
+        (
+            "target",
+            match software.is_empty() {
+                true => info.target.clone(),
+                false => format!("{} (the servers report {software})", info.target),
+            },
+        ),
         ("nodes", info.nodes.join(", ")),
         (
             "observers",
@@ -213,7 +223,17 @@ fn settings(h: &mut String, info: &TestInfo) {
     for (k, v) in rows {
         let _ = writeln!(h, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
     }
-    h.push_str("</table>\n<p>Replay this run (same settings, same seed):</p>\n");
+    if !zookeeper.is_empty() {
+        let _ = writeln!(
+            h,
+            "<tr><th>ZooKeeper settings</th><td>{}</td></tr>",
+            escape(&zookeeper.join(", "))
+        );
+    }
+    h.push_str(
+        "</table>\n<p>Replay this run (the same settings, the same faults at the same times on \
+         the same nodes):</p>\n",
+    );
     let _ = writeln!(
         h,
         "<pre id=\"replay\">{}</pre>",

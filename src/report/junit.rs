@@ -112,7 +112,7 @@ pub fn junit_xml(info: &TestInfo, results: Option<&Results>, duration_s: f64) ->
 
 /// "3.9.6-${mvngit.commit.id}": the release the target's servers reported (one, or each with
 /// its node when they differ); empty when none did.
-fn reported_versions(info: &TestInfo) -> String {
+pub(crate) fn reported_versions(info: &TestInfo) -> String {
     let Some(software) = &info.settings.software else {
         return String::new();
     };

@@ -342,6 +342,25 @@ fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Resu
     Ok(())
 }
 
+/// The settings the ZooKeeper servers get (`config::with_defaults`: the tool's defaults, the
+/// schedule's, `--zookeeper-config`), saying each default kept. They are written back into the
+/// run's arguments, so test.json and a replay hold every setting the servers ran with.
+fn zookeeper_config(
+    schedule: &crate::nemesis::schedule::Schedule,
+    given: &[crate::control::target::zookeeper::config::Setting],
+) -> Result<Vec<crate::control::target::zookeeper::config::Setting>> {
+    use crate::control::target::zookeeper::config;
+    let from_schedule = (schedule.zookeeper_config.iter())
+        .map(|s| s.parse::<config::Setting>())
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| bad_input(format!("{}: zookeeper_config: {e}", schedule.origin)))?;
+    let (settings, notes) = config::with_defaults(&from_schedule, given);
+    for note in notes {
+        eprintln!("fle-chaos: --target zookeeper: {note}");
+    }
+    Ok(settings)
+}
+
 /// The distribution folder the servers run: `--zookeeper-home` (checked to report
 /// `--zookeeper-version` when both are given), the release of `--zookeeper-version` (fetched
 /// into the cache on first use), or None for Debian's package. Bad input (254) for a version
@@ -538,6 +557,10 @@ impl Plan {
             &abilities,
         )?;
         let default_schedule = args.nemesis.is_none() && args.nemesis_file.is_none();
+        let mut args = args;
+        if args.target == TargetKind::Zookeeper {
+            args.zookeeper_config = zookeeper_config(&schedule, &args.zookeeper_config)?;
+        }
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;
         }
