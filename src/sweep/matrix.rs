@@ -428,6 +428,14 @@ impl Cell {
         }
     }
 
+    /// The target as the summary and the trends name it: "fle", "zookeeper 3.9.6".
+    pub fn target_label(&self) -> String {
+        match &self.zookeeper_version {
+            Some(v) => format!("{} {v}", self.target),
+            None => self.target.clone(),
+        }
+    }
+
     /// This cell under ZooKeeper release `v`, named `zookeeper-3.9.6-...`.
     pub fn with_zookeeper_version(mut self, v: &str) -> Cell {
         self.id = format!("{}-{v}{}", self.target, &self.id[self.target.len()..]);

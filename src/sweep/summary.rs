@@ -3,6 +3,7 @@
 //! run, so CI lists each run as a test). Both are written from the typed `SweepRecord` only.
 
 use super::record::{ms_text, outcome_word, percentile, RunRecord, SweepRecord};
+use crate::checker::Validity;
 use crate::exit;
 use crate::history::situation::{self, Situation};
 use crate::report::html::CSS;
@@ -155,7 +156,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
             escape(&x.cell.id),
             class(x),
             outcome_word(x),
-            escape(&x.cell.target),
+            escape(&x.cell.target_label()),
             escape(&x.cell.workload),
             escape(&x.cell.schedule),
             x.cell.nodes,
@@ -173,6 +174,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
         );
     }
     h.push_str("</table>\n");
+    h += &by_release(r);
     h += &night_coverage(r);
     if !r.skipped.is_empty() {
         let _ = write!(
@@ -200,6 +202,48 @@ pub fn summary_html(r: &SweepRecord) -> String {
         );
     }
     h.push_str("</main></body></html>\n");
+    h
+}
+
+/// Verdicts per target release ("zookeeper 3.9.6": runs, valid, invalid known, invalid new,
+/// unknown, no verdict), when the matrix names releases: the first thing a version campaign
+/// is read for.
+fn by_release(r: &SweepRecord) -> String {
+    if r.runs.iter().all(|x| x.cell.zookeeper_version.is_none()) {
+        return String::new();
+    }
+    let mut rows: std::collections::BTreeMap<String, [usize; 6]> = Default::default();
+    for x in &r.runs {
+        let row = rows.entry(x.cell.target_label()).or_default();
+        row[0] += 1;
+        let at = match x.verdict {
+            Some(Validity::True) => 1,
+            Some(Validity::False) if !x.known.is_empty() => 2,
+            Some(Validity::False) => 3,
+            Some(Validity::Unknown) => 4,
+            None => 5,
+        };
+        row[at] += 1;
+    }
+    let mut h = String::from(
+        "<h2 id=\"by-release\">By release</h2>\n<table><tr><th>target</th><th>runs</th>\
+         <th>valid</th><th>invalid, known</th><th>invalid, new</th><th>unknown</th>\
+         <th>no verdict</th></tr>\n",
+    );
+    for (label, n) in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&label),
+            n[0],
+            n[1],
+            n[2],
+            n[3],
+            n[4],
+            n[5]
+        );
+    }
+    h.push_str("</table>\n");
     h
 }
 
@@ -350,4 +394,72 @@ fn night_coverage(r: &SweepRecord) -> String {
         h += "</table>\n";
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep of three ZooKeeper runs: 3.9.3 invalid (known) and invalid (new), 3.9.6 valid.
+    fn record() -> SweepRecord {
+        let run = |v: &str, verdict: &str, known: &[&str]| {
+            let matrix =
+                crate::sweep::matrix::Cell::new("zookeeper", "writes", "mixed", 5, 1, None);
+            let mut r = serde_json::to_value(matrix.with_zookeeper_version(v)).unwrap();
+            let code = if verdict == "true" { 0 } else { 1 };
+            for (k, x) in [
+                ("code", serde_json::json!(code)),
+                ("outcome", serde_json::json!(code)),
+                ("verdict", serde_json::json!(verdict)),
+                ("log", serde_json::json!("logs/x.log")),
+                ("started_at", serde_json::json!("2026-12-06T00:00:00Z")),
+                ("duration_s", serde_json::json!(60.0)),
+                ("known", serde_json::json!(known)),
+            ] {
+                r[k] = x;
+            }
+            r
+        };
+        serde_json::from_value(serde_json::json!({
+            "format": 1, "matrix": "zookeeper", "origin": "t", "matrix_ids": [],
+            "started_at": "2026-12-06T00:00:00Z", "finished_at": "2026-12-06T01:00:00Z",
+            "parallel": 1, "exit_code": 1,
+            "runs": [run("3.9.3", "false", &["ZOOKEEPER-4925"]), run("3.9.3", "false", &[]),
+                     run("3.9.6", "true", &[])],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn verdicts_are_counted_per_release_on_the_page_and_in_the_trends() {
+        let r = record();
+        let table = by_release(&r);
+        assert!(
+            table.contains("<tr><td>zookeeper 3.9.3</td><td>2</td><td>0</td><td>1</td><td>1</td>"),
+            "{table}"
+        );
+        assert!(
+            table.contains("<tr><td>zookeeper 3.9.6</td><td>1</td><td>1</td><td>0</td><td>0</td>")
+        );
+        assert!(summary_html(&r).contains("id=\"by-release\""));
+        let rows = crate::sweep::trends::rows_of(&r, None);
+        let series: Vec<(String, usize, usize)> = rows
+            .iter()
+            .map(|t| (t.series(), t.runs, t.invalid))
+            .collect();
+        assert_eq!(
+            series,
+            [
+                ("zookeeper: mixed on zookeeper 3.9.3".to_string(), 2, 2),
+                ("zookeeper: mixed on zookeeper 3.9.6".to_string(), 1, 0)
+            ]
+        );
+        // A matrix without releases shows no such table.
+        let mut plain = r.clone();
+        plain
+            .runs
+            .iter_mut()
+            .for_each(|x| x.cell.zookeeper_version = None);
+        assert_eq!(by_release(&plain), "");
+    }
 }

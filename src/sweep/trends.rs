@@ -62,14 +62,15 @@ pub fn sweep_name(r: &SweepRecord) -> String {
     format!("{}@{}", r.matrix, r.started_at.format("%Y-%m-%dT%H:%M:%SZ"))
 }
 
-/// The rows of one sweep, one per (schedule, target), in name order; `summary` is the night's
+/// The rows of one sweep, one per (schedule, target and its release), in name order; `summary` is the night's
 /// summary page relative to OUT.
 pub fn rows_of(r: &SweepRecord, summary: Option<String>) -> Vec<TrendRow> {
     let sweep = sweep_name(r);
-    let mut groups: BTreeMap<(&str, &str), Vec<&super::record::RunRecord>> = BTreeMap::new();
+    // The target with its release ("zookeeper 3.9.6"): a version matrix trends per release.
+    let mut groups: BTreeMap<(&str, String), Vec<&super::record::RunRecord>> = BTreeMap::new();
     for run in &r.runs {
         groups
-            .entry((&run.cell.schedule, &run.cell.target))
+            .entry((&run.cell.schedule, run.cell.target_label()))
             .or_default()
             .push(run);
     }
@@ -84,7 +85,7 @@ pub fn rows_of(r: &SweepRecord, summary: Option<String>) -> Vec<TrendRow> {
                 started_at: r.started_at,
                 matrix: r.matrix.clone(),
                 schedule: schedule.to_string(),
-                target: target.to_string(),
+                target,
                 runs: runs.len(),
                 valid: count(Some(Validity::True)),
                 invalid: count(Some(Validity::False)),

@@ -3,9 +3,11 @@
 //! dataDir on lazyfs on its host) judged valid with every applicable checker true (or invalid
 //! only for a known bug of 3.8.0), the version each server reported and how the epoch files were
 //! read recorded in test.json, and nothing left on any host (then `clean` finds nothing either);
-//! and `--zookeeper-home` pointing at a distribution folder the test assembles from Debian's
-//! jars, over SSH and locally, each run recording the version that folder's ZooKeeper reports
-//! and running its jars. Needs root and Debian's zookeeper package (installed when missing).
+//! and `--zookeeper-version 3.9.3`, fetched from Debian's archive into a cache of the test's
+//! own, over SSH (uploaded to the hosts that lack it, used in place where it is) and locally
+//! (the cached folder reused), each run recording the release every server reported and
+//! running the folder's jars; a folder whose jars report another release is refused. Needs
+//! root and Debian's zookeeper package (installed when missing), and Debian's archive.
 
 use crate::support::exclusive::{hold, Exclusive};
 use crate::support::ssh::{can_run, FakeVms};
@@ -28,6 +30,9 @@ fn zookeeper_here(test: &str) -> bool {
 fn fle_chaos(vms: Option<&FakeVms>, out: &Path, name: &str, args: &[&str]) -> (i32, PathBuf) {
     let _cores = hold(Exclusive::HeavyCluster);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
+    if let Some(cache) = out.parent().map(|p| p.join("releases")) {
+        cmd.env("FLC_ZOOKEEPER_CACHE", cache);
+    }
     cmd.args(["test", "--target", "zookeeper", "--workload", "writes"]);
     if let Some(vms) = vms {
         cmd.env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
@@ -274,79 +279,6 @@ fn zookeeper_over_ssh_survives_kill_pause_partition_power_loss_corruption_and_le
     nothing_left(&vms);
 }
 
-/// A ZooKeeper distribution folder in Apache's layout made of Debian's jars: `lib/` holds
-/// zookeeper.jar and everything its manifest's Class-Path names (transitively), slf4j-simple
-/// (logging) and servlet-api (AdminServer); `bin/` and `conf/` as Apache ships them, minus
-/// what the tool does not run.
-fn assemble_home(dir: &Path) -> PathBuf {
-    let home = dir.join("zookeeper-from-debian");
-    for d in ["bin", "lib", "conf"] {
-        std::fs::create_dir_all(home.join(d)).unwrap();
-    }
-    let java = Path::new("/usr/share/java");
-    let mut todo = vec![
-        "zookeeper.jar".to_string(),
-        "slf4j-simple.jar".into(),
-        "servlet-api.jar".into(),
-    ];
-    let mut copied = Vec::new();
-    while let Some(jar) = todo.pop() {
-        // Class-Path entries are absolute in Debian's manifests: `join` keeps them as they are.
-        let from = java.join(&jar);
-        let name = from.file_name().unwrap().to_owned();
-        let to = home.join("lib").join(&name);
-        if copied.contains(&name) || !from.exists() {
-            continue;
-        }
-        let manifest = Command::new("unzip")
-            .arg("-p")
-            .arg(&from)
-            .arg("META-INF/MANIFEST.MF")
-            .output()
-            .expect("unzip (apt-get install unzip)");
-        let text = String::from_utf8_lossy(&manifest.stdout)
-            .replace("\r\n ", "")
-            .replace("\n ", "");
-        for line in text.lines() {
-            if let Some(cp) = line.strip_prefix("Class-Path:") {
-                todo.extend(cp.split_whitespace().map(String::from));
-            }
-        }
-        // Never onto the source (copying a file onto itself truncates it).
-        assert!(to.starts_with(&home) && to != from, "{}", to.display());
-        std::fs::copy(&from, &to).unwrap();
-        copied.push(name);
-    }
-    std::fs::write(
-        home.join("conf/zoo_sample.cfg"),
-        "tickTime=2000\ndataDir=/tmp/zookeeper\nclientPort=2181\n",
-    )
-    .unwrap();
-    std::fs::write(
-        home.join("bin/README"),
-        "fle-chaos starts QuorumPeerMain itself; Apache's scripts are not needed\n",
-    )
-    .unwrap();
-    home
-}
-
-/// The version the folder's ZooKeeper reports for itself, asked without the tool.
-fn version_of(home: &Path) -> String {
-    let out = Command::new("java")
-        .arg("-cp")
-        .arg(format!("{}/lib/*", home.display()))
-        .arg("org.apache.zookeeper.version.VersionInfoMain")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    // "Apache ZooKeeper, version 3.8.0 2024-12-29 17:54 UTC"
-    text.split("version ")
-        .nth(1)
-        .and_then(|v| v.split_whitespace().next())
-        .unwrap_or_else(|| panic!("VersionInfoMain said {text:?}"))
-        .to_string()
-}
-
 /// Hides `dir` from fake VM `i`: a tmpfs over it in the mount namespace its sshd (and every
 /// session it forks) runs in (`ip netns exec` gives each VM its own, a slave of this
 /// machine's, so nothing propagates back here).
@@ -376,43 +308,48 @@ fn class_path(run: &Path, node: &str) -> String {
 }
 
 #[test]
-fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version() {
-    let name = "zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version";
+fn zookeeper_version_runs_that_release_over_ssh_and_locally_and_records_it() {
+    let name = "zookeeper_version_runs_that_release_over_ssh_and_locally_and_records_it";
     if !can_run(name) || !zookeeper_here(name) {
         return;
     }
     let vms = FakeVms::create(3);
-    // The folder is on this machine; vm1 and vm2 do not see it (it is uploaded to them), vm3
-    // sees it at the same path (used where it is).
-    let local = vms.dir.path().join("local");
-    std::fs::create_dir_all(&local).unwrap();
-    let home = assemble_home(&local);
+    // The release cache (`fle_chaos` points FLC_ZOOKEEPER_CACHE at it) is on this machine;
+    // vm1 and vm2 do not see it (the release is uploaded to them), vm3 sees it at the same
+    // path (used where it is).
+    let cache = vms.dir.path().join("releases");
+    std::fs::create_dir_all(&cache).unwrap();
     for i in [0, 1] {
-        hide_on_vm(&vms, i, &local);
+        hide_on_vm(&vms, i, &cache);
     }
-    let want = version_of(&home);
+    let want = "3.9.3";
+    let home = cache.join(want);
     let out = vms.dir.path().join("reports");
     let home_arg = home.to_str().unwrap();
     let args = [
-        "--zookeeper-home",
-        home_arg,
+        "--zookeeper-version",
+        want,
         "--nemesis",
         "none",
         // Long enough for three JVMs to elect on a loaded machine before the final phase.
         "--time-limit",
         "12",
     ];
-    for (vms, name) in [(Some(&vms), "zk-home-ssh"), (None, "zk-home-local")] {
+    for (vms, name) in [(Some(&vms), "zk-release-ssh"), (None, "zk-release-local")] {
         let (code, run) = fle_chaos(vms, &out, name, &args);
         judged_valid(&run, code);
         let v = versions(&run);
         assert_eq!(v.len(), 3, "{name}: every server reported its version");
         for got in &v {
             assert!(
-                got.starts_with(&want),
-                "{name}: recorded {got}, the folder's ZooKeeper says {want}"
+                got.starts_with(want),
+                "{name}: recorded {got}, asked for {want}"
             );
         }
+        assert_eq!(
+            json(&run.join("test.json"))["settings"]["args"]["zookeeper_version"],
+            want
+        );
         let test = json(&run.join("test.json"));
         let software = &test["settings"]["software"];
         let install = software["install"].as_str().unwrap();
@@ -448,6 +385,30 @@ fn zookeeper_home_runs_that_folder_over_ssh_and_locally_and_records_its_version(
         assert_eq!(node_folders_left(&run), Vec::<PathBuf>::new(), "{name}");
     }
     nothing_left(&vms);
+    // The folder holds the release's jars without their Class-Path (none names the host's
+    // /usr/share/java), and a folder whose jars report another release is refused.
+    let zookeeper_jar = home.join(format!("lib/zookeeper-{want}.jar"));
+    let cp = fle_chaos::control::target::zookeeper::jar::class_path(&zookeeper_jar).unwrap();
+    assert!(cp.is_empty(), "{cp:?}");
+    let o = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .args([
+            "test",
+            "--target",
+            "zookeeper",
+            "--zookeeper-home",
+            home_arg,
+        ])
+        .args(["--zookeeper-version", "3.9.6", "--out"])
+        .arg(vms.dir.path().join("refused"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(fle_chaos::exit::BAD_ARGS), "{err}");
+    assert!(
+        err.contains("report ZooKeeper 3.9.3, not 3.9.6") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!vms.dir.path().join("refused").exists(), "nothing created");
 }
 
 #[test]

@@ -388,21 +388,9 @@ pub fn zookeeper_jars() -> Vec<PathBuf> {
         if seen.contains(&path) || !path.exists() {
             continue;
         }
-        let out = Command::new("unzip")
-            .arg("-p")
-            .arg(&path)
-            .arg("META-INF/MANIFEST.MF")
-            .output()
-            .expect("cannot run unzip (apt-get install unzip)");
-        // Manifest lines are folded at 72 bytes: a continuation starts with one space.
-        let manifest = String::from_utf8_lossy(&out.stdout)
-            .replace("\r\n ", "")
-            .replace("\n ", "");
-        for line in manifest.lines() {
-            if let Some(cp) = line.strip_prefix("Class-Path:") {
-                todo.extend(cp.split_whitespace().map(String::from));
-            }
-        }
+        let class_path = fle_chaos::control::target::zookeeper::jar::class_path(&path)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        todo.extend(class_path);
         seen.push(path);
     }
     seen
