@@ -21,6 +21,14 @@ pub const NAME: &str = "crash";
 /// as a power loss leaves it (docs/zookeeper.md).
 const NO_SNAPSHOT: &str = "No snapshot found, but there are log entries";
 
+/// ZooKeeper's refusal to start on a txn log that skips a zxid (`ZKDatabase`, since 3.9.4),
+/// and the frame that throws it, for a tail recorded before tails reached back to the
+/// exception (`run::node_watch`).
+const TXN_LOG_GAP: [&str; 2] = [
+    "Committed proposal cached out of order",
+    "ZKDatabase$1.onTxnLoaded(",
+];
+
 pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
     let refusals = d.refusals();
     let mut violations: Vec<KindedItem> = Vec::new();
@@ -37,8 +45,16 @@ pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
             ));
             continue;
         }
-        let kind = if e.value.log_tail.iter().any(|l| l.contains(NO_SNAPSHOT)) {
+        let tail_has = |marks: &[&str]| {
+            e.value
+                .log_tail
+                .iter()
+                .any(|l| marks.iter().any(|m| l.contains(m)))
+        };
+        let kind = if tail_has(&[NO_SNAPSHOT]) {
             Kind::NoSnapshotAtRestart
+        } else if tail_has(&TXN_LOG_GAP) {
+            Kind::TxnLogGapAtRestart
         } else {
             Kind::Exit
         };
@@ -156,5 +172,33 @@ mod tests {
         // No corrupt fault: any exit is a crash.
         let f = judge(&[READ_N2, START_N2, &exit("1", "null")]);
         assert_eq!(f.valid, Validity::False, "{}", f.explanation);
+    }
+
+    #[test]
+    fn a_zookeeper_refusal_names_its_kind_by_the_exception_or_the_frame_that_throws_it() {
+        let with_tail = |tail: &str| {
+            format!(
+                r#"{{"index":0,"time":6000000000,"process":"n1","type":"info","f":"node-exit","node":"n1","value":{{"status":1,"signal":null,"caused_by_controller":false,"log_tail":[{tail}]}}}}"#
+            )
+        };
+        for (tail, kind) in [
+            (
+                r#""java.io.IOException: No snapshot found, but there are log entries""#,
+                Kind::NoSnapshotAtRestart,
+            ),
+            (
+                r#""java.lang.IllegalStateException: Committed proposal cached out of order: 0x900000073 is not the next proposal of 0x900000071""#,
+                Kind::TxnLogGapAtRestart,
+            ),
+            (
+                r#""\tat org.apache.zookeeper.server.ZKDatabase$1.onTxnLoaded(ZKDatabase.java:278)""#,
+                Kind::TxnLogGapAtRestart,
+            ),
+            (r#""ERROR Unable to load database on disk""#, Kind::Exit),
+        ] {
+            let f = judge(&[&with_tail(tail)]);
+            assert_eq!(f.valid, Validity::False, "{tail}: {}", f.explanation);
+            assert_eq!(f.kinds.keys().collect::<Vec<_>>(), vec![&kind], "{tail}");
+        }
     }
 }

@@ -30,6 +30,9 @@ pub enum Kind {
     /// crash: a server refused to start because its snapshot was gone and its txn log was not
     /// ("No snapshot found, but there are log entries").
     NoSnapshotAtRestart,
+    /// crash: a server refused to start because its txn log skips a zxid ("Committed proposal
+    /// cached out of order", ZooKeeper 3.9.4 and later): a hole in its own log.
+    TxnLogGapAtRestart,
     /// crash: any other exit unasked.
     Exit,
 }

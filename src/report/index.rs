@@ -160,7 +160,11 @@ pub fn index_html(runs: &[RunEntry]) -> String {
 pub fn update_index(root: &Path) -> Result<PathBuf> {
     let html = index_html(&find_runs(root));
     let path = root.join("index.html");
-    let tmp = root.join(format!(".index.html.{}.tmp", std::process::id()));
+    // Unique per call: runs finishing at once in one process (a sweep's, a test's threads)
+    // each write their own file, and the last rename wins.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root.join(format!(".index.html.{}.{call}.tmp", std::process::id()));
     std::fs::write(&tmp, html).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)

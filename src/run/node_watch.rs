@@ -26,6 +26,10 @@ use tokio::sync::watch;
 const PERIOD: Duration = Duration::from_millis(50);
 /// How many lines of a dead node's log the event carries.
 const TAIL_LINES: usize = 12;
+/// How far back a tail that begins inside a stack trace may reach for the trace's first line
+/// (the exception and its message, which name the failure; a Java trace is often longer than
+/// `TAIL_LINES`).
+const TRACE_REACH: usize = 64;
 
 /// A `Target` that remembers which nodes the controller took down on purpose.
 pub struct Watched {
@@ -174,8 +178,24 @@ fn log_tail(target: &dyn Target, node: &str, n: usize) -> Vec<String> {
             );
         }
     }
-    let skip = lines.len().saturating_sub(n);
-    lines.split_off(skip)
+    lines.split_off(tail_start(&lines, n))
+}
+
+/// Where the last `n` of `lines` begin, moved back (at most `TRACE_REACH` lines) to the line
+/// that opens the stack trace they begin in, so the tail names the exception.
+fn tail_start(lines: &[String], n: usize) -> usize {
+    let mut start = lines.len().saturating_sub(n);
+    let floor = start.saturating_sub(TRACE_REACH);
+    while start > floor && lines.get(start).is_some_and(|l| is_trace_frame(l)) {
+        start -= 1;
+    }
+    start
+}
+
+/// A line inside a stack trace: a Java frame (`\tat ...`, `\t... 12 more`) or a cause.
+fn is_trace_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("at ") || t.starts_with("... ") || t.starts_with("Caused by:")
 }
 
 /// The `node-exit` value for `node`, which has just been found gone.
@@ -253,5 +273,33 @@ pub async fn watch_nodes(
             }
         }
         tokio::time::sleep(PERIOD).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail_start;
+
+    fn lines(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_tail_that_begins_inside_a_stack_trace_reaches_back_to_its_exception() {
+        let log = lines(&[
+            "INFO starting",
+            "ERROR ZKDatabase - Committed proposal cached out of order",
+            "java.lang.IllegalStateException: Committed proposal cached out of order",
+            "\tat a.b(C.java:1)",
+            "\tat a.d(C.java:2)",
+            "Caused by: x.Y",
+            "\t... 3 more",
+            "INFO exiting",
+        ]);
+        // The last 3 lines begin at "Caused by": the tail reaches back to the exception line.
+        assert_eq!(tail_start(&log, 3), 2);
+        // A tail that begins outside a trace is the last n lines.
+        assert_eq!(tail_start(&log, 1), 7);
+        assert_eq!(tail_start(&log, 20), 0);
     }
 }
