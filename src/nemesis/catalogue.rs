@@ -216,6 +216,24 @@ mod tests {
         }
     }
 
+    /// The recorded faults of the runs docs/zookeeper.md writes up (docs/findings/) stay
+    /// schedules `--nemesis-file` takes: timed, with their steps.
+    #[test]
+    fn every_findings_schedule_in_the_docs_parses_as_a_timed_schedule() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/findings");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let s = Schedule::from_file(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+                let steps = s.timed.as_ref().map_or(0, |t| t.len());
+                assert!(steps > 10, "{path:?}: {steps} steps");
+                seen += 1;
+            }
+        }
+        assert!(seen >= 2, "docs/findings holds {seen} schedules");
+    }
+
     /// ZOOKEEPER-4785's sequence needs its steps in order whatever `mixed` draws: the main
     /// pause is undone before the first part, F1/F2 are back before the power loss watches,
     /// and L, F1, F2 return together before A and B.

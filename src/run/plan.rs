@@ -343,22 +343,21 @@ fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Resu
 }
 
 /// The settings the ZooKeeper servers get (`config::with_defaults`: the tool's defaults, the
-/// schedule's, `--zookeeper-config`), saying each default kept. They are written back into the
-/// run's arguments, so test.json and a replay hold every setting the servers ran with.
+/// schedule's, `--zookeeper-config`), and a note for each default kept. They are written back
+/// into the run's arguments, so test.json and a replay hold every setting the servers ran with.
 fn zookeeper_config(
     schedule: &crate::nemesis::schedule::Schedule,
     given: &[crate::control::target::zookeeper::config::Setting],
-) -> Result<Vec<crate::control::target::zookeeper::config::Setting>> {
+) -> Result<(
+    Vec<crate::control::target::zookeeper::config::Setting>,
+    Vec<String>,
+)> {
     use crate::control::target::zookeeper::config;
     let from_schedule = (schedule.zookeeper_config.iter())
         .map(|s| s.parse::<config::Setting>())
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| bad_input(format!("{}: zookeeper_config: {e}", schedule.origin)))?;
-    let (settings, notes) = config::with_defaults(&from_schedule, given);
-    for note in notes {
-        eprintln!("fle-chaos: --target zookeeper: {note}");
-    }
-    Ok(settings)
+    Ok(config::with_defaults(&from_schedule, given))
 }
 
 /// The distribution folder the servers run: `--zookeeper-home` (checked to report
@@ -558,8 +557,10 @@ impl Plan {
         )?;
         let default_schedule = args.nemesis.is_none() && args.nemesis_file.is_none();
         let mut args = args;
+        let mut config_notes = Vec::new();
         if args.target == TargetKind::Zookeeper {
-            args.zookeeper_config = zookeeper_config(&schedule, &args.zookeeper_config)?;
+            let (settings, notes) = zookeeper_config(&schedule, &args.zookeeper_config)?;
+            (args.zookeeper_config, config_notes) = (settings, notes);
         }
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;
@@ -597,6 +598,10 @@ impl Plan {
                 "--net netns (the default) needs root to create network namespaces, veth links and \
                  a bridge: run as root, or use --net loopback (no partition faults then)",
             ));
+        }
+        // Said once the input is known good: a refused run prints its one line only.
+        for note in config_notes {
+            eprintln!("fle-chaos: --target zookeeper: {note}");
         }
         // With --real-clock-skew the hosts' clocks move, not libfaketime's.
         let faketime = args.faketime
