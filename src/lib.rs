@@ -26,6 +26,8 @@ pub mod checker;
 pub mod control;
 pub mod exit;
 pub mod history;
+#[cfg(test)]
+mod layers;
 pub mod nemesis;
 pub mod prune;
 pub mod report;

@@ -17,6 +17,7 @@ use super::{EventType, FaultKind, FaultStep};
 use crate::api::{ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
 
 /// A node that answered its first read after a (re)start less than this long before a fault
 /// is "just restarted": it is still catching up (an election round, a sync).
@@ -584,6 +585,28 @@ fn cut_off(view: &View, value: &super::FaultValue) -> Vec<usize> {
         }
     }
     named(view, value, None)
+}
+
+/// Writes a `--met-before` file: the situations met before a run, as a JSON list (a sweep
+/// hands each run one, `sweep::carried::hand_over`).
+pub fn write_met_before(path: &Path, met: &BTreeSet<Situation>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let list: Vec<&Situation> = met.iter().collect();
+    std::fs::write(path, serde_json::to_string(&list)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Reads a `--met-before` file (`write_met_before`'s list of situations).
+pub fn read_met_before(path: &Path) -> Result<BTreeSet<Situation>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--met-before {}: {e}", path.display()))?;
+    let list: Vec<Situation> = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "--met-before {}: not a list of situations ({e}); sweeps write it as steer/ID.json",
+            path.display()
+        )
+    })?;
+    Ok(list.into_iter().collect())
 }
 
 #[cfg(test)]

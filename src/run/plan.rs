@@ -581,7 +581,7 @@ impl Plan {
             strategy: args.nemesis_strategy,
             writes: workload.kind == workload::Kind::Writes,
             met_before: match &args.met_before {
-                Some(f) => crate::sweep::carried::read_met_before(f).map_err(bad_input)?,
+                Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
                 None => Default::default(),
             },
         };

@@ -6,7 +6,7 @@
 //! The file is bounded by the vocabulary, not by the nights, so a nightly job can keep it.
 
 use super::record::SweepRecord;
-use crate::history::situation::Situation;
+use crate::history::situation::{write_met_before, Situation};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,34 +99,20 @@ pub fn update(out: &Path, record: &SweepRecord, warn: &mut dyn FnMut(String)) ->
 }
 
 /// Writes what a run starting now may take as met before it (`situations`) to
-/// `dir/steer/ID.json`, for its `--met-before`.
+/// `dir/steer/ID.json`, for its `--met-before` (`history::situation::write_met_before`).
 pub fn hand_over(dir: &Path, id: &str, situations: &BTreeSet<Situation>) -> Result<PathBuf> {
     let folder = dir.join("steer");
     std::fs::create_dir_all(&folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     let path = folder.join(format!("{id}.json"));
-    let list: Vec<&Situation> = situations.iter().collect();
-    std::fs::write(&path, serde_json::to_string(&list)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    write_met_before(&path, situations)?;
     Ok(path)
-}
-
-/// Reads a `--met-before` file: a JSON list of situations.
-pub fn read_met_before(path: &Path) -> Result<BTreeSet<Situation>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--met-before {}: {e}", path.display()))?;
-    let list: Vec<Situation> = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "--met-before {}: not a list of situations ({e}); sweeps write it as steer/ID.json",
-            path.display()
-        )
-    })?;
-    Ok(list.into_iter().collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::situation::read_met_before;
 
     #[test]
     fn a_damaged_file_is_said_and_read_as_none() {
