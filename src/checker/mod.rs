@@ -432,7 +432,7 @@ pub struct RunFiles {
 impl RunFiles {
     /// Reads `RUN_DIR/test.json` and opens the run's history (`history::file::in_run`).
     pub fn open(run_dir: &Path) -> Result<RunFiles> {
-        let info = TestInfo::read(&run_dir.join("test.json"))?;
+        let info = TestInfo::read(&run_dir.join(TestInfo::FILE))?;
         let history = HistoryFile::open(&crate::history::file::in_run(run_dir))?;
         Ok(RunFiles {
             info,

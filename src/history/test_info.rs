@@ -106,6 +106,9 @@ pub fn zookeeper_ms(
 }
 
 impl TestInfo {
+    /// Its file's name in a run folder: the one spelling of it.
+    pub const FILE: &'static str = "test.json";
+
     /// A minimal fle-node election run of `nodes`, for unit tests of the checkers.
     #[cfg(test)]
     pub fn for_tests(nodes: &[&str]) -> TestInfo {

@@ -495,7 +495,7 @@ pub struct Recorded {
 /// grudge, the clock offset), its time since the workload started and how long it was in
 /// force. Faults that failed (nothing done) are not steps.
 pub fn of_run(run_dir: &Path) -> Result<Recorded> {
-    let info = TestInfo::read(&run_dir.join("test.json")).map_err(|e| {
+    let info = TestInfo::read(&run_dir.join(TestInfo::FILE)).map_err(|e| {
         bad_input(format!(
             "{}: not a run folder of fle-chaos test (its test.json: {e:#}); give a run folder such as reports/election/latest",
             run_dir.display()

@@ -465,7 +465,7 @@ fn history(h: &mut String, p: &Page) {
         ),
         (history::file::PLAIN, "the whole history (JSON lines)"),
         ("results.json", "checker results"),
-        ("test.json", "settings"),
+        (history::test_info::TestInfo::FILE, "settings"),
         ("controller.log", "controller log"),
     ] {
         if p.run_dir.join(file).is_file() {

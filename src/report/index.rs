@@ -46,13 +46,13 @@ pub fn reports_root(run_dir: &Path) -> Option<PathBuf> {
 pub fn find_runs(root: &Path) -> Vec<RunEntry> {
     let mut runs = Vec::new();
     for test in sorted_dirs(root) {
-        let below = if test.join("test.json").is_file() {
+        let below = if test.join(TestInfo::FILE).is_file() {
             vec![test]
         } else {
             sorted_dirs(&test)
         };
         for run in below {
-            let Ok(info) = TestInfo::read(&run.join("test.json")) else {
+            let Ok(info) = TestInfo::read(&run.join(TestInfo::FILE)) else {
                 continue;
             };
             // A run whose results.json is damaged is listed as not checked.

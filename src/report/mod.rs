@@ -162,8 +162,11 @@ pub fn check_run_dir(run_dir: &Path) -> Result<()> {
             run_dir.display()
         )));
     }
-    let missing = if !run_dir.join("test.json").is_file() {
-        Some("test.json")
+    let missing = if !run_dir
+        .join(crate::history::test_info::TestInfo::FILE)
+        .is_file()
+    {
+        Some(crate::history::test_info::TestInfo::FILE)
     } else if !history::file::exists_in(run_dir) {
         Some("history.jsonl.zst (or history.jsonl)")
     } else {

@@ -226,7 +226,7 @@ const SIM_SUMMARY: &str = "summary.json";
 
 /// The newest run folder (holding test.json) under `OUT/NAME`.
 pub fn newest_run(test_dir: &Path) -> Option<PathBuf> {
-    newest_holding(test_dir, "test.json")
+    newest_holding(test_dir, crate::history::test_info::TestInfo::FILE)
 }
 
 /// The newest folder under `dir` that holds `file`.

@@ -253,7 +253,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             }))?,
         },
     }
-    .write(&run_dir.join("test.json"))?;
+    .write(&run_dir.join(TestInfo::FILE))?;
     let recorder = Arc::new(Recorder::create_for(
         &run_dir.join(history::file::WRITTEN),
         start,
@@ -381,7 +381,7 @@ fn record_software(run_dir: &Path, target: &dyn crate::control::target::Target) 
     let Some(software) = target.software() else {
         return;
     };
-    let path = run_dir.join("test.json");
+    let path = run_dir.join(TestInfo::FILE);
     let done = TestInfo::read(&path).and_then(|mut info| {
         info.settings.software = Some(serde_json::from_value(software)?);
         info.write(&path)

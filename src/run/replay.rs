@@ -85,7 +85,7 @@ pub fn resolve(given: TestArgs) -> Result<TestArgs> {
     let Some(dir) = given.replay.clone() else {
         return Ok(given);
     };
-    let info = TestInfo::read(&dir.join("test.json")).map_err(|e| {
+    let info = TestInfo::read(&dir.join(TestInfo::FILE)).map_err(|e| {
         bad_input(format!(
             "--replay {}: not a run folder of fle-chaos test ({e:#}); give a run folder such as \
              reports/latest",

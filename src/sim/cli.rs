@@ -458,7 +458,8 @@ pub fn write_folder(
 ) -> Result<PathBuf> {
     let dir = out.join(format!("seed-{}", run.info.seed));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    run.info.write(&dir.join("test.json"))?;
+    run.info
+        .write(&dir.join(crate::history::test_info::TestInfo::FILE))?;
     std::fs::write(dir.join("history.jsonl"), &run.history)
         .with_context(|| format!("cannot write {}", dir.display()))?;
     crate::checker::write_results(&dir, &run.results)?;
