@@ -559,8 +559,8 @@ impl Plan {
         let mut args = args;
         let mut config_notes = Vec::new();
         if args.target == TargetKind::Zookeeper {
-            let (settings, notes) = zookeeper_config(&schedule, &args.zookeeper_config)?;
-            (args.zookeeper_config, config_notes) = (settings, notes);
+            (args.zookeeper_config, config_notes) =
+                zookeeper_config(&schedule, &args.zookeeper_config)?;
         }
         if args.ssh.real_clock_skew {
             real_clock_schedule_ok(&schedule)?;

@@ -17,6 +17,7 @@
 use super::jar;
 use crate::exit::bad_input;
 use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -91,7 +92,7 @@ pub fn home_of(version: &str, java: &Path, say: &mut dyn FnMut(&str)) -> Result<
     if !home.join(COMPLETE).is_file() {
         std::fs::create_dir_all(&root)
             .with_context(|| format!("cannot create the release cache {}", root.display()))?;
-        let _turn = Lock::take(&root.join(".lock"))?;
+        let _turn = take_turn(&root.join(".lock"))?;
         // Another run may have built it while this one waited.
         if !home.join(COMPLETE).is_file() {
             build(&root, version, java, say)?;
@@ -106,7 +107,7 @@ pub fn offered(say: &mut dyn FnMut(&str)) -> Result<Vec<Offered>> {
     let root = cache_root();
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the release cache {}", root.display()))?;
-    let _turn = Lock::take(&root.join(".lock"))?;
+    let _turn = take_turn(&root.join(".lock"))?;
     let apt = Apt::new(&root.join("apt"))?;
     apt.refresh(say)?;
     apt.offered()
@@ -499,38 +500,18 @@ impl Drop for Scratch {
     }
 }
 
-/// An exclusive lock on a file (flock), released when dropped: two runs never build the same
-/// release or share apt's state at once.
-struct Lock(std::fs::File);
-
-impl Lock {
-    fn take(path: &Path) -> Result<Lock> {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        // SAFETY: flock on a descriptor this function owns; it blocks until the lock is free.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            anyhow::bail!(
-                "cannot lock {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            );
-        }
-        Ok(Lock(file))
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: unlocks the descriptor this value owns.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
-    }
+/// Takes an exclusive lock on `path` (flock, waiting for it), released when the value is
+/// dropped: two runs never build the same release or share apt's state at once.
+fn take_turn(path: &Path) -> Result<Flock<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .with_context(|| format!("cannot lock {}", path.display()))
 }
 
 #[cfg(test)]
