@@ -24,7 +24,7 @@ mod support;
 use support::{env_or, median};
 
 use fle_chaos::checker::Validity;
-use fle_chaos::run::child::{run_child, ChildCommand, ChildPlace, ChildRun};
+use fle_chaos::commands::run::child::{run_child, ChildCommand, ChildPlace, ChildRun};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -252,8 +252,7 @@ fn main() {
     let bin = tmp.path().join("fle-chaos");
     let node = tmp.path().join("fle-node");
     std::fs::copy(env!("CARGO_BIN_EXE_fle-chaos"), &bin).expect("copy fle-chaos");
-    std::fs::copy(fle_chaos::control::target::fle_node::built_binary(), &node)
-        .expect("copy fle-node");
+    std::fs::copy(fle_chaos::control::sut::fle_node::built_binary(), &node).expect("copy fle-node");
     let listed = bugs_listed(&node);
     let bugs: Vec<String> = match std::env::var("FLC_BUGS") {
         Ok(list) => list.split(',').map(|b| b.trim().to_string()).collect(),

@@ -103,7 +103,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
     let node = std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| {
-        fle_chaos::control::target::fle_node::built_binary()
+        fle_chaos::control::sut::fle_node::built_binary()
             .to_string_lossy()
             .into_owned()
     });

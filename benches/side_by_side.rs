@@ -35,9 +35,9 @@ use fle_chaos::control::backend::os_setup::Needs;
 use fle_chaos::control::backend::registry::Registry;
 use fle_chaos::control::backend::ssh::{SshCluster, SshClusterConfig, SshOptions};
 use fle_chaos::control::fault::iptables::Cut;
-use fle_chaos::control::target::fle_node::{FleNode, FleNodeOptions};
-use fle_chaos::control::target::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
-use fle_chaos::control::target::Target;
+use fle_chaos::control::sut::fle_node::{FleNode, FleNodeOptions};
+use fle_chaos::control::sut::zookeeper::{os_setup, ZooKeeper, ZooKeeperOptions};
+use fle_chaos::control::sut::Target;
 use fle_chaos::control::{Control, Net};
 use fle_chaos::history::view::quorum_leader_of as quorum_leader;
 use std::collections::BTreeMap;
@@ -274,7 +274,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
                 connect_timeout: Duration::from_secs(10),
                 retries: 3,
             },
-            binary: fle_chaos::control::target::fle_node::built_binary(),
+            binary: fle_chaos::control::sut::fle_node::built_binary(),
             needs: Needs::default(),
             real_clock: false,
         };
@@ -307,7 +307,7 @@ async fn bench_size(target: &str, size: usize, plan: &Plan) -> anyhow::Result<()
         Arc::new(FleNode::new(
             cluster.clone(),
             FleNodeOptions {
-                binary: fle_chaos::control::target::fle_node::built_binary(),
+                binary: fle_chaos::control::sut::fle_node::built_binary(),
                 tick_ms,
                 init_limit: 10,
                 sync_limit: 5,

@@ -18,9 +18,9 @@ mod support;
 use support::{cpu_s, env_or, load_average, median};
 
 use fle_chaos::checker::Validity;
-use fle_chaos::sim::batch::run_seeds;
-use fle_chaos::sim::cli::{cannot_reach, settings_of};
-use fle_chaos::sim::run::SimSettings;
+use fle_chaos::commands::sim::batch::run_seeds;
+use fle_chaos::commands::sim::cli::{cannot_reach, settings_of};
+use fle_chaos::commands::sim::run::SimSettings;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -42,7 +42,7 @@ fn main() {
     let run_dir = vms.dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
     let registry = Arc::new(Registry::create(&run_id, &run_dir).unwrap());
-    let binary = fle_chaos::control::target::fle_node::built_binary();
+    let binary = fle_chaos::control::sut::fle_node::built_binary();
     let size = std::fs::metadata(&binary).unwrap().len();
 
     let t = Instant::now();

@@ -57,7 +57,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| tmp.path().to_path_buf());
     let bin = env!("CARGO_BIN_EXE_fle-chaos");
-    let node = fle_chaos::control::target::fle_node::built_binary();
+    let node = fle_chaos::control::sut::fle_node::built_binary();
     println!(
         "verdicts bench, {} UTC: {runs} runs of `fle-chaos test --workload writes --nodes {nodes} \
          --time-limit {time_limit}` (mixed faults), seeds {seed}..",

@@ -5,12 +5,15 @@
 //! workspace member `node/` (crate `fle_node`), so it builds without the controller's
 //! dependencies. In Jepsen's vocabulary:
 //! - `control`: where nodes run (network namespaces or loopback locally, hosts over SSH) and the
-//!   `Target` trait through which the controller drives a cluster (fle-node or real ZooKeeper);
-//! - `nemesis`: the faults (kill, pause, partition, clock) and the seeded schedule;
+//!   `Target` trait (`control::sut`, the system under test) through which the controller drives
+//!   a cluster (fle-node or real ZooKeeper);
+//! - `nemesis`: the faults (every kind `history::FaultKind` names) and the seeded schedule;
 //! - `workload`: the clients (observe only, or writes through the leader);
 //! - `history`: the event model and its JSON-lines store;
 //! - `checker`: one checker per property, combined into a verdict;
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
+//!
+//! The commands that drive those stages live in `commands`:
 //! - `run`: one test run end to end;
 //! - `sweep`: many runs from a matrix (nightly jobs), shards, merge and trends.
 //! - `shrink`: a failing run's smallest failing fault sequence, by delta debugging over replays.
@@ -23,18 +26,14 @@
 pub use fle_node::api;
 
 pub mod checker;
+pub mod commands;
 pub mod control;
 pub mod exit;
 pub mod history;
 #[cfg(test)]
 mod layers;
 pub mod nemesis;
-pub mod prune;
 pub mod report;
-pub mod run;
-pub mod shrink;
-pub mod sim;
-pub mod sweep;
 pub mod workload;
 
 /// Unit tests that cannot run here say so through the integration tests' `skip` (one list).

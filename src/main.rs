@@ -2,7 +2,8 @@
 //! this file only parses the command line and turns results into Jepsen's exit codes.
 
 use clap::{Parser, Subcommand};
-use fle_chaos::{checker, control, exit, prune, report, run, shrink, sweep};
+use fle_chaos::commands::{prune, run, shrink, sweep};
+use fle_chaos::{checker, control, exit, report};
 
 #[derive(Parser)]
 #[command(
@@ -45,7 +46,7 @@ enum Command {
     /// Simulate many seeded runs of an fle-node cluster in virtual time (the node's own
     /// election and Zab code), judged by the same checkers; failing runs keep a folder and a
     /// schedule to replay on real processes.
-    Simulate(fle_chaos::sim::cli::SimulateArgs),
+    Simulate(fle_chaos::commands::sim::cli::SimulateArgs),
     /// Remove old run and sweep folders from a reports folder, keeping the newest of each and
     /// whatever `latest`, a merged sweep or the trends still point to.
     Prune(prune::PruneArgs),
@@ -114,7 +115,7 @@ fn main() {
             Command::Merge(args) => sweep::merge(args).await,
             Command::Shrink(args) => shrink::shrink(args).await,
             Command::Prune(args) => prune::prune(args).await,
-            Command::Simulate(args) => fle_chaos::sim::cli::simulate(args).await,
+            Command::Simulate(args) => fle_chaos::commands::sim::cli::simulate(args).await,
         }
     });
     // Drop the runtime before exiting so that kill_on_drop children are reaped.

@@ -1,7 +1,7 @@
 //! Table tests of each seeded bug's mechanism inside the pure state machines (election, Zab
 //! leader and follower): the same messages with and without the bug, and what changes.
 //! A bug's story on a cluster (servers exchanging notifications over a network) is a
-//! `sim::scenario` test in the controller crate (`src/sim/scenario/tests.rs`), and its
+//! `sim::scenario` test in the controller crate (`src/commands/sim/scenario/tests.rs`), and its
 //! real-process side is in tests/it/bugs.rs.
 
 use std::time::{Duration, Instant};

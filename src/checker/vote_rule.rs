@@ -40,7 +40,7 @@
 //! These hold by construction on a correct server, so neither can false-alarm on lost
 //! notifications, restarts or joins; histories without the fields are judged as before.
 //!
-//! ZooKeeper does not report its elections; its log does (`control::target::zookeeper::
+//! ZooKeeper does not report its elections; its log does (`control::sut::zookeeper::
 //! fle_log`): each notification received and each proposal made, from which the same summary
 //! is read, so the same rules judge it.
 //!

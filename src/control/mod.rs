@@ -15,7 +15,7 @@
 //! - `Clock` (`clock`): moving a node's clock. The control offers the hosts' real clocks
 //!   (`Control::clock`, only `--ssh --real-clock-skew`); otherwise the target offers the
 //!   libfaketime files it starts its nodes with (`Target::clock`, `faketime::FaketimeClock`).
-//! - `target::Target`: *what* runs on a node (setup, start, kill, pause, resume, status, write,
+//! - `sut::Target`: *what* runs on a node (setup, start, kill, pause, resume, status, write,
 //!   read log, logs). `fle_node::FleNode` and `zookeeper::ZooKeeper` implement it; nothing above
 //!   `Target` knows which one runs.
 //!
@@ -42,7 +42,7 @@ pub mod backend;
 pub mod fault;
 /// The host-side clock stepping lives in the node crate (it runs in `fle-node clock-offset`).
 pub use ::fle_node::host_clock;
-pub mod target;
+pub mod sut;
 
 use anyhow::Result;
 use backend::{registry, teardown};

@@ -415,7 +415,8 @@ mod tests {
         let mut mixed = crate::nemesis::catalogue::load("mixed").unwrap();
         // As a run does: preflight first leaves out the entries whose mean cannot fit (the
         // every-node strobe, a fixed 10 s since session 7), then the rest is planned.
-        let left_out = crate::run::preflight::fit_default(&mut mixed, Duration::from_secs(10));
+        let left_out =
+            crate::commands::run::preflight::fit_default(&mut mixed, Duration::from_secs(10));
         assert!(!left_out.is_empty() && !mixed.faults.is_empty());
         let window = fault_window(Duration::from_secs(10));
         for seed in 0..300 {

@@ -12,7 +12,7 @@ use super::steer::{self, Strategy};
 use super::trigger::{Fired, Trigger, Watch};
 use crate::control::fault::clock::ClockSetting;
 use crate::control::fault::iptables::CHAIN;
-use crate::control::target::BoxFuture;
+use crate::control::sut::BoxFuture;
 use crate::history::{EventType, F, NEMESIS};
 use anyhow::Result;
 use serde_json::json;

@@ -10,7 +10,7 @@
 //!
 //! `crate::nemesis::build` picks the implementation from the schedule.
 
-use crate::control::target::{BoxFuture, Target};
+use crate::control::sut::{BoxFuture, Target};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, FaultKind, F, NEMESIS};

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Why: a seeded `[[fault]]` schedule says what *may* happen and resolves "the leader" at run
-//! time; a replay of a recorded run (and shrinking it, `crate::shrink`) needs what *did*
+//! time; a replay of a recorded run (and shrinking it, `crate::commands::shrink`) needs what *did*
 //! happen, exactly, on the same nodes. A step takes the keys of a `[[fault]]` (validated by the
 //! same code) plus `at` and, for partitions no named shape can say (one-way cuts, rings,
 //! bridges), `drops`: the exact grudge; a packet step names its directed `links`. Steps run in

@@ -8,7 +8,7 @@
 //! resumes its rate instead of firing a backlog of reads.
 
 use crate::api::{NodeStatus, ServerState};
-use crate::control::target::{ReadError, Target};
+use crate::control::sut::{ReadError, Target};
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, F};
 use std::collections::HashMap;

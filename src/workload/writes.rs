@@ -6,7 +6,7 @@
 //! takes a fresh process number (old + concurrency), as Jepsen does, since the old process
 //! may still have an operation in flight.
 
-use crate::control::target::{Target, WriteOutcome};
+use crate::control::sut::{Target, WriteOutcome};
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, F};
 use crate::workload::observe::Observations;

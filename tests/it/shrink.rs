@@ -16,10 +16,10 @@ use crate::support::run::{
     wait_exit,
 };
 use fle_chaos::checker::Validity;
+use fle_chaos::commands::shrink::{ShrinkOutcome, Status};
 use fle_chaos::history::FaultKind;
 use fle_chaos::nemesis::schedule::{PacketMode, Schedule, TargetSpec};
 use fle_chaos::nemesis::timed;
-use fle_chaos::shrink::{ShrinkOutcome, Status};
 use std::path::Path;
 use std::time::Duration;
 
@@ -222,7 +222,7 @@ fn original(out: &Path, seed: &str) -> (Option<i32>, std::path::PathBuf) {
 }
 
 fn stepdown_failed(run: &Path) -> bool {
-    let r = fle_chaos::run::child::read_results(run).unwrap();
+    let r = fle_chaos::commands::run::child::read_results(run).unwrap();
     r.checkers
         .iter()
         .any(|c| c.name == "leader-stepdown" && c.valid == Validity::False)

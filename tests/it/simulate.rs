@@ -7,7 +7,7 @@
 use crate::support::exclusive::{hold, Exclusive};
 use crate::support::run::{fle_chaos, leftovers, resources, root_or_skip};
 use fle_chaos::checker::{Results, Validity};
-use fle_chaos::sim::summary::SimSummary;
+use fle_chaos::commands::sim::summary::SimSummary;
 
 #[test]
 fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() {

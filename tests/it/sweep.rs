@@ -6,10 +6,10 @@
 
 use crate::support::report::{distinct_colors, parse_xml, read_png};
 use crate::support::run::*;
+use fle_chaos::commands::sweep::carried::{Carried, CarriedCoverage};
+use fle_chaos::commands::sweep::record::SweepRecord;
+use fle_chaos::commands::sweep::trends::{read_rows, TrendRow};
 use fle_chaos::history::situation::Situation;
-use fle_chaos::sweep::carried::{Carried, CarriedCoverage};
-use fle_chaos::sweep::record::SweepRecord;
-use fle_chaos::sweep::trends::{read_rows, TrendRow};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -209,9 +209,9 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
         assert!(row.contains(&link), "{row}");
         assert!(row.contains(&format!("<td>{}</td>", r.cell.seed)), "{row}");
         assert!(row.contains(&r.cell.schedule), "{row}");
-        let p50 = fle_chaos::sweep::record::percentile(&r.recovery_ms, 50.0);
+        let p50 = fle_chaos::commands::sweep::record::percentile(&r.recovery_ms, 50.0);
         assert!(
-            row.contains(&fle_chaos::sweep::record::ms_text(p50)),
+            row.contains(&fle_chaos::commands::sweep::record::ms_text(p50)),
             "{row}"
         );
         // Each run's situations come from its results.json's coverage.
@@ -590,7 +590,7 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down_and_resume_finishes_the_nig
             && !r.runs.is_empty()
             && list(&matrix, None).iter().any(|id| {
                 !r.runs.iter().any(|f| &f.cell.id == id)
-                    && fle_chaos::run::child::newest_run(&runs.join(id))
+                    && fle_chaos::commands::run::child::newest_run(&runs.join(id))
                         .is_some_and(|d| started_processes(&d) >= 3)
             })
     });
@@ -697,7 +697,7 @@ fn a_signal_stops_the_sweep_after_its_runs_tore_down_and_resume_finishes_the_nig
     let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     let doc = parse_xml(&xml).unwrap();
     assert_eq!(doc.all("testcase").len(), 4, "{xml}");
-    assert!(!dir.join(fle_chaos::sweep::resume::LOCK).exists());
+    assert!(!dir.join(fle_chaos::commands::sweep::resume::LOCK).exists());
     let rows = read_rows(&out.join("trends.jsonl"), &mut |_| {}).unwrap();
     assert_eq!(rows.iter().map(|r| r.runs).sum::<usize>(), 4, "{rows:?}");
 
@@ -931,10 +931,10 @@ fn old_shard(
     std::fs::create_dir_all(dir.join("runs")).unwrap();
     let merged_from: Vec<PathBuf> = shards
         .iter()
-        .map(|s| fle_chaos::sweep::merge::relative(&dir, s))
+        .map(|s| fle_chaos::commands::sweep::merge::relative(&dir, s))
         .collect();
     let record = serde_json::json!({
-        "format": fle_chaos::sweep::record::FORMAT, "matrix": matrix, "origin": "test",
+        "format": fle_chaos::commands::sweep::record::FORMAT, "matrix": matrix, "origin": "test",
         "matrix_ids": [], "started_at": started, "finished_at": started, "parallel": 1,
         "runs": [], "exit_code": 0, "merged_from": merged_from,
     });
@@ -972,7 +972,7 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
         .map(|d| {
             let r = SweepRecord::read(d).unwrap();
             TrendRow {
-                sweep: fle_chaos::sweep::trends::sweep_name(&r),
+                sweep: fle_chaos::commands::sweep::trends::sweep_name(&r),
                 started_at: r.started_at,
                 matrix: "small".into(),
                 schedule: "kill".into(),
@@ -994,7 +994,7 @@ fn prune_removes_old_folders_but_the_newest_latest_and_linked_ones_and_updates_t
             }
         })
         .collect();
-    fle_chaos::sweep::trends::write_rows(&root, &rows).unwrap();
+    fle_chaos::commands::sweep::trends::write_rows(&root, &rows).unwrap();
     let prune = |extra: &[&str]| {
         let out = fle_chaos()
             .args(["prune", "--out"])
@@ -1120,7 +1120,7 @@ fn the_container_image_holds_every_package_the_tool_installs() {
     let needed = fle_chaos::control::backend::os_setup::every_package()
         .into_iter()
         .chain(
-            fle_chaos::control::target::zookeeper::os_setup::PACKAGES
+            fle_chaos::control::sut::zookeeper::os_setup::PACKAGES
                 .iter()
                 .copied(),
         )

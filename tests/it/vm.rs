@@ -86,7 +86,7 @@ fn qemu_vms_have_their_own_kernel_clock_and_network() {
     assert_eq!(vms.ssh(0, &check, b""), "", "missing in the guest");
 
     // fle-node, uploaded as the SSH backend does, finds its libraries in the guest.
-    let binary = std::fs::read(fle_chaos::control::target::fle_node::built_binary()).unwrap();
+    let binary = std::fs::read(fle_chaos::control::sut::fle_node::built_binary()).unwrap();
     let upload = Instant::now();
     let version = vms.ssh(
         1,

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{free_ports, http_get_json, node_bin};
-use fle_chaos::control::target::zookeeper::launch::{jvm_args, JvmOptions, CLASSPATH};
+use fle_chaos::control::sut::zookeeper::launch::{jvm_args, JvmOptions, CLASSPATH};
 
 /// Kills (SIGKILL) and reaps every process it holds, on every exit path.
 struct Procs(Vec<Child>);

@@ -4,10 +4,10 @@
 //! `REPLAY_TOLERANCE` of its recorded time and duration.
 
 use crate::support::run::*;
+use fle_chaos::commands::run::replay::SCHEDULE_FILE;
 use fle_chaos::history::test_info::TestInfo;
 use fle_chaos::nemesis::schedule::PlannedFault;
 use fle_chaos::nemesis::timed;
-use fle_chaos::run::replay::SCHEDULE_FILE;
 use std::path::Path;
 use std::time::Duration;
 

@@ -9,8 +9,8 @@ use fle_chaos::api::{NodeStatus, ServerState};
 use fle_chaos::control::backend::os_setup::Needs;
 use fle_chaos::control::backend::registry::Registry;
 use fle_chaos::control::backend::ssh::{SshCluster, SshClusterConfig, SshOptions};
-use fle_chaos::control::target::fle_node::{FleNode, FleNodeOptions};
-use fle_chaos::control::target::Target;
+use fle_chaos::control::sut::fle_node::{FleNode, FleNodeOptions};
+use fle_chaos::control::sut::Target;
 use fle_chaos::control::Control;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn node_binary() -> PathBuf {
-    fle_chaos::control::target::fle_node::built_binary()
+    fle_chaos::control::sut::fle_node::built_binary()
 }
 
 /// fle-node is built by another branch; until it is merged the binary is a stub.

@@ -36,7 +36,7 @@ fn cluster(vms: &FakeVms, run_id: &str) -> (SshCluster, PathBuf) {
         SshClusterConfig {
             hosts: vms.hosts(),
             options: options(vms),
-            binary: fle_chaos::control::target::fle_node::built_binary(),
+            binary: fle_chaos::control::sut::fle_node::built_binary(),
             needs: Needs {
                 netns: false,
                 iptables: true,
@@ -135,7 +135,7 @@ fn control_over_ssh_runs_signals_cuts_and_cleans_up() {
         .arg("--strip-debug")
         .arg("-o")
         .arg(&stripped)
-        .arg(fle_chaos::control::target::fle_node::built_binary())
+        .arg(fle_chaos::control::sut::fle_node::built_binary())
         .status()
         .unwrap();
     assert!(strip.success());

@@ -142,7 +142,7 @@ fn files_and_stops_are_read_on_the_host(vms: &QemuVms, registry: &Path) {
                 connect_timeout: Duration::from_secs(20),
                 retries: 3,
             },
-            binary: fle_chaos::control::target::fle_node::built_binary(),
+            binary: fle_chaos::control::sut::fle_node::built_binary(),
             needs: Needs::default(),
             real_clock: false,
         },

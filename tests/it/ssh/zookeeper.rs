@@ -17,7 +17,7 @@ use std::process::Command;
 
 fn zookeeper_here(test: &str) -> bool {
     let mut say = |s: &str| eprintln!("setup: {s}");
-    match fle_chaos::control::target::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
+    match fle_chaos::control::sut::zookeeper::os_setup::ensure("java".as_ref(), &mut say) {
         Ok(()) => true,
         Err(e) => {
             let why = format!("no ZooKeeper/Java here and could not install: {e:#}");
@@ -388,7 +388,7 @@ fn zookeeper_version_runs_that_release_over_ssh_and_locally_and_records_it() {
     // The folder holds the release's jars without their Class-Path (none names the host's
     // /usr/share/java), and a folder whose jars report another release is refused.
     let zookeeper_jar = home.join(format!("lib/zookeeper-{want}.jar"));
-    let cp = fle_chaos::control::target::zookeeper::jar::class_path(&zookeeper_jar).unwrap();
+    let cp = fle_chaos::control::sut::zookeeper::jar::class_path(&zookeeper_jar).unwrap();
     assert!(cp.is_empty(), "{cp:?}");
     let o = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
         .args([

@@ -18,7 +18,7 @@ pub fn fle_chaos() -> Command {
 /// The fle-node under test: this crate's, or FLE_CHAOS_TEST_NODE (another build of it).
 pub fn fle_node() -> String {
     std::env::var("FLE_CHAOS_TEST_NODE").unwrap_or_else(|_| {
-        fle_chaos::control::target::fle_node::built_binary()
+        fle_chaos::control::sut::fle_node::built_binary()
             .to_string_lossy()
             .into_owned()
     })
@@ -100,7 +100,7 @@ pub fn run_dir(out: &Path) -> Option<PathBuf> {
 /// What each checker that did not judge the run valid said, with its measurements: for a
 /// test's failure message, so a run that failed on a CI machine explains itself.
 pub fn why_not_valid(run_dir: &Path) -> String {
-    match fle_chaos::run::child::read_results(run_dir) {
+    match fle_chaos::commands::run::child::read_results(run_dir) {
         Err(e) => format!("{e:#}"),
         Ok(r) => r
             .checkers

@@ -388,7 +388,7 @@ pub fn zookeeper_jars() -> Vec<PathBuf> {
         if seen.contains(&path) || !path.exists() {
             continue;
         }
-        let class_path = fle_chaos::control::target::zookeeper::jar::class_path(&path)
+        let class_path = fle_chaos::control::sut::zookeeper::jar::class_path(&path)
             .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
         todo.extend(class_path);
         seen.push(path);
@@ -493,7 +493,7 @@ fn build_initramfs(
     }
     // The SSH backend uploads fle-node into the guest; only its libraries must be there.
     fs.binary_and_libraries(
-        &fle_chaos::control::target::fle_node::built_binary().to_string_lossy(),
+        &fle_chaos::control::sut::fle_node::built_binary().to_string_lossy(),
         false,
     );
     if guest.zookeeper {

@@ -13,8 +13,7 @@ fn skip_reason() -> Option<String> {
         return Some("needs root (network namespaces); run as root, as CI does".into());
     }
     let mut say = |s: &str| eprintln!("setup: {s}");
-    if let Err(e) =
-        fle_chaos::control::target::zookeeper::os_setup::ensure("java".as_ref(), &mut say)
+    if let Err(e) = fle_chaos::control::sut::zookeeper::os_setup::ensure("java".as_ref(), &mut say)
     {
         return Some(format!(
             "no ZooKeeper/Java here and could not install: {e:#}"

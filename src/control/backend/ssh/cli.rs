@@ -288,7 +288,7 @@ mod tests {
         );
         // Through `fle-chaos test`'s own flags, whose --nodes has no default to collide with.
         let words = ["--ssh", "--nodes-file", f.to_str().unwrap()].map(String::from);
-        let args = crate::run::plan::TestArgs::from_words(&words).unwrap();
+        let args = crate::commands::run::plan::TestArgs::from_words(&words).unwrap();
         assert_eq!(
             args.ssh.hosts(args.nodes.as_ref()).unwrap(),
             Some(vec!["vm1".into(), "vm2".into(), "vm3".into()])

@@ -264,7 +264,7 @@ pub fn fetch_script(dir: &str) -> String {
     format!(
         "[ -d {d} ] || exit 0; tar -C {d} --exclude=./{BINARY} --exclude=./{PID_FILE} --exclude=./{home} -cf - .",
         d = quote(dir),
-        home = crate::control::target::zookeeper::install::UPLOADED_HOME,
+        home = crate::control::sut::zookeeper::install::UPLOADED_HOME,
     )
 }
 

@@ -4,8 +4,8 @@
 
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
 use crate::control::fault::clock::Clock;
-use crate::control::target::clock_of;
-use crate::control::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::clock_of;
+use crate::control::sut::{BoxFuture, ReadError, Target, WriteOutcome};
 use crate::control::{fault::faketime, fault::lazyfs, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};

@@ -1,6 +1,6 @@
 //! `Target`: the system under test as the controller, workloads and nemesis see it (Jepsen's
-//! `db` + `client` for one node). fle-node (`control::target::fle_node`) and real Apache ZooKeeper
-//! (`control::target::zookeeper`) implement it; nothing here names either, and everything above this
+//! `db` + `client` for one node). fle-node (`control::sut::fle_node`) and real Apache ZooKeeper
+//! (`control::sut::zookeeper`) implement it; nothing here names either, and everything above this
 //! trait goes through it.
 
 pub mod fle_node;

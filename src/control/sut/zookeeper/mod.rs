@@ -30,7 +30,7 @@ pub mod release;
 
 use crate::api::{ElectionSummary, LogResponse, NodeStatus, ServerState};
 use crate::control::fault::clock::Clock;
-use crate::control::target::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
 use crate::control::{fault::faketime, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};

@@ -11,7 +11,7 @@
 
 use crate::api::{LogResponse, NodeStatus};
 use crate::control::fault::clock::Clock;
-use crate::control::target::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::{BoxFuture, ReadError, Target, WriteOutcome};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, NodeExitValue, F};

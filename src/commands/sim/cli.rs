@@ -8,10 +8,10 @@ use super::run::{simulate_one, SimSettings};
 use super::server::Timing;
 use super::summary::{RunSummary, SimSummary};
 use crate::checker::Validity;
+use crate::commands::run::interrupt::Interrupts;
 use crate::exit::bad_input;
 use crate::history::FaultKind;
 use crate::nemesis::schedule::Schedule;
-use crate::run::interrupt::Interrupts;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,7 +100,7 @@ impl SimulateArgs {
         let argv = std::iter::once("simulate".to_string()).chain(words.iter().cloned());
         <Simulate as clap::Parser>::try_parse_from(argv)
             .map(|s| s.args)
-            .map_err(|e| crate::run::plan::first_line(&e))
+            .map_err(|e| crate::commands::run::plan::first_line(&e))
     }
 }
 
@@ -205,11 +205,11 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     let names: Vec<String> = (1..=a.nodes as u64)
         .map(crate::history::node_name)
         .collect();
-    let observers = crate::run::plan::observers_of(a.observers.as_deref(), &names)?;
+    let observers = crate::commands::run::plan::observers_of(a.observers.as_deref(), &names)?;
     let workload = crate::workload::load(&a.workload)?;
     let interval = a
         .nemesis_interval
-        .map(|s| crate::run::plan::positive_seconds("--nemesis-interval", s))
+        .map(|s| crate::commands::run::plan::positive_seconds("--nemesis-interval", s))
         .transpose()?;
     let chosen = crate::nemesis::schedule_from_flags(
         a.nemesis.as_deref(),

@@ -403,8 +403,14 @@ mod tests {
     /// A sweep of three ZooKeeper runs: 3.9.3 invalid (known) and invalid (new), 3.9.6 valid.
     fn record() -> SweepRecord {
         let run = |v: &str, verdict: &str, known: &[&str]| {
-            let matrix =
-                crate::sweep::matrix::Cell::new("zookeeper", "writes", "mixed", 5, 1, None);
+            let matrix = crate::commands::sweep::matrix::Cell::new(
+                "zookeeper",
+                "writes",
+                "mixed",
+                5,
+                1,
+                None,
+            );
             let mut r = serde_json::to_value(matrix.with_zookeeper_version(v)).unwrap();
             let code = if verdict == "true" { 0 } else { 1 };
             for (k, x) in [
@@ -442,7 +448,7 @@ mod tests {
             table.contains("<tr><td>zookeeper 3.9.6</td><td>1</td><td>1</td><td>0</td><td>0</td>")
         );
         assert!(summary_html(&r).contains("id=\"by-release\""));
-        let rows = crate::sweep::trends::rows_of(&r, None);
+        let rows = crate::commands::sweep::trends::rows_of(&r, None);
         let series: Vec<(String, usize, usize)> = rows
             .iter()
             .map(|t| (t.series(), t.runs, t.invalid))

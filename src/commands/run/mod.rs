@@ -144,8 +144,8 @@ pub async fn test(args: TestArgs) -> Result<i32> {
         && plan.hosts.is_none()
         && plan.zookeeper_home.is_none()
     {
-        let java = crate::control::target::zookeeper::launch::JvmOptions::default().java;
-        crate::control::target::zookeeper::os_setup::ensure(&java, &mut |m| {
+        let java = crate::control::sut::zookeeper::launch::JvmOptions::default().java;
+        crate::control::sut::zookeeper::os_setup::ensure(&java, &mut |m| {
             eprintln!("fle-chaos: {m}")
         })?;
     }
@@ -183,7 +183,7 @@ pub async fn test(args: TestArgs) -> Result<i32> {
 
 /// `--zookeeper-version list`: the releases Debian's archive offers, one a line.
 fn list_zookeeper_releases() -> Result<i32> {
-    use crate::control::target::zookeeper::release;
+    use crate::control::sut::zookeeper::release;
     let offered = release::offered(&mut |m| eprintln!("fle-chaos: {m}"))?;
     for o in offered {
         println!(
@@ -377,7 +377,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
 
 /// Adds what the target says about the software it ran (e.g. ZooKeeper's reported versions)
 /// to test.json as `settings.software`; a failure is logged, the run goes on.
-fn record_software(run_dir: &Path, target: &dyn crate::control::target::Target) {
+fn record_software(run_dir: &Path, target: &dyn crate::control::sut::Target) {
     let Some(software) = target.software() else {
         return;
     };

@@ -7,8 +7,8 @@
 //! trends row loses its link to the night's summary (its figures stay). Nothing else under
 //! REPORTS is touched.
 
+use crate::commands::sweep::record::SweepRecord;
 use crate::exit::{self, bad_input};
-use crate::sweep::record::SweepRecord;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::collections::{BTreeMap, HashSet};
@@ -186,9 +186,14 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     // Only what lies inside REPORTS itself (a linked `sweeps` or test folder elsewhere is not
     // ours to empty).
     found.retain(|c| c.dir.starts_with(&root));
-    let a_reports_folder = ["latest", "index.html", "sweeps", crate::sweep::trends::ROWS]
-        .iter()
-        .any(|n| root.join(n).symlink_metadata().is_ok());
+    let a_reports_folder = [
+        "latest",
+        "index.html",
+        "sweeps",
+        crate::commands::sweep::trends::ROWS,
+    ]
+    .iter()
+    .any(|n| root.join(n).symlink_metadata().is_ok());
     if found.is_empty() && !a_reports_folder {
         return Err(bad_input(format!(
             "prune {}: no run or sweep folder in it; give the reports folder of `fle-chaos test` or `sweep` (--out)",
@@ -210,7 +215,7 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     for c in &remove {
         // A sweep (or a resume of it) working in the folder holds its lock.
         let _hold = match &c.sweep {
-            Some(_) if !args.dry_run => match crate::sweep::resume::try_hold(&c.dir) {
+            Some(_) if !args.dry_run => match crate::commands::sweep::resume::try_hold(&c.dir) {
                 Ok(Some(h)) => Some(h),
                 Ok(None) => {
                     eprintln!(
@@ -271,13 +276,17 @@ fn relink(root: &Path, gone: &[SweepRecord]) -> Result<()> {
     if root.join("index.html").is_file() {
         crate::report::index::update_index(root)?;
     }
-    let trends = root.join(crate::sweep::trends::ROWS);
+    let trends = root.join(crate::commands::sweep::trends::ROWS);
     if gone.is_empty() || !trends.is_file() {
         return Ok(());
     }
-    let names: HashSet<String> = gone.iter().map(crate::sweep::trends::sweep_name).collect();
-    let mut rows =
-        crate::sweep::trends::read_rows(&trends, &mut |w| eprintln!("fle-chaos prune: {w}"))?;
+    let names: HashSet<String> = gone
+        .iter()
+        .map(crate::commands::sweep::trends::sweep_name)
+        .collect();
+    let mut rows = crate::commands::sweep::trends::read_rows(&trends, &mut |w| {
+        eprintln!("fle-chaos prune: {w}")
+    })?;
     let mut changed = false;
     for r in &mut rows {
         if names.contains(&r.sweep) && r.summary.is_some() {
@@ -286,7 +295,7 @@ fn relink(root: &Path, gone: &[SweepRecord]) -> Result<()> {
         }
     }
     if changed {
-        crate::sweep::trends::write_rows(root, &rows)?;
+        crate::commands::sweep::trends::write_rows(root, &rows)?;
     }
     Ok(())
 }

@@ -29,10 +29,10 @@ pub mod summary;
 pub mod trends;
 pub mod trends_plot;
 
+use crate::commands::run::interrupt::Interrupts;
+use crate::commands::run::plan::{Net, Plan, TargetKind, TestArgs};
 use crate::control::backend::os_setup::{self, Needs};
 use crate::exit::{self, bad_input};
-use crate::run::interrupt::Interrupts;
-use crate::run::plan::{Net, Plan, TargetKind, TestArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use keep::Keep;
@@ -129,7 +129,7 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
         if cell.is_sim() {
             // A simulated batch needs nothing of the machine; its flags are checked as
             // `simulate` checks them.
-            crate::sim::cli::settings_of(&cell.args(m))
+            crate::commands::sim::cli::settings_of(&cell.args(m))
                 .map_err(|e| bad_input(format!("run {}: {e:#}; fix the matrix file", cell.id)))?;
             continue;
         }
@@ -147,8 +147,8 @@ fn preflight(cells: &[Cell], m: &Matrix, extra: &[String]) -> Result<()> {
     }
     os_setup::ensure(needs, &mut |msg| eprintln!("fle-chaos sweep: {msg}"))?;
     if zookeeper {
-        let java = crate::control::target::zookeeper::launch::JvmOptions::default().java;
-        crate::control::target::zookeeper::os_setup::ensure(&java, &mut |m| {
+        let java = crate::control::sut::zookeeper::launch::JvmOptions::default().java;
+        crate::control::sut::zookeeper::os_setup::ensure(&java, &mut |m| {
             eprintln!("fle-chaos sweep: {m}")
         })?;
     }
@@ -418,12 +418,12 @@ async fn shrink_failures(
         let Ok(exe) = std::env::current_exe() else {
             return;
         };
-        let mut opts = crate::shrink::ShrinkOptions::new(exe);
+        let mut opts = crate::commands::shrink::ShrinkOptions::new(exe);
         opts.budget = left;
         opts.parallel = args.parallel as usize;
         opts.interrupts = Some(interrupts.clone());
         opts.out = Some(dir.join("shrink").join(&run.cell.id));
-        match crate::shrink::shrink_run(&dir.join(run_dir), &opts).await {
+        match crate::commands::shrink::shrink_run(&dir.join(run_dir), &opts).await {
             Ok(outcome) => {
                 run.minimal = outcome
                     .minimal_file

@@ -9,9 +9,9 @@ use super::guard::Guard;
 use super::plan::{Plan, TargetKind};
 use crate::control::backend::local::LocalCluster;
 use crate::control::backend::registry::Registry;
-use crate::control::target::fle_node::{FleNode, FleNodeOptions};
-use crate::control::target::zookeeper::{ZooKeeper, ZooKeeperOptions};
-use crate::control::target::Target;
+use crate::control::sut::fle_node::{FleNode, FleNodeOptions};
+use crate::control::sut::zookeeper::{ZooKeeper, ZooKeeperOptions};
+use crate::control::sut::Target;
 use crate::control::{backend::ssh, blocking, Control};
 use crate::history::recorder::Recorder;
 use crate::nemesis::{Nemesis, NemesisContext, NemesisSettings};
@@ -141,8 +141,7 @@ fn create_target(
             // Only on request: libfaketime stalls the JVM (docs/zookeeper.md, Faults).
             opts.faketime = plan.args.faketime;
             if let Some(home) = &plan.zookeeper_home {
-                opts.install =
-                    crate::control::target::zookeeper::install::Install::Home(home.clone());
+                opts.install = crate::control::sut::zookeeper::install::Install::Home(home.clone());
             }
             opts.expected_version = plan.args.zookeeper_version.clone();
             opts.write_timeout = write_timeout;

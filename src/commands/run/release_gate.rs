@@ -3,8 +3,8 @@
 //! another release stops the run with one line naming it, exit 254: a run of the wrong
 //! software would judge the wrong thing, and a version matrix would file it under V.
 
-use crate::control::target::zookeeper::release::upstream_of;
-use crate::control::target::Target;
+use crate::control::sut::zookeeper::release::upstream_of;
+use crate::control::sut::Target;
 use crate::exit::bad_input;
 use crate::history::test_info::Software;
 use anyhow::Result;

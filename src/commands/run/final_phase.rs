@@ -3,7 +3,7 @@
 //! `history::view` defines it), and read every node's committed log once (`final-log` events,
 //! which the durability checker compares).
 
-use crate::control::target::{ReadError, Target};
+use crate::control::sut::{ReadError, Target};
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, F, NEMESIS};
 use serde_json::json;

@@ -9,7 +9,7 @@
 //! expired mid-request, timeouts), because ZooKeeper may still commit such a write.
 
 use crate::api::{LogEntry, LogResponse};
-use crate::control::target::{ReadError, WriteOutcome};
+use crate::control::sut::{ReadError, WriteOutcome};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -147,7 +147,7 @@ pub struct TestArgs {
     /// `fastleader.maxNotificationInterval=5000`. Recorded in test.json.
     #[arg(long = "zookeeper-config", value_name = "KEY=VALUE")]
     #[serde(default)]
-    pub zookeeper_config: Vec<crate::control::target::zookeeper::config::Setting>,
+    pub zookeeper_config: Vec<crate::control::sut::zookeeper::config::Setting>,
     /// The fle-node executable [default: fle-node next to fle-chaos].
     #[arg(long, value_name = "FILE")]
     pub node_binary: Option<PathBuf>,
@@ -347,12 +347,12 @@ fn real_clock_schedule_ok(schedule: &crate::nemesis::schedule::Schedule) -> Resu
 /// into the run's arguments, so test.json and a replay hold every setting the servers ran with.
 fn zookeeper_config(
     schedule: &crate::nemesis::schedule::Schedule,
-    given: &[crate::control::target::zookeeper::config::Setting],
+    given: &[crate::control::sut::zookeeper::config::Setting],
 ) -> Result<(
-    Vec<crate::control::target::zookeeper::config::Setting>,
+    Vec<crate::control::sut::zookeeper::config::Setting>,
     Vec<String>,
 )> {
-    use crate::control::target::zookeeper::config;
+    use crate::control::sut::zookeeper::config;
     let from_schedule = (schedule.zookeeper_config.iter())
         .map(|s| s.parse::<config::Setting>())
         .collect::<Result<Vec<_>, String>>()
@@ -365,7 +365,7 @@ fn zookeeper_config(
 /// into the cache on first use), or None for Debian's package. Bad input (254) for a version
 /// the archive does not offer, an archive out of reach, or a folder reporting another version.
 fn zookeeper_home(args: &TestArgs, over_ssh: bool) -> Result<Option<PathBuf>> {
-    use crate::control::target::zookeeper::{launch::JvmOptions, os_setup, release};
+    use crate::control::sut::zookeeper::{launch::JvmOptions, os_setup, release};
     let Some(version) = &args.zookeeper_version else {
         return Ok(args.zookeeper_home.clone());
     };
@@ -408,7 +408,7 @@ fn check_zookeeper_flags(args: &TestArgs, over_ssh: bool) -> Result<()> {
         }
         // Over SSH the folder may be on the hosts only: checked there at setup.
         if !over_ssh || home.exists() {
-            crate::control::target::zookeeper::install::check_home(home)?;
+            crate::control::sut::zookeeper::install::check_home(home)?;
         }
     }
     if let Some(s) = args.zookeeper_config.first() {
@@ -495,7 +495,7 @@ fn check_name(name: &str) -> Result<()> {
 fn node_binary(args: &TestArgs, power_loss: bool) -> Result<PathBuf> {
     let binary = match &args.node_binary {
         Some(b) => b.clone(),
-        None => crate::control::target::fle_node::built_binary(),
+        None => crate::control::sut::fle_node::built_binary(),
     };
     let why = match args.target {
         TargetKind::Fle => "",

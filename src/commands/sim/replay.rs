@@ -8,10 +8,10 @@
 use super::cli::{settings, SimulateArgs};
 use super::run::{simulate_one, SimSettings, SIMULATE_ARGS};
 use crate::checker::Validity;
+use crate::commands::run::child::ChildRun;
+use crate::commands::run::plan::TestArgs;
 use crate::exit::bad_input;
 use crate::history::test_info::TestInfo;
-use crate::run::child::ChildRun;
-use crate::run::plan::TestArgs;
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -92,22 +92,27 @@ impl SimReplayer {
 
 #[cfg(test)]
 mod tests {
-    use crate::shrink::{shrink_run, ShrinkOptions, Status};
+    use crate::commands::shrink::{shrink_run, ShrinkOptions, Status};
 
     /// `fle-chaos shrink` on a simulated failure of the seeded `follow-single-leading` bug:
     /// the candidates run in-process, the minimal sequence is smaller and still fails
     /// vote-rule, and its replay command runs `fle-chaos test` on real processes with the bug.
     #[test]
     fn shrink_works_on_a_simulated_failure_in_process() {
-        let s =
-            crate::sim::cli::settings_of(&["--bug", "follow-single-leading", "--time-limit", "30"])
-                .unwrap();
+        let s = crate::commands::sim::cli::settings_of(&[
+            "--bug",
+            "follow-single-leading",
+            "--time-limit",
+            "30",
+        ])
+        .unwrap();
         let run = (1..=20)
             .map(|seed| super::simulate_one(&s, seed))
             .find(|r| r.failed().contains(&"vote-rule".to_string()))
             .expect("follow-single-leading found in 20 simulated runs");
         let tmp = tempfile::tempdir().unwrap();
-        let dir = crate::sim::cli::write_folder(tmp.path(), &run, Some("fle-chaos test")).unwrap();
+        let dir = crate::commands::sim::cli::write_folder(tmp.path(), &run, Some("fle-chaos test"))
+            .unwrap();
         let opts = ShrinkOptions {
             checkers: Some(vec!["vote-rule".into()]),
             ..ShrinkOptions::new("/nonexistent/fle-chaos".into())

@@ -19,7 +19,7 @@ use std::time::Duration;
 /// The default matrix, `workloads/sweeps/nightly.toml`, built in so `fle-chaos sweep` works
 /// from any directory (a file of that path in the current directory wins).
 pub const DEFAULT_FILE: &str = "workloads/sweeps/nightly.toml";
-const NIGHTLY: &str = include_str!("../../workloads/sweeps/nightly.toml");
+const NIGHTLY: &str = include_str!("../../../workloads/sweeps/nightly.toml");
 
 /// A schedule entry meaning "no faults" (`--nemesis none`).
 pub const NO_FAULTS: &str = "none";
@@ -278,7 +278,7 @@ impl Matrix {
         }
         for setting in &raw.zookeeper_config {
             setting
-                .parse::<crate::control::target::zookeeper::config::Setting>()
+                .parse::<crate::control::sut::zookeeper::config::Setting>()
                 .map_err(|e| format!("zookeeper_config: {e}"))?;
         }
         let zookeeper = raw.targets.iter().any(|t| t == "zookeeper");
@@ -295,7 +295,7 @@ impl Matrix {
         if let Some(v) = raw
             .zookeeper_versions
             .iter()
-            .find(|v| !crate::control::target::zookeeper::release::is_release(v))
+            .find(|v| !crate::control::sut::zookeeper::release::is_release(v))
         {
             return Err(format!(
                 "zookeeper_versions: \"{v}\" is not a release such as \"3.9.6\" \

@@ -97,7 +97,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     // not copied again and again as it grows.
     let reads = s.time_limit.as_secs_f64() * s.workload.observe_hz * s.nodes as f64;
     w.rec.text.reserve((reads * 1024.0) as usize);
-    w.status_timeout_ns = crate::run::STATUS_TIMEOUT.as_nanos() as u64;
+    w.status_timeout_ns = crate::commands::run::STATUS_TIMEOUT.as_nanos() as u64;
     w.wall_start_ms = WALL_START_MS;
     w.max_events = s.max_events;
 
@@ -225,7 +225,7 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
         version: env!("CARGO_PKG_VERSION").into(),
         history_format: crate::history::FORMAT_VERSION,
         settings: InfoSettings {
-            status_timeout_ms: Some(crate::run::STATUS_TIMEOUT.as_millis() as u64),
+            status_timeout_ms: Some(crate::commands::run::STATUS_TIMEOUT.as_millis() as u64),
             recovery_timeout_s: Some(s.recovery_timeout.as_secs_f64()),
             workload: Some(workload),
             zookeeper_config: Default::default(),
@@ -279,7 +279,7 @@ pub fn judge(digest: Result<Digest, String>, text: &str, info: &TestInfo) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::cli::{settings, settings_of, SimulateArgs};
+    use crate::commands::sim::cli::{settings, settings_of, SimulateArgs};
 
     fn sim(flags: &[&str]) -> SimSettings {
         settings_of(flags).expect("settings")
@@ -519,7 +519,7 @@ mod tests {
         let s = sim(&["--nodes", "3", "--time-limit", "20"]);
         let bad = std::sync::Mutex::new(Vec::new());
         let kinds = std::sync::Mutex::new(std::collections::BTreeSet::new());
-        crate::sim::batch::run_seeds(
+        crate::commands::sim::batch::run_seeds(
             &s,
             1,
             2000,

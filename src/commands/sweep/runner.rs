@@ -9,10 +9,10 @@ use super::keep::{self, Keep};
 use super::matrix::{Cell, Matrix};
 use super::progress::Progress;
 use super::record::{outcome, RunRecord};
+use crate::commands::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
+use crate::commands::run::interrupt::{Interrupts, Signal};
 use crate::exit;
 use crate::history::situation::Situation;
-use crate::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
-use crate::run::interrupt::{Interrupts, Signal};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -344,7 +344,7 @@ impl Runner {
 }
 
 /// A simulated batch's record: the worst verdict, the checkers any run failed, the counts.
-fn record_sim(r: &mut RunRecord, sim: crate::sim::summary::SimSummary) {
+fn record_sim(r: &mut RunRecord, sim: crate::commands::sim::summary::SimSummary) {
     // From the counts: a batch that ran nothing tested nothing, so it is not valid.
     r.verdict = Some(if sim.invalid > 0 {
         crate::checker::Validity::False
@@ -371,7 +371,7 @@ fn record_sim(r: &mut RunRecord, sim: crate::sim::summary::SimSummary) {
 }
 
 /// The summary of a simulated batch's folder (`summary.json`), when it has one.
-fn sim_summary(dir: &Path) -> Option<crate::sim::summary::SimSummary> {
+fn sim_summary(dir: &Path) -> Option<crate::commands::sim::summary::SimSummary> {
     let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
     serde_json::from_str(&text).ok()
 }

@@ -2,7 +2,7 @@
 //! schedule and a run length of its own. Replays run as child processes through
 //! `run::child` (the verdict from the exit code, the details from results.json).
 
-use crate::run::plan::{Net, TestArgs};
+use crate::commands::run::plan::{Net, TestArgs};
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;

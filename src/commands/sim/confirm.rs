@@ -6,9 +6,9 @@
 use super::run::SimSettings;
 use super::summary::{Replay, SimSummary};
 use crate::checker::Validity;
+use crate::commands::run::child::{run_child, ChildCommand, ChildPlace, Stop};
+use crate::commands::run::interrupt::Interrupts;
 use crate::exit;
-use crate::run::child::{run_child, ChildCommand, ChildPlace, Stop};
-use crate::run::interrupt::Interrupts;
 use std::time::Duration;
 
 /// How long a replay may take beyond its time limit (start, final phase, checkers).
@@ -73,7 +73,7 @@ pub async fn confirm(
                             log.display()
                         )),
                         Some(results) => {
-                            let failed = crate::run::child::invalid_checkers(results);
+                            let failed = crate::commands::run::child::invalid_checkers(results);
                             Replay {
                                 valid,
                                 reproduced: valid == Validity::False

@@ -80,7 +80,7 @@ pub fn trim(run_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::matrix::Cell;
+    use crate::commands::sweep::matrix::Cell;
 
     fn run(code: i32, bug: bool) -> RunRecord {
         let cell = Cell::new(
@@ -92,7 +92,7 @@ mod tests {
             bug.then(|| "quorum-minority".to_string()),
         );
         RunRecord {
-            outcome: crate::sweep::record::outcome(&cell, code, false),
+            outcome: crate::commands::sweep::record::outcome(&cell, code, false),
             code,
             verdict: None,
             run_dir: Some("runs/x/1".into()),

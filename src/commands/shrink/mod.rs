@@ -24,12 +24,12 @@ pub mod progress;
 pub mod report;
 pub mod search;
 
+use crate::commands::run::interrupt::Interrupts;
+use crate::commands::run::plan::TestArgs;
 use crate::exit::{self, bad_input};
 use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
 use crate::nemesis::units::parse_duration;
-use crate::run::interrupt::Interrupts;
-use crate::run::plan::TestArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use search::{Candidate, Engine};
@@ -264,12 +264,12 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     let rec = timed::of_run(&run_dir)?;
     // A simulated failure is replayed in-process, once per candidate (the same seed and
     // schedule give the same run), on every core; its real arguments still make the commands.
-    let sim = crate::sim::replay::SimReplayer::of_run(&run_dir, &rec.info)?;
+    let sim = crate::commands::sim::replay::SimReplayer::of_run(&run_dir, &rec.info)?;
     let sim_opts;
     let (opts, mut args) = match sim {
         None => (
             opts,
-            crate::run::replay::recorded_args(&run_dir, &rec.info)?,
+            crate::commands::run::replay::recorded_args(&run_dir, &rec.info)?,
         ),
         Some((_, ref real)) => {
             sim_opts = ShrinkOptions {
@@ -282,14 +282,14 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         }
     };
     args.seed = Some(rec.info.seed);
-    let results = crate::run::child::read_results(&run_dir).map_err(|e| {
+    let results = crate::commands::run::child::read_results(&run_dir).map_err(|e| {
         bad_input(format!(
             "{}: {e:#}; check the run first (fle-chaos check {})",
             run_dir.display(),
             run_dir.display()
         ))
     })?;
-    let invalid = crate::run::child::invalid_checkers(&results);
+    let invalid = crate::commands::run::child::invalid_checkers(&results);
     let target = target_checkers(&run_dir, &invalid, opts.checkers.as_deref())?;
     let out = opts.out.clone().unwrap_or_else(|| run_dir.join("shrink"));
     prepare_out(&out)?;

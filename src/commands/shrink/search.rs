@@ -6,12 +6,12 @@
 //! deadline (the budget), and an interrupt stops every child before returning.
 
 use super::child::test_argv;
+use crate::commands::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
+use crate::commands::run::interrupt::{Interrupts, Signal};
+use crate::commands::run::plan::TestArgs;
 use crate::nemesis::plan::time_limit_for;
 use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
-use crate::run::child::{run_child, ChildCommand, ChildPlace, ChildRun, Stop};
-use crate::run::interrupt::{Interrupts, Signal};
-use crate::run::plan::TestArgs;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -83,7 +83,7 @@ pub struct Engine {
     pub target: Vec<String>,
     pub interrupts: Option<Interrupts>,
     /// A simulated failure: candidates run in-process by the simulator, not as children.
-    pub sim: Option<std::sync::Arc<crate::sim::replay::SimReplayer>>,
+    pub sim: Option<std::sync::Arc<crate::commands::sim::replay::SimReplayer>>,
     pub fake_monotonic: bool,
     /// Every child run so far.
     pub runs: Vec<Replay>,

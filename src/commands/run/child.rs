@@ -10,8 +10,8 @@
 //! SIGKILL after a grace period).
 
 use crate::checker::{Results, Validity};
+use crate::commands::run::interrupt::Signal;
 use crate::exit;
-use crate::run::interrupt::Signal;
 use anyhow::{Context, Result};
 use nix::sys::signal::{kill, Signal as NixSignal};
 use nix::unistd::Pid;
