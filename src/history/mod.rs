@@ -248,6 +248,25 @@ impl FaultKind {
         )
     }
 
+    /// The `f` of the action that undoes this fault.
+    pub fn undo_f(self) -> F {
+        match self {
+            FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => F::Start,
+            FaultKind::Pause => F::Resume,
+            FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => F::Heal,
+            FaultKind::Clock => F::Clock,
+        }
+    }
+
+    /// Whether its undo names it (`undoes`): it shares its undo's `f` with a kind that plainly
+    /// owns that `f` (a `start` ends a kill, a `heal` a partition, a clock `reset` a clock).
+    pub fn undo_is_tagged(self) -> bool {
+        matches!(
+            self,
+            FaultKind::PowerLoss | FaultKind::Corrupt | FaultKind::Packet | FaultKind::Frames
+        )
+    }
+
     /// The `f` of the action that starts this fault.
     pub fn f(self) -> F {
         match self {
@@ -292,10 +311,10 @@ pub struct FaultValue {
     /// Partition: "quorum" when only the Zab connections were cut (`port = "quorum"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<String>,
-    /// `start`: the kind of fault it ends when not a kill ("power-loss", "corrupt"); `heal`:
-    /// "packet" when it ends packet faults rather than a partition.
+    /// `start`: the kind of fault it ends when not a kill (power-loss, corrupt); `heal`: packet
+    /// or frames when it ends those rather than a partition ([`FaultKind::undo_is_tagged`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undoes: Option<String>,
+    pub undoes: Option<FaultKind>,
     /// Why the action failed (`fail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -340,39 +359,47 @@ impl FaultValue {
         }
     }
 
-    /// What the action `f` with this value does, if it starts or undoes a fault.
+    /// What the action `f` with this value does, if it starts or undoes a fault: an action
+    /// named after a kind starts it (a clock `reset` undoes one); `start`, `resume` and `heal`
+    /// undo the kind their `undoes` names, else the one they plainly undo ([`FaultKind::undo_f`]).
     pub fn step(&self, f: F) -> Option<FaultStep> {
-        Some(match f {
-            F::Kill => FaultStep::Starts(FaultKind::Kill),
-            F::Pause => FaultStep::Starts(FaultKind::Pause),
-            F::Partition => FaultStep::Starts(FaultKind::Partition),
-            F::Clock if self.mode.as_deref() == Some("reset") => {
-                FaultStep::Undoes(FaultKind::Clock)
-            }
-            F::Clock => FaultStep::Starts(FaultKind::Clock),
-            F::PowerLoss => FaultStep::Starts(FaultKind::PowerLoss),
-            F::Corrupt => FaultStep::Starts(FaultKind::Corrupt),
-            F::Packet => FaultStep::Starts(FaultKind::Packet),
-            F::Frames => FaultStep::Starts(FaultKind::Frames),
-            F::Start if self.undoes.as_deref() == Some("power-loss") => {
-                FaultStep::Undoes(FaultKind::PowerLoss)
-            }
-            F::Start if self.undoes.as_deref() == Some("corrupt") => {
-                FaultStep::Undoes(FaultKind::Corrupt)
-            }
-            F::Start => FaultStep::Undoes(FaultKind::Kill),
-            F::Resume => FaultStep::Undoes(FaultKind::Pause),
-            F::Heal if self.undoes.as_deref() == Some("packet") => {
-                FaultStep::Undoes(FaultKind::Packet)
-            }
-            F::Heal if self.undoes.as_deref() == Some("frames") => {
-                FaultStep::Undoes(FaultKind::Frames)
-            }
-            F::Heal => FaultStep::Undoes(FaultKind::Partition),
-            _ => return None,
-        })
+        if f == F::Clock && self.mode.as_deref() == Some(CLOCK_RESET) {
+            return Some(FaultStep::Undoes(FaultKind::Clock));
+        }
+        if let Some(kind) = FaultKind::ALL.into_iter().find(|k| k.f() == f) {
+            return Some(FaultStep::Starts(kind));
+        }
+        let tagged = self.undoes.filter(|k| k.undo_f() == f);
+        let plain = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition]
+            .into_iter()
+            .find(|k| k.undo_f() == f);
+        tagged.or(plain).map(FaultStep::Undoes)
+    }
+
+    /// The recorded value of the action that undoes `kind` on `nodes` (`final` for the final
+    /// heal's): the one definition real and simulated runs record, which [`FaultValue::step`]
+    /// reads back.
+    pub fn undo(kind: FaultKind, nodes: &[String], last: bool) -> FaultValue {
+        FaultValue {
+            nodes: nodes.to_vec(),
+            r#final: last,
+            undoes: kind.undo_is_tagged().then_some(kind),
+            mode: (kind == FaultKind::Clock).then(|| CLOCK_RESET.to_string()),
+            offset_ms: (kind == FaultKind::Clock).then_some(0),
+            ..FaultValue::default()
+        }
     }
 }
+
+impl FaultValue {
+    /// The value as a history line holds it (fields in their serialized order).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a fault value is plain data")
+    }
+}
+
+/// The clock `mode` of the action that undoes a clock fault.
+pub const CLOCK_RESET: &str = "reset";
 
 /// `node-exit`: a node process exited without the controller having killed or stopped it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -425,4 +452,43 @@ pub fn node_name(sid: u64) -> String {
 /// The sid in a node name ("n3" -> 3).
 pub fn sid_of(node: &str) -> Option<u64> {
     node.strip_prefix('n')?.parse().ok()
+}
+
+#[cfg(test)]
+mod fault_step_tests {
+    use super::{FaultKind, FaultStep, FaultValue, F};
+
+    #[test]
+    fn every_kind_is_started_by_its_action_and_undone_by_the_value_its_undo_records() {
+        let nodes = vec!["n2".to_string()];
+        for kind in FaultKind::ALL {
+            let start = FaultValue {
+                nodes: nodes.clone(),
+                ..FaultValue::default()
+            };
+            assert_eq!(start.step(kind.f()), Some(FaultStep::Starts(kind)), "{kind:?}");
+            // Through the bytes a history line holds, as a reader sees them.
+            let text = serde_json::to_string(&FaultValue::undo(kind, &nodes, true)).unwrap();
+            let read: FaultValue = serde_json::from_str(&text).unwrap();
+            assert!(read.r#final, "{text}");
+            let step = read.step(kind.undo_f());
+            assert_eq!(step, Some(FaultStep::Undoes(kind)), "{kind:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn an_undo_names_its_kind_only_where_a_plainer_kind_shares_its_action() {
+        let text = serde_json::to_string(&FaultValue::undo(FaultKind::PowerLoss, &[], false));
+        assert_eq!(text.unwrap(), r#"{"undoes":"power-loss"}"#);
+        let kill = FaultValue::undo(FaultKind::Kill, &[], false);
+        assert_eq!(kill.undoes, None);
+        // A heal that names a kind another action undoes is no undo of it.
+        let odd = FaultValue {
+            undoes: Some(FaultKind::PowerLoss),
+            ..FaultValue::default()
+        };
+        assert_eq!(odd.step(F::Heal), Some(FaultStep::Undoes(FaultKind::Partition)));
+        let bad = serde_json::from_str::<FaultValue>(r#"{"undoes":"flood"}"#);
+        assert!(bad.unwrap_err().to_string().contains("unknown variant"));
+    }
 }

@@ -17,7 +17,7 @@ use super::targets::{resolve, Ensemble};
 use crate::control::fault::clock::{Clock, ClockChange, ClockSetting};
 use crate::control::fault::packet::{self, engine::Engine, PacketMode, PacketRecord};
 use crate::control::{fault::frames, fault::iptables, Net};
-use crate::history::{EventType, F, NEMESIS};
+use crate::history::{EventType, FaultValue, F, NEMESIS};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -66,6 +66,20 @@ pub enum Active {
 }
 
 impl Active {
+    /// The kind of fault in force.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            Active::Killed { .. } => FaultKind::Kill,
+            Active::PowerLost { .. } => FaultKind::PowerLoss,
+            Active::Corrupted { .. } => FaultKind::Corrupt,
+            Active::Paused { .. } => FaultKind::Pause,
+            Active::Partitioned { .. } => FaultKind::Partition,
+            Active::Packets { .. } => FaultKind::Packet,
+            Active::Framed { .. } => FaultKind::Frames,
+            Active::Skewed { .. } => FaultKind::Clock,
+        }
+    }
+
     /// The nodes it holds (a composition's `main` nodes, for its parts).
     pub fn nodes(&self) -> &[String] {
         match self {
@@ -235,45 +249,32 @@ pub fn apply(ctx: &NemesisContext, fault: &PlannedFault) -> Option<Active> {
 
 /// Undoes a fault, recording it. Errors are recorded, never raised: the run goes on.
 pub fn undo(ctx: &NemesisContext, active: &Active) {
+    let nodes = active.nodes();
+    let value = FaultValue::undo(active.kind(), nodes, false).to_json();
     match active {
-        Active::Killed { nodes } => {
-            let _ = signal_all(ctx, nodes, F::Start, &json!({ "nodes": nodes }), |n| {
-                ctx.target.start(n).map(Some)
-            });
-        }
-        Active::PowerLost { nodes } => {
-            let value = json!({ "nodes": nodes, "undoes": "power-loss" });
+        Active::Killed { .. } | Active::PowerLost { .. } | Active::Corrupted { .. } => {
             let _ = signal_all(ctx, nodes, F::Start, &value, |n| {
                 ctx.target.start(n).map(Some)
             });
         }
-        Active::Corrupted { nodes } => {
-            let value = json!({ "nodes": nodes, "undoes": "corrupt" });
-            let _ = signal_all(ctx, nodes, F::Start, &value, |n| {
-                ctx.target.start(n).map(Some)
-            });
+        Active::Paused { .. } => {
+            let _ = signal_all(ctx, nodes, F::Resume, &value, |n| ctx.target.resume(n));
         }
-        Active::Paused { nodes } => {
-            let _ = signal_all(ctx, nodes, F::Resume, &json!({ "nodes": nodes }), |n| {
-                ctx.target.resume(n)
-            });
-        }
-        Active::Partitioned { nodes } => {
+        Active::Partitioned { .. } => {
             // A partition was only made through the cluster's `Net`, so it is there.
             if let Some(net) = ctx.control.net() {
                 heal_partition(ctx, net, nodes, false)
             }
         }
-        Active::Skewed { nodes, .. } => reset_clocks(ctx, nodes, false),
-        Active::Framed { nodes } => {
-            let value = json!({ "nodes": nodes, "undoes": "frames" });
+        Active::Skewed { .. } => reset_clocks(ctx, nodes, false),
+        Active::Framed { .. } => {
             record_undo(ctx, F::Heal, single(nodes), value, false, BTreeMap::new);
         }
         Active::Packets {
-            nodes,
             engines,
             slot,
             qdisc,
+            ..
         } => {
             if let Some(net) = ctx.control.net() {
                 let engines = std::mem::take(&mut *engines.lock().unwrap());
@@ -493,10 +494,8 @@ pub fn heal_packets(
         packet::Heal::One { chain, .. } => chain.to_string(),
         packet::Heal::All => format!("{}*", packet::CHAIN),
     };
-    let mut value = json!({ "nodes": nodes, "undoes": "packet", "chain": chain });
-    if last {
-        value["final"] = json!(true);
-    }
+    let mut value = FaultValue::undo(FaultKind::Packet, nodes, last).to_json();
+    value["chain"] = json!(chain);
     ctx.recorder
         .record(NEMESIS, EventType::Invoke, F::Heal, None, value.clone());
     let errors = unpacket(ctx, net, nodes, what);
@@ -866,7 +865,8 @@ pub fn uncut(net: &dyn Net, nodes: &[String]) -> BTreeMap<String, String> {
 
 /// Removes the tool's chain from `nodes` and records the heal.
 pub fn heal_partition(ctx: &NemesisContext, net: &dyn Net, nodes: &[String], last: bool) {
-    let value = json!({ "nodes": nodes, "chain": iptables::CHAIN });
+    let mut value = FaultValue::undo(FaultKind::Partition, nodes, false).to_json();
+    value["chain"] = json!(iptables::CHAIN);
     record_undo(ctx, F::Heal, None, value, last, || uncut(net, nodes));
 }
 
@@ -972,7 +972,7 @@ pub fn set_clock(ctx: &NemesisContext, node: &str, setting: ClockSetting) -> Res
 
 /// Sets `nodes`' clocks back to +0 and records it.
 pub fn reset_clocks(ctx: &NemesisContext, nodes: &[String], last: bool) {
-    let mut value = json!({ "nodes": nodes, "mode": "reset", "offset_ms": 0 });
+    let mut value = FaultValue::undo(FaultKind::Clock, nodes, false).to_json();
     if let Some(clock) = ctx.target.clock() {
         value["mechanism"] = json!(clock.mechanism().name());
     }

@@ -8,7 +8,7 @@ use super::net::Port;
 use super::server::Life;
 use super::world::World;
 use crate::control::fault::packet::{PacketMode, PacketRecord};
-use crate::history::{node_name, sid_of, EventType, FaultKind, F, NEMESIS};
+use crate::history::{node_name, sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
 use crate::nemesis::partition::{components, groups_grudge, grudge};
 use crate::nemesis::schedule::{
     ClockMode, PartitionShape, PlannedFault, Schedule, TargetSpec, DEFAULT_WAIT,
@@ -549,22 +549,8 @@ fn insert(map: &mut Map<String, Value>, sid: u64, v: Value) {
 /// Undoes one fault, recorded as the real nemesis records it.
 fn undo(w: &mut World, a: &Active, last: bool) {
     let sids: Vec<u64> = a.nodes.iter().filter_map(|n| sid_of(n)).collect();
-    let (f, mut value) = match a.kind {
-        FaultKind::Kill => (F::Start, json!({ "nodes": a.nodes })),
-        FaultKind::PowerLoss => (
-            F::Start,
-            json!({ "nodes": a.nodes, "undoes": "power-loss" }),
-        ),
-        FaultKind::Corrupt => (F::Start, json!({ "nodes": a.nodes, "undoes": "corrupt" })),
-        FaultKind::Pause => (F::Resume, json!({ "nodes": a.nodes })),
-        FaultKind::Partition => (F::Heal, json!({ "nodes": a.nodes })),
-        FaultKind::Packet => (F::Heal, json!({ "nodes": a.nodes, "undoes": "packet" })),
-        FaultKind::Clock => (F::Clock, json!({ "nodes": a.nodes, "mode": "reset" })),
-        FaultKind::Frames => (F::Heal, json!({ "nodes": a.nodes, "undoes": "frames" })),
-    };
-    if last {
-        value["final"] = json!(true);
-    }
+    let f = a.kind.undo_f();
+    let value = FaultValue::undo(a.kind, &a.nodes, last).to_json();
     w.rec
         .record(NEMESIS, EventType::Invoke, f, None, value.clone());
     match a.kind {
