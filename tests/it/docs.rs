@@ -1,6 +1,7 @@
 //! The docs as reference: README.md and docs/*.md say what is, and this test fails when they
 //! drift from the code. On every page: lines of at most 120 characters; no dates (YYYY-MM-DD)
-//! outside docs/benchmarks.md, whose history section holds the dated figures; no "issue N"
+//! or times of day (`HH:MM UTC`, `HH:MM-HH:MM`) outside docs/benchmarks.md, whose history
+//! section holds the dated figures; no "issue N"
 //! (readers cannot resolve it); every relative link resolves to a file of the repository; every
 //! repository path named in backticks or a code block exists; every test filter of
 //! `cargo test ... --test it` names a test module or function that exists; every `--flag` said
@@ -49,6 +50,7 @@ struct Problem {
 enum Kind {
     LongLine,
     Date,
+    TimeOfDay,
     IssueRef,
     Link,
     Path,
@@ -212,6 +214,62 @@ fn dates(line: &str) -> Vec<String> {
         {
             found.push(line[i..i + 10].to_string());
         }
+    }
+    found
+}
+
+/// Times of day a journal leaves behind: `HH:MM` (or `HH:MM:SS`) followed by "UTC", and a range
+/// `HH:MM-HH:MM` (hyphen or en dash), with or without "UTC". A time inside a longer run of digits
+/// and colons (`127.0.0.1:8081`, `18:23:37.522` in a quoted log line) is not one.
+fn times_of_day(line: &str) -> Vec<String> {
+    let b = line.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    // A time beginning at i: its end, or None.
+    let time_at = |i: usize| -> Option<usize> {
+        if i > 0 && (digit(i - 1) || matches!(b[i - 1], b':' | b'.')) {
+            return None;
+        }
+        let hour_len = if digit(i) && digit(i + 1) { 2 } else { 1 };
+        if !digit(i) || b.get(i + hour_len) != Some(&b':') {
+            return None;
+        }
+        let m = i + hour_len + 1;
+        if !(digit(m) && digit(m + 1)) || digit(m + 2) {
+            return None;
+        }
+        let hour: u32 = line[i..i + hour_len].parse().ok()?;
+        let minute: u32 = line[m..m + 2].parse().ok()?;
+        if hour > 23 || minute > 59 {
+            return None;
+        }
+        let mut end = m + 2;
+        if b.get(end) == Some(&b':') && digit(end + 1) && digit(end + 2) && !digit(end + 3) {
+            end += 3;
+        }
+        // A longer dotted or coloned run (an address, a log's milliseconds) is not a time.
+        if matches!(b.get(end), Some(b':')) || (b.get(end) == Some(&b'.') && digit(end + 1)) {
+            return None;
+        }
+        Some(end)
+    };
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let Some(end) = time_at(i) else {
+            i += 1;
+            continue;
+        };
+        let rest = &line[end..];
+        let dash = ["-", "\u{2013}"]
+            .iter()
+            .find_map(|d| rest.strip_prefix(d).map(|r| (d.len(), r)));
+        let range_end = dash.and_then(|(len, _)| time_at(end + len));
+        let stop = range_end.unwrap_or(end);
+        let utc = line[stop..].trim_start().starts_with("UTC");
+        if range_end.is_some() || utc {
+            found.push(line[i..stop].to_string());
+        }
+        i = stop.max(i + 1);
     }
     found
 }
@@ -429,6 +487,18 @@ impl Ctx {
                             format!(
                                 "date {date}: state the fact without it; dated figures go to \
                                  {DATED_PAGE}'s history"
+                            ),
+                        );
+                    }
+                }
+                if !in_block {
+                    for time in times_of_day(line) {
+                        push(
+                            n,
+                            Kind::TimeOfDay,
+                            format!(
+                                "time of day {time}: a journal's; drop it (dated figures go to \
+                                 {DATED_PAGE}'s history)"
                             ),
                         );
                     }
@@ -664,7 +734,8 @@ fn checks_catch_drift() {
          Or `fle-chaos test --also-missing` and `--nodes 5`.\n\
          Then fle-node's `--bogus`.\n\
          ### The controller's test modules\n\
-         - `run::replay`, `run::no_such_module` (root): replays.\n"
+         - `run::replay`, `run::no_such_module` (root): replays.\n\
+         Measured (06:28-06:57 UTC), again 22:08 UTC, and 12:36\u{2013}12:39.\n"
     );
     let problems = ctx.check_page("docs/bad.md", &bad);
     let kinds: Vec<(usize, Kind)> = problems.iter().map(|p| (p.line, p.kind)).collect();
@@ -683,6 +754,9 @@ fn checks_catch_drift() {
         (12, Kind::Flag),
         (13, Kind::Flag),
         (15, Kind::TestFilter),
+        (16, Kind::TimeOfDay),
+        (16, Kind::TimeOfDay),
+        (16, Kind::TimeOfDay),
     ];
     assert_eq!(kinds, expected, "{problems:#?}");
     let named: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -700,6 +774,9 @@ fn checks_catch_drift() {
         "fle-chaos has no flag --also-missing",
         "fle-node has no flag --bogus",
         "test module run::no_such_module",
+        "time of day 06:28-06:57",
+        "time of day 22:08",
+        "time of day 12:36\u{2013}12:39",
     ]
     .iter()
     .enumerate()
@@ -724,7 +801,8 @@ fn checks_catch_drift() {
          cargo run --release -- test --nodes 3   # a comment --with-dashes\n\
          iptables -A INPUT --dport 2888 -j DROP\n\
          ```\n\
-         `fle-chaos test --replay RUN_DIR --out reports`; fle-node takes `--config FILE`.\n";
+         `fle-chaos test --replay RUN_DIR --out reports`; fle-node takes `--config FILE`.\n\
+         n4's log at 18:23:37.522 names 10.0.0.5:2888 and 127.0.0.1:8081; a 3:10 ratio, 2 a.m. UTC.\n";
     let problems = ctx.check_page("docs/good.md", good);
     assert!(problems.is_empty(), "{problems:#?}");
 }
