@@ -9,6 +9,7 @@ mod support;
 
 mod checker;
 mod control;
+mod docs;
 mod faults;
 mod nemesis;
 mod report;
