@@ -466,7 +466,11 @@ mod fault_step_tests {
                 nodes: nodes.clone(),
                 ..FaultValue::default()
             };
-            assert_eq!(start.step(kind.f()), Some(FaultStep::Starts(kind)), "{kind:?}");
+            assert_eq!(
+                start.step(kind.f()),
+                Some(FaultStep::Starts(kind)),
+                "{kind:?}"
+            );
             // Through the bytes a history line holds, as a reader sees them.
             let text = serde_json::to_string(&FaultValue::undo(kind, &nodes, true)).unwrap();
             let read: FaultValue = serde_json::from_str(&text).unwrap();
@@ -487,7 +491,10 @@ mod fault_step_tests {
             undoes: Some(FaultKind::PowerLoss),
             ..FaultValue::default()
         };
-        assert_eq!(odd.step(F::Heal), Some(FaultStep::Undoes(FaultKind::Partition)));
+        assert_eq!(
+            odd.step(F::Heal),
+            Some(FaultStep::Undoes(FaultKind::Partition))
+        );
         let bad = serde_json::from_str::<FaultValue>(r#"{"undoes":"flood"}"#);
         assert!(bad.unwrap_err().to_string().contains("unknown variant"));
     }

@@ -15,6 +15,7 @@
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
 pub mod catalogue;
+pub mod faults;
 pub mod goal;
 pub mod inject;
 pub mod partition;

@@ -3,7 +3,8 @@
 //! verifies it. A triggered fault (`when`) first waits for its observation (`trigger`); a
 //! composed one applies and undoes its parts on their own clocks within its span.
 
-use super::inject::{self, Active};
+use super::faults::{self, clock::Strobe, Active};
+use super::inject;
 use super::plan::{fault_window, plan, plan_ahead};
 use super::schedule::PlannedFault;
 use super::schedule::{Schedule, TargetSpec, DEFAULT_WAIT};
@@ -257,10 +258,7 @@ impl ScheduledNemesis {
                 }
             } else if let Some(a) = actives[i].take() {
                 inject::undo(ctx, &a);
-                self.active
-                    .lock()
-                    .unwrap()
-                    .retain(|x| format!("{x:?}") != format!("{a:?}"));
+                self.active.lock().unwrap().retain(|x| x.id != a.id);
             }
         }
         stopped
@@ -275,16 +273,12 @@ impl ScheduledNemesis {
         active: &Active,
     ) -> bool {
         let end = Instant::now() + fault.duration;
-        let Active::Skewed {
-            nodes,
-            strobe: Some((delta_ms, period)),
-        } = active
-        else {
+        let Some(&Strobe { delta_ms, period }) = active.held::<Strobe>() else {
             return sleep_or_stop(stop, end).await;
         };
         let mut skewed = true;
         loop {
-            let next = (Instant::now() + *period).min(end);
+            let next = (Instant::now() + period).min(end);
             if sleep_or_stop(stop, next).await {
                 return true;
             }
@@ -292,11 +286,11 @@ impl ScheduledNemesis {
                 return false;
             }
             skewed = !skewed;
-            let setting = ClockSetting::Offset(if skewed { *delta_ms } else { 0 });
-            for node in nodes {
+            let setting = ClockSetting::Offset(if skewed { delta_ms } else { 0 });
+            for node in active.nodes() {
                 // One flip is one step per node (over SSH a round trip each); a failed flip is
                 // put right by the reset at the end.
-                if let Err(e) = inject::set_clock(ctx, node, setting) {
+                if let Err(e) = faults::clock::set_clock(ctx, node, setting) {
                     tracing::warn!("strobe: cannot flip the clock of {node}: {e:#}");
                 }
             }
@@ -310,47 +304,11 @@ impl ScheduledNemesis {
             inject::undo(ctx, a);
         }
         let nodes = ctx.observations.nodes().to_vec();
-        let kinds = self.schedule.kinds();
-        use super::schedule::FaultKind;
-        if kinds.contains(&FaultKind::Kill)
-            || kinds.contains(&FaultKind::Pause)
-            || kinds.contains(&FaultKind::PowerLoss)
-            || kinds.contains(&FaultKind::Corrupt)
-        {
-            for node in &nodes {
-                if !ctx.target.is_running(node) {
-                    inject::undo(
-                        ctx,
-                        &Active::Killed {
-                            nodes: vec![node.clone()],
-                        },
-                    );
-                }
-            }
-        }
-        if let Some(net) = ctx
-            .control
-            .net()
-            .filter(|_| kinds.contains(&FaultKind::Partition))
-        {
-            inject::heal_partition(ctx, net, &nodes, true);
-        }
-        if let Some(net) = ctx
-            .control
-            .net()
-            .filter(|_| kinds.contains(&FaultKind::Packet))
-        {
-            inject::heal_packets(
-                ctx,
-                net,
-                &nodes,
-                crate::control::fault::packet::Heal::All,
-                Vec::new(),
-                true,
-            );
-        }
-        if kinds.contains(&FaultKind::Clock) {
-            inject::reset_clocks(ctx, &nodes, true);
+        // The kinds that stop nodes first (every node runs again), then the others' heals.
+        let mut kinds = self.schedule.kinds();
+        kinds.sort_by_key(|k| (!k.stops_node(), *k));
+        for kind in kinds {
+            faults::of(kind).heal_all(ctx, &nodes);
         }
         self.verify(ctx, &nodes);
         Ok(())

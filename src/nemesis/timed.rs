@@ -331,7 +331,7 @@ fn parse_drops(v: &toml::Value) -> Result<Grudge, String> {
 
 /// `links = [["n1", "n2"], ["n3", "n2"]]`: a packet step's directed links, `[from, to]`, as the
 /// history records them; kept as a grudge (to -> the nodes whose packets to it are hit), the
-/// form `inject::packet_links` takes.
+/// form `faults::packet::links` takes.
 fn parse_links(v: &toml::Value) -> Result<Grudge, String> {
     let usage = "links must be a list of [from, to] pairs, e.g. links = [[\"n1\", \"n2\"]]";
     let pairs = v.as_array().ok_or(usage)?;

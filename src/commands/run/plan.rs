@@ -5,7 +5,7 @@ use crate::control::backend::local::NetMode;
 use crate::control::backend::os_setup::Needs;
 use crate::control::backend::ssh::{NodesArg, SshArgs};
 use crate::exit::bad_input;
-use crate::history::FaultKind;
+use crate::nemesis::faults;
 use crate::nemesis::steer::Strategy;
 use crate::nemesis::{Nemesis, NemesisSettings};
 use crate::workload::{self, Workload};
@@ -588,7 +588,8 @@ impl Plan {
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         check_name(&name)?;
-        let binary = node_binary(&args, schedule.kinds().contains(&FaultKind::PowerLoss))?;
+        let fuse = (schedule.kinds().iter()).any(|k| faults::of(*k).needs().fuse);
+        let binary = node_binary(&args, fuse)?;
         let zookeeper_home = zookeeper_home(&args, hosts.is_some())?;
         if let (TargetKind::Fle, Some(bug)) = (args.target, &args.bug) {
             super::preflight::check_bugs(&binary, bug)?;
@@ -604,8 +605,8 @@ impl Plan {
             eprintln!("fle-chaos: --target zookeeper: {note}");
         }
         // With --real-clock-skew the hosts' clocks move, not libfaketime's.
-        let faketime = args.faketime
-            || (!args.ssh.real_clock_skew && nemesis_settings.kinds.contains(&FaultKind::Clock));
+        let moves_clocks = (nemesis_settings.kinds.iter()).any(|k| faults::of(*k).needs().clock);
+        let faketime = args.faketime || (!args.ssh.real_clock_skew && moves_clocks);
         Ok(Plan {
             name,
             nodes,
@@ -632,9 +633,10 @@ impl Plan {
         self.args.nemesis.is_none() && self.args.nemesis_file.is_none()
     }
 
-    /// Whether the schedule has power-loss faults (every dataDir then is a lazyfs mount).
+    /// Whether the schedule has faults that need FUSE (power loss: every dataDir then is a
+    /// lazyfs mount).
     pub fn power_loss(&self) -> bool {
-        self.nemesis_settings.kinds.contains(&FaultKind::PowerLoss)
+        (self.nemesis_settings.kinds.iter()).any(|k| faults::of(*k).needs().fuse)
     }
 
     /// The schedule's fault kinds by name (test.json, the replay command).
@@ -653,7 +655,7 @@ impl Plan {
         let kinds = &self.nemesis_settings.kinds;
         Needs {
             netns: self.hosts.is_none() && self.mode == NetMode::Netns,
-            iptables: kinds.contains(&FaultKind::Partition) || kinds.contains(&FaultKind::Packet),
+            iptables: kinds.iter().any(|k| faults::of(*k).needs().net),
             faketime: self.faketime,
         }
     }

@@ -1,60 +1,20 @@
 //! The nemesis in the simulator: the same planned faults a real run deals (`nemesis::plan`),
-//! resolved with the same rules (`nemesis::targets`, `nemesis::partition`,
-//! `nemesis::inject::packet_links`), aimed by the same triggers (`nemesis::trigger::Watch`
-//! over the same observations) and recorded with the same values, then done to the simulated
-//! servers and network instead of to processes and iptables.
+//! aimed by the same triggers (`nemesis::trigger::Watch` over the same observations), each
+//! done by its kind's own file (`nemesis::faults`: the same targets, the same recorded
+//! values), to the simulated servers, network, disks and clocks (`SimWorld`) instead of to
+//! processes and iptables.
 
 use super::net::Port;
-use super::server::Life;
 use super::world::World;
-use crate::control::fault::packet::{PacketMode, PacketRecord};
+use crate::control::fault::packet::PacketMode;
 use crate::history::{node_name, sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
-use crate::nemesis::partition::{components, groups_grudge, grudge};
-use crate::nemesis::schedule::{
-    ClockMode, PartitionShape, PlannedFault, Schedule, TargetSpec, DEFAULT_WAIT,
-};
+use crate::nemesis::faults::clock::ClockSkew;
+use crate::nemesis::faults::{self, Life, Order, SimWorld};
+use crate::nemesis::schedule::{PlannedFault, Schedule, TargetSpec, DEFAULT_WAIT};
 use crate::nemesis::targets::resolve;
 use crate::nemesis::trigger::Watch;
 use rand::Rng;
-use serde_json::{json, Map, Value};
-
-/// A node's wall clock under a clock fault.
-#[derive(Debug, Clone, Copy)]
-pub enum ClockSkew {
-    Offset(i64),
-    Strobe {
-        offset: i64,
-        period_ms: u64,
-        since: u64,
-    },
-    Rate {
-        factor: f64,
-        since: u64,
-    },
-}
-
-impl ClockSkew {
-    pub fn offset_ms(&self, now: u64) -> i64 {
-        match *self {
-            ClockSkew::Offset(ms) => ms,
-            ClockSkew::Strobe {
-                offset,
-                period_ms,
-                since,
-            } => {
-                let flips = (now.saturating_sub(since) / 1_000_000) / period_ms.max(1);
-                if flips % 2 == 0 {
-                    offset
-                } else {
-                    0
-                }
-            }
-            ClockSkew::Rate { factor, since } => {
-                ((now.saturating_sub(since) as f64 / 1e6) * (factor - 1.0)) as i64
-            }
-        }
-    }
-}
+use serde_json::{json, Value};
 
 /// A fault in force, and what its undo must do.
 #[derive(Debug, Clone)]
@@ -255,11 +215,11 @@ impl SimNemesis {
             .map_or(Vec::new(), |(_, hit)| hit.clone())
     }
 
-    /// Applies one fault (undone at `undo_at`) and records it; returns the nodes it hit.
+    /// Applies one fault (undone at `undo_at`, its kind's [`faults::Fault::apply_sim`]) and records it;
+    /// returns the nodes it hit.
     fn apply(&mut self, w: &mut World, f: PlannedFault, undo_at: u64) -> Vec<String> {
         self.next_id += 1;
         let id = self.next_id;
-        let now = w.now();
         let names = node_names(w);
         let observers = w.observers.clone();
         let ens = crate::nemesis::targets::Ensemble {
@@ -272,165 +232,22 @@ impl SimNemesis {
             TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
             other => other.clone(),
         };
-        let resolved = resolve(&target, ens, leader.as_deref(), f.pick);
+        let kind = faults::of(t.kind);
+        let resolved = kind.targets(&target, ens, leader.as_deref(), f.pick);
         let base = crate::nemesis::inject::base_value(&f, &resolved);
-        let nodes = resolved.nodes.clone();
-        let sids: Vec<u64> = nodes.iter().filter_map(|n| sid_of(n)).collect();
-        let f_name = t.kind.f();
+        let order = Order {
+            fault: &f,
+            ens,
+            leader: leader.as_deref(),
+            resolved: &resolved,
+            base: &base,
+        };
         let mut value = base.clone();
-        let mut hit = nodes.clone();
-        match t.kind {
-            FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
-                hit = nodes
-                    .iter()
-                    .filter(|n| sid_of(n).is_some_and(|s| w.life(s) != Life::Down))
-                    .cloned()
-                    .collect();
-                let (mut lost, mut damage, mut errors) = (Map::new(), Map::new(), Map::new());
-                // The index among the named nodes seeds a corruption, as on real nodes.
-                for (i, s) in sids.iter().enumerate() {
-                    if w.life(*s) == Life::Down {
-                        continue;
-                    }
-                    w.kill(*s);
-                    let disk = w.servers.get_mut(s).map(|x| &mut x.disk);
-                    let Some(disk) = disk else { continue };
-                    match t.kind {
-                        FaultKind::PowerLoss => {
-                            let torn = match disk.unsynced() {
-                                true => w.rng.gen_range(0..64),
-                                false => 0,
-                            };
-                            let n = disk.power_loss(torn);
-                            insert(&mut lost, *s, json!({ "lost_bytes": n }));
-                        }
-                        FaultKind::Corrupt => match disk.corrupt(f.node_seed(i)) {
-                            Ok(d) => insert(&mut damage, *s, json!(d)),
-                            Err(why) => insert(&mut errors, *s, json!(why)),
-                        },
-                        _ => {}
-                    }
-                }
-                match t.kind {
-                    FaultKind::PowerLoss => value["lost"] = Value::Object(lost),
-                    FaultKind::Corrupt => {
-                        value["damage"] = Value::Object(damage);
-                        if !errors.is_empty() {
-                            value["errors"] = Value::Object(errors);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            FaultKind::Pause => {
-                hit = nodes
-                    .iter()
-                    .filter(|n| sid_of(n).is_some_and(|s| w.life(s) == Life::Up))
-                    .cloned()
-                    .collect();
-                for s in &sids {
-                    if w.life(*s) == Life::Up {
-                        w.pause(*s);
-                    }
-                }
-            }
-            FaultKind::Partition => {
-                let shape = t.shape.unwrap_or(PartitionShape::RandomHalves);
-                let targets = if matches!(
-                    shape,
-                    PartitionShape::IsolateLeader | PartitionShape::LeaderMinority
-                ) {
-                    resolve(&TargetSpec::Leader, ens, leader.as_deref(), f.pick).nodes
-                } else {
-                    nodes.clone()
-                };
-                let g = match (&t.drops, &t.groups) {
-                    (Some(d), _) => d.clone(),
-                    (None, Some(groups)) => groups_grudge(&names, groups),
-                    (None, None) => grudge(shape, ens, &targets, f.pick),
-                };
-                let quorum_only = t.cut == crate::control::fault::iptables::Cut::Quorum;
-                for (a, froms) in &g {
-                    for b in froms {
-                        if let (Some(a), Some(b)) = (sid_of(a), sid_of(b)) {
-                            w.net.cut(id, b, a, quorum_only);
-                        }
-                    }
-                }
-                value["shape"] = json!(if t.drops.is_some() {
-                    "drops"
-                } else {
-                    shape.name()
-                });
-                value["nodes"] = json!(g.keys().collect::<Vec<_>>());
-                value["drops"] = json!(g);
-                value["components"] = json!(components(&names, &g));
-                if quorum_only {
-                    value["port"] = json!("quorum");
-                }
-                hit = g.keys().cloned().collect();
-            }
-            FaultKind::Clock => {
-                let skew = match t.clock {
-                    Some(ClockMode::Strobe {
-                        delta_ms,
-                        period_ms,
-                    }) => {
-                        value["mode"] = json!("strobe");
-                        value["offset_ms"] = json!(delta_ms);
-                        value["period_ms"] = json!(period_ms);
-                        ClockSkew::Strobe {
-                            offset: delta_ms,
-                            period_ms,
-                            since: now,
-                        }
-                    }
-                    Some(ClockMode::Rate { factor }) => {
-                        value["mode"] = json!("rate");
-                        value["factor"] = json!(factor);
-                        ClockSkew::Rate { factor, since: now }
-                    }
-                    _ => {
-                        let ms = f.clock_delta_ms.unwrap_or(0);
-                        value["mode"] = json!("bump");
-                        value["offset_ms"] = json!(ms);
-                        ClockSkew::Offset(ms)
-                    }
-                };
-                for s in &sids {
-                    w.clocks.insert(*s, skew);
-                }
-            }
-            FaultKind::Packet => {
-                let mode = t.packet.unwrap_or(PacketMode::Loss { percent: 30.0 });
-                let links = crate::nemesis::inject::packet_links(
-                    t.shape,
-                    ens,
-                    &nodes,
-                    (t.groups.as_deref(), t.drops.as_ref()),
-                    f.pick,
-                );
-                let mut pairs = Vec::new();
-                for (from, tos) in &links {
-                    for to in tos {
-                        if let (Some(a), Some(b)) = (sid_of(from), sid_of(to)) {
-                            w.net.degrade(id, a, b, mode);
-                            pairs.push([from.clone(), to.clone()]);
-                        }
-                    }
-                }
-                let record = PacketRecord { mode, links: pairs };
-                if let Value::Object(m) = serde_json::to_value(&record).unwrap_or_default() {
-                    for (k, v) in m {
-                        value[k.as_str()] = v;
-                    }
-                }
-            }
-            // Refused before the run (`super::cannot_model`).
-            FaultKind::Frames => {}
-        }
-        w.rec.record(NEMESIS, EventType::Invoke, f_name, None, base);
-        w.rec.record(NEMESIS, EventType::Info, f_name, None, value);
+        let hit = kind.apply_sim(w, &order, id, &mut value);
+        w.rec
+            .record(NEMESIS, EventType::Invoke, t.kind.f(), None, base);
+        w.rec
+            .record(NEMESIS, EventType::Info, t.kind.f(), None, value);
         self.active.push(Active {
             id,
             kind: t.kind,
@@ -459,8 +276,8 @@ impl SimNemesis {
             }
         }
         let names: Vec<String> = w.servers.keys().map(|s| node_name(*s)).collect();
-        for kind in [FaultKind::Partition, FaultKind::Packet, FaultKind::Clock] {
-            if self.kinds.contains(&kind) {
+        for &kind in &self.kinds {
+            if faults::of(kind).heals_everywhere_at_the_end() {
                 undo(w, &everywhere(kind, names.clone()), true);
             }
         }
@@ -541,45 +358,80 @@ fn everywhere(kind: FaultKind, nodes: Vec<String>) -> Active {
     }
 }
 
-/// A node's entry in a fault's per-node map (`lost`, `damage`, `errors`).
-fn insert(map: &mut Map<String, Value>, sid: u64, v: Value) {
-    map.insert(node_name(sid), v);
-}
-
-/// Undoes one fault, recorded as the real nemesis records it.
+/// Undoes one fault (its kind's [`faults::Fault::undo_sim`]), recorded as the real nemesis records it.
 fn undo(w: &mut World, a: &Active, last: bool) {
-    let sids: Vec<u64> = a.nodes.iter().filter_map(|n| sid_of(n)).collect();
     let f = a.kind.undo_f();
     let value = FaultValue::undo(a.kind, &a.nodes, last).to_json();
     w.rec
         .record(NEMESIS, EventType::Invoke, f, None, value.clone());
-    match a.kind {
-        FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
-            for s in sids {
-                if w.life(s) == Life::Down {
-                    w.start(s);
-                }
-            }
-        }
-        FaultKind::Pause => {
-            for s in sids {
-                if w.life(s) == Life::Paused {
-                    w.resume(s);
-                }
-            }
-        }
-        FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => {
-            let cut = w.election_cuts();
-            if a.id > 0 {
-                w.net.heal(a.id);
-            }
-            w.release_held(&cut);
-        }
-        FaultKind::Clock => {
-            for s in sids {
-                w.clocks.remove(&s);
-            }
-        }
-    }
+    faults::of(a.kind).undo_sim(w, &a.nodes, a.id);
     w.rec.record(NEMESIS, EventType::Info, f, None, value);
+}
+
+/// The world as the faults' files see it (`nemesis::faults::SimWorld`).
+impl SimWorld for World {
+    fn now(&self) -> u64 {
+        World::now(self)
+    }
+
+    fn life(&self, sid: u64) -> Life {
+        World::life(self, sid)
+    }
+
+    fn kill(&mut self, sid: u64) {
+        World::kill(self, sid)
+    }
+
+    fn start(&mut self, sid: u64) {
+        World::start(self, sid)
+    }
+
+    fn pause(&mut self, sid: u64) {
+        World::pause(self, sid)
+    }
+
+    fn resume(&mut self, sid: u64) {
+        World::resume(self, sid)
+    }
+
+    fn lose_power(&mut self, sid: u64) -> Option<usize> {
+        let server = self.servers.get_mut(&sid)?;
+        let torn = match server.disk.unsynced() {
+            true => self.rng.gen_range(0..64),
+            false => 0,
+        };
+        Some(server.disk.power_loss(torn))
+    }
+
+    fn corrupt(&mut self, sid: u64, seed: u64) -> Option<Result<Value, String>> {
+        let server = self.servers.get_mut(&sid)?;
+        Some(server.disk.corrupt(seed).map(|d| json!(d)))
+    }
+
+    fn cut(&mut self, id: u64, from: u64, to: u64, quorum_only: bool) {
+        self.net.cut(id, from, to, quorum_only)
+    }
+
+    fn degrade(&mut self, id: u64, from: u64, to: u64, mode: PacketMode) {
+        self.net.degrade(id, from, to, mode)
+    }
+
+    fn heal_links(&mut self, id: u64) {
+        let cut = self.election_cuts();
+        if id > 0 {
+            self.net.heal(id);
+        }
+        self.release_held(&cut);
+    }
+
+    fn set_clock(&mut self, sid: u64, skew: Option<ClockSkew>) {
+        match skew {
+            Some(skew) => self.clocks.insert(sid, skew),
+            None => self.clocks.remove(&sid),
+        };
+    }
+
+    fn record(&mut self, kind: EventType, f: F, value: Value) {
+        self.rec.record(NEMESIS, kind, f, None, value);
+    }
 }

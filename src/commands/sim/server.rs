@@ -64,13 +64,8 @@ pub enum WriteOutcome {
     Unknown(String),
 }
 
-/// The process: running, stopped by SIGSTOP, or not running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Life {
-    Up,
-    Paused,
-    Down,
-}
+/// The process: running, stopped by SIGSTOP, or not running (one definition, the faults').
+pub use crate::nemesis::faults::Life;
 
 enum Role {
     Looking,

@@ -210,7 +210,7 @@ pub struct World {
     /// Clients stop starting writes (the time limit passed).
     pub clients_stopped: bool,
     /// Per node: a wall-clock fault in force (offset ms, or a rate).
-    pub clocks: BTreeMap<u64, super::nemesis::ClockSkew>,
+    pub clocks: BTreeMap<u64, crate::nemesis::faults::clock::ClockSkew>,
     pub client_timeout_ns: u64,
     pub client_period_ns: u64,
     pub read_period_ns: u64,

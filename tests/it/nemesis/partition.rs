@@ -8,7 +8,7 @@ use fle_chaos::control::backend::local::NetMode;
 use fle_chaos::control::fault::iptables::Cut;
 use fle_chaos::control::fault::iptables::QUORUM_PORT;
 use fle_chaos::control::Control;
-use fle_chaos::nemesis::inject::{cut, uncut};
+use fle_chaos::nemesis::faults::partition::{cut, uncut};
 use fle_chaos::nemesis::partition::grudge;
 use fle_chaos::nemesis::schedule::PartitionShape;
 use std::io::Read;

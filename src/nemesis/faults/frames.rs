@@ -1,0 +1,141 @@
+//! Frames: garbage or truncated frames written to a node's election port by the controller,
+//! as a peer that names itself with a larger sid (`control::fault::frames`). Done at once; its
+//! `heal` (`undoes: "frames"`) only closes its record. The simulator cannot model it (its
+//! messages are values, not bytes) and refuses it before a run.
+
+use super::kill::undo_value;
+use super::{record_undo, single, Active, Fault, Order, SimWorld};
+use crate::control::fault::frames;
+use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
+use crate::nemesis::schedule::{FrameMode, TargetSpec};
+use crate::nemesis::seam::NemesisContext;
+use crate::nemesis::targets::{drawn, resolve, Ensemble, Resolved};
+use anyhow::{anyhow, bail, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+pub struct Frames;
+
+impl Fault for Frames {
+    fn kind(&self) -> FaultKind {
+        FaultKind::Frames
+    }
+
+    /// A server keeps only the election connections a larger sid dialed, so the largest sid is
+    /// left out of the drawn targets (leader, trigger and named nodes are kept, and refused
+    /// with the reason at apply). A minority is drawn among the followers: what the next
+    /// election needs is voters that cannot hear.
+    fn targets(
+        &self,
+        spec: &TargetSpec,
+        ens: Ensemble,
+        leader: Option<&str>,
+        pick: u64,
+    ) -> Resolved {
+        let nodes = ens.nodes;
+        let largest = resolve(&TargetSpec::Highest, ens, leader, pick).nodes.pop();
+        let smaller: Vec<String> = (nodes.iter())
+            .filter(|n| Some(*n) != largest.as_ref())
+            .cloned()
+            .collect();
+        let n = nodes.len();
+        match spec {
+            TargetSpec::Leader | TargetSpec::Trigger | TargetSpec::Nodes(_) => {
+                resolve(spec, ens, leader, pick)
+            }
+            _ if smaller.is_empty() => resolve(spec, ens, leader, pick),
+            TargetSpec::Minority => {
+                let followers: Vec<String> = (smaller.iter())
+                    .filter(|x| Some(x.as_str()) != leader)
+                    .cloned()
+                    .collect();
+                drawn(followers, n - crate::api::quorum(n), pick)
+            }
+            TargetSpec::Majority => drawn(smaller, crate::api::quorum(n), pick),
+            _ => {
+                let ens = Ensemble {
+                    nodes: &smaller,
+                    ..ens
+                };
+                resolve(spec, ens, leader, pick)
+            }
+        }
+    }
+
+    /// For each node, the controller dials its election port as the largest larger sid and
+    /// writes the mode's bytes (seeded), then hangs up; the value says per node the sid used,
+    /// the seed and the bytes sent.
+    fn apply(&self, ctx: &NemesisContext, order: &Order) -> Result<Active> {
+        let (f, nodes) = (F::Frames, order.nodes());
+        let mode = order.fault.template.frames.unwrap_or(FrameMode::Truncated);
+        let mut value = order.base.clone();
+        value["mode"] = json!(mode.name());
+        ctx.recorder
+            .record(NEMESIS, EventType::Invoke, f, single(nodes), value.clone());
+        let (mut sent, mut errors) = (BTreeMap::new(), BTreeMap::new());
+        for (i, node) in nodes.iter().enumerate() {
+            match send(ctx, order.ens.nodes, node, mode, order.fault.node_seed(i)) {
+                Ok(s) => {
+                    sent.insert(node.clone(), json!(s));
+                }
+                Err(e) => {
+                    errors.insert(node.clone(), format!("{e:#}"));
+                }
+            }
+        }
+        value["sent"] = json!(sent);
+        if !errors.is_empty() {
+            value["errors"] = json!(errors);
+        }
+        let ok = !sent.is_empty();
+        let kind = if ok { EventType::Info } else { EventType::Fail };
+        ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
+        if !ok {
+            bail!("no frame was written");
+        }
+        Ok(Active::new(self.kind(), sent.keys().cloned().collect()))
+    }
+
+    fn undo(&self, ctx: &NemesisContext, active: &Active) {
+        let nodes = &active.nodes;
+        let value = undo_value(self.kind(), nodes);
+        record_undo(ctx, F::Heal, single(nodes), value, false, BTreeMap::new);
+    }
+
+    /// Refused before a simulated run (`commands::sim::cli::cannot_model`): nothing is done.
+    fn apply_sim(&self, _: &mut dyn SimWorld, _: &Order, _: u64, _: &mut Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn undo_sim(&self, w: &mut dyn SimWorld, _: &[String], id: u64) {
+        w.heal_links(id);
+    }
+}
+
+/// Writes `mode`'s frames to `node` as the largest sid above its own among `all`.
+fn send(
+    ctx: &NemesisContext,
+    all: &[String],
+    node: &str,
+    mode: FrameMode,
+    seed: u64,
+) -> Result<frames::Sent> {
+    let sids: Vec<u64> = all.iter().filter_map(|n| sid_of(n)).collect();
+    let sid = sid_of(node).ok_or_else(|| anyhow!("no sid"))?;
+    let Some(as_sid) = frames::impersonate(sid, &sids) else {
+        bail!(
+            "{node} has the largest sid: a server keeps no election connection another server \
+             dialed, so nothing can be written to it as a peer"
+        );
+    };
+    let as_node = (all.iter())
+        .find(|n| sid_of(n) == Some(as_sid))
+        .ok_or_else(|| anyhow!("no node with sid {as_sid}"))?;
+    let unknown = |n: &str| anyhow!("{n}'s election port is not known to the controller");
+    let to = ctx
+        .target
+        .election_addr(node)
+        .ok_or_else(|| unknown(node))?;
+    let as_addr = (ctx.target.election_addr(as_node)).ok_or_else(|| unknown(as_node))?;
+    frames::send(to, as_sid, as_addr, mode, seed)
+}
