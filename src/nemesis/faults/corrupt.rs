@@ -4,10 +4,13 @@
 //! and how long, and why a killed node's file could not be damaged (`errors`).
 
 use super::kill::{start_down_nodes, undo_value};
-use super::{insert, sim_start_again, single, start_again, Active, Fault, Life, Order, SimWorld};
+use super::{
+    insert, record_outcome, sim_start_again, single, start_again, Active, Fault, Life, Order,
+    SimWorld,
+};
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::seam::NemesisContext;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -52,15 +55,8 @@ impl Fault for Corrupt {
         let mut value = base.clone();
         value["pids"] = json!(pids);
         value["damage"] = json!(done);
-        if !errors.is_empty() {
-            value["errors"] = json!(errors);
-        }
-        let ok = !pids.is_empty();
-        let kind = if ok { EventType::Info } else { EventType::Fail };
-        ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
-        if !ok {
-            bail!("no node was stopped to damage its file");
-        }
+        let done = (!pids.is_empty(), "no node was stopped to damage its file");
+        record_outcome(ctx, (f, nodes), value, errors, done)?;
         Ok(Active::new(self.kind(), pids.keys().cloned().collect()))
     }
 

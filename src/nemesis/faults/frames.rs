@@ -4,7 +4,7 @@
 //! messages are values, not bytes) and refuses it before a run.
 
 use super::kill::undo_value;
-use super::{record_undo, single, Active, Fault, Order, SimWorld};
+use super::{record_outcome, record_undo, single, Active, Fault, Order, SimWorld};
 use crate::control::fault::frames;
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::schedule::{FrameMode, TargetSpec};
@@ -84,15 +84,8 @@ impl Fault for Frames {
             }
         }
         value["sent"] = json!(sent);
-        if !errors.is_empty() {
-            value["errors"] = json!(errors);
-        }
-        let ok = !sent.is_empty();
-        let kind = if ok { EventType::Info } else { EventType::Fail };
-        ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
-        if !ok {
-            bail!("no frame was written");
-        }
+        let done = (!sent.is_empty(), "no frame was written");
+        record_outcome(ctx, (f, nodes), value, errors, done)?;
         Ok(Active::new(self.kind(), sent.keys().cloned().collect()))
     }
 

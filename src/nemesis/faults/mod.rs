@@ -280,6 +280,30 @@ pub(crate) fn signal_all(
     }
 }
 
+/// Records how a fault done node by node ended: `errors` (node -> why) join its value; `info`
+/// when it did something, else `fail` and the error `nothing` says.
+pub(crate) fn record_outcome(
+    ctx: &NemesisContext,
+    (f, nodes): (F, &[String]),
+    mut value: Value,
+    errors: BTreeMap<String, String>,
+    (done, nothing): (bool, &str),
+) -> Result<()> {
+    if !errors.is_empty() {
+        value["errors"] = json!(errors);
+    }
+    let kind = if done {
+        EventType::Info
+    } else {
+        EventType::Fail
+    };
+    ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
+    match done {
+        true => Ok(()),
+        false => Err(anyhow!("{nothing}")),
+    }
+}
+
 /// Starts `nodes` again (the undo of the kinds that stop a node), recorded with `value`.
 pub(crate) fn start_again(ctx: &NemesisContext, nodes: &[String], value: &Value) {
     let _ = signal_all(ctx, nodes, F::Start, value, |n| {

@@ -4,11 +4,12 @@
 
 use super::kill::{start_down_nodes, undo_value};
 use super::{
-    insert, sim_start_again, single, start_again, Active, Fault, Life, Needs, Order, SimWorld,
+    insert, record_outcome, sim_start_again, single, start_again, Active, Fault, Life, Needs,
+    Order, SimWorld,
 };
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::seam::NemesisContext;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -47,19 +48,8 @@ impl Fault for PowerLoss {
         let mut value = base.clone();
         value["pids"] = json!(pids);
         value["lost"] = json!(lost);
-        if !errors.is_empty() {
-            value["errors"] = json!(errors);
-        }
-        let done = !lost.is_empty();
-        let kind = if done {
-            EventType::Info
-        } else {
-            EventType::Fail
-        };
-        ctx.recorder.record(NEMESIS, kind, f, single(nodes), value);
-        if !done {
-            bail!("no node lost power");
-        }
+        let done = (!lost.is_empty(), "no node lost power");
+        record_outcome(ctx, (f, nodes), value, errors, done)?;
         Ok(Active::new(self.kind(), lost.keys().cloned().collect()))
     }
 
