@@ -3,19 +3,30 @@
 
 use clap::{Parser, Subcommand};
 use fle_chaos::commands::{prune, run, shrink, sweep};
+use fle_chaos::history::FaultKind;
 use fle_chaos::{checker, control, exit, report};
+
+/// What `fle-chaos --help` says first: what the tool does, naming every fault kind, and the
+/// exit codes.
+fn long_about() -> String {
+    let kinds: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+    format!(
+        "Starts a real cluster, injects faults ({}), records a history, checks it and writes a \
+         report.\n\n\
+         Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad input (nothing was started), 255 the \
+         tool failed (or could not go on: a history it cannot write, a node that died while the \
+         cluster started), 130 interrupted by SIGINT, 143 by SIGTERM, 129 by SIGHUP (the \
+         cluster is torn down and the history says so).",
+        kinds.join(", ")
+    )
+}
 
 #[derive(Parser)]
 #[command(
     name = "fle-chaos",
     version,
     about = "Jepsen-style chaos testing for ZooKeeper's Fast Leader Election",
-    long_about = "Starts a real cluster, injects faults (kill, pause, partition, clock skew), \
-                  records a history, checks it and writes a report.\n\n\
-                  Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad input (nothing was started), \
-                  255 the tool failed (or could not go on: a history it cannot write, a node that \
-                  died while the cluster started), 130 interrupted by SIGINT, 143 by SIGTERM, \
-                  129 by SIGHUP (the cluster is torn down and the history says so)."
+    long_about = long_about()
 )]
 struct Cli {
     #[command(subcommand)]
@@ -125,6 +136,25 @@ fn main() {
         Err(e) => {
             eprintln!("fle-chaos: {e:#}");
             std::process::exit(exit::code_for(&e));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+    use fle_chaos::history::FaultKind;
+
+    #[test]
+    fn the_help_names_every_fault_kind() {
+        let help = Cli::command().render_long_help().to_string();
+        for kind in FaultKind::ALL {
+            assert!(
+                help.contains(kind.name()),
+                "{} missing from:\n{help}",
+                kind.name()
+            );
         }
     }
 }
