@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 /// A fault in force, and what its undo must do.
 #[derive(Debug, Clone)]
-struct Active {
+struct InForce {
     id: u64,
     kind: FaultKind,
     nodes: Vec<String>,
@@ -40,7 +40,7 @@ pub struct SimNemesis {
     /// The composition in force: its main fault and the nodes that fault hit (what its parts'
     /// `main`, `others` and `trigger` targets name).
     main: Option<(PlannedFault, Vec<String>)>,
-    active: Vec<Active>,
+    active: Vec<InForce>,
     next_id: u64,
     kinds: Vec<FaultKind>,
 }
@@ -248,7 +248,7 @@ impl SimNemesis {
             .record(NEMESIS, EventType::Invoke, t.kind.f(), None, base);
         w.rec
             .record(NEMESIS, EventType::Info, t.kind.f(), None, value);
-        self.active.push(Active {
+        self.active.push(InForce {
             id,
             kind: t.kind,
             nodes: hit.clone(),
@@ -349,8 +349,8 @@ fn verify(w: &mut World, names: &[String]) {
 }
 
 /// A heal of `kind` on `nodes` that belongs to no fault in force (the final heal's).
-fn everywhere(kind: FaultKind, nodes: Vec<String>) -> Active {
-    Active {
+fn everywhere(kind: FaultKind, nodes: Vec<String>) -> InForce {
+    InForce {
         id: 0,
         kind,
         nodes,
@@ -359,7 +359,7 @@ fn everywhere(kind: FaultKind, nodes: Vec<String>) -> Active {
 }
 
 /// Undoes one fault (its kind's [`faults::Fault::undo_sim`]), recorded as the real nemesis records it.
-fn undo(w: &mut World, a: &Active, last: bool) {
+fn undo(w: &mut World, a: &InForce, last: bool) {
     let f = a.kind.undo_f();
     let value = FaultValue::undo(a.kind, &a.nodes, last).to_json();
     w.rec
