@@ -363,6 +363,10 @@ fn status_as_written<'a, 'p>(
 /// `previous(node)` is the raw `last_election` of that node's previous read: a summary that
 /// starts with exactly those bytes is that same (already validated) summary, which saves
 /// tokenizing the largest part of the line; it changes once per election.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the fast decoder: one match per field over one line's bytes, in the order fields come"
+)]
 pub fn line<'a, 'p>(
     text: &'a str,
     previous: impl Fn(&[u8]) -> Option<&'p [u8]>,

@@ -40,6 +40,10 @@ impl ScheduledNemesis {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the real run's nemesis loop (steer, wait for a trigger or goal, apply, hold, undo); the loop shared with the simulator will take it apart"
+    )]
     async fn run_plan(&self, ctx: &NemesisContext) -> Result<()> {
         let mut stop = ctx.stop.clone();
         let start = Instant::now();

@@ -494,6 +494,10 @@ pub struct Recorded {
 /// (`history::view`) with its resolved nodes, what the start event says was done (the exact
 /// grudge, the clock offset), its time since the workload started and how long it was in
 /// force. Faults that failed (nothing done) are not steps.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the history pairing each fault start with its undo; its steps share the pass's state"
+)]
 pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     let info = TestInfo::read(&run_dir.join(TestInfo::FILE)).map_err(|e| {
         bad_input(format!(

@@ -155,6 +155,10 @@ fn absolute_if_file(name: &str) -> String {
 }
 
 /// The settings of every run, from the flags; bad input is one line (exit 254).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one block per flag, each refusing its own bad input in one line"
+)]
 pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if a.runs == Some(0) {
         return Err(bad_input("--test-count 0: give at least one run"));

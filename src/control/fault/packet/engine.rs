@@ -112,6 +112,10 @@ impl Drop for Engine {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the engine thread's one loop: read a packet, decide, release what is due"
+)]
 fn run(
     ns: std::fs::File,
     mode: PacketMode,
