@@ -9,6 +9,7 @@
 const LAYERS: &[(&str, u8)] = &[
     // What everything shares.
     ("api", 0),
+    ("duration", 0),
     ("exit", 0),
     // The history: the event model, its store, the view over it.
     ("history", 1),

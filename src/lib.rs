@@ -21,13 +21,15 @@
 //!   own machines in virtual time, judged by the same checkers.
 //! - `prune`: retention for a reports folder (old run and sweep folders removed, links kept right).
 //!
-//! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it.
+//! `api` is the node's JSON (`fle_node::api`), re-exported because every stage reads it;
+//! `duration` writes moments and lengths of time for people.
 
 pub use fle_node::api;
 
 pub mod checker;
 pub mod commands;
 pub mod control;
+pub mod duration;
 pub mod exit;
 pub mod history;
 #[cfg(test)]

@@ -199,16 +199,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
                 })?
             }
             k if k.starts_with("server.") => {
-                let sid = k["server.".len()..].parse::<u64>().map_err(|_| {
-                    err(format!(
-                        "{k:?}: the part after `server.` must be the server id"
-                    ))
-                })?;
-                let addr = parse_server(value).map_err(|why| {
-                    err(format!(
-                        "{k}={value:?}: {why} (expected server.N=host:quorumPort:electionPort[:observer])"
-                    ))
-                })?;
+                let (sid, addr) = server_line(k, value).map_err(err)?;
                 if servers.insert(sid, addr).is_some() {
                     return Err(err(format!("server.{sid} is given twice")));
                 }
@@ -218,16 +209,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     }
     let missing =
         |key: &str| ConfigError(format!("{name}: {key} is not set (add a `{key}=` line)"));
-    if servers.is_empty() {
-        return Err(ConfigError(format!(
-            "{name}: no server.N lines (add server.N=host:quorumPort:electionPort for every server)"
-        )));
-    }
-    if servers.values().all(|a| a.peer_type.is_observer()) {
-        return Err(ConfigError(format!(
-            "{name}: every server.N line ends in :observer, so no server can vote or lead (leave at least one voter without :observer)"
-        )));
-    }
+    check_servers(name, &servers)?;
     Ok(Config {
         sid: 0,
         tick_time_ms: tick.ok_or_else(|| missing("tickTime"))?,
@@ -241,6 +223,34 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
         max_buffer,
         ignored_keys: ignored,
     })
+}
+
+/// A `server.N=...` line (`key`, `value`): the sid and its addresses, or what is wrong.
+fn server_line(key: &str, value: &str) -> Result<(u64, ServerAddr), String> {
+    let sid = key["server.".len()..]
+        .parse::<u64>()
+        .map_err(|_| format!("{key:?}: the part after `server.` must be the server id"))?;
+    let addr = parse_server(value).map_err(|why| {
+        format!(
+            "{key}={value:?}: {why} (expected server.N=host:quorumPort:electionPort[:observer])"
+        )
+    })?;
+    Ok((sid, addr))
+}
+
+/// The ensemble has servers, and at least one of them votes.
+fn check_servers(name: &str, servers: &BTreeMap<u64, ServerAddr>) -> Result<(), ConfigError> {
+    if servers.is_empty() {
+        return Err(ConfigError(format!(
+            "{name}: no server.N lines (add server.N=host:quorumPort:electionPort for every server)"
+        )));
+    }
+    if servers.values().all(|a| a.peer_type.is_observer()) {
+        return Err(ConfigError(format!(
+            "{name}: every server.N line ends in :observer, so no server can vote or lead (leave at least one voter without :observer)"
+        )));
+    }
+    Ok(())
 }
 
 /// `host:quorumPort:electionPort[:participant|:observer][;clientAddr]`.

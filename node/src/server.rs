@@ -24,10 +24,11 @@ use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Outp
 use crate::follow_streak::FollowStreak;
 use crate::http::{self, HttpState};
 use crate::peers::{Identity, Peers};
+use crate::wire::Notification;
 use crate::write_route::{Route, Writes};
 use crate::zab::accept::{self, AcceptConfig, Lobby};
 use crate::zab::store::{lock, SharedStore};
-use crate::zab::{self, Store, ZabConfig, ZabProgress};
+use crate::zab::{self, Store, SyncMode, ZabConfig, ZabProgress};
 
 /// Flags beyond zoo.cfg.
 #[derive(Debug, Clone)]
@@ -44,51 +45,72 @@ type RoleFuture = Pin<Box<dyn Future<Output = anyhow::Result<String>> + Send>>;
 /// Writes queued for the leader per term before senders wait.
 const WRITE_QUEUE: usize = 4096;
 
-/// Runs the server until SIGTERM/SIGINT: setup, then one `select!` over election
-/// notifications, the election's deadline, the role's progress and its end, and the signals,
-/// which share the server's state (store, election, role); its length is setup plus that
-/// loop's arms, and each arm hands off to the machine that decides (`election`, `zab`).
+/// The server's three listening sockets, bound before anything else starts.
+struct Ports {
+    election: TcpListener,
+    quorum: TcpListener,
+    http: TcpListener,
+    /// admin.serverAddress:admin.serverPort, as logged.
+    admin: String,
+}
+
+impl Ports {
+    /// Binds the election, quorum and admin ports; a port taken is an error naming it.
+    async fn bind(cfg: &Config) -> anyhow::Result<Ports> {
+        let me = cfg.me();
+        let election = TcpListener::bind(me.election()).await.with_context(|| {
+            format!(
+                "cannot listen on the election port {} (server.{})",
+                me.election(),
+                cfg.sid
+            )
+        })?;
+        let quorum = TcpListener::bind(me.quorum()).await.with_context(|| {
+            format!(
+                "cannot listen on the quorum port {} (server.{})",
+                me.quorum(),
+                cfg.sid
+            )
+        })?;
+        let admin = format!("{}:{}", cfg.admin_address, cfg.admin_port);
+        let http = TcpListener::bind(&admin).await.with_context(|| {
+            format!("cannot listen on admin.serverAddress:admin.serverPort {admin}")
+        })?;
+        Ok(Ports {
+            election,
+            quorum,
+            http,
+            admin,
+        })
+    }
+}
+
+/// Runs the server until SIGTERM/SIGINT: opens the store, binds the ports, starts the peers,
+/// the HTTP API and the quorum port's accept loop, then serves (`serve`) until a signal.
 pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     // A repaired (torn or corrupt) log tail is logged as a WARN line by open_logged.
     let (store, _repair) = Store::open_logged(&cfg.data_dir)
         .with_context(|| format!("opening dataDir {}", cfg.data_dir.display()))?;
-    let (current_epoch, accepted_epoch, last_zxid) = {
+    let on_disk = {
         let s = lock(&store);
         (s.current_epoch(), s.accepted_epoch(), s.last_logged_zxid())
     };
     let initial = initial_status(&cfg, &lock(&store));
     let me = cfg.me().clone();
-    let election_listener = TcpListener::bind(me.election()).await.with_context(|| {
-        format!(
-            "cannot listen on the election port {} (server.{})",
-            me.election(),
-            cfg.sid
-        )
-    })?;
-    let quorum_listener = TcpListener::bind(me.quorum()).await.with_context(|| {
-        format!(
-            "cannot listen on the quorum port {} (server.{})",
-            me.quorum(),
-            cfg.sid
-        )
-    })?;
-    let admin = format!("{}:{}", cfg.admin_address, cfg.admin_port);
-    let http_listener = TcpListener::bind(&admin).await.with_context(|| {
-        format!("cannot listen on admin.serverAddress:admin.serverPort {admin}")
-    })?;
+    let ports = Ports::bind(&cfg).await?;
 
     let identity = Identity {
         sid: cfg.sid,
         host: me.host.clone(),
         election_addr: me.election(),
     };
-    let (inbound_tx, mut inbound) = mpsc::channel(256);
+    let (inbound_tx, inbound) = mpsc::channel(256);
     // ZooKeeper's socket timeout for a first packet on either server port.
     let handshake_deadline = Duration::from_millis(cfg.tick_time_ms * cfg.init_limit);
     let peers = Peers::start_with(
         identity,
-        election_listener,
+        ports.election,
         cfg.servers
             .iter()
             .map(|(sid, a)| (*sid, a.election()))
@@ -98,43 +120,15 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         opts.bugs,
     );
 
-    let ecfg = ElectionConfig {
-        sid: cfg.sid,
-        voters: cfg.voters(),
-        observers: cfg.observers(),
-        finalize_wait: opts.finalize_wait,
-        max_notification_interval: opts.max_notification_interval,
-        bugs: opts.bugs,
-        config_bytes: config_string(&cfg).into_bytes(),
-    };
+    let ecfg = election_config(&cfg, &opts);
     let quorum = ecfg.quorum();
-    let mut zab_cfg = ZabConfig::new(
-        cfg.sid,
-        resolve_quorum_addrs(&cfg)?,
-        cfg.observers(),
-        Duration::from_millis(cfg.tick_time_ms),
-        cfg.init_limit as u32,
-        cfg.sync_limit as u32,
-    );
-    // The seeded quorum-minority bug shrinks Zab's quorum too, so a minority can commit as
-    // well as elect.
-    zab_cfg.quorum = quorum;
-    zab_cfg.bugs = opts.bugs;
-    let mut election = Election::new(ecfg, Instant::now().into_std());
+    let zab_cfg = zab_config(&cfg, &opts, quorum)?;
+    let election = Election::new(ecfg, Instant::now().into_std());
 
     let (status_tx, status_rx) = watch::channel(initial);
     let status_tx = Arc::new(status_tx);
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
-    let writes = Writes {
-        route: Arc::new(Mutex::new(Route::Looking)),
-        http_addrs: Arc::new(
-            cfg.servers
-                .iter()
-                .filter_map(|(s, a)| a.client.clone().map(|c| (*s, c)))
-                .collect(),
-        ),
-        wait: zab_cfg.write_timeout * 2,
-    };
+    let writes = writes_of(&cfg, &zab_cfg);
     let sync_mode = Arc::new(Mutex::new(None));
     let http_state = HttpState {
         bugs: opts.bugs,
@@ -153,9 +147,80 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         ),
         max_body: cfg.max_buffer,
     };
-    let app = http::router(http_state);
+    spawn_http(ports.http, http_state, &writes, &peers);
+    let lobby = Arc::new(Lobby::default());
+    spawn_accept(ports.quorum, &cfg, handshake_deadline, &lobby, &peers);
+    log_started(&cfg, quorum, &ports.admin, on_disk);
+
+    let shell = Shell {
+        sid: cfg.sid,
+        peers,
+        status: status_tx,
+        counters: election_counters,
+        store,
+        zab: zab_cfg,
+        lobby,
+        writes,
+        role: None,
+        progress: None,
+        follow_streak: FollowStreak::default(),
+    };
+    serve(shell, election, inbound, &sync_mode).await?;
+    tracing::info!(sid = cfg.sid, "fle-node stopping");
+    Ok(())
+}
+
+/// The election's settings from zoo.cfg and the flags.
+fn election_config(cfg: &Config, opts: &Options) -> ElectionConfig {
+    ElectionConfig {
+        sid: cfg.sid,
+        voters: cfg.voters(),
+        observers: cfg.observers(),
+        finalize_wait: opts.finalize_wait,
+        max_notification_interval: opts.max_notification_interval,
+        bugs: opts.bugs,
+        config_bytes: config_string(cfg).into_bytes(),
+    }
+}
+
+/// Zab's settings from zoo.cfg, with the election's `quorum`.
+fn zab_config(cfg: &Config, opts: &Options, quorum: usize) -> anyhow::Result<ZabConfig> {
+    let mut zab_cfg = ZabConfig::new(
+        cfg.sid,
+        resolve_quorum_addrs(cfg)?,
+        cfg.observers(),
+        Duration::from_millis(cfg.tick_time_ms),
+        cfg.init_limit as u32,
+        cfg.sync_limit as u32,
+    );
+    // The seeded quorum-minority bug shrinks Zab's quorum too, so a minority can commit as
+    // well as elect.
+    zab_cfg.quorum = quorum;
+    zab_cfg.bugs = opts.bugs;
+    Ok(zab_cfg)
+}
+
+/// Where writes go: looking until a role starts, the servers' client addresses to forward
+/// to, and how long a forwarded write waits (twice Zab's write timeout).
+fn writes_of(cfg: &Config, zab_cfg: &ZabConfig) -> Writes {
+    Writes {
+        route: Arc::new(Mutex::new(Route::Looking)),
+        http_addrs: Arc::new(
+            cfg.servers
+                .iter()
+                .filter_map(|(s, a)| a.client.clone().map(|c| (*s, c)))
+                .collect(),
+        ),
+        wait: zab_cfg.write_timeout * 2,
+    }
+}
+
+/// Serves the HTTP API on `listener` (idle connections closed after the longer of the
+/// API's idle timeout and twice a forwarded write's wait).
+fn spawn_http(listener: TcpListener, state: HttpState, writes: &Writes, peers: &Peers) {
+    let app = http::router(state);
     let guarded = http::Guarded::new(
-        http_listener,
+        listener,
         http::IDLE_TIMEOUT.max(writes.wait * 2),
         peers.counters.clone(),
     );
@@ -164,20 +229,35 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             tracing::error!(error = %e, "HTTP API stopped");
         }
     });
+}
 
-    let lobby = Arc::new(Lobby::default());
+/// Accepts and identifies connections on the quorum port into `lobby`, where the leader of
+/// a term takes its followers.
+fn spawn_accept(
+    listener: TcpListener,
+    cfg: &Config,
+    deadline: Duration,
+    lobby: &Arc<Lobby>,
+    peers: &Peers,
+) {
     tokio::spawn(accept::accept_loop(
-        quorum_listener,
+        listener,
         AcceptConfig {
             my_sid: cfg.sid,
             servers: cfg.servers.keys().copied().collect(),
-            deadline: handshake_deadline,
+            deadline,
         },
         lobby.clone(),
         peers.counters.clone(),
         peers.warnings.clone(),
     ));
+}
 
+/// The one "fle-node started" line: who it is, its ports, and its epochs and last zxid on
+/// disk (`on_disk`).
+fn log_started(cfg: &Config, quorum: usize, admin: &str, on_disk: (u64, u64, u64)) {
+    let me = cfg.me();
+    let (current_epoch, accepted_epoch, last_zxid) = on_disk;
     tracing::info!(
         sid = cfg.sid,
         peer_type = if cfg.me().peer_type.is_observer() { "observer" } else { "participant" },
@@ -192,20 +272,18 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         last_zxid = format_args!("{last_zxid:#x}"),
         "fle-node started"
     );
+}
 
-    let mut shell = Shell {
-        sid: cfg.sid,
-        peers,
-        status: status_tx,
-        counters: election_counters,
-        store,
-        zab: zab_cfg,
-        lobby,
-        writes,
-        role: None,
-        progress: None,
-        follow_streak: FollowStreak::default(),
-    };
+/// Looks, then loops until SIGTERM/SIGINT: one `select!` over election notifications, the
+/// election's deadline, the role's progress and its end, and the signals, which share the
+/// server's state (store, election, role); each arm hands off to the machine that decides
+/// (`election`, `zab`).
+async fn serve(
+    mut shell: Shell,
+    mut election: Election,
+    mut inbound: mpsc::Receiver<(u64, Notification)>,
+    sync_mode: &Mutex<Option<SyncMode>>,
+) -> anyhow::Result<()> {
     let (zxid, epoch) = shell.vote_basis();
     let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
     shell.looking(&election);
@@ -238,7 +316,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
                 shell.role = None;
                 shell.progress = None;
                 let reason = end.context("Zab failed on this server (see the error; fix it and restart)")?;
-                shell.follow_streak.role_ended(cfg.sid, &reason, Instant::now(), &shell.zab);
+                shell.follow_streak.role_ended(shell.sid, &reason, Instant::now(), &shell.zab);
                 let (zxid, epoch) = shell.vote_basis();
                 let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
                 shell.looking(&election);
@@ -248,7 +326,6 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
             _ = sigterm.recv() => break,
         }
     }
-    tracing::info!(sid = cfg.sid, "fle-node stopping");
     Ok(())
 }
 

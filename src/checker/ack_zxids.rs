@@ -35,22 +35,68 @@ pub struct AckZxidsMeasurements {
     pub epochs_with_writes: usize,
 }
 
-/// One pass over the digest with its accumulators side by side (who showed leading which
-/// epoch, invocations, acknowledgements, each node's epoch reads), then the judgement of each
-/// acknowledged zxid: long because the accumulators are fed from the same records.
+/// A node's epoch read: (time, currentEpoch, acceptedEpoch, pos).
+type EpochRead = (u64, u64, u64, u32);
+
+/// What one pass over the digest gathers, its accumulators side by side because they are
+/// fed from the same records.
+struct Gathered<'a> {
+    /// Who showed leading (or following in broadcast) which epoch.
+    shown: EpochLeaders,
+    /// The first invocation time of each written value.
+    invokes: FastMap<&'a str, u64>,
+    /// Acknowledged writes with a zxid, in history order.
+    acks: Vec<&'a WriteOp>,
+    /// Write records of any kind.
+    writes: usize,
+    /// Per node: its reads where an epoch moved, for proofs.
+    reads: Vec<Vec<EpochRead>>,
+}
+
+/// Checks the acknowledged zxids: gathers them in one pass, judges each against the epochs'
+/// leaders, then their real-time order.
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    let slack = opts.read_slack_ns();
-    let mut shown = EpochLeaders::new(d);
-    let mut invokes: FastMap<&str, u64> = FastMap::default();
-    let mut acks: Vec<&WriteOp> = Vec::new();
-    let mut writes = 0usize;
-    // Per node: its reads as (time, currentEpoch, acceptedEpoch, pos), for proofs.
-    let mut reads: Vec<Vec<(u64, u64, u64, u32)>> = vec![Vec::new(); d.nodes.len()];
+    let g = gather(d);
+    if let Some(gap) = super::nothing_acknowledged(NAME, info, g.writes, g.acks.len()) {
+        return Finding::judge(vec![], vec![gap], String::new());
+    }
+    let mut violations: Vec<Item> = Vec::new();
+    let mut gaps: Vec<Item> = Vec::new();
+    let epochs = judge_acks(
+        &g,
+        d,
+        info,
+        opts.read_slack_ns(),
+        &mut violations,
+        &mut gaps,
+    );
+    check_real_time_order(&g, &mut violations);
+    let ok = format!(
+        "Each of the {} acknowledged zxids belongs to an epoch led by the server that acknowledged it (or the leader it followed), none was acknowledged twice, and zxids grew with acknowledgement order.",
+        g.acks.len()
+    );
+    let m = AckZxidsMeasurements {
+        acknowledged_with_zxid: g.acks.len(),
+        epochs_with_writes: epochs,
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::AckZxids(m))
+}
+
+/// The one pass over the digest: epoch leaders, invocations, acknowledgements and each node's
+/// epoch reads (only where an epoch moved: the proofs need no more).
+fn gather(d: &Digest) -> Gathered<'_> {
+    let mut g = Gathered {
+        shown: EpochLeaders::new(d),
+        invokes: FastMap::default(),
+        acks: Vec::new(),
+        writes: 0,
+        reads: vec![Vec::new(); d.nodes.len()],
+    };
     for r in d.records() {
         match r {
             Rec::Status(s) => {
-                shown.read(s);
-                let rs = &mut reads[s.node as usize];
+                g.shown.read(s);
+                let rs = &mut g.reads[s.node as usize];
                 // Only changes matter for proofs: keep a read when an epoch moved.
                 if rs
                     .last()
@@ -63,27 +109,37 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                 }
             }
             Rec::Write(w) => {
-                writes += 1;
+                g.writes += 1;
                 match (w.kind, w.value.as_deref()) {
                     (EventType::Invoke, Some(v)) => {
-                        invokes.entry(v).or_insert(w.time);
+                        g.invokes.entry(v).or_insert(w.time);
                     }
-                    (EventType::Ok, Some(_)) if w.zxid.is_some() => acks.push(w),
+                    (EventType::Ok, Some(_)) if w.zxid.is_some() => g.acks.push(w),
                     _ => {}
                 }
             }
             _ => {}
         }
     }
-    if let Some(gap) = super::nothing_acknowledged(NAME, info, writes, acks.len()) {
-        return Finding::judge(vec![], vec![gap], String::new());
-    }
+    g
+}
+
+/// Judges each acknowledged zxid: one value per zxid, and an epoch led (or followed) by the
+/// server that acknowledged it; a violation only with proof, else a gap. Returns how many
+/// epochs the acknowledged zxids fall in.
+fn judge_acks(
+    g: &Gathered,
+    d: &Digest,
+    info: &TestInfo,
+    slack: u64,
+    violations: &mut Vec<Item>,
+    gaps: &mut Vec<Item>,
+) -> usize {
+    let (shown, reads) = (&g.shown, &g.reads);
     let max_accepted = reads.iter().flatten().map(|r| r.2).max().unwrap_or(0);
-    let mut violations: Vec<Item> = Vec::new();
-    let mut gaps: Vec<Item> = Vec::new();
-    let mut by_zxid: FastMap<u64, &WriteOp> = map_with(acks.len());
+    let mut by_zxid: FastMap<u64, &WriteOp> = map_with(g.acks.len());
     let mut epochs: FastSet<u64> = FastSet::default();
-    for w in &acks {
+    for w in &g.acks {
         let (z, v) = (w.zxid.unwrap_or(0), w.value.as_deref().unwrap_or(""));
         let e = z >> 32;
         epochs.insert(e);
@@ -108,8 +164,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             continue;
         }
         // Proof that it did neither: it never reached epoch e, or no server ever accepted e.
-        let later =
-            |rs: &Vec<(u64, u64, u64, u32)>| rs.iter().copied().find(|r| r.0 >= w.time + slack);
+        let later = |rs: &Vec<EpochRead>| rs.iter().copied().find(|r| r.0 >= w.time + slack);
         let behind = later(&reads[n as usize]).filter(|r| r.1 < e);
         let all_read_after = info.nodes.iter().all(|m| {
             d.nodes
@@ -142,9 +197,12 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             vec![ack()],
         ));
     }
+    epochs.len()
+}
 
-    // Real-time order: an acknowledgement before a write's invocation means a lower zxid.
-    let mut by_ok: Vec<&WriteOp> = acks.clone();
+/// Real-time order: an acknowledgement before a write's invocation means a lower zxid.
+fn check_real_time_order(g: &Gathered, violations: &mut Vec<Item>) {
+    let mut by_ok: Vec<&WriteOp> = g.acks.clone();
     by_ok.sort_by_key(|w| w.time);
     // Running maximum of zxids by acknowledgement time: (time, zxid, the write).
     let mut running: Vec<(u64, u64, &WriteOp)> = Vec::with_capacity(by_ok.len());
@@ -154,9 +212,11 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         let (zz, ww) = top.unwrap_or((z, w));
         running.push((w.time, zz, ww));
     }
-    for w in &acks {
+    for w in &g.acks {
         let (z, v) = (w.zxid.unwrap_or(0), w.value.as_deref().unwrap_or(""));
-        let Some(&inv) = invokes.get(v) else { continue };
+        let Some(&inv) = g.invokes.get(v) else {
+            continue;
+        };
         let before = running.partition_point(|r| r.0 < inv);
         if before == 0 {
             continue;
@@ -172,13 +232,4 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             ));
         }
     }
-    let ok = format!(
-        "Each of the {} acknowledged zxids belongs to an epoch led by the server that acknowledged it (or the leader it followed), none was acknowledged twice, and zxids grew with acknowledgement order.",
-        acks.len()
-    );
-    let m = AckZxidsMeasurements {
-        acknowledged_with_zxid: acks.len(),
-        epochs_with_writes: epochs.len(),
-    };
-    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::AckZxids(m))
 }

@@ -13,7 +13,8 @@
 //! Both bounds come from the run's own settings (test.json), never from this machine: see
 //! [`stall_bound_ms`] and [`rejoin_bound_ms`].
 
-use super::finding::{secs, EvRef, Item};
+use super::finding::{EvRef, Item};
+use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{Stall, Stray};
 
@@ -137,7 +138,7 @@ pub fn judge_strays(strays: &[Stray], bound_ms: u64, until_ns: u64) -> (Vec<Item
             s.node,
             s.ms,
             if s.open_at_end { ", until the history ends," } else { "" },
-            secs(s.start_ns),
+            moment(s.start_ns),
             s.shown,
         );
         if s.reads >= MIN_READS {
@@ -196,7 +197,7 @@ pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Ite
             s.calm_for_ms,
             b.0,
             b.1,
-            secs(s.start_ns),
+            moment(s.start_ns),
             a.0,
             a.1,
             s.ms
@@ -222,7 +223,7 @@ pub fn judge_stalls(stalls: &[Stall], bound_ms: u64, settle_ms: u64) -> (Vec<Ite
         let what = format!(
             "{} (a quorum) were up, connected and under no fault but clock steps from {} for {} ms{} with no quorum-backed leader (bound {bound_ms} ms)",
             s.group.join(", "),
-            secs(s.start_ns),
+            moment(s.start_ns),
             s.ms,
             if s.open_at_end { ", until the history ends," } else { "" }
         );

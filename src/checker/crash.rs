@@ -10,9 +10,10 @@
 //! and the final reads catch), so it is recorded in the explanation, with its log lines, and
 //! is no violation.
 
-use super::finding::{secs, EvRef, Finding, KindedItem};
+use super::finding::{EvRef, Finding, KindedItem};
 use super::kind::Kind;
 use super::model::{Digest, NodeExit};
+use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "crash";
@@ -40,8 +41,8 @@ pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
             refused.push(format!(
                 "{node} refused to start at {} {how} on the file its corrupt fault damaged at {} \
                  (a safe answer, no violation); {tail}.",
-                secs(e.time),
-                secs(r.damaged_at),
+                moment(e.time),
+                moment(r.damaged_at),
             ));
             continue;
         }
@@ -61,7 +62,10 @@ pub fn check(d: &Digest, _info: &TestInfo) -> Finding {
         violations.push((
             kind,
             (
-                format!("{node} exited by itself at {} {how}; {tail}.", secs(e.time)),
+                format!(
+                    "{node} exited by itself at {} {how}; {tail}.",
+                    moment(e.time)
+                ),
                 vec![EvRef::new(e.pos, format!("{node} exited unasked"))],
             ),
         ));

@@ -42,12 +42,46 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "election-safety";
 
+/// A follow whose leader was never read leading that epoch: (leader sid, the follower's read,
+/// a later read of the leader below the epoch: the proof it never led it).
+type Unconfirmed = (u64, Status, Option<Status>);
+
+/// Judges the epochs' leaders: two shown leading one epoch, a follow of a sid outside the
+/// ensemble, then the follows no read of their leader confirms (proven, confirmed by the
+/// leader on its way to the epoch, or unknown).
 pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let shown = EpochLeaders::of(d);
     let mut violations: Vec<Item> = Vec::new();
     let mut gaps: Vec<Item> = Vec::new();
-    // Follows whose leader was never read leading that epoch: (leader sid, the follower's read).
-    let mut unconfirmed: Vec<(u64, Status, Option<Status>)> = Vec::new();
+    let mut unconfirmed = unconfirmed_follows(d, info, &shown, &mut violations);
+    if !unconfirmed.is_empty() {
+        unconfirmed = still_unconfirmed(d, info, opts.read_slack_ns(), unconfirmed);
+    }
+    judge_unconfirmed(d, &unconfirmed, &mut violations, &mut gaps);
+    for n in &info.nodes {
+        let ix = d.nodes.iter().position(|x| x == n);
+        if ix.is_none_or(|i| d.reads[i] == 0) {
+            gaps.push((format!("{n} was never read: it may have led."), vec![]));
+        }
+    }
+    let epochs_led = epochs_led(d, &shown);
+    let ok = format!(
+        "Each of the {} epochs seen led was led by one server, and every follower in broadcast followed the one leader of its epoch.",
+        epochs_led.len()
+    );
+    let m = ElectionSafetyMeasurements { epochs_led };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::ElectionSafety(m))
+}
+
+/// Pushes a violation for each epoch shown led by two servers and each follow of a sid
+/// outside the ensemble; returns the follows whose leader was never read leading the epoch.
+fn unconfirmed_follows(
+    d: &Digest,
+    info: &TestInfo,
+    shown: &EpochLeaders,
+    violations: &mut Vec<Item>,
+) -> Vec<Unconfirmed> {
+    let mut unconfirmed: Vec<Unconfirmed> = Vec::new();
     for (e, claims) in shown.epochs() {
         let sids = shown.sids(e);
         if sids.len() > 1 {
@@ -74,55 +108,74 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         ));
         false
     });
-    if !unconfirmed.is_empty() {
-        let slack = opts.read_slack_ns();
-        let leader_nodes: Vec<Option<NodeIx>> =
-            unconfirmed.iter().map(|u| d.node_of_sid(u.0)).collect();
-        // The leader's last read before each follower's read, and whether a read of it within
-        // the slack after the follower's is still below the epoch.
-        let mut before: Vec<Option<Status>> = vec![None; unconfirmed.len()];
-        let mut doubt: Vec<bool> = vec![false; unconfirmed.len()];
-        for s in d.statuses() {
-            let each = unconfirmed.iter_mut().zip(&leader_nodes);
-            for (((u, ln), last), doubt) in each.zip(&mut before).zip(&mut doubt) {
-                let (_, f, proof) = u;
-                if *ln != Some(s.node) {
-                    continue;
-                }
-                let below = s.peer_epoch < f.peer_epoch;
-                if s.time < f.time {
-                    *last = Some(*s);
-                } else if s.time < f.time + slack {
-                    *doubt |= below;
-                } else if proof.is_none() && below {
-                    *proof = Some(*s);
-                }
+    unconfirmed
+}
+
+/// One pass over the leaders' reads: finds the proof of each unconfirmed follow (a read of
+/// its leader after the slack, below the epoch), and drops the follows its leader's last read
+/// before shows on its way to establishing the epoch, unless a read within the slack doubts it.
+fn still_unconfirmed(
+    d: &Digest,
+    info: &TestInfo,
+    slack: u64,
+    mut unconfirmed: Vec<Unconfirmed>,
+) -> Vec<Unconfirmed> {
+    let leader_nodes: Vec<Option<NodeIx>> =
+        unconfirmed.iter().map(|u| d.node_of_sid(u.0)).collect();
+    // The leader's last read before each follower's read, and whether a read of it within
+    // the slack after the follower's is still below the epoch.
+    let mut before: Vec<Option<Status>> = vec![None; unconfirmed.len()];
+    let mut doubt: Vec<bool> = vec![false; unconfirmed.len()];
+    for s in d.statuses() {
+        let each = unconfirmed.iter_mut().zip(&leader_nodes);
+        for (((u, ln), last), doubt) in each.zip(&mut before).zip(&mut doubt) {
+            let (_, f, proof) = u;
+            if *ln != Some(s.node) {
+                continue;
+            }
+            let below = s.peer_epoch < f.peer_epoch;
+            if s.time < f.time {
+                *last = Some(*s);
+            } else if s.time < f.time + slack {
+                *doubt |= below;
+            } else if proof.is_none() && below {
+                *proof = Some(*s);
             }
         }
-        // A LOOKING read counts only near the end of the election it caught: a server holding
-        // a quorum of votes leads after finalizeWait without a better one, and discovery and
-        // sync then take round trips. The follower's read may be up to the slack old, so the
-        // LOOKING read may be that much older. An older one says nothing of this epoch (the
-        // leader may have led, lost or followed since); a slower establishment stays unknown.
-        let fresh = slack + info.finalize_wait_ms() * 1_000_000;
-        // On its way to establishing epoch e when `f` was read: electing, not yet past e, or
-        // leading in discovery, not past e.
-        let establishing = |s: &Option<Status>, f: &Status| {
-            let e = f.peer_epoch;
-            s.is_some_and(|s| match (s.state, s.phase) {
-                (ServerState::Leading, ZabPhase::Discovery) => s.accepted_epoch <= e,
-                (ServerState::Looking, _) => s.accepted_epoch < e && f.time - s.time <= fresh,
-                _ => false,
-            })
-        };
-        unconfirmed = (unconfirmed.into_iter().zip(before).zip(doubt))
-            .filter(|(((_, f, proof), last), doubt)| {
-                proof.is_some() || *doubt || !establishing(last, f)
-            })
-            .map(|((u, _), _)| u)
-            .collect();
     }
-    for (leader, f, proof) in &unconfirmed {
+    // A LOOKING read counts only near the end of the election it caught: a server holding
+    // a quorum of votes leads after finalizeWait without a better one, and discovery and
+    // sync then take round trips. The follower's read may be up to the slack old, so the
+    // LOOKING read may be that much older. An older one says nothing of this epoch (the
+    // leader may have led, lost or followed since); a slower establishment stays unknown.
+    let fresh = slack + info.finalize_wait_ms() * 1_000_000;
+    // On its way to establishing epoch e when `f` was read: electing, not yet past e, or
+    // leading in discovery, not past e.
+    let establishing = |s: &Option<Status>, f: &Status| {
+        let e = f.peer_epoch;
+        s.is_some_and(|s| match (s.state, s.phase) {
+            (ServerState::Leading, ZabPhase::Discovery) => s.accepted_epoch <= e,
+            (ServerState::Looking, _) => s.accepted_epoch < e && f.time - s.time <= fresh,
+            _ => false,
+        })
+    };
+    (unconfirmed.into_iter().zip(before).zip(doubt))
+        .filter(|(((_, f, proof), last), doubt)| {
+            proof.is_some() || *doubt || !establishing(last, f)
+        })
+        .map(|((u, _), _)| u)
+        .collect()
+}
+
+/// A violation for each follow proven (its leader read later below the epoch), a gap for
+/// each other.
+fn judge_unconfirmed(
+    d: &Digest,
+    unconfirmed: &[Unconfirmed],
+    violations: &mut Vec<Item>,
+    gaps: &mut Vec<Item>,
+) {
+    for (leader, f, proof) in unconfirmed {
         let e = f.peer_epoch;
         let fname = d.name(f.node);
         let follow = EvRef::new(f.pos, format!("{fname} FOLLOWING n{leader} in epoch {e}"));
@@ -145,16 +198,11 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             )),
         }
     }
+}
 
-    for n in &info.nodes {
-        let ix = d.nodes.iter().position(|x| x == n);
-        if ix.is_none_or(|i| d.reads[i] == 0) {
-            gaps.push((format!("{n} was never read: it may have led."), vec![]));
-        }
-    }
-
-    // The measurement lists the servers read LEADING each epoch.
-    let epochs_led: Vec<EpochLed> = shown
+/// The servers read LEADING each epoch, for the measurement.
+fn epochs_led(d: &Digest, shown: &EpochLeaders) -> Vec<EpochLed> {
+    shown
         .epochs()
         .filter_map(|(e, claims)| {
             let reads: Vec<&Status> = claims
@@ -168,13 +216,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
                 first_seen_index: reads.first()?.index,
             })
         })
-        .collect();
-    let ok = format!(
-        "Each of the {} epochs seen led was led by one server, and every follower in broadcast followed the one leader of its epoch.",
-        epochs_led.len()
-    );
-    let m = ElectionSafetyMeasurements { epochs_led };
-    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::ElectionSafety(m))
+        .collect()
 }
 
 /// What election-safety measured.

@@ -123,11 +123,6 @@ impl Finding {
     }
 }
 
-/// "1.234 s" from nanoseconds: a moment of a run, as explanations and the report write it.
-pub fn secs(ns: u64) -> String {
-    format!("{:.3} s", ns as f64 / 1e9)
-}
-
 #[cfg(test)]
 mod tests {
     use super::trim_log;

@@ -27,11 +27,12 @@
 //! that ended the one before (or with no such fault), are not judged against it. It needs client
 //! writes (the writes workload) and, for the last point, final logs.
 
-use super::finding::{secs, EvRef, Finding, Item};
+use super::finding::{EvRef, Finding, Item};
 use super::fxhash::FastSet;
 use super::kind::Kind;
 use super::model::{Digest, Rec, Status};
 use super::CheckOptions;
+use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{Ending, Reign};
 use crate::history::EventType;
@@ -61,55 +62,46 @@ pub struct CompletenessMeasurements {
     pub leaderships_bounded_by_a_fault: usize,
 }
 
-/// One pass over the digest with its accumulators side by side (acknowledged writes, final
-/// logs, leaderships and their winning votes), then one judgement per leadership (`reigns`:
-/// the view's, for the faults that ended leaderships): the pass is long because the
-/// accumulators are fed from the same records in the same order.
+/// What one pass over the digest gathers, its accumulators side by side because they are fed
+/// from the same records in the same order.
+struct Gathered<'a> {
+    /// Acknowledged writes with a zxid, in history order.
+    acks: Vec<Ack<'a>>,
+    /// Write records of any kind.
+    writes: usize,
+    /// Each node's final log: (position, entries); a set of its values is built only for a
+    /// node that led (hashing every log would cost more than the rest of this checker).
+    logs: Vec<Option<FinalEntries<'a>>>,
+    /// (previous read, first read leading), per leadership seen.
+    starts: Vec<(Status, Status)>,
+}
+
+/// A leadership with writes acknowledged before it began, and what bounds them.
+struct Judged<'a> {
+    /// The leader's first read leading the epoch.
+    first: &'a Status,
+    epoch: u64,
+    /// How many of the (time-sorted) acknowledgements came before the bound.
+    n: usize,
+    /// The highest zxid of an older epoch among them.
+    top: &'a Ack<'a>,
+    /// The event that bounds them, as evidence.
+    not_yet: EvRef,
+    /// The bound in words, for the explanation.
+    before: String,
+}
+
+/// Gathers the acknowledged writes, final logs and leaderships in one pass, then judges each
+/// leadership (`reigns`: the view's, for the faults that ended leaderships) against the writes
+/// acknowledged before it began.
 pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let slack = opts.read_slack_ns();
-    let mut acks: Vec<Ack> = Vec::new();
-    let mut writes = 0usize;
-    // Each node's final log: (position, entries); a set of its values is built only for a node
-    // that led (hashing every log would cost more than the rest of this checker).
-    let mut logs: Vec<Option<FinalEntries>> = vec![None; d.nodes.len()];
-    // (previous read, first read leading), per leadership seen.
-    let mut starts: Vec<(Status, Status)> = Vec::new();
-    let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
-    for r in d.records() {
-        match r {
-            Rec::Write(w) => {
-                writes += 1;
-                if let (EventType::Ok, Some(z), Some(v)) = (w.kind, w.zxid, w.value.as_deref()) {
-                    acks.push(Ack {
-                        time: w.time,
-                        zxid: z,
-                        value: v,
-                        pos: w.pos,
-                    });
-                }
-            }
-            Rec::Status(s) => {
-                if let Some(e) = s.leads() {
-                    if let Some(p) = last[s.node as usize] {
-                        if p.leads() != Some(e) {
-                            starts.push((p, *s));
-                        }
-                    }
-                }
-                last[s.node as usize] = Some(*s);
-            }
-            Rec::FinalLog(l) => {
-                if let Ok(es) = &l.entries {
-                    logs[l.node as usize] = Some((l.pos, es.as_slice()));
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(gap) = super::nothing_acknowledged(NAME, info, writes, acks.len()) {
+    let mut g = gather(d);
+    if let Some(gap) = super::nothing_acknowledged(NAME, info, g.writes, g.acks.len()) {
         return Finding::judge(vec![], vec![gap], String::new());
     }
-    acks.sort_by_key(|a| a.time);
+    g.acks.sort_by_key(|a| a.time);
+    let acks = &g.acks;
     // Running maximum of zxids in acknowledgement order: the top of every prefix at once.
     let mut top_at: Vec<usize> = Vec::with_capacity(acks.len());
     for (i, a) in acks.iter().enumerate() {
@@ -122,9 +114,8 @@ pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions)
     let mut violations: Vec<Item> = Vec::new();
     let mut with_prior = 0usize;
     let mut by_fault = 0usize;
-    for (prev, first) in &starts {
+    for (prev, first) in &g.starts {
         let e = first.leads().unwrap_or(0);
-        let name = d.name(first.node);
         let read_bound = prev.time.saturating_sub(slack);
         let ending = ended_before(reigns, e, first.time).filter(|(_, f)| f.at_ns > read_bound);
         let bound = ending.map_or(read_bound, |(_, f)| f.at_ns);
@@ -146,94 +137,24 @@ pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions)
             continue;
         };
         with_prior += 1;
-        // What bounds the writes judged: the fault that ended the leadership before, or the
-        // last read of this one's leader before it led.
-        let (not_yet, before) = match ending {
-            Some((r, f)) => (
-                EvRef::new(
-                    f.pos,
-                    format!("the fault that ended n{}'s leadership of epoch {}", r.sid, r.epoch),
-                ),
-                format!(
-                    "acknowledged before the fault at {} that ended n{}'s leadership of epoch {} (so before epoch {e} began)",
-                    secs(f.at_ns),
-                    r.sid,
-                    r.epoch
-                ),
-            ),
-            None => (
-                EvRef::new(prev.pos, format!("{name} not yet leading epoch {e}")),
-                "acknowledged before its epoch began".to_string(),
-            ),
+        let (not_yet, before) = bound_in_words(d, prev, first, ending);
+        let l = Judged {
+            first,
+            epoch: e,
+            n,
+            top,
+            not_yet,
+            before,
         };
-        let acked = |a: &Ack| {
-            EvRef::new(
-                a.pos,
-                format!("write of {} acknowledged at zxid {:#x}", a.value, a.zxid),
-            )
-        };
-        if first.last_zxid < top.zxid {
-            violations.push((
-                format!(
-                    "{name} began leading epoch {e} with last zxid {:#x}, below zxid {:#x} of {}, {before}: the new leader lacks a committed write.",
-                    first.last_zxid, top.zxid, top.value
-                ),
-                vec![acked(top), not_yet.clone(), EvRef::new(first.pos, format!("{name} LEADING epoch {e}, last zxid {:#x}", first.last_zxid))],
-            ));
-            continue;
-        }
-        // The election it reported deciding for itself before that first read.
-        let sid = d.sid(first.node);
-        let won = d
-            .elections
-            .iter()
-            .rfind(|el| el.node == first.node && el.pos <= first.pos)
-            .filter(|el| Some(el.summary.leader) == sid)
-            // Led on FOLLOWING/LEADING notices for itself (a restarted leader rejoining its
-            // ensemble): the vote is the standing ensemble's, from the election that first
-            // elected it, so its zxid is older by construction; its log is judged by its first
-            // read above. A stale notice for another server exempts nothing.
-            .filter(|el| {
-                !el.summary
-                    .votes
-                    .iter()
-                    .any(|v| v.settled_for(el.summary.leader))
-            });
-        if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
-            violations.push((
-                format!(
-                    "{name} was elected for epoch {e} (round {}) with zxid {:#x}, below zxid {:#x} of {}, {before}: FLE elected a leader missing a committed write.",
-                    el.summary.round, el.summary.zxid, top.zxid, top.value
-                ),
-                vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
-            ));
-            continue;
-        }
-        if let Some((pos, entries)) = &logs[first.node as usize] {
-            let missing = lacking[first.node as usize].get_or_insert_with(|| lacks(entries, &acks));
-            let missing = missing
-                .iter()
-                .take_while(|&&i| i < n)
-                .map(|&i| &acks[i])
-                .find(|a| a.zxid >> 32 < e);
-            if let Some(missing) = missing {
-                violations.push((
-                    format!(
-                        "{name} led epoch {e}, which began after {} was acknowledged (zxid {:#x}), yet {name}'s final log lacks it: a committed write its leadership should have kept.",
-                        missing.value, missing.zxid
-                    ),
-                    vec![acked(missing), not_yet, EvRef::new(first.pos, format!("{name} LEADING epoch {e}")), EvRef::new(*pos, format!("{name} final log"))],
-                ));
-            }
-        }
+        violations.extend(judge_leadership(d, &g, &mut lacking, l));
     }
     let ok = format!(
         "Each of the {} leaderships whose start was seen held every write acknowledged before it ({} had such writes): in its first read as leader, in the election it won, and in its final log.",
-        starts.len(),
+        g.starts.len(),
         with_prior
     );
     let m = CompletenessMeasurements {
-        leaderships_judged: starts.len(),
+        leaderships_judged: g.starts.len(),
         leaderships_with_prior_writes: with_prior,
         leaderships_bounded_by_a_fault: by_fault,
     };
@@ -243,6 +164,160 @@ pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions)
         .map(|v| (Kind::LeaderLacksWrite, v))
         .collect();
     Finding::judge_kinds(kinded, vec![], ok).with_measurements(super::Measurements::Completeness(m))
+}
+
+/// The one pass over the digest: acknowledged writes, final logs, and each leadership seen
+/// (a node's first read leading an epoch after a read of it that did not).
+fn gather(d: &Digest) -> Gathered<'_> {
+    let mut g = Gathered {
+        acks: Vec::new(),
+        writes: 0,
+        logs: vec![None; d.nodes.len()],
+        starts: Vec::new(),
+    };
+    let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
+    for r in d.records() {
+        match r {
+            Rec::Write(w) => {
+                g.writes += 1;
+                if let (EventType::Ok, Some(z), Some(v)) = (w.kind, w.zxid, w.value.as_deref()) {
+                    g.acks.push(Ack {
+                        time: w.time,
+                        zxid: z,
+                        value: v,
+                        pos: w.pos,
+                    });
+                }
+            }
+            Rec::Status(s) => {
+                if let Some(e) = s.leads() {
+                    if let Some(p) = last[s.node as usize] {
+                        if p.leads() != Some(e) {
+                            g.starts.push((p, *s));
+                        }
+                    }
+                }
+                last[s.node as usize] = Some(*s);
+            }
+            Rec::FinalLog(l) => {
+                if let Ok(es) = &l.entries {
+                    g.logs[l.node as usize] = Some((l.pos, es.as_slice()));
+                }
+            }
+            _ => {}
+        }
+    }
+    g
+}
+
+/// What bounds the writes judged against a leadership, as evidence and in words: the fault
+/// that ended the leadership before (`ending`), or the last read of this one's leader before
+/// it led (`prev`).
+fn bound_in_words(
+    d: &Digest,
+    prev: &Status,
+    first: &Status,
+    ending: Option<(&Reign, Ending)>,
+) -> (EvRef, String) {
+    let e = first.leads().unwrap_or(0);
+    let name = d.name(first.node);
+    match ending {
+            Some((r, f)) => (
+                EvRef::new(
+                    f.pos,
+                    format!("the fault that ended n{}'s leadership of epoch {}", r.sid, r.epoch),
+                ),
+                format!(
+                    "acknowledged before the fault at {} that ended n{}'s leadership of epoch {} (so before epoch {e} began)",
+                    moment(f.at_ns),
+                    r.sid,
+                    r.epoch
+                ),
+            ),
+            None => (
+                EvRef::new(prev.pos, format!("{name} not yet leading epoch {e}")),
+                "acknowledged before its epoch began".to_string(),
+            ),
+        }
+}
+
+/// Judges one leadership against the writes acknowledged before it: its first read's last
+/// zxid, the election it won, then its final log must hold them (the first that fails is
+/// the violation).
+fn judge_leadership(
+    d: &Digest,
+    g: &Gathered,
+    lacking: &mut [Option<Vec<usize>>],
+    l: Judged,
+) -> Option<Item> {
+    let Judged {
+        first,
+        epoch: e,
+        n,
+        top,
+        not_yet,
+        before,
+    } = l;
+    let name = d.name(first.node);
+    let acked = |a: &Ack| {
+        EvRef::new(
+            a.pos,
+            format!("write of {} acknowledged at zxid {:#x}", a.value, a.zxid),
+        )
+    };
+    if first.last_zxid < top.zxid {
+        return Some((
+            format!(
+                "{name} began leading epoch {e} with last zxid {:#x}, below zxid {:#x} of {}, {before}: the new leader lacks a committed write.",
+                first.last_zxid, top.zxid, top.value
+            ),
+            vec![acked(top), not_yet.clone(), EvRef::new(first.pos, format!("{name} LEADING epoch {e}, last zxid {:#x}", first.last_zxid))],
+        ));
+    }
+    // The election it reported deciding for itself before that first read.
+    let sid = d.sid(first.node);
+    let won = d
+        .elections
+        .iter()
+        .rfind(|el| el.node == first.node && el.pos <= first.pos)
+        .filter(|el| Some(el.summary.leader) == sid)
+        // Led on FOLLOWING/LEADING notices for itself (a restarted leader rejoining its
+        // ensemble): the vote is the standing ensemble's, from the election that first
+        // elected it, so its zxid is older by construction; its log is judged by its first
+        // read above. A stale notice for another server exempts nothing.
+        .filter(|el| {
+            !el.summary
+                .votes
+                .iter()
+                .any(|v| v.settled_for(el.summary.leader))
+        });
+    if let Some(el) = won.filter(|el| el.summary.zxid < top.zxid) {
+        return Some((
+            format!(
+                "{name} was elected for epoch {e} (round {}) with zxid {:#x}, below zxid {:#x} of {}, {before}: FLE elected a leader missing a committed write.",
+                el.summary.round, el.summary.zxid, top.zxid, top.value
+            ),
+            vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
+        ));
+    }
+    if let Some((pos, entries)) = &g.logs[first.node as usize] {
+        let missing = lacking[first.node as usize].get_or_insert_with(|| lacks(entries, &g.acks));
+        let missing = missing
+            .iter()
+            .take_while(|&&i| i < n)
+            .map(|&i| &g.acks[i])
+            .find(|a| a.zxid >> 32 < e);
+        if let Some(missing) = missing {
+            return Some((
+                format!(
+                    "{name} led epoch {e}, which began after {} was acknowledged (zxid {:#x}), yet {name}'s final log lacks it: a committed write its leadership should have kept.",
+                    missing.value, missing.zxid
+                ),
+                vec![acked(missing), not_yet, EvRef::new(first.pos, format!("{name} LEADING epoch {e}")), EvRef::new(*pos, format!("{name} final log"))],
+            ));
+        }
+    }
+    None
 }
 
 /// The fault that ended the leadership before one of epoch `e` first read at `t`: the last

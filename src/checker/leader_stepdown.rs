@@ -35,10 +35,11 @@
 //! ([`crate::history::view::FaultInterval::moves_ticks_at`]). A node never read could have
 //! led unseen: the verdict is then unknown.
 
-use super::finding::{secs, EvRef, Finding, Item};
+use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NemesisOp, Rec};
 use super::CheckOptions;
 use crate::api::{ServerState, ZabPhase};
+use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{quorum_leader_among, NodeRead, View};
 use crate::history::{EventType, FaultKind, FaultStep};
@@ -372,32 +373,7 @@ pub fn judge(t: &Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> F
             b.init_ns
         };
         u.bound_ms = (limit + b.slack_ns) / 1_000_000;
-        let seen = if u.unseen.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", {} of it seen (its reads failed for the rest)",
-                secs(u.seen_since(u.start_ns))
-            )
-        };
-        let what = format!(
-            "{} reported LEADING epoch {} without a quorum following it for {} (from {} to {}{seen})",
-            u.node,
-            u.epoch,
-            secs(u.end_ns - u.start_ns),
-            secs(u.start_ns),
-            secs(u.end_ns)
-        );
-        let ev = vec![
-            EvRef::new(
-                u.first_pos,
-                format!("{} LEADING epoch {} without a quorum", u.node, u.epoch),
-            ),
-            EvRef::new(
-                u.last_pos,
-                format!("{} still LEADING epoch {}", u.node, u.epoch),
-            ),
-        ];
+        let (what, ev) = stretch_in_words(u);
         if !u.too_long(&b) {
             named.push(format!("{what}, within its timeout"));
         } else if u.clock_fault {
@@ -424,7 +400,53 @@ pub fn judge(t: &Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> F
             ));
         }
     }
-    let ok = if named.is_empty() {
+    let ok = ok_text(&b, slack_ms, &named);
+    let m = StepdownMeasurements {
+        sync_bound_ms: b.sync_ns / 1_000_000,
+        init_bound_ms: b.init_ns / 1_000_000,
+        slack_ms,
+        unbacked_count: done.len(),
+        unbacked_ms_max: done.iter().map(|u| u.ms).max(),
+        unbacked: done.into_iter().take(1000).collect(),
+    };
+    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Stepdown(m))
+}
+
+/// A stretch of a leader without a quorum in words (its length, from, to, how much of it was
+/// seen), and its first and last reads as evidence.
+fn stretch_in_words(u: &Unbacked) -> (String, Vec<EvRef>) {
+    let seen = if u.unseen.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} of it seen (its reads failed for the rest)",
+            moment(u.seen_since(u.start_ns))
+        )
+    };
+    let what = format!(
+        "{} reported LEADING epoch {} without a quorum following it for {} (from {} to {}{seen})",
+        u.node,
+        u.epoch,
+        moment(u.end_ns - u.start_ns),
+        moment(u.start_ns),
+        moment(u.end_ns)
+    );
+    let ev = vec![
+        EvRef::new(
+            u.first_pos,
+            format!("{} LEADING epoch {} without a quorum", u.node, u.epoch),
+        ),
+        EvRef::new(
+            u.last_pos,
+            format!("{} still LEADING epoch {}", u.node, u.epoch),
+        ),
+    ];
+    (what, ev)
+}
+
+/// The valid verdict's words: the bounds, and the stretches found within them (the first few).
+fn ok_text(b: &Bounds, slack_ms: u64, named: &[String]) -> String {
+    if named.is_empty() {
         format!("No server was seen LEADING without a quorum following it (bounds: syncLimit·tickTime {} ms, initLimit·tickTime {} ms, plus {slack_ms} ms).", b.sync_ns / 1_000_000, b.init_ns / 1_000_000)
     } else {
         const SHOWN: usize = 5;
@@ -440,16 +462,7 @@ pub fn judge(t: &Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> F
             text.push_str(&format!(" ({more} more not listed.)"));
         }
         text
-    };
-    let m = StepdownMeasurements {
-        sync_bound_ms: b.sync_ns / 1_000_000,
-        init_bound_ms: b.init_ns / 1_000_000,
-        slack_ms,
-        unbacked_count: done.len(),
-        unbacked_ms_max: done.iter().map(|u| u.ms).max(),
-        unbacked: done.into_iter().take(1000).collect(),
-    };
-    Finding::judge(violations, gaps, ok).with_measurements(super::Measurements::Stepdown(m))
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,14 @@ use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "observers";
 
+/// A node's reported last committed zxid: (node, zxid, position, time of its first read).
+type Committed = (NodeIx, u64, u32, u64);
+
+/// The longest voter final log and its entries: the reference an observer's log is held to.
+type Longest<'a> = (&'a FinalLog, &'a [(u64, String)]);
+
+/// Judges the observers: their reads, the elections' votes, their final logs and the zxids
+/// they reported committed, each against what only voters may do.
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     if info.observers.is_empty() {
         // Nothing can break these rules (and the registry marks the checker n/a).
@@ -30,11 +38,54 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let is_observer = |node: NodeIx| info.observers.iter().any(|o| o == d.name(node));
     let observer_sids: Vec<u64> = info.observers.iter().filter_map(|o| sid_of(o)).collect();
     let mut violations: Vec<Item> = Vec::new();
-    let mut claimed = vec![false; d.nodes.len()];
     let mut logs: Vec<&FinalLog> = Vec::new();
-    let mut observer_reads = 0u64;
     // Each observer's distinct reported last committed zxids, with the first read of each.
-    let mut committed: Vec<(NodeIx, u64, u32, u64)> = Vec::new();
+    let mut committed: Vec<Committed> = Vec::new();
+    let observer_reads = read_pass(d, &is_observer, &mut logs, &mut committed, &mut violations);
+    counted_observer_votes(d, &observer_sids, &mut violations);
+    let voter_logs = logs.iter().filter(|l| !is_observer(l.node));
+    let longest: Option<Longest> = voter_logs
+        .filter_map(|l| Some((*l, l.entries.as_deref().ok()?)))
+        .max_by_key(|(_, e)| e.len());
+    let mut compared = 0;
+    if let Some(longest) = longest {
+        let observer_logs = logs.iter().copied().filter(|l| is_observer(l.node));
+        compared = not_prefixes(d, observer_logs, longest, &mut violations);
+    }
+    // ZooKeeper logs txns the final logs leave out (sessions, the workload's parent znode),
+    // so there a committed zxid missing from them proves nothing.
+    let every_txn_logged = info.target != "zookeeper";
+    if let Some(longest) = longest.filter(|_| every_txn_logged) {
+        committed_unlogged(d, &committed, longest, &mut violations);
+    }
+    let mut gaps: Vec<Item> = Vec::new();
+    if observer_reads == 0 {
+        gaps.push((
+            "No observer was ever read, so none can be judged.".into(),
+            vec![],
+        ));
+    }
+    let ok = format!(
+        "The {} observers ({}) were never read LEADING or FOLLOWING in {observer_reads} reads, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",
+        info.observers.len(),
+        info.observers.join(", "),
+        d.elections.len()
+    );
+    Finding::judge(violations, gaps, ok)
+}
+
+/// One pass over the records: a violation for each observer first read LEADING or
+/// FOLLOWING; gathers the final logs and each observer's reported committed zxids. Returns
+/// how many observer reads there were.
+fn read_pass<'a>(
+    d: &'a Digest,
+    is_observer: &impl Fn(NodeIx) -> bool,
+    logs: &mut Vec<&'a FinalLog>,
+    committed: &mut Vec<Committed>,
+    violations: &mut Vec<Item>,
+) -> u64 {
+    let mut claimed = vec![false; d.nodes.len()];
+    let mut observer_reads = 0u64;
     let mut last_committed = vec![0u64; d.nodes.len()];
     for r in d.records() {
         match r {
@@ -58,7 +109,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
                         format!(
                             "Observer {} was read {word} at {}: an observer only OBSERVEs (or LOOKs).",
                             d.name(s.node),
-                            super::finding::secs(s.time)
+                            crate::duration::moment(s.time)
                         ),
                         vec![EvRef::new(s.pos, format!("{} {word}", d.name(s.node)))],
                     ));
@@ -68,6 +119,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             _ => {}
         }
     }
+    observer_reads
+}
+
+/// A violation for each decided election that counted an observer's vote.
+fn counted_observer_votes(d: &Digest, observer_sids: &[u64], violations: &mut Vec<Item>) {
     for el in &d.elections {
         let counted: Vec<u64> = el
             .summary
@@ -88,76 +144,71 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             ));
         }
     }
-    let voter_logs = logs.iter().filter(|l| !is_observer(l.node));
-    let longest = voter_logs
-        .filter_map(|l| Some((l, l.entries.as_ref().ok()?)))
-        .max_by_key(|(_, e)| e.len());
+}
+
+/// A violation for each observer final log that is not a prefix of the longest voter log;
+/// returns how many were compared.
+fn not_prefixes<'a>(
+    d: &Digest,
+    observer_logs: impl Iterator<Item = &'a FinalLog>,
+    (leader_log, reference): Longest,
+    violations: &mut Vec<Item>,
+) -> usize {
     let mut compared = 0;
-    if let Some((leader_log, reference)) = longest {
-        for l in logs.iter().filter(|l| is_observer(l.node)) {
-            let Ok(entries) = &l.entries else { continue };
-            compared += 1;
-            let bad = entries
-                .iter()
-                .enumerate()
-                .find(|(i, e)| reference.get(*i) != Some(e));
-            if let Some((i, (zxid, value))) = bad {
-                let theirs = match reference.get(i) {
-                    Some((z, v)) => format!("{z:#x} = {v}"),
-                    None => "nothing (it ends before)".into(),
-                };
-                violations.push((
-                    format!(
-                        "Observer {}'s final log holds {zxid:#x} = {value} at entry {i}, where {} (the longest voter log) holds {theirs}: an observer's log must be a prefix of what the voters committed.",
-                        d.name(l.node),
-                        d.name(leader_log.node)
-                    ),
-                    vec![
-                        EvRef::new(l.pos, format!("{}'s final log", d.name(l.node))).at_entry(i),
-                        EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node)))
-                            .at_entry(i.min(reference.len().saturating_sub(1))),
-                    ],
-                ));
-            }
-        }
-    }
-    // ZooKeeper logs txns the final logs leave out (sessions, the workload's parent znode),
-    // so there a committed zxid missing from them proves nothing.
-    let every_txn_logged = info.target != "zookeeper";
-    if let Some((leader_log, reference)) = longest.filter(|_| every_txn_logged) {
-        let mut told = vec![false; d.nodes.len()];
-        let held: std::collections::HashSet<u64> = reference.iter().map(|e| e.0).collect();
-        for &(node, z, pos, time) in &committed {
-            let known = held.contains(&z);
-            if known || std::mem::replace(&mut told[node as usize], true) {
-                continue;
-            }
+    for l in observer_logs {
+        let Ok(entries) = &l.entries else { continue };
+        compared += 1;
+        let bad = entries
+            .iter()
+            .enumerate()
+            .find(|(i, e)| reference.get(*i) != Some(e));
+        if let Some((i, (zxid, value))) = bad {
+            let theirs = match reference.get(i) {
+                Some((z, v)) => format!("{z:#x} = {v}"),
+                None => "nothing (it ends before)".into(),
+            };
             violations.push((
                 format!(
-                    "Observer {} reported {z:#x} committed at {}, but no voter's final log holds it ({} has the longest): an observer was told of a txn no quorum committed.",
-                    d.name(node),
-                    super::finding::secs(time),
+                    "Observer {}'s final log holds {zxid:#x} = {value} at entry {i}, where {} (the longest voter log) holds {theirs}: an observer's log must be a prefix of what the voters committed.",
+                    d.name(l.node),
                     d.name(leader_log.node)
                 ),
                 vec![
-                    EvRef::new(pos, format!("{} committed {z:#x}", d.name(node))),
-                    EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node))),
+                    EvRef::new(l.pos, format!("{}'s final log", d.name(l.node))).at_entry(i),
+                    EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node)))
+                        .at_entry(i.min(reference.len().saturating_sub(1))),
                 ],
             ));
         }
     }
-    let mut gaps: Vec<Item> = Vec::new();
-    if observer_reads == 0 {
-        gaps.push((
-            "No observer was ever read, so none can be judged.".into(),
-            vec![],
+    compared
+}
+
+/// A violation for each observer first told of a committed zxid no voter's final log holds.
+fn committed_unlogged(
+    d: &Digest,
+    committed: &[Committed],
+    (leader_log, reference): Longest,
+    violations: &mut Vec<Item>,
+) {
+    let mut told = vec![false; d.nodes.len()];
+    let held: std::collections::HashSet<u64> = reference.iter().map(|e| e.0).collect();
+    for &(node, z, pos, time) in committed {
+        let known = held.contains(&z);
+        if known || std::mem::replace(&mut told[node as usize], true) {
+            continue;
+        }
+        violations.push((
+            format!(
+                "Observer {} reported {z:#x} committed at {}, but no voter's final log holds it ({} has the longest): an observer was told of a txn no quorum committed.",
+                d.name(node),
+                crate::duration::moment(time),
+                d.name(leader_log.node)
+            ),
+            vec![
+                EvRef::new(pos, format!("{} committed {z:#x}", d.name(node))),
+                EvRef::new(leader_log.pos, format!("{}'s final log", d.name(leader_log.node))),
+            ],
         ));
     }
-    let ok = format!(
-        "The {} observers ({}) were never read LEADING or FOLLOWING in {observer_reads} reads, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",
-        info.observers.len(),
-        info.observers.join(", "),
-        d.elections.len()
-    );
-    Finding::judge(violations, gaps, ok)
 }

@@ -15,12 +15,13 @@
 //! partition just cut off from its followers, does not count as "observed again".
 
 use super::availability;
-use super::finding::{secs, EvRef, Finding, Item};
+use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, Rec};
 use super::CheckOptions;
+use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{
-    FaultInterval, FaultRecovery, Fed, Finished, Overlap, Stall, Stray, View, Window,
+    FaultInterval, FaultRecovery, Fed, FinalHeal, Finished, Overlap, Stall, Stray, View, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +115,19 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     judge(&view_of(d, info), d, info, opts)
 }
 
-/// The verdict on a finished view (`d`: its digest, for the refusals).
+/// What the final heal is judged against: the view, the voters that refused their damaged
+/// files (owed nothing), and the bounds.
+struct AfterHeal<'a> {
+    v: &'a Finished,
+    refused: &'a [String],
+    /// A quorum-backed leader is owed within this many ms of the final heal.
+    bound_ms: u64,
+    /// Every node that is up is owed a rejoin within this many ms of it.
+    rejoin_ms: u64,
+}
+
+/// The verdict on a finished view (`d`: its digest, for the refusals): the final heal's
+/// recovery, then the calm quorums' stalls and strays.
 pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     // Voters that refused to start on damaged files are out for good (`crash` records it);
     // when the rest are no quorum, no leader is owed and liveness cannot be judged.
@@ -140,86 +153,16 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
     let bound_ms = opts
         .recovery_bound_ms
         .unwrap_or_else(|| default_bound_ms(info));
-
-    let bound_ns = bound_ms * 1_000_000;
     let rejoin_ms = availability::rejoin_bound_ms(bound_ms, info);
-    let rejoin_ns = rejoin_ms * 1_000_000;
     let mut violations: Vec<Item> = Vec::new();
     let mut gaps: Vec<Item> = Vec::new();
-    let mut ok = String::new();
-    match v.final_heal {
-        None => gaps.push((
-            "The history has no final heal (no nemesis event with \"final\": true): the run may have ended early, so recovery cannot be judged.".to_string(),
-            vec![],
-        )),
-        Some(h) => {
-            let heal = EvRef::new(h.pos, "final heal");
-            match h.recovered {
-                Some((took, q)) => {
-                    let (l, e) = (q.sid, q.epoch);
-                    let agreed = EvRef::new(q.pos, format!("a quorum follows n{l} (epoch {e})"));
-                    if took > bound_ns {
-                        violations.push((
-                            format!("After the final heal a quorum-backed leader (n{l}, epoch {e}) was observed only after {}, beyond the bound of {bound_ms} ms.", secs(took)),
-                            vec![heal.clone(), agreed.clone()],
-                        ));
-                    } else {
-                        ok = format!("After the final heal a quorum followed n{l} (epoch {e}) within {} (bound {bound_ms} ms).", secs(took));
-                    }
-                    // The controller waits (up to --recovery-timeout) for every node to rejoin
-                    // before its final reads: one that never did is a liveness failure, but
-                    // for a node that refused its damaged files.
-                    let seen = v.end_ns.saturating_sub(h.time);
-                    let stragglers: Vec<_> = (v.final_stragglers.iter())
-                        .filter(|(n, _)| !refused.contains(n))
-                        .collect();
-                    match h.rejoined {
-                        Some(all) if all > rejoin_ns => {
-                            violations.push((
-                                format!("After the final heal every node that was up rejoined n{l} (epoch {e}) only {} after it, beyond the bound of {rejoin_ms} ms.", secs(all)),
-                                vec![heal.clone(), agreed.clone()],
-                            ));
-                        }
-                        Some(all) => ok.push_str(&format!(" Every node had rejoined it {} after the heal (bound {rejoin_ms} ms).", secs(all))),
-                        None if stragglers.is_empty() && !refused.is_empty() => ok.push_str(&format!(
-                            " Every node rejoined it but {}, which refused to start on damaged files (crash).",
-                            refused.join(", ")
-                        )),
-                        None if !stragglers.is_empty() && seen >= rejoin_ns => {
-                            let who: Vec<String> = stragglers
-                                .iter()
-                                .map(|(n, r)| straggler(n, r.as_ref()))
-                                .collect();
-                            let evidence = stragglers
-                                .iter()
-                                .filter_map(|(n, r)| r.map(|r| EvRef::new(r.pos, format!("{n}'s last read"))))
-                                .chain([heal.clone()])
-                                .collect();
-                            violations.push((
-                                format!("After the final heal not every node rejoined n{l} (epoch {e}) in the {} the history covers (bound {rejoin_ms} ms): {}.", secs(seen), who.join("; ")),
-                                evidence,
-                            ));
-                        }
-                        None => {}
-                    }
-                }
-                None => {
-                    let seen = v.end_ns.saturating_sub(h.time);
-                    if seen >= bound_ns {
-                        violations.push((
-                            format!("No quorum-backed leader was observed in the {} the history covers after the final heal (bound {bound_ms} ms).", secs(seen)),
-                            vec![heal],
-                        ));
-                    } else {
-                        gaps.push((
-                            format!("The history ends {} after the final heal, before the bound of {bound_ms} ms, with no quorum-backed leader observed yet.", secs(seen)),
-                            vec![heal],
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    let after = AfterHeal {
+        v,
+        refused: &refused,
+        bound_ms,
+        rejoin_ms,
+    };
+    let mut ok = judge_final_heal(&after, &mut violations, &mut gaps);
     // `--recovery-bound-ms` bounds every election it judges: the stall bound too.
     let stall_ms = opts
         .recovery_bound_ms
@@ -253,6 +196,106 @@ pub fn judge(v: &Finished, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> 
     f.with_measurements(m)
 }
 
+/// Recovery after the final heal: a quorum-backed leader within the bound, then every node
+/// rejoined within its own; returns the valid verdict's words so far.
+fn judge_final_heal(a: &AfterHeal, violations: &mut Vec<Item>, gaps: &mut Vec<Item>) -> String {
+    let (v, bound_ms) = (a.v, a.bound_ms);
+    let bound_ns = bound_ms * 1_000_000;
+    let mut ok = String::new();
+    let Some(h) = v.final_heal else {
+        gaps.push((
+            "The history has no final heal (no nemesis event with \"final\": true): the run may have ended early, so recovery cannot be judged.".to_string(),
+            vec![],
+        ));
+        return ok;
+    };
+    let heal = EvRef::new(h.pos, "final heal");
+    match h.recovered {
+        Some((took, q)) => {
+            let (l, e) = (q.sid, q.epoch);
+            let agreed = EvRef::new(q.pos, format!("a quorum follows n{l} (epoch {e})"));
+            if took > bound_ns {
+                violations.push((
+                    format!("After the final heal a quorum-backed leader (n{l}, epoch {e}) was observed only after {}, beyond the bound of {bound_ms} ms.", moment(took)),
+                    vec![heal.clone(), agreed.clone()],
+                ));
+            } else {
+                ok = format!("After the final heal a quorum followed n{l} (epoch {e}) within {} (bound {bound_ms} ms).", moment(took));
+            }
+            judge_rejoin(a, &h, (l, e), (heal, agreed), violations, &mut ok);
+        }
+        None => {
+            let seen = v.end_ns.saturating_sub(h.time);
+            if seen >= bound_ns {
+                violations.push((
+                    format!("No quorum-backed leader was observed in the {} the history covers after the final heal (bound {bound_ms} ms).", moment(seen)),
+                    vec![heal],
+                ));
+            } else {
+                gaps.push((
+                    format!("The history ends {} after the final heal, before the bound of {bound_ms} ms, with no quorum-backed leader observed yet.", moment(seen)),
+                    vec![heal],
+                ));
+            }
+        }
+    }
+    ok
+}
+
+/// Every node that was up rejoined the leader `l` of epoch `e` after the final heal (with the
+/// heal and the quorum's agreement as evidence) within the rejoin bound, but for the voters that refused their
+/// damaged files; adds to the valid verdict's words `ok`.
+fn judge_rejoin(
+    a: &AfterHeal,
+    h: &FinalHeal,
+    (l, e): (u64, u64),
+    (heal, agreed): (EvRef, EvRef),
+    violations: &mut Vec<Item>,
+    ok: &mut String,
+) {
+    let rejoin_ms = a.rejoin_ms;
+    let rejoin_ns = rejoin_ms * 1_000_000;
+    // The controller waits (up to --recovery-timeout) for every node to rejoin
+    // before its final reads: one that never did is a liveness failure, but
+    // for a node that refused its damaged files.
+    let seen = a.v.end_ns.saturating_sub(h.time);
+    let stragglers: Vec<_> = (a.v.final_stragglers.iter())
+        .filter(|(n, _)| !a.refused.contains(n))
+        .collect();
+    match h.rejoined {
+        Some(all) if all > rejoin_ns => {
+            violations.push((
+                format!("After the final heal every node that was up rejoined n{l} (epoch {e}) only {} after it, beyond the bound of {rejoin_ms} ms.", moment(all)),
+                vec![heal.clone(), agreed],
+            ));
+        }
+        Some(all) => ok.push_str(&format!(
+            " Every node had rejoined it {} after the heal (bound {rejoin_ms} ms).",
+            moment(all)
+        )),
+        None if stragglers.is_empty() && !a.refused.is_empty() => ok.push_str(&format!(
+            " Every node rejoined it but {}, which refused to start on damaged files (crash).",
+            a.refused.join(", ")
+        )),
+        None if !stragglers.is_empty() && seen >= rejoin_ns => {
+            let who: Vec<String> = stragglers
+                .iter()
+                .map(|(n, r)| straggler(n, r.as_ref()))
+                .collect();
+            let evidence = stragglers
+                .iter()
+                .filter_map(|(n, r)| r.map(|r| EvRef::new(r.pos, format!("{n}'s last read"))))
+                .chain([heal])
+                .collect();
+            violations.push((
+                format!("After the final heal not every node rejoined n{l} (epoch {e}) in the {} the history covers (bound {rejoin_ms} ms): {}.", moment(seen), who.join("; ")),
+                evidence,
+            ));
+        }
+        None => {}
+    }
+}
+
 /// Leaderless windows and leader overlaps in words: valid, as in ZooKeeper, but a reader must
 /// see them (the first few of each, with totals).
 fn narrative(v: &Finished) -> String {
@@ -272,7 +315,7 @@ fn narrative(v: &Finished) -> String {
                 } else {
                     ""
                 };
-                format!("{} ms from {}{open}", w.ms, secs(w.start_ns))
+                format!("{} ms from {}{open}", w.ms, moment(w.start_ns))
             })
             .collect();
         out.push(format!(
@@ -297,7 +340,7 @@ fn narrative(v: &Finished) -> String {
                     "{} for {} ms from {}",
                     who.join(" and "),
                     o.ms,
-                    secs(o.start_ns)
+                    moment(o.start_ns)
                 )
             })
             .collect();

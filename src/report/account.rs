@@ -8,8 +8,8 @@
 
 use super::moment::{LeaderChange, Moment};
 use super::text::escape;
-use crate::checker::finding::secs;
 use crate::checker::{CheckResult, Evidence, Measurements, Validity};
+use crate::duration::moment;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The account paragraph of `c` as HTML (empty unless it is invalid); `observers` are the
@@ -147,9 +147,9 @@ fn who_and_when(c: &CheckResult) -> Option<String> {
         }
         if let (Some(a), Some(b)) = (times.iter().min(), times.iter().max()) {
             s += &if a == b {
-                format!(" at {}", secs(*a))
+                format!(" at {}", moment(*a))
             } else {
-                format!(" between {} and {}", secs(*a), secs(*b))
+                format!(" between {} and {}", moment(*a), moment(*b))
             };
         }
         if let Some(n) = lost {
@@ -182,7 +182,7 @@ fn plural(n: usize) -> &'static str {
 /// there was no quorum-backed leader; in force: partition since 5.000 s (n5 cut off from n1,
 /// n2, n3, n4)."
 pub fn circumstances(m: &Moment) -> String {
-    let mut s = format!("At {} (history line {})", secs(m.time_ns), m.line_no);
+    let mut s = format!("At {} (history line {})", moment(m.time_ns), m.line_no);
     let backed = |node: &str, epoch: u64| {
         m.quorum_leader
             .as_ref()
@@ -232,7 +232,7 @@ pub fn fault_words(f: &crate::history::view::FaultInterval, m: &Moment) -> Strin
     } else {
         format!(" of {}", f.nodes.join(", "))
     };
-    let mut s = format!("{}{on} since {}", f.kind.name(), secs(f.start_ns));
+    let mut s = format!("{}{on} since {}", f.kind.name(), moment(f.start_ns));
     if f.kind == crate::history::FaultKind::Partition && !m.cut.is_empty() {
         s += &format!(" ({})", cut_words(m));
     }
@@ -272,7 +272,7 @@ fn next_leader(m: &Moment, changes: &[LeaderChange]) -> Option<String> {
     let (c, (node, epoch)) = next;
     Some(format!(
         "Next, {node} led epoch {epoch} with a quorum from {} (history index {}).",
-        secs(c.time_ns),
+        moment(c.time_ns),
         c.index
     ))
 }

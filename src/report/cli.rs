@@ -31,11 +31,11 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let started = std::time::Instant::now();
     let rendered = tokio::task::spawn_blocking(move || super::render_run_detailed(&dir)).await??;
     println!(
-        "report: {} ({} plots, junit {}) in {:.2} s",
+        "report: {} ({} plots, junit {}) in {}",
         rendered.report.display(),
         rendered.plots.len(),
         rendered.junit.display(),
-        started.elapsed().as_secs_f64()
+        crate::duration::span(started.elapsed().as_secs_f64())
     );
     if let Some(index) = rendered.index {
         println!("index:  {}", index.display());

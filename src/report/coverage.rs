@@ -4,8 +4,8 @@
 //! over thin coverage says so: it tested little.
 
 use super::text::escape;
-use crate::checker::finding::secs;
 use crate::checker::Results;
+use crate::duration::moment;
 use crate::history::situation::{self, Coverage, Met, Phase, Who};
 use crate::history::FaultKind;
 use std::fmt::Write;
@@ -58,7 +58,7 @@ pub fn section(results: Option<&Results>) -> String {
             "<tr><td>{}</td><td>{}</td><td>{} (event {})</td></tr>",
             escape(&m.situation.label()),
             m.count,
-            secs(m.first_ns),
+            moment(m.first_ns),
             m.first_index
         );
     }

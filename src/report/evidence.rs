@@ -63,7 +63,7 @@ fn row(h: &mut String, e: &Evidence, moments: &BTreeMap<u64, Moment>) {
         h,
         "<tr><td>{}</td><td>{}</td><td>{} {}<br>{link}</td><td>{}<details><summary>JSON</summary>\
          <pre>{}</pre></details></td><td>{}</td></tr>",
-        e.time_ns.map_or("—".into(), crate::checker::finding::secs),
+        e.time_ns.map_or("—".into(), crate::duration::moment),
         escape(e.node.as_deref().unwrap_or("—")),
         escape(f),
         escape(kind),

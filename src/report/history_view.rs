@@ -11,8 +11,9 @@
 //! one decoder (`history::line::decode`); one that does not decode is shown as it is.
 
 use super::text::{escape, shorten};
+use crate::duration::moment;
 use crate::history::file::{HistoryFile, Reader};
-use crate::history::line::decode;
+use crate::history::line::{decode, Line};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
@@ -145,7 +146,8 @@ table{border-collapse:collapse;width:100%;font-size:13px}td,th{border:1px solid 
 text-align:left;vertical-align:top}td.j{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere}\
 tr.hl{background:#fff3b0}form{margin:8px 0}";
 
-/// Writes the page for `q` over `path` through `out` (false: the client has gone, stop).
+/// Writes the page for `q` over `path` through `out` (false: the client has gone, stop):
+/// its head, the rows kept from the first index asked for on, a chunk at a time, and its foot.
 pub fn render(path: &Path, q: &Query, mut out: impl FnMut(String) -> bool) {
     let opened = HistoryFile::open(path).and_then(|h| Ok((h.len(), h.reader()?)));
     let (len, file) = match opened {
@@ -159,28 +161,7 @@ pub fn render(path: &Path, q: &Query, mut out: impl FnMut(String) -> bool) {
     let start = q.start();
     let offset = seek_index(&mut file, len, start);
     let _ = file.seek(SeekFrom::Start(offset));
-    let filters: Vec<String> = [("node", &q.node), ("kind", &q.kind)]
-        .iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
-        .collect();
-    let head = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>history from \
-         index {start}</title><style>{CSS}</style></head><body><h1>History from index {start}</h1>\
-         <p><a href=\"report.html\">report</a> · <a href=\"history.jsonl\">the whole \
-         history.jsonl</a>{}</p><form method=\"get\">node <input name=\"node\" size=\"6\" \
-         value=\"{}\"> kind <input name=\"kind\" size=\"10\" value=\"{}\" \
-         placeholder=\"status, write, ok…\"> from index <input name=\"from\" size=\"9\" \
-         value=\"{start}\"> <button>show</button></form>\
-         <table><tr><th>index</th><th>time</th><th>node</th><th>event</th><th>line</th></tr>\n",
-        if filters.is_empty() {
-            String::new()
-        } else {
-            format!(" · filtered: {}", escape(&filters.join(", ")))
-        },
-        escape(q.node.as_deref().unwrap_or("")),
-        escape(q.kind.as_deref().unwrap_or("")),
-    );
-    if !out(head) {
+    if !out(page_head(q, start)) {
         return;
     }
     let (mut shown, mut scanned, mut next) = (0usize, 0u64, None);
@@ -207,49 +188,90 @@ pub fn render(path: &Path, q: &Query, mut out: impl FnMut(String) -> bool) {
             next = index;
             break;
         }
-        let keep = match &decoded {
-            None => q.node.is_none() && q.kind.is_none(),
-            Some(l) => {
-                q.node
-                    .as_deref()
-                    .is_none_or(|n| l.node.as_deref() == Some(n))
-                    && q.kind.as_deref().is_none_or(|k| {
-                        l.f_name == k || format!("{:?}", l.kind).eq_ignore_ascii_case(k)
-                    })
-            }
-        };
-        if !keep {
+        if !keeps(q, decoded.as_ref()) {
             continue;
         }
         shown += 1;
-        let (idx, time, node, what) = match &decoded {
-            Some(l) => (
-                l.index.to_string(),
-                format!("{:.3} s", l.time as f64 / 1e9),
-                l.node.as_deref().unwrap_or(&l.process).to_string(),
-                format!("{} {}", l.f_name, format!("{:?}", l.kind).to_lowercase()),
-            ),
-            None => (
-                "?".into(),
-                String::new(),
-                String::new(),
-                "not an event".into(),
-            ),
-        };
-        let hl = index.is_some() && index == q.around;
-        chunk += &format!(
-            "<tr{} id=\"ev-{idx}\"><td>{idx}</td><td>{time}</td><td>{}</td><td>{}</td>\
-             <td class=\"j\">{}</td></tr>\n",
-            if hl { " class=\"hl\"" } else { "" },
-            escape(&node),
-            escape(&what),
-            escape(&shorten(text, LINE_CHARS))
-        );
+        chunk += &row(q, decoded.as_ref(), text);
         if chunk.len() > 32 * 1024 && !out(std::mem::take(&mut chunk)) {
             return;
         }
     }
-    chunk += "</table>\n<p>";
+    chunk += &page_foot(q, start, next, shown, scanned);
+    out(chunk);
+}
+
+/// The page's head: its title, the filter form and the table's header.
+fn page_head(q: &Query, start: u64) -> String {
+    let filters: Vec<String> = [("node", &q.node), ("kind", &q.kind)]
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+        .collect();
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>history from \
+         index {start}</title><style>{CSS}</style></head><body><h1>History from index {start}</h1>\
+         <p><a href=\"report.html\">report</a> · <a href=\"history.jsonl\">the whole \
+         history.jsonl</a>{}</p><form method=\"get\">node <input name=\"node\" size=\"6\" \
+         value=\"{}\"> kind <input name=\"kind\" size=\"10\" value=\"{}\" \
+         placeholder=\"status, write, ok…\"> from index <input name=\"from\" size=\"9\" \
+         value=\"{start}\"> <button>show</button></form>\
+         <table><tr><th>index</th><th>time</th><th>node</th><th>event</th><th>line</th></tr>\n",
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(" · filtered: {}", escape(&filters.join(", ")))
+        },
+        escape(q.node.as_deref().unwrap_or("")),
+        escape(q.kind.as_deref().unwrap_or("")),
+    )
+}
+
+/// Whether a line passes the query's filters (a line that is no event only when none is set).
+fn keeps(q: &Query, decoded: Option<&Line>) -> bool {
+    match decoded {
+        None => q.node.is_none() && q.kind.is_none(),
+        Some(l) => {
+            q.node
+                .as_deref()
+                .is_none_or(|n| l.node.as_deref() == Some(n))
+                && q.kind.as_deref().is_none_or(|k| {
+                    l.f_name == k || format!("{:?}", l.kind).eq_ignore_ascii_case(k)
+                })
+        }
+    }
+}
+
+/// One table row for a line (`text`), highlighted when it is the event asked around.
+fn row(q: &Query, decoded: Option<&Line>, text: &str) -> String {
+    let (idx, time, node, what) = match decoded {
+        Some(l) => (
+            l.index.to_string(),
+            moment(l.time),
+            l.node.as_deref().unwrap_or(&l.process).to_string(),
+            format!("{} {}", l.f_name, format!("{:?}", l.kind).to_lowercase()),
+        ),
+        None => (
+            "?".into(),
+            String::new(),
+            String::new(),
+            "not an event".into(),
+        ),
+    };
+    let index = decoded.map(|l| l.index);
+    let hl = index.is_some() && index == q.around;
+    format!(
+        "<tr{} id=\"ev-{idx}\"><td>{idx}</td><td>{time}</td><td>{}</td><td>{}</td>\
+         <td class=\"j\">{}</td></tr>\n",
+        if hl { " class=\"hl\"" } else { "" },
+        escape(&node),
+        escape(&what),
+        escape(&shorten(text, LINE_CHARS))
+    )
+}
+
+/// The page's foot: links to the earlier and later pages, or the end of the history.
+fn page_foot(q: &Query, start: u64, next: Option<u64>, shown: usize, scanned: u64) -> String {
+    let mut chunk = String::from("</table>\n<p>");
     if start > 0 {
         chunk += &format!(
             "<a id=\"earlier\" href=\"{}\">earlier</a> · ",
@@ -266,7 +288,7 @@ pub fn render(path: &Path, q: &Query, mut out: impl FnMut(String) -> bool) {
         None => chunk += &format!("end of the history ({shown} shown)"),
     }
     chunk += "</p></body></html>\n";
-    out(chunk);
+    chunk
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 use super::plot::Plot;
 use super::recovery;
 use super::scan::RunData;
-use super::text::{base64, duration, escape, shorten};
+use super::text::{base64, escape, shorten};
 use crate::checker::{CheckResult, Results, Validity};
+use crate::duration::{moment, span};
 use crate::history;
 use crate::history::test_info::TestInfo;
 use std::fmt::Write;
@@ -172,7 +173,7 @@ fn banner(h: &mut String, p: &Page, verdict: Option<Validity>) {
         escape(&detail),
         p.info.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
         p.info.nodes.len(),
-        duration(p.data.t_end_ns as f64 / 1e9),
+        span(p.data.t_end_ns as f64 / 1e9),
         p.data.events
     );
 }
@@ -410,8 +411,8 @@ fn recoveries(h: &mut String, p: &Page) {
         };
         let _ = writeln!(
             h,
-            "<tr><td>{:.3} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            r.start_ns as f64 / 1e9,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            moment(r.start_ns),
             r.kind.name(),
             escape(&r.nodes.join(", ")),
             recovery::seconds(r)
@@ -436,11 +437,9 @@ fn schedule(h: &mut String, data: &RunData) {
     for r in &data.schedule {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{:.3} s</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            r.invoke_ns
-                .map(|t| format!("{:.3} s", t as f64 / 1e9))
-                .unwrap_or_else(|| "—".into()),
-            r.done_ns as f64 / 1e9,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            r.invoke_ns.map_or_else(|| "—".into(), moment),
+            moment(r.done_ns),
             escape(&r.action),
             match r.outcome {
                 crate::history::EventType::Info => "done",

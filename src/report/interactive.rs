@@ -85,7 +85,7 @@ pub fn section(data: &RunData, violations: &[Violation]) -> String {
             v.index
                 .map_or(String::new(), |i| format!(" data-i=\"{i}\"")),
             escape(&v.checker),
-            crate::checker::finding::secs(v.time_ns)
+            crate::duration::moment(v.time_ns)
         );
     }
     h += "</svg></div>\n<div id=\"tl-axis\" class=\"tl-axis\"></div>\n";
@@ -119,8 +119,8 @@ pub fn span_text(node: &str, s: &super::scan::Span) -> String {
     let _ = write!(
         t,
         " · read from {} to {} (history index {})",
-        crate::checker::finding::secs(s.start_ns),
-        crate::checker::finding::secs(s.end_ns),
+        crate::duration::moment(s.start_ns),
+        crate::duration::moment(s.end_ns),
         s.start_index
     );
     t
@@ -135,7 +135,7 @@ fn fault(h: &mut String, f: &FaultInterval, t_end: f64, height: f64) {
         format!(" of {}", f.nodes.join(", "))
     };
     let until = match f.end_ns {
-        Some(e) => format!("until {}", crate::checker::finding::secs(e)),
+        Some(e) => format!("until {}", crate::duration::moment(e)),
         None => "still in force at the end".into(),
     };
     let _ = write!(
@@ -147,7 +147,7 @@ fn fault(h: &mut String, f: &FaultInterval, t_end: f64, height: f64) {
         f.start_index,
         f.kind.name(),
         escape(&whom),
-        crate::checker::finding::secs(f.start_ns),
+        crate::duration::moment(f.start_ns),
         until
     );
 }

@@ -252,7 +252,7 @@ fn draw_zooms(dir: &Path, data: &scan::RunData) -> Result<Vec<Plot>> {
                 title: format!(
                     "{}: first violation at {}, {} s either side",
                     v.checker,
-                    crate::checker::finding::secs(v.time_ns),
+                    crate::duration::moment(v.time_ns),
                     ZOOM_NS / 1_000_000_000
                 ),
             };

@@ -1,5 +1,8 @@
 //! Small text helpers shared by the HTML, JUnit and index writers: escaping for HTML/XML,
-//! base64 for inlined images, and human-friendly durations.
+//! base64 for inlined images, shortening.
+
+/// `crate::duration::span`, under the name the simulator's summary still imports.
+pub use crate::duration::span as duration;
 
 /// Escapes text for HTML/XML element content and quoted attribute values.
 pub fn escape(s: &str) -> String {
@@ -46,20 +49,6 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// "1.25 s", "3 min 20 s", "1 h 2 min": the one way a duration is written for people.
-pub fn duration(seconds: f64) -> String {
-    if seconds < 59.995 {
-        return format!("{seconds:.2} s");
-    }
-    // Rounded once, before it is split: rounding the seconds part alone wrote "2 min 60 s".
-    let whole = seconds.round() as u64;
-    if whole < 3600 {
-        format!("{} min {} s", whole / 60, whole % 60)
-    } else {
-        format!("{} h {} min", whole / 3600, whole % 3600 / 60)
-    }
-}
-
 /// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
 pub fn shorten(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -98,15 +87,5 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\u{fffd}"
         );
         assert_eq!(shorten("héllo", 2), "h…");
-        assert_eq!(duration(3725.0), "1 h 2 min");
-    }
-
-    #[test]
-    fn a_duration_carries_its_rounding_into_the_minutes() {
-        assert_eq!(duration(1.254), "1.25 s");
-        assert_eq!(duration(59.996), "1 min 0 s");
-        assert_eq!(duration(179.6), "3 min 0 s");
-        assert_eq!(duration(200.0), "3 min 20 s");
-        assert_eq!(duration(3599.7), "1 h 0 min");
     }
 }

@@ -134,8 +134,8 @@ impl Follower {
     }
 
     /// One message from the leader. One arm per (phase, message) of the protocol, as
-    /// ZooKeeper's `Learner` handles its packets: the arms share the phase's state, and the
-    /// table read top to bottom is the protocol (hence its length).
+    /// ZooKeeper's `Learner` handles its packets: the table read top to bottom is the
+    /// protocol; the longer arms (LEADERINFO, NEWLEADER) are methods of their own.
     pub fn step(&mut self, msg: Msg) -> Vec<Output> {
         let mut out = Vec::new();
         if self.ended {
@@ -144,34 +144,9 @@ impl Follower {
         self.silent_beats = 0;
         match (self.phase, msg) {
             (Phase::Discovery, Msg::LeaderInfo { epoch }) => {
-                if epoch < self.accepted_epoch {
-                    return self.end(format!(
-                        "leader {} offers epoch {epoch}, older than my acceptedEpoch {}",
-                        self.cfg.leader, self.accepted_epoch
-                    ));
+                if let Err(end) = self.leader_info(epoch, &mut out) {
+                    return end;
                 }
-                // Seeded bug refuse-repeated-epoch: the epoch already accepted is refused as
-                // if older, where ZooKeeper's Learner acks it with -1 (REPEATED_EPOCH): a
-                // follower that lost a leader still leading that epoch cannot rejoin it.
-                if epoch == self.accepted_epoch && self.cfg.bugs.has(Bug::RefuseRepeatedEpoch) {
-                    return self.end(format!(
-                        "leader {} offers epoch {epoch}, not newer than my acceptedEpoch {}",
-                        self.cfg.leader, self.accepted_epoch
-                    ));
-                }
-                let current_epoch = if epoch > self.accepted_epoch {
-                    self.accepted_epoch = epoch;
-                    out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
-                    self.current_epoch
-                } else {
-                    REPEATED_EPOCH
-                };
-                self.epoch = Some(epoch);
-                self.phase = Phase::Sync;
-                out.push(self.send(Msg::AckEpoch {
-                    current_epoch,
-                    last_zxid: self.last_zxid,
-                }));
             }
             (Phase::Sync, Msg::Diff { last_zxid }) if self.mode.is_none() => {
                 self.mode = Some((SyncMode::Diff, self.last_zxid));
@@ -205,43 +180,9 @@ impl Follower {
             (Phase::Sync, Msg::NewLeader { zxid })
                 if self.mode.is_some() && Some(epoch_of(zxid)) == self.epoch =>
             {
-                let (mode, base) = self.mode.take().unwrap_or((SyncMode::Diff, 0));
-                let txns = std::mem::take(&mut self.pending);
-                let new_last = txns.last().map_or(base, |t| t.zxid);
-                if let Some(end) = self.sync_end.take().filter(|e| *e != new_last) {
-                    return self.end(format!(
-                        "protocol error: sync ended at {new_last:#x}, the leader announced {end:#x}"
-                    ));
+                if let Err(end) = self.new_leader(zxid, &mut out) {
+                    return end;
                 }
-                match mode {
-                    SyncMode::Diff => {}
-                    SyncMode::Trunc => out.push(Output::Persist(PersistOp::Truncate(base))),
-                    SyncMode::Snap => {}
-                }
-                if mode == SyncMode::Snap {
-                    out.push(Output::Persist(PersistOp::Reset(txns)));
-                    self.committed = 0;
-                } else if !txns.is_empty() {
-                    out.push(Output::Persist(PersistOp::Append(txns)));
-                }
-                self.committed = self.committed.min(new_last);
-                self.last_zxid = new_last;
-                let epoch = epoch_of(zxid);
-                if self.cfg.bugs.has(Bug::EpochBeforeTxns) {
-                    // Seeded ZOOKEEPER-4785: the epoch and the ACK before the txns are durable;
-                    // the synced txns wait for the next batch fsync.
-                    out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
-                    out.push(self.send(Msg::Ack { zxid }));
-                    out.push(Output::BatchSync);
-                } else {
-                    // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
-                    out.push(Output::Sync { self_ack: None });
-                    out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
-                    out.push(self.send(Msg::Ack { zxid }));
-                }
-                self.current_epoch = epoch;
-                self.synced_by = Some(mode);
-                self.phase = Phase::AwaitUpToDate;
             }
             (Phase::AwaitUpToDate, Msg::UpToDate { committed_zxid }) => {
                 self.phase = Phase::Broadcast;
@@ -307,6 +248,86 @@ impl Follower {
             ));
         }
         Vec::new()
+    }
+
+    /// LEADERINFO in discovery: an epoch older than my acceptedEpoch ends the role (`Err`, its
+    /// outputs); a newer one is accepted (persisted), and ACKEPOCH answers with my epoch and
+    /// last zxid, or REPEATED_EPOCH for the epoch already accepted.
+    fn leader_info(&mut self, epoch: u64, out: &mut Vec<Output>) -> Result<(), Vec<Output>> {
+        if epoch < self.accepted_epoch {
+            return Err(self.end(format!(
+                "leader {} offers epoch {epoch}, older than my acceptedEpoch {}",
+                self.cfg.leader, self.accepted_epoch
+            )));
+        }
+        // Seeded bug refuse-repeated-epoch: the epoch already accepted is refused as
+        // if older, where ZooKeeper's Learner acks it with -1 (REPEATED_EPOCH): a
+        // follower that lost a leader still leading that epoch cannot rejoin it.
+        if epoch == self.accepted_epoch && self.cfg.bugs.has(Bug::RefuseRepeatedEpoch) {
+            return Err(self.end(format!(
+                "leader {} offers epoch {epoch}, not newer than my acceptedEpoch {}",
+                self.cfg.leader, self.accepted_epoch
+            )));
+        }
+        let current_epoch = if epoch > self.accepted_epoch {
+            self.accepted_epoch = epoch;
+            out.push(Output::Persist(PersistOp::AcceptedEpoch(epoch)));
+            self.current_epoch
+        } else {
+            REPEATED_EPOCH
+        };
+        self.epoch = Some(epoch);
+        self.phase = Phase::Sync;
+        out.push(self.send(Msg::AckEpoch {
+            current_epoch,
+            last_zxid: self.last_zxid,
+        }));
+        Ok(())
+    }
+
+    /// NEWLEADER after the sync's txns: the sync applied to my log (truncated, reset or
+    /// appended), made durable before the new epoch and the ACK (unless a seeded bug reorders
+    /// them), then up-to-date is awaited. A sync that ended elsewhere than announced ends the
+    /// role (`Err`, its outputs).
+    fn new_leader(&mut self, zxid: u64, out: &mut Vec<Output>) -> Result<(), Vec<Output>> {
+        let (mode, base) = self.mode.take().unwrap_or((SyncMode::Diff, 0));
+        let txns = std::mem::take(&mut self.pending);
+        let new_last = txns.last().map_or(base, |t| t.zxid);
+        if let Some(end) = self.sync_end.take().filter(|e| *e != new_last) {
+            return Err(self.end(format!(
+                "protocol error: sync ended at {new_last:#x}, the leader announced {end:#x}"
+            )));
+        }
+        match mode {
+            SyncMode::Diff => {}
+            SyncMode::Trunc => out.push(Output::Persist(PersistOp::Truncate(base))),
+            SyncMode::Snap => {}
+        }
+        if mode == SyncMode::Snap {
+            out.push(Output::Persist(PersistOp::Reset(txns)));
+            self.committed = 0;
+        } else if !txns.is_empty() {
+            out.push(Output::Persist(PersistOp::Append(txns)));
+        }
+        self.committed = self.committed.min(new_last);
+        self.last_zxid = new_last;
+        let epoch = epoch_of(zxid);
+        if self.cfg.bugs.has(Bug::EpochBeforeTxns) {
+            // Seeded ZOOKEEPER-4785: the epoch and the ACK before the txns are durable;
+            // the synced txns wait for the next batch fsync.
+            out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+            out.push(self.send(Msg::Ack { zxid }));
+            out.push(Output::BatchSync);
+        } else {
+            // Txns durable, then the epoch, then the ACK (ZOOKEEPER-3911/4785).
+            out.push(Output::Sync { self_ack: None });
+            out.push(Output::Persist(PersistOp::CurrentEpoch(epoch)));
+            out.push(self.send(Msg::Ack { zxid }));
+        }
+        self.current_epoch = epoch;
+        self.synced_by = Some(mode);
+        self.phase = Phase::AwaitUpToDate;
+        Ok(())
     }
 
     /// Logs the leader's next txn (a PROPOSAL or an INFORM): it must come after my last zxid,

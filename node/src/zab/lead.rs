@@ -11,9 +11,11 @@ use tokio::time::MissedTickBehavior;
 
 use crate::api::ZabPhase;
 use crate::zab::accept::Lobby;
+use crate::zab::actions::Output;
 use crate::zab::conn::{spawn_conn, Conn, ConnEvent};
 use crate::zab::exec::execute;
 use crate::zab::leader::{short_name, Leader};
+use crate::zab::messages::Msg;
 use crate::zab::store::{lock, SharedStore};
 use crate::zab::{publish, ClientWrite, WriteOutcome, ZabConfig, ZabProgress};
 
@@ -94,9 +96,91 @@ impl Incoming<'_> {
     }
 }
 
+/// The followers' connections of a term: each by its id, and the sid it identified as.
+#[derive(Default)]
+struct Followers {
+    conns: HashMap<u64, Conn>,
+    conn_sid: HashMap<u64, u64>,
+    sid_conn: HashMap<u64, u64>,
+    next_conn: u64,
+}
+
+impl Followers {
+    /// A new connection, whose frames and close come on `events`.
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        prefix: Vec<u8>,
+        events: &mpsc::UnboundedSender<ConnEvent>,
+    ) {
+        self.next_conn += 1;
+        let conn = spawn_conn(stream, prefix, self.next_conn, events.clone());
+        self.conns.insert(self.next_conn, conn);
+    }
+
+    /// One connection event for the machine: a frame of an identified follower; the first
+    /// frame of a connection, which must be FOLLOWERINFO or OBSERVERINFO of another server
+    /// (it replaces that server's older connection); or a close.
+    fn on_event(
+        &mut self,
+        e: ConnEvent,
+        sm: &mut Leader,
+        cfg: &ZabConfig,
+        outputs: &mut Vec<Output>,
+    ) {
+        match e {
+            ConnEvent::Frame(id, msg) => match self.conn_sid.get(&id) {
+                Some(&sid) => outputs.extend(sm.step(sid, msg)),
+                None => match msg.learner_sid() {
+                    Some(sid) if sid != cfg.my_sid && cfg.servers.contains_key(&sid) => {
+                        if let Some(old) = self.sid_conn.insert(sid, id) {
+                            self.conns.remove(&old);
+                            self.conn_sid.remove(&old);
+                            outputs.extend(sm.disconnected(sid));
+                        }
+                        self.conn_sid.insert(id, sid);
+                        outputs.extend(sm.step(sid, msg));
+                    }
+                    _ => {
+                        tracing::warn!(
+                            "quorum connection {id}: first message is {} but must be FOLLOWERINFO or OBSERVERINFO of another server; closing it",
+                            short_name(&msg)
+                        );
+                        self.conns.remove(&id);
+                    }
+                },
+            },
+            ConnEvent::Closed(id, why) => {
+                self.conns.remove(&id);
+                if let Some(sid) = self.conn_sid.remove(&id) {
+                    tracing::info!("follower {sid} disconnected: {why}");
+                    self.sid_conn.remove(&sid);
+                    outputs.extend(sm.disconnected(sid));
+                }
+            }
+        }
+    }
+
+    /// Sends `m` to follower `to`, if it is connected.
+    fn send(&self, to: u64, m: Msg) {
+        if let Some(c) = self.sid_conn.get(&to).and_then(|id| self.conns.get(id)) {
+            let _ = c.tx.send(m);
+        }
+    }
+
+    /// Closes follower `sid`'s connection, as the machine asked.
+    fn close(&mut self, sid: u64) {
+        if let Some(id) = self.sid_conn.remove(&sid) {
+            self.conns.remove(&id);
+            self.conn_sid.remove(&id);
+        }
+    }
+}
+
 /// The leader's term: one `select!` over the quorum port's new connections, the followers'
-/// frames and closes, the clients' writes and the tick, driving the `Leader` machine. Its length is
-/// that one loop's arms; the protocol's decisions are all in `leader` (pure, unit-tested).
+/// frames and closes, the clients' writes and the tick, driving the `Leader` machine, whose
+/// outputs `carry_out` executes after each arm; the protocol's decisions are all in `leader`
+/// (pure, unit-tested).
 async fn run(
     cfg: ZabConfig,
     store: SharedStore,
@@ -115,10 +199,7 @@ async fn run(
         )
     };
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
-    let mut conns: HashMap<u64, Conn> = HashMap::new();
-    let mut conn_sid: HashMap<u64, u64> = HashMap::new();
-    let mut sid_conn: HashMap<u64, u64> = HashMap::new();
-    let mut next_conn = 0u64;
+    let mut followers = Followers::default();
     let mut pending: Pending = BTreeMap::new();
     let mut writes_open = true;
     let mut beat = tokio::time::interval(cfg.beat());
@@ -130,126 +211,27 @@ async fn run(
     let ended = loop {
         tokio::select! {
             (stream, prefix) = incoming.next(), if outputs.is_empty() => {
-                next_conn += 1;
-                conns.insert(next_conn, spawn_conn(stream, prefix, next_conn, ev_tx.clone()));
+                followers.accept(stream, prefix, &ev_tx);
             }
             Some(ev) = ev_rx.recv(), if outputs.is_empty() => {
                 let mut ev = Some(ev);
                 while let Some(e) = ev {
-                    match e {
-                        ConnEvent::Frame(id, msg) => match conn_sid.get(&id) {
-                            Some(&sid) => outputs.extend(sm.step(sid, msg)),
-                            None => match msg.learner_sid() {
-                                Some(sid)
-                                    if sid != cfg.my_sid && cfg.servers.contains_key(&sid) =>
-                                {
-                                    if let Some(old) = sid_conn.insert(sid, id) {
-                                        conns.remove(&old);
-                                        conn_sid.remove(&old);
-                                        outputs.extend(sm.disconnected(sid));
-                                    }
-                                    conn_sid.insert(id, sid);
-                                    outputs.extend(sm.step(sid, msg));
-                                }
-                                _ => {
-                                    tracing::warn!(
-                                        "quorum connection {id}: first message is {} but must be FOLLOWERINFO or OBSERVERINFO of another server; closing it",
-                                        short_name(&msg)
-                                    );
-                                    conns.remove(&id);
-                                }
-                            },
-                        },
-                        ConnEvent::Closed(id, why) => {
-                            conns.remove(&id);
-                            if let Some(sid) = conn_sid.remove(&id) {
-                                tracing::info!("follower {sid} disconnected: {why}");
-                                sid_conn.remove(&sid);
-                                outputs.extend(sm.disconnected(sid));
-                            }
-                        }
-                    }
+                    followers.on_event(e, &mut sm, &cfg, &mut outputs);
                     ev = ev_rx.try_recv().ok();
                 }
             }
             w = writes.recv(), if writes_open && outputs.is_empty() => match w {
                 None => writes_open = false,
-                Some(w) => {
-                    let mut batch = vec![w];
-                    while batch.len() < 4096 {
-                        match writes.try_recv() {
-                            Ok(w) => batch.push(w),
-                            Err(_) => break,
-                        }
-                    }
-                    let (values, replies): (Vec<_>, Vec<_>) =
-                        batch.into_iter().map(|w| (w.value, w.reply)).unzip();
-                    match sm.propose(values) {
-                        Ok((zxids, out)) => {
-                            let deadline = Instant::now() + cfg.write_timeout;
-                            for (z, r) in zxids.into_iter().zip(replies) {
-                                pending.insert(z, (r, deadline));
-                            }
-                            outputs.extend(out);
-                        }
-                        Err((why, out)) => {
-                            for r in replies {
-                                let _ = r.send(WriteOutcome::Rejected(why.clone()));
-                            }
-                            outputs.extend(out);
-                        }
-                    }
-                }
+                Some(w) => outputs.extend(propose(w, &mut writes, &mut sm, &mut pending, &cfg)),
             },
             _ = beat.tick(), if outputs.is_empty() => {
                 outputs.extend(sm.tick());
-                let now = Instant::now();
-                let expired: Vec<u64> = pending
-                    .iter()
-                    .filter(|(_, (_, d))| *d <= now)
-                    .map(|(z, _)| *z)
-                    .collect();
-                for z in expired {
-                    if let Some((r, _)) = pending.remove(&z) {
-                        let _ = r.send(WriteOutcome::Unknown(format!(
-                            "not committed within {:?}; it may still commit",
-                            cfg.write_timeout
-                        )));
-                    }
-                }
+                expire(&mut pending, cfg.write_timeout);
             }
             // Outputs left over from `start` or a previous round: run them below.
             _ = std::future::ready(()), if !outputs.is_empty() => {}
         }
-        let mut end = None;
-        while !outputs.is_empty() {
-            let batch = std::mem::take(&mut outputs);
-            let ex = execute(&store, batch, &mut |to, m| {
-                if let Some(c) = sid_conn.get(&to).and_then(|id| conns.get(id)) {
-                    let _ = c.tx.send(m);
-                }
-            })
-            .await?;
-            for (sid, why) in ex.closes {
-                tracing::warn!("closing follower {sid}: {why}");
-                if let Some(id) = sid_conn.remove(&sid) {
-                    conns.remove(&id);
-                    conn_sid.remove(&id);
-                }
-            }
-            if let Some(z) = ex.committed {
-                let rest = pending.split_off(&(z + 1));
-                for (zxid, (r, _)) in std::mem::replace(&mut pending, rest) {
-                    let _ = r.send(WriteOutcome::Committed(zxid));
-                }
-            }
-            for z in ex.self_acks {
-                outputs.extend(sm.self_durable(z));
-            }
-            if ex.step_down.is_some() {
-                end = ex.step_down;
-            }
-        }
+        let end = carry_out(&store, &mut outputs, &mut followers, &mut pending, &mut sm).await?;
         publish(&progress, &store, sm.phase(), None);
         if let Some(why) = end {
             break why;
@@ -260,9 +242,95 @@ async fn run(
             "leadership ended before commit ({ended}); it may still commit under the next leader"
         )));
     }
-    drop(conns);
+    drop(followers);
     drop(incoming);
     publish(&progress, &store, ZabPhase::Election, None);
     tracing::info!("stopped leading: {ended}");
     Ok(ended)
+}
+
+/// Proposes client write `first` and those queued behind it (up to 4096 in one batch): each
+/// proposed one waits in `pending` until committed or timed out; a refused batch is answered
+/// at once. Returns the machine's outputs.
+fn propose(
+    first: ClientWrite,
+    writes: &mut mpsc::Receiver<ClientWrite>,
+    sm: &mut Leader,
+    pending: &mut Pending,
+    cfg: &ZabConfig,
+) -> Vec<Output> {
+    let mut batch = vec![first];
+    while batch.len() < 4096 {
+        match writes.try_recv() {
+            Ok(w) => batch.push(w),
+            Err(_) => break,
+        }
+    }
+    let (values, replies): (Vec<_>, Vec<_>) = batch.into_iter().map(|w| (w.value, w.reply)).unzip();
+    match sm.propose(values) {
+        Ok((zxids, out)) => {
+            let deadline = Instant::now() + cfg.write_timeout;
+            for (z, r) in zxids.into_iter().zip(replies) {
+                pending.insert(z, (r, deadline));
+            }
+            out
+        }
+        Err((why, out)) => {
+            for r in replies {
+                let _ = r.send(WriteOutcome::Rejected(why.clone()));
+            }
+            out
+        }
+    }
+}
+
+/// Answers the pending writes past their deadline: unknown, as they may still commit.
+fn expire(pending: &mut Pending, write_timeout: std::time::Duration) {
+    let now = Instant::now();
+    let expired: Vec<u64> = pending
+        .iter()
+        .filter(|(_, (_, d))| *d <= now)
+        .map(|(z, _)| *z)
+        .collect();
+    for z in expired {
+        if let Some((r, _)) = pending.remove(&z) {
+            let _ = r.send(WriteOutcome::Unknown(format!(
+                "not committed within {write_timeout:?}; it may still commit"
+            )));
+        }
+    }
+}
+
+/// Executes the machine's outputs, and those they lead to (the leader's own durable acks),
+/// until none is left: sends, closes, committed writes answered. Returns why leadership
+/// ended, if it did.
+async fn carry_out(
+    store: &SharedStore,
+    outputs: &mut Vec<Output>,
+    followers: &mut Followers,
+    pending: &mut Pending,
+    sm: &mut Leader,
+) -> anyhow::Result<Option<String>> {
+    let mut end = None;
+    while !outputs.is_empty() {
+        let batch = std::mem::take(outputs);
+        let ex = execute(store, batch, &mut |to, m| followers.send(to, m)).await?;
+        for (sid, why) in ex.closes {
+            tracing::warn!("closing follower {sid}: {why}");
+            followers.close(sid);
+        }
+        if let Some(z) = ex.committed {
+            let rest = pending.split_off(&(z + 1));
+            for (zxid, (r, _)) in std::mem::replace(pending, rest) {
+                let _ = r.send(WriteOutcome::Committed(zxid));
+            }
+        }
+        for z in ex.self_acks {
+            outputs.extend(sm.self_durable(z));
+        }
+        if ex.step_down.is_some() {
+            end = ex.step_down;
+        }
+    }
+    Ok(end)
 }

@@ -160,6 +160,9 @@ impl Leader {
         out
     }
 
+    /// One message from follower (or observer) `from`: its FOLLOWERINFO/OBSERVERINFO, its
+    /// ACKEPOCH, an ACK (of NEWLEADER, or of proposals), or a PING; anything else is a
+    /// protocol error that closes its connection.
     pub fn step(&mut self, from: u64, msg: Msg) -> Vec<Output> {
         let mut out = Vec::new();
         if self.ended {
@@ -168,7 +171,7 @@ impl Leader {
         if let Some(p) = self.peers.get_mut(&from) {
             p.last_heard = self.beats;
         }
-        match msg {
+        let done = match msg {
             Msg::FollowerInfo {
                 accepted_epoch,
                 last_zxid,
@@ -180,127 +183,161 @@ impl Leader {
                 ..
             } => {
                 let observer = matches!(msg, Msg::ObserverInfo { .. });
-                if observer != self.cfg.observers.contains(&from) {
-                    let (said, is) = if observer {
-                        ("OBSERVERINFO", "a participant")
-                    } else {
-                        ("FOLLOWERINFO", "an observer")
-                    };
-                    return self.protocol_error(
-                        from,
-                        &format!("server {from} sent {said} but is {is} in my configuration"),
-                    );
-                }
-                self.peers.insert(
-                    from,
-                    Peer {
-                        stage: Stage::Info,
-                        epoch_acked: false,
-                        last_heard: self.beats,
-                        last_zxid,
-                        acked: 0,
-                        sync_last: 0,
-                        observer,
-                        informed: 0,
-                    },
-                );
-                match self.epoch {
-                    None => {
-                        // An observer's acceptedEpoch is no promise: it waits for a voters' epoch.
-                        if !observer {
-                            self.infos.insert(from, accepted_epoch);
-                        }
-                        self.try_pick_epoch(&mut out);
-                    }
-                    Some(epoch) => self.send_leader_info(from, epoch, &mut out),
-                }
+                self.learner_info(from, observer, (accepted_epoch, last_zxid), &mut out)
             }
             Msg::AckEpoch {
                 current_epoch,
                 last_zxid,
-            } => {
-                if self.stage(from) != Some(Stage::EpochSent) {
-                    return self.protocol_error(from, "ACKEPOCH before LEADERINFO");
-                }
-                let counts = self.peers.get_mut(&from).is_some_and(|p| {
-                    p.epoch_acked = true;
-                    !p.observer
-                });
-                if self.phase == ZabPhase::Discovery && (current_epoch == REPEATED_EPOCH || !counts)
-                {
-                    // Synced once the epoch is established, but no vote toward it.
-                    self.set_last_zxid(from, last_zxid);
-                } else if self.phase == ZabPhase::Discovery {
-                    if (current_epoch, last_zxid) > self.summary {
-                        self.peers.remove(&from);
-                        out.push(Output::Close(
-                            from,
-                            format!(
-                                "follower is ahead of the leader: its (epoch {current_epoch}, zxid {last_zxid:#x}) > ours (epoch {}, zxid {:#x})",
-                                self.summary.0, self.summary.1
-                            ),
-                        ));
-                        return out;
-                    }
-                    self.set_last_zxid(from, last_zxid);
-                    self.epoch_acks.insert(from);
-                    self.try_finish_discovery(&mut out);
-                } else {
-                    self.set_last_zxid(from, last_zxid);
-                    self.sync_peer(from, &mut out);
-                }
-            }
-            Msg::Ack { zxid } => match self.stage(from) {
-                Some(Stage::Synced) => {
-                    let expected = make_zxid(self.epoch.unwrap_or(0), 0);
-                    if zxid != expected {
-                        return self.protocol_error(from, "ACK before the NEWLEADER ack");
-                    }
-                    if let Some(p) = self.peers.get_mut(&from) {
-                        p.stage = Stage::Up;
-                        p.acked = p.sync_last;
-                    }
-                    let observer = self.peers.get(&from).is_some_and(|p| p.observer);
-                    match self.phase {
-                        ZabPhase::Sync if observer => {}
-                        ZabPhase::Sync => {
-                            self.newleader_acks.insert(from);
-                            self.try_finish_sync(&mut out);
-                        }
-                        _ => {
-                            out.push(Output::Send(
-                                from,
-                                Msg::UpToDate {
-                                    committed_zxid: self.committed,
-                                },
-                            ));
-                            self.maybe_commit(&mut out);
-                        }
-                    }
-                }
-                Some(Stage::Up) => {
-                    let last = self.last_zxid();
-                    let bugs = self.cfg.bugs;
-                    match self.peers.get_mut(&from) {
-                        Some(p) if !p.counts(bugs) => {
-                            return self.protocol_error(from, "an observer ACKed a proposal")
-                        }
-                        Some(p) => p.acked = p.acked.max(zxid.min(last)),
-                        None => {}
-                    }
-                    self.maybe_commit(&mut out);
-                }
-                _ => return self.protocol_error(from, "ACK before sync"),
-            },
-            Msg::Ping => {}
-            other => {
-                return self.protocol_error(
-                    from,
-                    &format!("a follower may not send {}", short_name(&other)),
-                )
-            }
+            } => self.ack_epoch(from, current_epoch, last_zxid, &mut out),
+            Msg::Ack { zxid } => self.ack(from, zxid, &mut out),
+            Msg::Ping => Ok(()),
+            other => Err(self.protocol_error(
+                from,
+                &format!("a follower may not send {}", short_name(&other)),
+            )),
+        };
+        match done {
+            Ok(()) => out,
+            Err(end) => end,
         }
-        out
+    }
+
+    /// FOLLOWERINFO or OBSERVERINFO (`observer`) with the learner's (acceptedEpoch, last zxid):
+    /// it must match its type in my configuration (else `Err`, the outputs); the learner is
+    /// registered, counted toward the epoch while none is picked, or sent LEADERINFO.
+    fn learner_info(
+        &mut self,
+        from: u64,
+        observer: bool,
+        (accepted_epoch, last_zxid): (u64, u64),
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<Output>> {
+        if observer != self.cfg.observers.contains(&from) {
+            let (said, is) = if observer {
+                ("OBSERVERINFO", "a participant")
+            } else {
+                ("FOLLOWERINFO", "an observer")
+            };
+            return Err(self.protocol_error(
+                from,
+                &format!("server {from} sent {said} but is {is} in my configuration"),
+            ));
+        }
+        self.peers.insert(
+            from,
+            Peer {
+                stage: Stage::Info,
+                epoch_acked: false,
+                last_heard: self.beats,
+                last_zxid,
+                acked: 0,
+                sync_last: 0,
+                observer,
+                informed: 0,
+            },
+        );
+        match self.epoch {
+            None => {
+                // An observer's acceptedEpoch is no promise: it waits for a voters' epoch.
+                if !observer {
+                    self.infos.insert(from, accepted_epoch);
+                }
+                self.try_pick_epoch(out);
+            }
+            Some(epoch) => self.send_leader_info(from, epoch, out),
+        }
+        Ok(())
+    }
+
+    /// ACKEPOCH: in discovery a vote toward the epoch (a follower ahead of me is closed), or
+    /// only its last zxid (a repeated epoch, an observer); once the epoch is established, the
+    /// start of its sync. Before LEADERINFO it is a protocol error (`Err`, the outputs).
+    fn ack_epoch(
+        &mut self,
+        from: u64,
+        current_epoch: u64,
+        last_zxid: u64,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<Output>> {
+        if self.stage(from) != Some(Stage::EpochSent) {
+            return Err(self.protocol_error(from, "ACKEPOCH before LEADERINFO"));
+        }
+        let counts = self.peers.get_mut(&from).is_some_and(|p| {
+            p.epoch_acked = true;
+            !p.observer
+        });
+        if self.phase == ZabPhase::Discovery && (current_epoch == REPEATED_EPOCH || !counts) {
+            // Synced once the epoch is established, but no vote toward it.
+            self.set_last_zxid(from, last_zxid);
+        } else if self.phase == ZabPhase::Discovery {
+            if (current_epoch, last_zxid) > self.summary {
+                self.peers.remove(&from);
+                out.push(Output::Close(
+                    from,
+                    format!(
+                        "follower is ahead of the leader: its (epoch {current_epoch}, zxid {last_zxid:#x}) > ours (epoch {}, zxid {:#x})",
+                        self.summary.0, self.summary.1
+                    ),
+                ));
+                return Ok(());
+            }
+            self.set_last_zxid(from, last_zxid);
+            self.epoch_acks.insert(from);
+            self.try_finish_discovery(out);
+        } else {
+            self.set_last_zxid(from, last_zxid);
+            self.sync_peer(from, out);
+        }
+        Ok(())
+    }
+
+    /// ACK: of NEWLEADER from a synced learner (it is up: counted toward the sync, or told
+    /// UPTODATE), or of proposals from one that is up (counted toward commits). An ACK before
+    /// sync, or from an observer, is a protocol error (`Err`, the outputs).
+    fn ack(&mut self, from: u64, zxid: u64, out: &mut Vec<Output>) -> Result<(), Vec<Output>> {
+        match self.stage(from) {
+            Some(Stage::Synced) => {
+                let expected = make_zxid(self.epoch.unwrap_or(0), 0);
+                if zxid != expected {
+                    return Err(self.protocol_error(from, "ACK before the NEWLEADER ack"));
+                }
+                if let Some(p) = self.peers.get_mut(&from) {
+                    p.stage = Stage::Up;
+                    p.acked = p.sync_last;
+                }
+                let observer = self.peers.get(&from).is_some_and(|p| p.observer);
+                match self.phase {
+                    ZabPhase::Sync if observer => {}
+                    ZabPhase::Sync => {
+                        self.newleader_acks.insert(from);
+                        self.try_finish_sync(out);
+                    }
+                    _ => {
+                        out.push(Output::Send(
+                            from,
+                            Msg::UpToDate {
+                                committed_zxid: self.committed,
+                            },
+                        ));
+                        self.maybe_commit(out);
+                    }
+                }
+            }
+            Some(Stage::Up) => {
+                let last = self.last_zxid();
+                let bugs = self.cfg.bugs;
+                match self.peers.get_mut(&from) {
+                    Some(p) if !p.counts(bugs) => {
+                        return Err(self.protocol_error(from, "an observer ACKed a proposal"))
+                    }
+                    Some(p) => p.acked = p.acked.max(zxid.min(last)),
+                    None => {}
+                }
+                self.maybe_commit(out);
+            }
+            _ => return Err(self.protocol_error(from, "ACK before sync")),
+        }
+        Ok(())
     }
 
     pub fn disconnected(&mut self, sid: u64) -> Vec<Output> {

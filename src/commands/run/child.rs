@@ -85,43 +85,11 @@ pub async fn run_child(
     deadline: Option<Duration>,
     stop: impl Future<Output = Stop>,
 ) -> Result<ChildRun> {
-    let ChildPlace {
-        out,
-        name,
-        log,
-        command,
-    } = place;
     let start = Instant::now();
-    let log_file =
-        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-    let mut child = tokio::process::Command::new(exe);
-    match command {
-        ChildCommand::Test => child
-            .arg("test")
-            .args(args)
-            .arg("--out")
-            .arg(out)
-            .arg("--name")
-            .arg(name),
-        ChildCommand::Simulate => child
-            .arg("simulate")
-            .args(args)
-            .arg("--out")
-            .arg(out.join(name)),
-    };
-    child
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file);
-    // A caller killed outright (SIGKILL: no handler passes the signal on) still stops its
-    // run: the kernel sends it SIGTERM, and it tears its cluster down as on any signal.
-    // SAFETY: prctl is async-signal-safe and touches only the child's own state.
-    unsafe {
-        child.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                .map_err(std::io::Error::from)
-        });
-    }
+    let mut child = child_command(exe, args, &place)?;
+    let ChildPlace {
+        out, name, command, ..
+    } = place;
     let mut child = child
         .spawn()
         .with_context(|| format!("cannot start {} test", exe.display()))?;
@@ -159,14 +127,7 @@ pub async fn run_child(
             stop_child(&mut child, pid, NixSignal::SIGTERM).await?
         }
     };
-    let code = match (
-        status.code(),
-        std::os::unix::process::ExitStatusExt::signal(&status),
-    ) {
-        (Some(c), _) => c,
-        (None, Some(s)) => 128 + s,
-        (None, None) => exit::CRASHED,
-    };
+    let code = exit_code(&status);
     // A run stopped for its deadline has no verdict: the tool failed to finish it.
     let code = if note.is_some() && interrupted.is_none() {
         exit::CRASHED
@@ -192,6 +153,64 @@ pub async fn run_child(
         interrupted,
         cancelled,
     })
+}
+
+/// The child's command line (`test ... --out OUT --name NAME`, or `simulate ... --out
+/// OUT/NAME`), its output into the place's log, and SIGTERM when its caller dies.
+fn child_command(
+    exe: &Path,
+    args: &[impl AsRef<OsStr>],
+    place: &ChildPlace<'_>,
+) -> Result<tokio::process::Command> {
+    let ChildPlace {
+        out,
+        name,
+        log,
+        command,
+    } = *place;
+    let log_file =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child = tokio::process::Command::new(exe);
+    match command {
+        ChildCommand::Test => child
+            .arg("test")
+            .args(args)
+            .arg("--out")
+            .arg(out)
+            .arg("--name")
+            .arg(name),
+        ChildCommand::Simulate => child
+            .arg("simulate")
+            .args(args)
+            .arg("--out")
+            .arg(out.join(name)),
+    };
+    child
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    // A caller killed outright (SIGKILL: no handler passes the signal on) still stops its
+    // run: the kernel sends it SIGTERM, and it tears its cluster down as on any signal.
+    // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+    unsafe {
+        child.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)
+        });
+    }
+    Ok(child)
+}
+
+/// A finished child's exit code: its own, 128 + the signal that ended it, or CRASHED.
+fn exit_code(status: &std::process::ExitStatus) -> i32 {
+    match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(status),
+    ) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => exit::CRASHED,
+    }
 }
 
 fn to_nix(sig: Signal) -> NixSignal {

@@ -36,11 +36,13 @@ pub use plan::TestArgs;
 use crate::control::backend::os_setup;
 use crate::control::backend::registry::Registry;
 use crate::control::backend::ssh;
+use crate::control::sut::Target;
 use crate::exit;
 use crate::history;
 use crate::history::recorder::Recorder;
 use crate::history::test_info::{Settings, TestInfo};
 use crate::history::{EventType, FaultKind, InterruptedValue, CONTROLLER, F};
+use crate::nemesis::NemesisContext;
 use crate::workload::observe::{self, Observations};
 use crate::workload::{self, writes};
 use anyhow::{Context, Result};
@@ -210,66 +212,21 @@ enum Ending {
 
 /// One run: returns the verdict's exit code, or the code of the signal that interrupted it.
 /// It is the run's timeline read top to bottom (folder and test.json, setup, observers,
-/// workload and nemesis, final phase, teardown, finish), each stage a call; its length is
-/// the hand-over between stages, kept in one place so the order is seen at once.
+/// workload and nemesis, final phase, teardown, finish), each stage a call.
 async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
     let run_dir = run_dir::create(&plan.args.out, &plan.name)?;
     run_dir::log_to(&run_dir)?;
     eprintln!("fle-chaos: run {} (seed {seed})", run_dir.display());
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    TestInfo {
-        name: plan.name.clone(),
-        target: plan.args.target.name().into(),
-        nodes: plan.nodes.clone(),
-        observers: plan.observers.clone(),
-        workload: plan.workload.name.clone(),
-        nemesis: plan.kind_names(),
-        seed,
-        time_limit_s: plan.time_limit.as_secs_f64(),
-        tick_ms: plan.args.tick_ms,
-        init_limit: plan.args.init_limit,
-        sync_limit: plan.args.sync_limit,
-        started_at: chrono::Utc::now(),
-        replay_command: replay::command(&run_dir),
-        version: env!("CARGO_PKG_VERSION").into(),
-        history_format: crate::history::FORMAT_VERSION,
-        settings: Settings {
-            status_timeout_ms: Some(status_timeout(&plan).as_millis() as u64),
-            recovery_timeout_s: Some(settle_wait(&plan).as_secs_f64()),
-            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
-            zookeeper_config: plan.zookeeper_settings(),
-            software: None,
-            rest: serde_json::from_value(serde_json::json!({
-                "args": plan.args,
-                "nemesis": plan.nemesis_settings,
-                "net": plan.args.net,
-                "node_binary": plan.binary,
-                "faketime": plan.faketime,
-                "fake_monotonic": plan.fake_monotonic,
-                "real_clock_skew": plan.args.ssh.real_clock_skew,
-                "run_id": run_id,
-                (crate::checker::faults::PLANNED_KEY): plan.faults_planned(seed),
-            }))?,
-        },
-    }
-    .write(&run_dir.join(TestInfo::FILE))?;
+    write_test_info(&plan, seed, &run_dir, &run_id)?;
     let recorder = Arc::new(Recorder::create_for(
         &run_dir.join(history::file::WRITTEN),
         start,
         &plan.nodes,
         &plan.observers,
     )?);
-    let flusher = tokio::spawn({
-        let recorder = recorder.clone();
-        async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
-            loop {
-                tick.tick().await;
-                recorder.flush_if_due();
-            }
-        }
-    });
+    let flusher = spawn_flusher(recorder.clone());
     let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
     let guard = Guard::new(registry.clone());
     let (abort, mut aborted) = watch::channel(None::<String>);
@@ -299,6 +256,70 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
         }
         other => other,
     };
+    end_run(&plan, &run_dir, &recorder, &guard, &interrupts, outcome).await
+}
+
+/// Writes the run's test.json: what was asked and how, before anything is created.
+fn write_test_info(plan: &Plan, seed: u64, run_dir: &Path, run_id: &str) -> Result<()> {
+    TestInfo {
+        name: plan.name.clone(),
+        target: plan.args.target.name().into(),
+        nodes: plan.nodes.clone(),
+        observers: plan.observers.clone(),
+        workload: plan.workload.name.clone(),
+        nemesis: plan.kind_names(),
+        seed,
+        time_limit_s: plan.time_limit.as_secs_f64(),
+        tick_ms: plan.args.tick_ms,
+        init_limit: plan.args.init_limit,
+        sync_limit: plan.args.sync_limit,
+        started_at: chrono::Utc::now(),
+        replay_command: replay::command(run_dir),
+        version: env!("CARGO_PKG_VERSION").into(),
+        history_format: crate::history::FORMAT_VERSION,
+        settings: Settings {
+            status_timeout_ms: Some(status_timeout(plan).as_millis() as u64),
+            recovery_timeout_s: Some(settle_wait(plan).as_secs_f64()),
+            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
+            zookeeper_config: plan.zookeeper_settings(),
+            software: None,
+            rest: serde_json::from_value(serde_json::json!({
+                "args": plan.args,
+                "nemesis": plan.nemesis_settings,
+                "net": plan.args.net,
+                "node_binary": plan.binary,
+                "faketime": plan.faketime,
+                "fake_monotonic": plan.fake_monotonic,
+                "real_clock_skew": plan.args.ssh.real_clock_skew,
+                "run_id": run_id,
+                (crate::checker::faults::PLANNED_KEY): plan.faults_planned(seed),
+            }))?,
+        },
+    }
+    .write(&run_dir.join(TestInfo::FILE))
+}
+
+/// Flushes the history every 250 ms while the run goes on (until aborted).
+fn spawn_flusher(recorder: Arc<Recorder>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        loop {
+            tick.tick().await;
+            recorder.flush_if_due();
+        }
+    })
+}
+
+/// Ends a run by how its body ended: the cluster torn down, and the error, the signal's code,
+/// or (the body done) the verdict's code.
+async fn end_run(
+    plan: &Plan,
+    run_dir: &Path,
+    recorder: &Recorder,
+    guard: &Guard,
+    interrupts: &Interrupts,
+    outcome: Result<Ending>,
+) -> Result<i32> {
     match outcome {
         Err(e) => {
             tracing::error!("run failed: {e:#}");
@@ -322,7 +343,7 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             Err(anyhow::anyhow!("{why}; run aborted and cluster torn down"))
         }
         Ok(Ending::Interrupted(signal)) => {
-            interrupted(&recorder, signal);
+            interrupted(recorder, signal);
             guard.teardown_now();
             eprintln!(
                 "fle-chaos: interrupted by {}; cluster torn down; partial history in {}",
@@ -332,47 +353,57 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
             run_dir::log_off();
             Ok(signal.exit_code())
         }
-        Ok(Ending::Done) => {
-            if plan.args.leave_running {
-                guard.disarm();
-                eprintln!(
-                    "fle-chaos: cluster left running (--leave-running); see {}; remove it with `fle-chaos clean`",
-                    run_dir.join("resources.jsonl").display()
-                );
-            } else {
-                guard.teardown_now();
-            }
-            if let Err(e) = replay::write_schedule(&run_dir) {
-                eprintln!("fle-chaos: the run's faults could not be written for a replay: {e:#}");
-            }
-            let finish = tokio::task::spawn_blocking({
-                let dir = run_dir.clone();
-                move || finish::finish_run(&dir)
-            });
-            // A signal while checking: the history is complete, but the user asked to stop.
-            let code = tokio::select! {
-                r = finish => r??,
-                signal = interrupts.wait() => {
-                    interrupted(&recorder, signal);
-                    run_dir::log_off();
-                    eprintln!("fle-chaos: interrupted by {} while checking {}", signal.name(), run_dir.display());
-                    return Ok(signal.exit_code());
-                }
-            };
-            tracing::info!("verdict exit code {code}");
-            run_dir::log_off();
-            eprintln!(
-                "fle-chaos: {} ({}): exit {code}",
-                run_dir.display(),
-                match code {
-                    exit::VALID => "valid",
-                    exit::INVALID => "invalid",
-                    _ => "unknown",
-                }
-            );
-            Ok(code)
-        }
+        Ok(Ending::Done) => finish_done(plan, run_dir, recorder, guard, interrupts).await,
     }
+}
+
+/// The body is done: the cluster torn down (or left running, `--leave-running`), the run's
+/// faults written for a replay, then check and report, unless a signal stops the check.
+async fn finish_done(
+    plan: &Plan,
+    run_dir: &Path,
+    recorder: &Recorder,
+    guard: &Guard,
+    interrupts: &Interrupts,
+) -> Result<i32> {
+    if plan.args.leave_running {
+        guard.disarm();
+        eprintln!(
+            "fle-chaos: cluster left running (--leave-running); see {}; remove it with `fle-chaos clean`",
+            run_dir.join("resources.jsonl").display()
+        );
+    } else {
+        guard.teardown_now();
+    }
+    if let Err(e) = replay::write_schedule(run_dir) {
+        eprintln!("fle-chaos: the run's faults could not be written for a replay: {e:#}");
+    }
+    let finish = tokio::task::spawn_blocking({
+        let dir = run_dir.to_path_buf();
+        move || finish::finish_run(&dir)
+    });
+    // A signal while checking: the history is complete, but the user asked to stop.
+    let code = tokio::select! {
+        r = finish => r??,
+        signal = interrupts.wait() => {
+            interrupted(recorder, signal);
+            run_dir::log_off();
+            eprintln!("fle-chaos: interrupted by {} while checking {}", signal.name(), run_dir.display());
+            return Ok(signal.exit_code());
+        }
+    };
+    tracing::info!("verdict exit code {code}");
+    run_dir::log_off();
+    eprintln!(
+        "fle-chaos: {} ({}): exit {code}",
+        run_dir.display(),
+        match code {
+            exit::VALID => "valid",
+            exit::INVALID => "invalid",
+            _ => "unknown",
+        }
+    );
+    Ok(code)
 }
 
 /// Adds what the target says about the software it ran (e.g. ZooKeeper's reported versions)
@@ -438,18 +469,8 @@ async fn run_body(
 
     let obs = Arc::new(Observations::new(plan.nodes.clone()));
     let (stop_observers, observers_stopped) = watch::channel(false);
-    let mut observers = JoinSet::new();
     let period = Duration::from_secs_f64(1.0 / test.workload.observe_hz);
-    for node in &plan.nodes {
-        observers.spawn(observe::observe(
-            node.clone(),
-            target.clone(),
-            recorder.clone(),
-            obs.clone(),
-            period,
-            observers_stopped.clone(),
-        ));
-    }
+    let mut observers = spawn_observers(plan, &target, &recorder, &obs, period, &observers_stopped);
     if let Some(version) = &plan.args.zookeeper_version {
         progress.set_message("waiting for every server to report its release");
         release_gate::every_server_reports(target.as_ref(), &plan.nodes, version).await?;
@@ -464,29 +485,7 @@ async fn run_body(
 
     let (stop_ops, ops_stopped) = watch::channel(false);
     let ctx = test.nemesis_context(recorder.clone(), obs.clone(), ops_stopped.clone());
-    let mut ops = JoinSet::new();
-    {
-        let (nemesis, ctx) = (test.nemesis.clone(), ctx.clone());
-        ops.spawn(async move {
-            if let Err(e) = nemesis.run(&ctx).await {
-                tracing::error!("nemesis failed: {e:#}");
-            }
-        });
-    }
-    if test.workload.kind == workload::Kind::Writes {
-        let clients = writes::Clients {
-            target: target.clone(),
-            recorder: recorder.clone(),
-            observations: obs.clone(),
-            concurrency: test.workload.clients,
-            rate: test.workload.rate,
-            next_value: Arc::new(AtomicU64::new(0)),
-        };
-        for id in 0..test.workload.clients {
-            ops.spawn(writes::client(id, clients.clone(), ops_stopped.clone()));
-        }
-    }
-
+    let mut ops = spawn_ops(&test, &ctx, &recorder, &obs, &ops_stopped);
     tokio::time::sleep(test.time_limit).await;
     let _ = stop_ops.send(true);
     while let Some(r) = ops.join_next().await {
@@ -495,24 +494,7 @@ async fn run_body(
     progress_task.abort_all();
     progress.set_message("final heal and recovery");
 
-    if let Err(e) = test.nemesis.final_heal(&ctx).await {
-        tracing::error!("final heal failed: {e:#}");
-    }
-    final_phase::ensure_all_up(target.as_ref(), &recorder);
-    match final_phase::wait_for_settle(&recorder, target.as_ref(), test.checks.recovery_timeout)
-        .await
-    {
-        final_phase::Settled::Yes { sid, epoch, took } => tracing::info!(
-            "settled: n{sid} leads epoch {epoch} and every node rejoined it, {} ms after the final heal",
-            took.as_millis()
-        ),
-        // The recovery checker finds it in the history and names the nodes.
-        final_phase::Settled::No { stragglers } => tracing::warn!(
-            "not settled within {} s of the final heal: {}",
-            test.checks.recovery_timeout.as_secs_f64(),
-            stragglers.join("; ")
-        ),
-    }
+    heal_and_settle(&test, &ctx, &recorder).await;
     let _ = stop_observers.send(true);
     while let Some(r) = observers.join_next().await {
         r.context("an observer crashed")?;
@@ -526,4 +508,83 @@ async fn run_body(
     while watcher.join_next().await.is_some() {}
     progress.finish_and_clear();
     Ok(())
+}
+
+/// One observer per node, reading its status every `period` until `stopped`.
+fn spawn_observers(
+    plan: &Plan,
+    target: &Arc<dyn Target>,
+    recorder: &Arc<Recorder>,
+    obs: &Arc<Observations>,
+    period: Duration,
+    stopped: &watch::Receiver<bool>,
+) -> JoinSet<()> {
+    let mut observers = JoinSet::new();
+    for node in &plan.nodes {
+        observers.spawn(observe::observe(
+            node.clone(),
+            target.clone(),
+            recorder.clone(),
+            obs.clone(),
+            period,
+            stopped.clone(),
+        ));
+    }
+    observers
+}
+
+/// The operations of the run until `stopped`: the nemesis, and the writes workload's clients.
+fn spawn_ops(
+    test: &Test,
+    ctx: &NemesisContext,
+    recorder: &Arc<Recorder>,
+    obs: &Arc<Observations>,
+    stopped: &watch::Receiver<bool>,
+) -> JoinSet<()> {
+    let mut ops = JoinSet::new();
+    {
+        let (nemesis, ctx) = (test.nemesis.clone(), ctx.clone());
+        ops.spawn(async move {
+            if let Err(e) = nemesis.run(&ctx).await {
+                tracing::error!("nemesis failed: {e:#}");
+            }
+        });
+    }
+    if test.workload.kind == workload::Kind::Writes {
+        let clients = writes::Clients {
+            target: test.target.clone(),
+            recorder: recorder.clone(),
+            observations: obs.clone(),
+            concurrency: test.workload.clients,
+            rate: test.workload.rate,
+            next_value: Arc::new(AtomicU64::new(0)),
+        };
+        for id in 0..test.workload.clients {
+            ops.spawn(writes::client(id, clients.clone(), stopped.clone()));
+        }
+    }
+    ops
+}
+
+/// The final heal, every node up again, then the wait for a leader every node rejoined.
+async fn heal_and_settle(test: &Test, ctx: &NemesisContext, recorder: &Recorder) {
+    let target = &test.target;
+    if let Err(e) = test.nemesis.final_heal(ctx).await {
+        tracing::error!("final heal failed: {e:#}");
+    }
+    final_phase::ensure_all_up(target.as_ref(), recorder);
+    match final_phase::wait_for_settle(recorder, target.as_ref(), test.checks.recovery_timeout)
+        .await
+    {
+        final_phase::Settled::Yes { sid, epoch, took } => tracing::info!(
+            "settled: n{sid} leads epoch {epoch} and every node rejoined it, {} ms after the final heal",
+            took.as_millis()
+        ),
+        // The recovery checker finds it in the history and names the nodes.
+        final_phase::Settled::No { stragglers } => tracing::warn!(
+            "not settled within {} s of the final heal: {}",
+            test.checks.recovery_timeout.as_secs_f64(),
+            stragglers.join("; ")
+        ),
+    }
 }

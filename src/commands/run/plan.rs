@@ -513,6 +513,62 @@ fn node_binary(args: &TestArgs, power_loss: bool) -> Result<PathBuf> {
     Ok(binary)
 }
 
+/// How many nodes the run has (one per `--hosts` host, else `--nodes`), refused outside 1-31.
+fn node_count(hosts: Option<&[String]>, args: &TestArgs) -> Result<usize> {
+    let count = match (hosts, &args.nodes) {
+        (Some(h), _) => h.len(),
+        (None, Some(n)) => n.count(),
+        (None, None) => DEFAULT_NODES,
+    };
+    if !(1..=31).contains(&count) {
+        return Err(bad_input(format!(
+            "--nodes {count}: between 1 and 31 nodes"
+        )));
+    }
+    Ok(count)
+}
+
+/// `--time-limit`, `--nemesis-interval` and `--recovery-timeout` as durations, and the
+/// ensemble's timing flags, each refused when not positive.
+fn timing_of(args: &TestArgs) -> Result<(Duration, Option<Duration>, Duration)> {
+    let time_limit = positive_seconds("--time-limit", args.time_limit)?;
+    let interval = args
+        .nemesis_interval
+        .map(|s| positive_seconds("--nemesis-interval", s))
+        .transpose()?;
+    let recovery_timeout = positive_seconds("--recovery-timeout", args.recovery_timeout)?;
+    if args.tick_ms == 0 || args.init_limit == 0 || args.sync_limit == 0 {
+        return Err(bad_input(
+            "--tick-ms, --init-limit and --sync-limit must be positive",
+        ));
+    }
+    Ok((time_limit, interval, recovery_timeout))
+}
+
+/// What the nemesis is told of the run: its observers, the schedule's kinds and interval, the
+/// kinds left out, the steering strategy and the situations met before (`--met-before`).
+fn nemesis_settings_of(
+    args: &TestArgs,
+    schedule: &crate::nemesis::schedule::Schedule,
+    observers: &[String],
+    left_out: Vec<String>,
+    workload: &Workload,
+) -> Result<NemesisSettings> {
+    Ok(NemesisSettings {
+        observers: observers.to_vec(),
+        kinds: schedule.kinds(),
+        interval: schedule.interval,
+        file: args.nemesis_file.clone(),
+        left_out,
+        strategy: args.nemesis_strategy,
+        writes: workload.kind == workload::Kind::Writes,
+        met_before: match &args.met_before {
+            Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
+            None => Default::default(),
+        },
+    })
+}
+
 impl Plan {
     /// The validated plan of `fle-chaos test`: every flag checked (one line naming it and the
     /// fix), the schedule chosen for what this run can do, the binary found.
@@ -523,27 +579,8 @@ impl Plan {
         };
         let hosts = args.ssh.hosts(args.nodes.as_ref())?;
         check_zookeeper_flags(&args, hosts.is_some())?;
-        let count = match (&hosts, &args.nodes) {
-            (Some(h), _) => h.len(),
-            (None, Some(n)) => n.count(),
-            (None, None) => DEFAULT_NODES,
-        };
-        if !(1..=31).contains(&count) {
-            return Err(bad_input(format!(
-                "--nodes {count}: between 1 and 31 nodes"
-            )));
-        }
-        let time_limit = positive_seconds("--time-limit", args.time_limit)?;
-        let interval = args
-            .nemesis_interval
-            .map(|s| positive_seconds("--nemesis-interval", s))
-            .transpose()?;
-        let recovery_timeout = positive_seconds("--recovery-timeout", args.recovery_timeout)?;
-        if args.tick_ms == 0 || args.init_limit == 0 || args.sync_limit == 0 {
-            return Err(bad_input(
-                "--tick-ms, --init-limit and --sync-limit must be positive",
-            ));
-        }
+        let count = node_count(hosts.as_deref(), &args)?;
+        let (time_limit, interval, recovery_timeout) = timing_of(&args)?;
         let workload = workload_of(&args)?;
         let abilities = abilities_of(&args, mode, hosts.is_some());
         let crate::nemesis::Chosen {
@@ -572,19 +609,8 @@ impl Plan {
         }
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
         let fake_monotonic = schedule.fake_monotonic;
-        let nemesis_settings = NemesisSettings {
-            observers: observers.clone(),
-            kinds: schedule.kinds(),
-            interval: schedule.interval,
-            file: args.nemesis_file.clone(),
-            left_out,
-            strategy: args.nemesis_strategy,
-            writes: workload.kind == workload::Kind::Writes,
-            met_before: match &args.met_before {
-                Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
-                None => Default::default(),
-            },
-        };
+        let nemesis_settings =
+            nemesis_settings_of(&args, &schedule, &observers, left_out, &workload)?;
         let nemesis = crate::nemesis::build(schedule.clone());
         let name = args.name.clone().unwrap_or_else(|| workload.name.clone());
         check_name(&name)?;

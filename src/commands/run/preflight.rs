@@ -10,20 +10,12 @@
 use crate::exit::bad_input;
 use crate::nemesis::plan::{fault_window, time_limit_for};
 use crate::nemesis::schedule::{FaultTemplate, Schedule, TargetSpec};
+// Times in the refusals are written as the schedule writes them, so they can be pasted back.
+use crate::nemesis::timed::secs;
 use anyhow::Result;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Seconds as a user writes them: "7.2", "10".
-fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0}s")
-    } else {
-        format!("{:.1}s", s)
-    }
-}
 
 /// "nemesis/x.toml: line 5: " or "--nemesis kill: ".
 fn at(schedule: &Schedule, fault: &FaultTemplate) -> String {

@@ -282,15 +282,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         }
     };
     args.seed = Some(rec.info.seed);
-    let results = crate::commands::run::child::read_results(&run_dir).map_err(|e| {
-        bad_input(format!(
-            "{}: {e:#}; check the run first (fle-chaos check {})",
-            run_dir.display(),
-            run_dir.display()
-        ))
-    })?;
-    let invalid = crate::commands::run::child::invalid_checkers(&results);
-    let target = target_checkers(&run_dir, &invalid, opts.checkers.as_deref())?;
+    let target = failing_checkers(&run_dir, opts)?;
     let out = opts.out.clone().unwrap_or_else(|| run_dir.join("shrink"));
     prepare_out(&out)?;
     let original_limit = Duration::from_secs_f64(rec.info.time_limit_s);
@@ -300,47 +292,21 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         ..original
     };
     let (replay_file, replay_command) = write_replay(&out, &run_dir, &rec, &args, &original)?;
-    let mut outcome = ShrinkOutcome {
-        run_dir: run_dir.clone(),
-        out: out.clone(),
-        status: Status::ScheduleOnly,
-        target: target.clone(),
-        original: Sequence::of(&original),
-        minimal: Sequence::of(&original),
-        replay_file: replay_file.clone(),
-        minimal_file: None,
+    let mut outcome = first_outcome(
+        &run_dir,
+        &out,
+        &target,
+        &original,
+        replay_file,
         replay_command,
-        reproduced: 0,
-        final_replays: 0,
-        candidates: 0,
-        runs: Vec::new(),
-        elapsed_s: 0.0,
-        budget_s: opts.budget.as_secs_f64(),
-        budget_exhausted: false,
-        interrupted: None,
-        set_aside: Vec::new(),
-    };
+        opts,
+    );
     if opts.schedule_only {
         report::write(&outcome)?;
         return Ok(outcome);
     }
-    let mut engine = Engine {
-        exe: opts.exe.clone(),
-        args: args.clone(),
-        dir: out.clone(),
-        replays: opts.replays,
-        parallel: opts.parallel,
-        target,
-        interrupts: opts.interrupts.clone(),
-        sim: sim.map(|(replayer, _)| std::sync::Arc::new(replayer)),
-        fake_monotonic: rec.fake_monotonic,
-        runs: Vec::new(),
-        candidates: 0,
-        interrupted: None,
-        budget_hit: false,
-        decided: Default::default(),
-        progress: progress::Progress::new(started + opts.budget),
-    };
+    let sim = sim.map(|(replayer, _)| std::sync::Arc::new(replayer));
+    let mut engine = engine(opts, &args, &out, target, sim, rec.fake_monotonic, started);
     // Three quarters of the budget to search, the rest for the final replays.
     let deadlines = (started + opts.budget.mul_f64(0.75), started + opts.budget);
     let (minimal, reproduced, replayed) =
@@ -363,6 +329,83 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     outcome.interrupted = engine.interrupted.map(|s| s.name().to_string());
     report::write(&outcome)?;
     Ok(outcome)
+}
+
+/// The search's engine: replays of `args` (in-process for a simulated run: `sim`) into `out`,
+/// nothing run yet, its progress counting down to the end of the budget.
+fn engine(
+    opts: &ShrinkOptions,
+    args: &TestArgs,
+    out: &Path,
+    target: Vec<String>,
+    sim: Option<std::sync::Arc<crate::commands::sim::replay::SimReplayer>>,
+    fake_monotonic: bool,
+    started: Instant,
+) -> Engine {
+    Engine {
+        exe: opts.exe.clone(),
+        args: args.clone(),
+        dir: out.to_path_buf(),
+        replays: opts.replays,
+        parallel: opts.parallel,
+        target,
+        interrupts: opts.interrupts.clone(),
+        sim,
+        fake_monotonic,
+        runs: Vec::new(),
+        candidates: 0,
+        interrupted: None,
+        budget_hit: false,
+        decided: Default::default(),
+        progress: progress::Progress::new(started + opts.budget),
+    }
+}
+
+/// The checkers whose failure must reproduce: those `--checkers` names, else every checker
+/// the run's results.json found invalid.
+fn failing_checkers(run_dir: &Path, opts: &ShrinkOptions) -> Result<Vec<String>> {
+    let results = crate::commands::run::child::read_results(run_dir).map_err(|e| {
+        bad_input(format!(
+            "{}: {e:#}; check the run first (fle-chaos check {})",
+            run_dir.display(),
+            run_dir.display()
+        ))
+    })?;
+    let invalid = crate::commands::run::child::invalid_checkers(&results);
+    target_checkers(run_dir, &invalid, opts.checkers.as_deref())
+}
+
+/// The outcome before any replay: the recorded sequence as both original and minimal, its
+/// replay file and command, nothing run yet.
+fn first_outcome(
+    run_dir: &Path,
+    out: &Path,
+    target: &[String],
+    original: &Candidate,
+    replay_file: PathBuf,
+    replay_command: String,
+    opts: &ShrinkOptions,
+) -> ShrinkOutcome {
+    ShrinkOutcome {
+        run_dir: run_dir.to_path_buf(),
+        out: out.to_path_buf(),
+        status: Status::ScheduleOnly,
+        target: target.to_vec(),
+        original: Sequence::of(original),
+        minimal: Sequence::of(original),
+        replay_file,
+        minimal_file: None,
+        replay_command,
+        reproduced: 0,
+        final_replays: 0,
+        candidates: 0,
+        runs: Vec::new(),
+        elapsed_s: 0.0,
+        budget_s: opts.budget.as_secs_f64(),
+        budget_exhausted: false,
+        interrupted: None,
+        set_aside: Vec::new(),
+    }
 }
 
 /// The shortest run a candidate is given.

@@ -4,7 +4,7 @@
 //! finished replay otherwise (CI logs, systemd's journal), as `sweep` does.
 
 use super::search::Replay;
-use crate::report::text::duration;
+use crate::duration::span;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -44,7 +44,7 @@ impl Progress {
             "{candidates} candidate(s) tried, smallest failing: {smallest}, {in_flight} replay(s) \
              running, {reproduced}/{} reproduced, about {} left",
             done.len(),
-            duration(left.as_secs_f64())
+            span(left.as_secs_f64())
         )
     }
 

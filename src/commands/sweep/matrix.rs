@@ -177,6 +177,155 @@ impl Shard {
     }
 }
 
+/// The matrix's lists are not empty and name known targets, workloads, schedules and node
+/// counts; `sim_runs` and `net` make sense with them.
+fn check_lists(raw: &RawMatrix) -> Result<(), String> {
+    for (key, list) in [
+        ("targets", raw.targets.len()),
+        ("workloads", raw.workloads.len()),
+        ("schedules", raw.schedules.len()),
+        ("nodes", raw.nodes.len()),
+        ("seeds", raw.seeds.len()),
+        ("bugs", raw.bugs.len()),
+        ("observers", raw.observers.len()),
+    ] {
+        if list == 0 {
+            return Err(format!("{key} is empty; list at least one"));
+        }
+    }
+    for t in &raw.targets {
+        if t != "fle" && t != "zookeeper" && t != SIM {
+            return Err(format!(
+                "targets: \"{t}\" is unknown; use fle, zookeeper or sim"
+            ));
+        }
+    }
+    let sim = raw.targets.iter().any(|t| t == SIM);
+    match raw.sim_runs {
+        Some(0) => return Err("sim_runs = 0: give at least one simulated run".into()),
+        Some(_) if !sim => {
+            return Err("sim_runs is given but targets has no sim; add it or drop the key".into())
+        }
+        _ => {}
+    }
+    if let Some(n) = &raw.net {
+        if n != "netns" && n != "loopback" {
+            return Err(format!("net = \"{n}\" is unknown; use netns or loopback"));
+        }
+    }
+    for w in &raw.workloads {
+        crate::workload::load(w).map_err(|e| format!("workloads: {e:#}"))?;
+    }
+    for s in &raw.schedules {
+        if s != NO_FAULTS {
+            crate::nemesis::catalogue::load(s).map_err(|e| format!("schedules: {e:#}"))?;
+        }
+    }
+    if let Some(n) = raw.nodes.iter().find(|n| !(1..=31).contains(*n)) {
+        return Err(format!(
+            "nodes: {n} is out of range; between 1 and 31 nodes"
+        ));
+    }
+    let (fewest, most) = (raw.nodes.iter().min(), raw.observers.iter().max());
+    if let (Some(&n), Some(&k)) = (fewest, most) {
+        if k >= n {
+            return Err(format!(
+                "observers: {k} leaves no voter among nodes = {n}; keep every count below the smallest node count"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// ZooKeeper's settings and releases are well formed and given with its target; bugs are
+/// names, seeded into fle-node only.
+fn check_zookeeper_and_bugs(raw: &RawMatrix) -> Result<(), String> {
+    for setting in &raw.zookeeper_config {
+        setting
+            .parse::<crate::control::sut::zookeeper::config::Setting>()
+            .map_err(|e| format!("zookeeper_config: {e}"))?;
+    }
+    let zookeeper = raw.targets.iter().any(|t| t == "zookeeper");
+    for (key, given) in [
+        ("zookeeper_config", !raw.zookeeper_config.is_empty()),
+        ("zookeeper_versions", !raw.zookeeper_versions.is_empty()),
+    ] {
+        if given && !zookeeper {
+            return Err(format!(
+                "{key} is given but targets has no zookeeper; add it or drop the key"
+            ));
+        }
+    }
+    if let Some(v) = raw
+        .zookeeper_versions
+        .iter()
+        .find(|v| !crate::control::sut::zookeeper::release::is_release(v))
+    {
+        return Err(format!(
+            "zookeeper_versions: \"{v}\" is not a release such as \"3.9.6\" \
+             (`fle-chaos test --zookeeper-version list` prints what Debian offers)"
+        ));
+    }
+    let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
+    if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
+        return Err("bugs are seeded into fle-node only; drop them or the zookeeper target".into());
+    }
+    for b in &raw.bugs {
+        if b.is_empty()
+            || !b
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-,_".contains(c))
+        {
+            return Err(format!(
+                "bugs: \"{b}\" is not a bug name (see fle-node --list-bugs) or \"none\""
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every combination of the lists as a cell (one per ZooKeeper release for that target),
+/// refused when two would share a run name.
+fn cells_of(raw: &RawMatrix) -> Result<Vec<Cell>, String> {
+    let mut cells = Vec::new();
+    for &seed in &raw.seeds {
+        for target in &raw.targets {
+            for workload in &raw.workloads {
+                for schedule in &raw.schedules {
+                    for &nodes in &raw.nodes {
+                        for (bug, &k) in raw
+                            .bugs
+                            .iter()
+                            .flat_map(|b| raw.observers.iter().map(move |k| (b, k)))
+                        {
+                            let bug = (bug != NO_BUG).then(|| bug.clone());
+                            let cell = Cell::new(target, workload, schedule, nodes, seed, bug);
+                            let cell = cell.with_observers(k);
+                            match target.as_str() {
+                                "zookeeper" if !raw.zookeeper_versions.is_empty() => cells.extend(
+                                    raw.zookeeper_versions
+                                        .iter()
+                                        .map(|v| cell.clone().with_zookeeper_version(v)),
+                                ),
+                                _ => cells.push(cell),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!(
+            "two runs would both be named {}: a list repeats an entry (or two paths share a file name)",
+            w[0]
+        ));
+    }
+    Ok(cells)
+}
+
 impl Matrix {
     /// Reads the matrix at `path`; the default path falls back to the built-in copy.
     pub fn load(path: &Path) -> Result<Matrix> {
@@ -220,142 +369,9 @@ impl Matrix {
             Some(t) => Some(parse_duration(t).map_err(|e| format!("recovery_timeout: {e}"))?),
             None => None,
         };
-        for (key, list) in [
-            ("targets", raw.targets.len()),
-            ("workloads", raw.workloads.len()),
-            ("schedules", raw.schedules.len()),
-            ("nodes", raw.nodes.len()),
-            ("seeds", raw.seeds.len()),
-            ("bugs", raw.bugs.len()),
-            ("observers", raw.observers.len()),
-        ] {
-            if list == 0 {
-                return Err(format!("{key} is empty; list at least one"));
-            }
-        }
-        for t in &raw.targets {
-            if t != "fle" && t != "zookeeper" && t != SIM {
-                return Err(format!(
-                    "targets: \"{t}\" is unknown; use fle, zookeeper or sim"
-                ));
-            }
-        }
-        let sim = raw.targets.iter().any(|t| t == SIM);
-        match raw.sim_runs {
-            Some(0) => return Err("sim_runs = 0: give at least one simulated run".into()),
-            Some(_) if !sim => {
-                return Err(
-                    "sim_runs is given but targets has no sim; add it or drop the key".into(),
-                )
-            }
-            _ => {}
-        }
-        if let Some(n) = &raw.net {
-            if n != "netns" && n != "loopback" {
-                return Err(format!("net = \"{n}\" is unknown; use netns or loopback"));
-            }
-        }
-        for w in &raw.workloads {
-            crate::workload::load(w).map_err(|e| format!("workloads: {e:#}"))?;
-        }
-        for s in &raw.schedules {
-            if s != NO_FAULTS {
-                crate::nemesis::catalogue::load(s).map_err(|e| format!("schedules: {e:#}"))?;
-            }
-        }
-        if let Some(n) = raw.nodes.iter().find(|n| !(1..=31).contains(*n)) {
-            return Err(format!(
-                "nodes: {n} is out of range; between 1 and 31 nodes"
-            ));
-        }
-        let (fewest, most) = (raw.nodes.iter().min(), raw.observers.iter().max());
-        if let (Some(&n), Some(&k)) = (fewest, most) {
-            if k >= n {
-                return Err(format!(
-                    "observers: {k} leaves no voter among nodes = {n}; keep every count below the smallest node count"
-                ));
-            }
-        }
-        for setting in &raw.zookeeper_config {
-            setting
-                .parse::<crate::control::sut::zookeeper::config::Setting>()
-                .map_err(|e| format!("zookeeper_config: {e}"))?;
-        }
-        let zookeeper = raw.targets.iter().any(|t| t == "zookeeper");
-        for (key, given) in [
-            ("zookeeper_config", !raw.zookeeper_config.is_empty()),
-            ("zookeeper_versions", !raw.zookeeper_versions.is_empty()),
-        ] {
-            if given && !zookeeper {
-                return Err(format!(
-                    "{key} is given but targets has no zookeeper; add it or drop the key"
-                ));
-            }
-        }
-        if let Some(v) = raw
-            .zookeeper_versions
-            .iter()
-            .find(|v| !crate::control::sut::zookeeper::release::is_release(v))
-        {
-            return Err(format!(
-                "zookeeper_versions: \"{v}\" is not a release such as \"3.9.6\" \
-                 (`fle-chaos test --zookeeper-version list` prints what Debian offers)"
-            ));
-        }
-        let has_bugs = raw.bugs.iter().any(|b| b != NO_BUG);
-        if has_bugs && raw.targets.iter().any(|t| t == "zookeeper") {
-            return Err(
-                "bugs are seeded into fle-node only; drop them or the zookeeper target".into(),
-            );
-        }
-        for b in &raw.bugs {
-            if b.is_empty()
-                || !b
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-,_".contains(c))
-            {
-                return Err(format!(
-                    "bugs: \"{b}\" is not a bug name (see fle-node --list-bugs) or \"none\""
-                ));
-            }
-        }
-        let mut cells = Vec::new();
-        for &seed in &raw.seeds {
-            for target in &raw.targets {
-                for workload in &raw.workloads {
-                    for schedule in &raw.schedules {
-                        for &nodes in &raw.nodes {
-                            for (bug, &k) in raw
-                                .bugs
-                                .iter()
-                                .flat_map(|b| raw.observers.iter().map(move |k| (b, k)))
-                            {
-                                let bug = (bug != NO_BUG).then(|| bug.clone());
-                                let cell = Cell::new(target, workload, schedule, nodes, seed, bug);
-                                let cell = cell.with_observers(k);
-                                match target.as_str() {
-                                    "zookeeper" if !raw.zookeeper_versions.is_empty() => cells
-                                        .extend(
-                                            raw.zookeeper_versions
-                                                .iter()
-                                                .map(|v| cell.clone().with_zookeeper_version(v)),
-                                        ),
-                                    _ => cells.push(cell),
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let mut ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
-        ids.sort_unstable();
-        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!(
-                "two runs would both be named {}: a list repeats an entry (or two paths share a file name)",
-                w[0]
-            ));
-        }
+        check_lists(&raw)?;
+        check_zookeeper_and_bugs(&raw)?;
+        let cells = cells_of(&raw)?;
         Ok(Matrix {
             name: name.to_string(),
             origin: origin.to_string(),

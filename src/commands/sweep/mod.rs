@@ -272,12 +272,7 @@ async fn resume_sweep(dir: &Path, args: &SweepArgs) -> Result<i32> {
 /// ", budget 45 min" for the first line, or nothing.
 fn budget_text(budget: Option<std::time::Duration>) -> String {
     budget
-        .map(|b| {
-            format!(
-                ", budget {}",
-                crate::report::text::duration(b.as_secs_f64())
-            )
-        })
+        .map(|b| format!(", budget {}", crate::duration::span(b.as_secs_f64())))
         .unwrap_or_default()
 }
 

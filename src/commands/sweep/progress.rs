@@ -3,8 +3,8 @@
 //! shows every run's result without control characters.
 
 use super::record::{outcome_word, RunRecord};
+use crate::duration::span;
 use crate::exit;
-use crate::report::text::duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -39,7 +39,7 @@ impl Progress {
     fn status(&self, running: usize, left: Option<Duration>) -> String {
         let left = match left {
             // Nothing left to estimate once the last run is done ("about 0.00 s left" said so).
-            Some(d) if !d.is_zero() => format!(", about {} left", duration(d.as_secs_f64())),
+            Some(d) if !d.is_zero() => format!(", about {} left", span(d.as_secs_f64())),
             _ => String::new(),
         };
         format!(
@@ -67,7 +67,7 @@ impl Progress {
             r.cell.id,
             outcome_word(r),
             r.code,
-            duration(r.duration_s),
+            span(r.duration_s),
             self.status(running, left)
         );
         match &self.bar {

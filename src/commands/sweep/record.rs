@@ -214,10 +214,10 @@ pub fn percentile(values: &[u64], p: f64) -> Option<u64> {
     Some(v[rank.clamp(1, v.len()) - 1])
 }
 
-/// "1.23 s", or "-" when there is nothing to show.
+/// "1.23 s" (`crate::duration::span`), or "-" when there is nothing to show.
 pub fn ms_text(ms: Option<u64>) -> String {
     match ms {
-        Some(ms) => format!("{:.2} s", ms as f64 / 1e3),
+        Some(ms) => crate::duration::span(ms as f64 / 1e3),
         None => "-".into(),
     }
 }

@@ -127,13 +127,13 @@ impl Runner {
                     out_of_budget = true;
                     progress.say(&format!(
                         "budget: {} left, a run takes about {}: {} runs not started",
-                        crate::report::text::duration(
+                        crate::duration::span(
                             self.budget
                                 .unwrap_or_default()
                                 .saturating_sub(start.elapsed())
                                 .as_secs_f64()
                         ),
-                        crate::report::text::duration(estimate.run().as_secs_f64()),
+                        crate::duration::span(estimate.run().as_secs_f64()),
                         queue.len()
                     ));
                     break;

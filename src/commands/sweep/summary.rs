@@ -4,10 +4,11 @@
 
 use super::record::{ms_text, outcome_word, percentile, RunRecord, SweepRecord};
 use crate::checker::Validity;
+use crate::duration::span;
 use crate::exit;
 use crate::history::situation::{self, Situation};
 use crate::report::html::CSS;
-use crate::report::text::{duration, escape};
+use crate::report::text::escape;
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,8 @@ fn link(r: &RunRecord) -> String {
     }
 }
 
+/// The sweep's summary.html: a banner with the exit code, the matrix, one row per run, the
+/// verdicts by release, the night's coverage, and the runs not started or missing.
 pub fn summary_html(r: &SweepRecord) -> String {
     let count = |f: &dyn Fn(&RunRecord) -> bool| r.runs.iter().filter(|x| f(x)).count();
     let failed = count(&|x| x.outcome != exit::VALID);
@@ -107,7 +110,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
             None => String::new(),
         },
         start = r.started_at.format("%Y-%m-%d %H:%M:%S"),
-        took = duration((r.finished_at - r.started_at).num_milliseconds().max(0) as f64 / 1e3),
+        took = span((r.finished_at - r.started_at).num_milliseconds().max(0) as f64 / 1e3),
     );
     let _ = writeln!(
         h,
@@ -118,7 +121,7 @@ pub fn summary_html(r: &SweepRecord) -> String {
         escape(&r.origin),
         r.parallel,
         match r.budget_s {
-            Some(b) => format!(", budget {}", duration(b)),
+            Some(b) => format!(", budget {}", span(b)),
             None => String::new(),
         },
         match &r.interrupted {
@@ -132,75 +135,12 @@ pub fn summary_html(r: &SweepRecord) -> String {
          <th>rejoin p50 / p99</th><th>situations</th><th>took</th><th>report</th><th>note</th></tr>\n",
     );
     for x in &r.runs {
-        let mut note = x.note.clone().map(|n| escape(&n)).unwrap_or_default();
-        if !x.failed_checkers.is_empty() {
-            let _ = write!(note, "failed: {}", escape(&x.failed_checkers.join(", ")));
-        }
-        if !x.known.is_empty() {
-            let _ = write!(note, " (known: {})", escape(&x.known.join(", ")));
-        }
-        if x.unrecovered > 0 {
-            let _ = write!(note, " {} fault(s) never recovered from", x.unrecovered);
-        }
-        if let Some(m) = &x.minimal {
-            let _ = write!(
-                note,
-                " <a href=\"{}\">minimal schedule</a>",
-                escape(&m.to_string_lossy())
-            );
-        }
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&x.cell.id),
-            class(x),
-            outcome_word(x),
-            escape(&x.cell.target_label()),
-            escape(&x.cell.workload),
-            escape(&x.cell.schedule),
-            x.cell.nodes,
-            x.cell.seed,
-            escape(x.cell.bug.as_deref().unwrap_or("-")),
-            ms_text(percentile(&x.recovery_ms, 50.0)),
-            ms_text(percentile(&x.recovery_ms, 99.0)),
-            ms_text(percentile(&x.rejoin_ms, 50.0)),
-            ms_text(percentile(&x.rejoin_ms, 99.0)),
-            labels(&x.situations),
-            x.situations.len(),
-            duration(x.duration_s),
-            link(x),
-            note.trim()
-        );
+        h += &run_row(x);
     }
     h.push_str("</table>\n");
     h += &by_release(r);
     h += &night_coverage(r);
-    if !r.skipped.is_empty() {
-        let _ = write!(
-            h,
-            "<h2>Not started ({}): {}</h2>\n<p>{}</p>\n",
-            r.skipped.len(),
-            not_started_because(r),
-            r.skipped
-                .iter()
-                .map(|c| format!("<code>{}</code>", escape(&c.id)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-    }
-    if !missing.is_empty() {
-        let _ = write!(
-            h,
-            "<h2>Missing ({}): in the matrix, in no merged shard</h2>\n<p>{}</p>\n",
-            missing.len(),
-            missing
-                .iter()
-                .map(|id| format!("<code>{}</code>", escape(id)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-    }
+    h += &not_run(r, &missing);
     h.push_str("</main></body></html>\n");
     h
 }
@@ -247,6 +187,7 @@ fn by_release(r: &SweepRecord) -> String {
     h
 }
 
+/// The sweep's junit.xml: one testcase per run, and a skipped one per run not started or missing.
 pub fn junit_xml(r: &SweepRecord) -> String {
     let failures = r.runs.iter().filter(|x| x.outcome == exit::INVALID).count();
     let errors = r
@@ -271,71 +212,7 @@ pub fn junit_xml(r: &SweepRecord) -> String {
         r.started_at.format("%Y-%m-%dT%H:%M:%S"),
     );
     for run in &r.runs {
-        let _ = write!(
-            x,
-            "    <testcase name=\"{}\" classname=\"fle-chaos.sweep.{}.{}\" time=\"{:.3}\">",
-            escape(&run.cell.id),
-            escape(&run.cell.target),
-            escape(&super::matrix::slug(&run.cell.schedule)),
-            run.duration_s
-        );
-        let where_ = match &run.run_dir {
-            Some(d) => format!("run folder {}", d.display()),
-            None => format!("log {}", run.log.display()),
-        };
-        let body = |what: &str| {
-            escape(&format!(
-                "{what}; {where_}{}",
-                run.note
-                    .as_deref()
-                    .map(|n| format!("; {n}"))
-                    .unwrap_or_default()
-            ))
-        };
-        let known = (!run.known.is_empty()).then(|| format!("known: {}", run.known.join(", ")));
-        match (run.outcome, &known) {
-            // Invalid only for known bugs, and the matrix does not fail on them.
-            (exit::VALID, Some(k)) if run.code == exit::INVALID && run.cell.bug.is_none() => {
-                let _ = write!(
-                    x,
-                    "\n      <system-out>{}</system-out>\n    </testcase>\n",
-                    body(&format!(
-                        "{k}: invalid only for known bugs, not failed (fail_on_known = false)"
-                    ))
-                );
-            }
-            (exit::VALID, _) => x.push_str("</testcase>\n"),
-            (exit::INVALID, _) => {
-                let what = if run.cell.bug.is_some() {
-                    format!(
-                        "missed: the seeded bug {} was not caught (verdict valid)",
-                        run.cell.bug.as_deref().unwrap_or_default()
-                    )
-                } else {
-                    let k = known
-                        .as_ref()
-                        .map(|k| format!(" ({k})"))
-                        .unwrap_or_default();
-                    format!("invalid{k}: {}", run.failed_checkers.join(", "))
-                };
-                let _ = write!(
-                    x,
-                    "\n      <failure message=\"{}\" type=\"invalid\">{}</failure>\n    </testcase>\n",
-                    escape(&what),
-                    body(&what)
-                );
-            }
-            (code, _) => {
-                let what = format!("{} (exit {code})", outcome_word(run));
-                let _ = write!(
-                    x,
-                    "\n      <error message=\"{}\" type=\"{}\">{}</error>\n    </testcase>\n",
-                    escape(&what),
-                    escape(outcome_word(run)),
-                    body(&what)
-                );
-            }
-        }
+        x += &testcase(run);
     }
     for (id, why) in r
         .skipped
@@ -359,6 +236,156 @@ pub fn junit_xml(r: &SweepRecord) -> String {
         );
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// One run's row of the summary's table: its cell, verdict, recovery and rejoin, situations,
+/// duration, links, and a note of what failed.
+fn run_row(x: &RunRecord) -> String {
+    let mut h = String::new();
+    let mut note = x.note.clone().map(|n| escape(&n)).unwrap_or_default();
+    if !x.failed_checkers.is_empty() {
+        let _ = write!(note, "failed: {}", escape(&x.failed_checkers.join(", ")));
+    }
+    if !x.known.is_empty() {
+        let _ = write!(note, " (known: {})", escape(&x.known.join(", ")));
+    }
+    if x.unrecovered > 0 {
+        let _ = write!(note, " {} fault(s) never recovered from", x.unrecovered);
+    }
+    if let Some(m) = &x.minimal {
+        let _ = write!(
+            note,
+            " <a href=\"{}\">minimal schedule</a>",
+            escape(&m.to_string_lossy())
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+         <td>{}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        escape(&x.cell.id),
+        class(x),
+        outcome_word(x),
+        escape(&x.cell.target_label()),
+        escape(&x.cell.workload),
+        escape(&x.cell.schedule),
+        x.cell.nodes,
+        x.cell.seed,
+        escape(x.cell.bug.as_deref().unwrap_or("-")),
+        ms_text(percentile(&x.recovery_ms, 50.0)),
+        ms_text(percentile(&x.recovery_ms, 99.0)),
+        ms_text(percentile(&x.rejoin_ms, 50.0)),
+        ms_text(percentile(&x.rejoin_ms, 99.0)),
+        labels(&x.situations),
+        x.situations.len(),
+        span(x.duration_s),
+        link(x),
+        note.trim()
+    );
+    h
+}
+
+/// The runs not started (a budget, a signal) and the cells no merged shard held.
+fn not_run(r: &SweepRecord, missing: &[&str]) -> String {
+    let mut h = String::new();
+    if !r.skipped.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Not started ({}): {}</h2>\n<p>{}</p>\n",
+            r.skipped.len(),
+            not_started_because(r),
+            r.skipped
+                .iter()
+                .map(|c| format!("<code>{}</code>", escape(&c.id)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    if !missing.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Missing ({}): in the matrix, in no merged shard</h2>\n<p>{}</p>\n",
+            missing.len(),
+            missing
+                .iter()
+                .map(|id| format!("<code>{}</code>", escape(id)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    h
+}
+
+/// One run as a JUnit testcase: passed, a failure (invalid, or a seeded bug missed), or an
+/// error (no verdict); a run invalid only for known bugs passes with a note.
+fn testcase(run: &RunRecord) -> String {
+    let mut x = String::new();
+    let _ = write!(
+        x,
+        "    <testcase name=\"{}\" classname=\"fle-chaos.sweep.{}.{}\" time=\"{:.3}\">",
+        escape(&run.cell.id),
+        escape(&run.cell.target),
+        escape(&super::matrix::slug(&run.cell.schedule)),
+        run.duration_s
+    );
+    let where_ = match &run.run_dir {
+        Some(d) => format!("run folder {}", d.display()),
+        None => format!("log {}", run.log.display()),
+    };
+    let body = |what: &str| {
+        escape(&format!(
+            "{what}; {where_}{}",
+            run.note
+                .as_deref()
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default()
+        ))
+    };
+    let known = (!run.known.is_empty()).then(|| format!("known: {}", run.known.join(", ")));
+    match (run.outcome, &known) {
+        // Invalid only for known bugs, and the matrix does not fail on them.
+        (exit::VALID, Some(k)) if run.code == exit::INVALID && run.cell.bug.is_none() => {
+            let _ = write!(
+                x,
+                "\n      <system-out>{}</system-out>\n    </testcase>\n",
+                body(&format!(
+                    "{k}: invalid only for known bugs, not failed (fail_on_known = false)"
+                ))
+            );
+        }
+        (exit::VALID, _) => x.push_str("</testcase>\n"),
+        (exit::INVALID, _) => {
+            let what = if run.cell.bug.is_some() {
+                format!(
+                    "missed: the seeded bug {} was not caught (verdict valid)",
+                    run.cell.bug.as_deref().unwrap_or_default()
+                )
+            } else {
+                let k = known
+                    .as_ref()
+                    .map(|k| format!(" ({k})"))
+                    .unwrap_or_default();
+                format!("invalid{k}: {}", run.failed_checkers.join(", "))
+            };
+            let _ = write!(
+                x,
+                "\n      <failure message=\"{}\" type=\"invalid\">{}</failure>\n    </testcase>\n",
+                escape(&what),
+                body(&what)
+            );
+        }
+        (code, _) => {
+            let what = format!("{} (exit {code})", outcome_word(run));
+            let _ = write!(
+                x,
+                "\n      <error message=\"{}\" type=\"{}\">{}</error>\n    </testcase>\n",
+                escape(&what),
+                escape(outcome_word(run)),
+                body(&what)
+            );
+        }
+    }
     x
 }
 

@@ -89,22 +89,23 @@ const VERDICT_LINES: [Line; 4] = [
     }),
 ];
 
-fn secs(ms: Option<u64>) -> Option<f64> {
+/// Milliseconds as seconds, the recovery plot's unit (a conversion, not a text).
+fn ms_to_s(ms: Option<u64>) -> Option<f64> {
     ms.map(|ms| ms as f64 / 1e3)
 }
 
 const RECOVERY_LINES: [Line; 4] = [
     ("to leader p50", RGBColor(31, 119, 180), |r| {
-        secs(r.recovery_p50_ms)
+        ms_to_s(r.recovery_p50_ms)
     }),
     ("to leader p99", RGBColor(140, 190, 230), |r| {
-        secs(r.recovery_p99_ms)
+        ms_to_s(r.recovery_p99_ms)
     }),
     ("all rejoined p50", RGBColor(44, 160, 44), |r| {
-        secs(r.rejoin_p50_ms)
+        ms_to_s(r.rejoin_p50_ms)
     }),
     ("all rejoined p99", RGBColor(150, 215, 150), |r| {
-        secs(r.rejoin_p99_ms)
+        ms_to_s(r.rejoin_p99_ms)
     }),
 ];
 

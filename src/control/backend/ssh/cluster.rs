@@ -56,6 +56,50 @@ pub struct SshCluster {
     bridge: Bridge,
 }
 
+/// The local folder of the run's SSH masters, recorded first (`clean` ends them after a
+/// SIGKILLed controller), then made and given to every host session.
+fn control_dir(registry: &Registry, hosts: &[Arc<HostSession>]) -> Result<PathBuf> {
+    let control_dir = std::env::temp_dir().join(format!("flc-ssh-{}", registry.run_id()));
+    registry.record(Resource::SshControl {
+        dir: control_dir.clone(),
+    })?;
+    // create_dir, not create_dir_all: a folder already there is another run's (same id).
+    std::fs::create_dir(&control_dir)
+        .with_context(|| format!("cannot create {}", control_dir.display()))?;
+    for h in hosts {
+        h.set_control_dir(control_dir.clone());
+    }
+    Ok(control_dir)
+}
+
+/// Records each node's local and remote folder (teardown removes what is recorded), before
+/// anything is made on a host.
+fn record_nodes(
+    config: &SshClusterConfig,
+    run_dir: &Path,
+    registry: &Registry,
+    nodes: &[String],
+) -> Result<()> {
+    let run_id = registry.run_id();
+    for (node, host) in nodes.iter().zip(&config.hosts) {
+        let local = run_dir.join("nodes").join(node);
+        std::fs::create_dir_all(&local)
+            .with_context(|| format!("cannot create {}", local.display()))?;
+        let o = &config.options;
+        registry.record(Resource::SshNode(RemoteNode {
+            node: node.clone(),
+            host: host.clone(),
+            user: o.user.clone(),
+            port: o.port,
+            private_key: o.private_key.clone(),
+            strict_host_key_checking: o.strict_host_key_checking,
+            config_file: o.config_file.clone(),
+            dir: remote::node_dir(run_id, node),
+        }))?;
+    }
+    Ok(())
+}
+
 impl SshCluster {
     /// Preflights every host (nothing is created on any host when one fails: a `BadInput`; the
     /// local folder for the SSH masters is recorded, so teardown removes it), then records and
@@ -76,17 +120,7 @@ impl SshCluster {
             .iter()
             .map(|h| Arc::new(HostSession::new(h, config.options.clone(), log.clone())))
             .collect();
-        // Masters in a folder of the run's own: `clean` ends them after a SIGKILLed controller.
-        let control_dir = std::env::temp_dir().join(format!("flc-ssh-{}", registry.run_id()));
-        registry.record(Resource::SshControl {
-            dir: control_dir.clone(),
-        })?;
-        // create_dir, not create_dir_all: a folder already there is another run's (same id).
-        std::fs::create_dir(&control_dir)
-            .with_context(|| format!("cannot create {}", control_dir.display()))?;
-        for h in &hosts {
-            h.set_control_dir(control_dir.clone());
-        }
+        let control_dir = control_dir(&registry, &hosts)?;
         let probe = hosts.clone();
         let real_clock = config.real_clock;
         // FUSE for power-loss faults was checked by `check_hosts` before the run (run::mod).
@@ -103,22 +137,7 @@ impl SshCluster {
         }
         let nodes: Vec<String> = (1..=hosts.len()).map(|i| format!("n{i}")).collect();
         let run_id = registry.run_id().to_string();
-        for (node, host) in nodes.iter().zip(&config.hosts) {
-            let local = run_dir.join("nodes").join(node);
-            std::fs::create_dir_all(&local)
-                .with_context(|| format!("cannot create {}", local.display()))?;
-            let o = &config.options;
-            registry.record(Resource::SshNode(RemoteNode {
-                node: node.clone(),
-                host: host.clone(),
-                user: o.user.clone(),
-                port: o.port,
-                private_key: o.private_key.clone(),
-                strict_host_key_checking: o.strict_host_key_checking,
-                config_file: o.config_file.clone(),
-                dir: remote::node_dir(&run_id, node),
-            }))?;
-        }
+        record_nodes(&config, run_dir, &registry, &nodes)?;
         let cluster = SshCluster {
             nodes,
             hosts,
@@ -133,16 +152,28 @@ impl SshCluster {
             log,
             bridge,
         };
-        let stripped = setup::stripped_copy(&config.binary, &control_dir);
+        cluster.set_up_nodes(&config, &control_dir, say)?;
+        Ok(cluster)
+    }
+
+    /// Each node's folder made, the tools its faults need installed and the binary uploaded,
+    /// on every host at once; what a host said it installed is passed to `say`.
+    fn set_up_nodes(
+        &self,
+        config: &SshClusterConfig,
+        control_dir: &Path,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let stripped = setup::stripped_copy(&config.binary, control_dir);
         let upload = stripped.clone().unwrap_or_else(|| config.binary.clone());
-        let tasks: Vec<_> = cluster
+        let tasks: Vec<_> = self
             .nodes
             .iter()
             .enumerate()
             .map(|(i, node)| {
-                let host = cluster.hosts[i].clone();
-                let facts = cluster.facts[i].clone();
-                let dir = cluster.dir_str(node);
+                let host = self.hosts[i].clone();
+                let facts = self.facts[i].clone();
+                let dir = self.dir_str(node);
                 let binary = upload.clone();
                 let needs = config.needs;
                 async move {
@@ -153,7 +184,7 @@ impl SshCluster {
                 }
             })
             .collect();
-        let results = cluster.bridge.run(async move {
+        let results = self.bridge.run(async move {
             let mut handles = Vec::new();
             for t in tasks {
                 handles.push(tokio::spawn(t));
@@ -179,7 +210,7 @@ impl SshCluster {
             // What was set up is recorded: the caller's teardown removes it.
             bail!("setting up the hosts failed:\n  {}", errors.join("\n  "));
         }
-        Ok(cluster)
+        Ok(())
     }
 
     fn index_of(&self, node: &str) -> Result<usize> {

@@ -297,6 +297,8 @@ impl ZooKeeper {
             .map(|s| s.sid)
     }
 
+    /// One status read of `node`: its AdminServer's leader and zabstate answers (and srvr when
+    /// needed), its epoch files, and what is remembered of it between reads.
     async fn observe(&self, node: &str) -> Result<NodeStatus, ReadError> {
         let server = self
             .server(node)
@@ -368,6 +370,28 @@ impl ZooKeeper {
                 .await
                 .map_err(ReadError::Timeout)?,
         };
+        let (previous_zxid, uptime_ms, last_served_epoch) = self.remembered(node);
+        let wall_clock_ms = date.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
+        let mut status = observe::to_status(&Observation {
+            sid: server.sid,
+            observer: server.observer,
+            leader,
+            zab,
+            previous_zxid,
+            last_served_epoch,
+            epochs,
+            wall_clock_ms,
+            uptime_ms,
+        })
+        .map_err(ReadError::Timeout)?;
+        status.last_election = self.last_election(node, role);
+        self.remember(node, zab.last_zxid, &status);
+        Ok(status)
+    }
+
+    /// What is remembered of `node` between reads: its last zxid read, its uptime since this
+    /// controller started it (ms), and the highest epoch it was read serving.
+    fn remembered(&self, node: &str) -> (u64, u64, u64) {
         let previous_zxid = self
             .last_zxid
             .lock()
@@ -382,7 +406,6 @@ impl ZooKeeper {
             .get(node)
             .map(|t| t.elapsed().as_millis() as u64)
             .unwrap_or(0);
-        let wall_clock_ms = date.unwrap_or_else(|| chrono::Utc::now().timestamp_millis());
         let last_served_epoch = self
             .served_epoch
             .lock()
@@ -390,21 +413,13 @@ impl ZooKeeper {
             .get(node)
             .copied()
             .unwrap_or(0);
-        let mut status = observe::to_status(&Observation {
-            sid: server.sid,
-            observer: server.observer,
-            leader,
-            zab,
-            previous_zxid,
-            last_served_epoch,
-            epochs,
-            wall_clock_ms,
-            uptime_ms,
-        })
-        .map_err(ReadError::Timeout)?;
-        status.last_election = self.last_election(node, role);
+        (previous_zxid, uptime_ms, last_served_epoch)
+    }
+
+    /// Remembers what a read that counted showed of `node`: its zxid, and the epoch it serves.
+    fn remember(&self, node: &str, last_zxid: Option<u64>, status: &NodeStatus) {
         // Kept only from a read that counted: a refused one's zxid must not travel on.
-        if let Some(z) = zab.last_zxid {
+        if let Some(z) = last_zxid {
             self.last_zxid.lock().unwrap().insert(node.to_string(), z);
         }
         if status.state != ServerState::Looking {
@@ -412,7 +427,6 @@ impl ZooKeeper {
             let e = served.entry(node.to_string()).or_insert(0);
             *e = (*e).max(status.peer_epoch);
         }
-        Ok(status)
     }
 }
 
