@@ -15,6 +15,10 @@
 //!
 //! `cargo bench --bench check` (EVENTS=N to change the size; BENCH_DIR=dir to keep the
 //! generated run there and reuse it on later runs).
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 use support::{cpu_s, load_average};

@@ -19,6 +19,10 @@
 //!
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
 //! not change what it measures.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 use support::{env_or, median};

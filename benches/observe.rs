@@ -6,6 +6,10 @@
 //! inside the steady part of the run; RSS is VmHWM. It also prints the achieved read rate.
 //! `FLE_CHAOS_BENCH_SECS` (default 60) sets the run length; `FLE_CHAOS_TEST_NODE` another
 //! fle-node build. Runs in namespaces as root, else on loopback.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::{EventType, F};

@@ -5,6 +5,10 @@
 //!
 //! `cargo bench --bench report` (FLC_BENCH_HOURS=0.1 for a quick look; FLC_BENCH_DIR=dir to
 //! keep the generated run there and reuse it on later runs).
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 // Test support shared with the report tests: the synthetic history writer.
 #[allow(dead_code)]

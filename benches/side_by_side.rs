@@ -16,6 +16,10 @@
 //! five repetitions of 155 s of partitions per target are ~15 min each).
 //! FLC_BACKEND=netns|ssh: with ssh each server runs on a fake VM (a namespace running sshd,
 //! as the SSH tests use) and is driven over SSH: the same figures through the SSH backend.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 use support::{env_or, median};

@@ -13,6 +13,10 @@
 //!   (default 10 000): how many invalid and unknown (the goals: 0 invalid, <= 0.1 % unknown).
 //!
 //! Nothing is written to disk: runs are judged in memory.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 use support::{cpu_s, env_or, load_average, median};

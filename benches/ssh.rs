@@ -2,6 +2,10 @@
 //! hosts (binary upload included), one remote command over the multiplexed connection, a
 //! faketime file write, a daemon spawn + kill, and teardown. Prints figures; asserts nothing.
 //! `cargo bench --bench ssh`
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 /// The SSH tests' fake VMs (tests/it/support), borrowed whole: this bench uses part of them.
 #[allow(dead_code)]

@@ -10,6 +10,10 @@
 //!
 //! The final phase is measured in each run's history: from the final heal's invoke to the last
 //! final-log read (restart of killed nodes, the settle wait, the final reads).
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 use support::{env_or, median};

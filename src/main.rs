@@ -139,22 +139,3 @@ fn main() {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Cli;
-    use clap::CommandFactory;
-    use fle_chaos::history::FaultKind;
-
-    #[test]
-    fn the_help_names_every_fault_kind() {
-        let help = Cli::command().render_long_help().to_string();
-        for kind in FaultKind::ALL {
-            assert!(
-                help.contains(kind.name()),
-                "{} missing from:\n{help}",
-                kind.name()
-            );
-        }
-    }
-}

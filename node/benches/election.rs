@@ -10,6 +10,10 @@
 //! 5:5,30:5,120:5), FLC_NODE_BIN (another fle-node build, for before/after figures). Goal at
 //! finalizeWait = 200 ms: median <= 230 ms at 5 nodes, RSS <= 16 MiB per node; paused leader
 //! near syncLimit·tickTime + finalizeWait (1.2 s); rejoin <= 1 s after any partition.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 /// The tests' cluster starter (tests/it/support), borrowed whole: this bench uses part of it.
 #[allow(dead_code)]

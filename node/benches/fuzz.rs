@@ -7,6 +7,10 @@
 //! after and the process peak, which must stay bounded.
 //!
 //! `cargo bench --bench fuzz` (env: FLC_FUZZ_INPUTS, FLC_FUZZ_SEED).
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;

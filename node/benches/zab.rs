@@ -11,6 +11,10 @@
 //! latency, 16 concurrent clients' throughput and latency, and the time from SIGKILL of the
 //! leader to the first write committed by the new leader (crash detection + FLE + Zab
 //! recovery). `cargo bench --bench zab -- processes` runs only this part.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 /// The tests' cluster starter (tests/it/support), borrowed whole: this bench uses part of it.
 #[allow(dead_code)]

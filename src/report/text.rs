@@ -1,9 +1,6 @@
 //! Small text helpers shared by the HTML, JUnit and index writers: escaping for HTML/XML,
 //! base64 for inlined images, shortening.
 
-/// `crate::duration::span`, under the name the simulator's summary still imports.
-pub use crate::duration::span as duration;
-
 /// Escapes text for HTML/XML element content and quoted attribute values.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

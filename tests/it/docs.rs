@@ -806,3 +806,21 @@ fn checks_catch_drift() {
     let problems = ctx.check_page("docs/good.md", good);
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// `fle-chaos --help` names every fault kind (it is built from `FaultKind::ALL`, which a stale
+/// hand-written list once was not).
+#[test]
+fn the_help_names_every_fault_kind() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for kind in fle_chaos::history::FaultKind::ALL {
+        assert!(
+            help.contains(kind.name()),
+            "{} missing from:\n{help}",
+            kind.name()
+        );
+    }
+}

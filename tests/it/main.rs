@@ -4,6 +4,10 @@
 //! says what it covers); `support` holds what several areas share, and `support::exclusive`
 //! names the resources of this machine that two tests must not use at once, since every test
 //! here runs beside every other. Run one area with `cargo test --release --test it ssh::`.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 

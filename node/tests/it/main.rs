@@ -4,6 +4,10 @@
 //! process over real TCP, and lazyfs on a real FUSE mount. One module per area; `support` starts
 //! the clusters. Every test runs beside every other: ports come from one allocator
 //! (`support::free_ports`), so no two tests of this binary are handed the same port.
+#![allow(
+    clippy::too_many_lines,
+    reason = "tests and benches read as scripts, top to bottom"
+)]
 
 mod support;
 

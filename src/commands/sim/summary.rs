@@ -6,8 +6,9 @@
 //! so that 100,000 runs stay a small file).
 
 use crate::checker::Validity;
+use crate::duration::span;
 use crate::report::html::CSS;
-use crate::report::text::{duration, escape};
+use crate::report::text::escape;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -170,7 +171,7 @@ impl SimSummary {
             self.unknown,
             self.runs_per_minute,
             self.started_at.format("%Y-%m-%d %H:%M:%S"),
-            duration(self.seconds),
+            span(self.seconds),
             self.stopped
                 .as_deref()
                 .map(|s| format!("; stopped: {}", escape(s)))
