@@ -13,6 +13,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("exit", 0),
     // The history: the event model, its store, the view over it.
     ("history", 1),
+    // The run folder: its files' names and paths.
+    ("store", 1),
     // Stages that read the history or drive nodes.
     ("checker", 2),
     ("control", 2),

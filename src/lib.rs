@@ -10,6 +10,7 @@
 //! - `nemesis`: the faults (every kind `history::FaultKind` names) and the seeded schedule;
 //! - `workload`: the clients (observe only, or writes through the leader);
 //! - `history`: the event model and its JSON-lines store;
+//! - `store`: the run folder (`RunDir`: every file a run leaves, named once; the `latest` link);
 //! - `checker`: one checker per property, combined into a verdict;
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
 //!
@@ -36,6 +37,7 @@ pub mod history;
 mod layers;
 pub mod nemesis;
 pub mod report;
+pub mod store;
 pub mod workload;
 
 /// Unit tests that cannot run here say so through the integration tests' `skip` (one list).

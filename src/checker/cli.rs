@@ -63,7 +63,7 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
     })
     .await??;
     print!("{}", summary(&results));
-    println!("results: {}", dir.join("results.json").display());
+    println!("results: {}", dir.join(crate::store::RESULTS).display());
     Ok(results.valid.exit_code())
 }
 

@@ -232,7 +232,7 @@ impl Results {
     /// `RUN_DIR/results.json`, typed: None when the checkers have not run; a file that is
     /// there but does not decode is the user's to fix (re-run `fle-chaos check`).
     pub fn read(run_dir: &Path) -> Result<Option<Results>> {
-        let path = run_dir.join("results.json");
+        let path = run_dir.join(crate::store::RESULTS);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -507,8 +507,8 @@ pub fn check_run(run_dir: &Path, opts: &CheckOptions) -> Result<Results> {
 
 /// Writes `RUN_DIR/results.json` (via a temporary file, so a reader never sees half of it).
 pub fn write_results(run_dir: &Path, results: &Results) -> Result<()> {
-    let path = run_dir.join("results.json");
-    let tmp = run_dir.join("results.json.tmp");
+    let path = run_dir.join(crate::store::RESULTS);
+    let tmp = run_dir.join(format!("{}.tmp", crate::store::RESULTS));
     let text = serde_json::to_string_pretty(results)?;
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;

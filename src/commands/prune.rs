@@ -178,7 +178,7 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
         - chrono::Duration::from_std(age)
             .map_err(|_| bad_input(format!("--older-than {}: too long", args.older_than)))?;
     let mut protected = HashSet::new();
-    if let Ok(target) = std::fs::canonicalize(root.join("latest")) {
+    if let Ok(target) = std::fs::canonicalize(root.join(crate::store::LATEST)) {
         protected.insert(target);
     }
     let mut found = test_runs(&root);
@@ -187,8 +187,8 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
     // ours to empty).
     found.retain(|c| c.dir.starts_with(&root));
     let a_reports_folder = [
-        "latest",
-        "index.html",
+        crate::store::LATEST,
+        crate::store::INDEX,
         "sweeps",
         crate::commands::sweep::trends::ROWS,
     ]

@@ -463,9 +463,9 @@ fn history(h: &mut String, p: &Page) {
              history.jsonl is its text)",
         ),
         (history::file::PLAIN, "the whole history (JSON lines)"),
-        ("results.json", "checker results"),
+        (crate::store::RESULTS, "checker results"),
         (history::test_info::TestInfo::FILE, "settings"),
-        ("controller.log", "controller log"),
+        (crate::store::CONTROLLER_LOG, "controller log"),
     ] {
         if p.run_dir.join(file).is_file() {
             let _ = write!(h, "<a href=\"{file}\">{file}</a> ({what}) · ");

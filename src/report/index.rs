@@ -7,6 +7,7 @@ use super::html::{verdict_class, verdict_word, CSS};
 use super::text::escape;
 use crate::checker::{Results, Validity};
 use crate::history::test_info::TestInfo;
+use crate::store;
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -32,8 +33,9 @@ pub struct RunEntry {
 pub fn reports_root(run_dir: &Path) -> Option<PathBuf> {
     let run = run_dir.canonicalize().ok()?;
     let parent = run.parent()?;
-    let is_root =
-        |d: &Path| d.join("latest").symlink_metadata().is_ok() || d.join("index.html").is_file();
+    let is_root = |d: &Path| {
+        d.join(store::LATEST).symlink_metadata().is_ok() || d.join(store::INDEX).is_file()
+    };
     match parent.parent() {
         Some(grand) if !is_root(parent) && is_root(grand) => Some(grand.to_path_buf()),
         _ => Some(parent.to_path_buf()),
@@ -82,7 +84,7 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
                 verdict,
                 not_applicable,
                 known,
-                has_report: run.join("report.html").is_file(),
+                has_report: run.join(store::REPORT).is_file(),
             });
         }
     }

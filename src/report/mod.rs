@@ -130,9 +130,9 @@ pub fn render(
         plots: &plots,
         zooms: &zooms,
     });
-    let report = run_dir.join("report.html");
+    let report = run_dir.join(crate::store::REPORT);
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
-    let junit = run_dir.join("junit.xml");
+    let junit = run_dir.join(crate::store::JUNIT);
     let xml = junit::junit_xml(info, results, data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 

@@ -31,7 +31,7 @@ pub fn finish_run(run_dir: &Path) -> Result<i32> {
     match crate::report::render(run_dir, &run, Some(&results), lines) {
         Ok(_) => eprintln!(
             "fle-chaos: report {}",
-            run_dir.join("report.html").display()
+            run_dir.join(crate::store::REPORT).display()
         ),
         Err(e) => eprintln!("fle-chaos: the report could not be rendered: {e:#}"),
     }

@@ -12,11 +12,9 @@ use super::plan::TestArgs;
 use crate::exit::bad_input;
 use crate::history::test_info::TestInfo;
 use crate::nemesis::timed;
+use crate::store::SCHEDULE;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-
-/// The run's faults as a timed schedule, next to its test.json.
-pub const SCHEDULE_FILE: &str = "schedule.toml";
 
 /// The flags (clap ids) a replay takes from the run's test.json: given beside `--replay`,
 /// they are refused, not silently overridden.
@@ -73,7 +71,7 @@ pub fn write_schedule(run_dir: &Path) -> Result<()> {
         header.push_str("\nno fault was applied: a replay runs with --nemesis none");
     }
     let text = timed::to_toml(&recorded.steps, &header, recorded.fake_monotonic);
-    let path = run_dir.join(SCHEDULE_FILE);
+    let path = run_dir.join(SCHEDULE);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -115,10 +113,10 @@ pub fn resolve(given: TestArgs) -> Result<TestArgs> {
 
 /// The run's `schedule.toml`, or None when it applied no fault.
 fn recorded_schedule(dir: &Path) -> Result<Option<PathBuf>> {
-    let path = dir.join(SCHEDULE_FILE);
+    let path = dir.join(SCHEDULE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         bad_input(format!(
-            "--replay {}: cannot read its {SCHEDULE_FILE} ({e}): a run that did not finish, or \
+            "--replay {}: cannot read its {SCHEDULE} ({e}): a run that did not finish, or \
              one made before runs recorded it; `fle-chaos shrink {} --schedule-only` writes its \
              faults to shrink/replay.toml, to replay with --nemesis-file",
             dir.display(),
@@ -158,7 +156,7 @@ mod tests {
         info["settings"] = serde_json::json!({ "args": args });
         std::fs::write(dir.path().join("test.json"), info.to_string()).unwrap();
         if let Some(text) = schedule {
-            std::fs::write(dir.path().join(SCHEDULE_FILE), text).unwrap();
+            std::fs::write(dir.path().join(SCHEDULE), text).unwrap();
         }
         dir
     }
@@ -192,7 +190,7 @@ mod tests {
         assert_eq!(args.seed, Some(77));
         assert_eq!((args.time_limit, args.tick_ms), (20.0, 100));
         assert_eq!(args.bug.as_deref(), Some("quorum-minority"));
-        assert_eq!(args.nemesis_file, Some(dir.path().join(SCHEDULE_FILE)));
+        assert_eq!(args.nemesis_file, Some(dir.path().join(SCHEDULE)));
         assert_eq!(args.nemesis, None);
         assert_eq!((args.out.to_str(), args.test_count), (Some("/tmp/r"), 3));
         assert_eq!(args.name.as_deref(), Some("t"));
@@ -201,7 +199,7 @@ mod tests {
         let a = again.path().to_str().unwrap();
         let twice = resolve(parse(&["--replay", a]).unwrap()).unwrap();
         assert_eq!((twice.time_limit, twice.bug), (20.0, args.bug.clone()));
-        assert_eq!(twice.nemesis_file, Some(again.path().join(SCHEDULE_FILE)));
+        assert_eq!(twice.nemesis_file, Some(again.path().join(SCHEDULE)));
     }
 
     #[test]

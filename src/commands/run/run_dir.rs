@@ -1,51 +1,11 @@
-//! The run folder (`reports/<test-name>/<timestamp>/`), the `reports/latest` link, and the
-//! controller's own log (`controller.log`, where `tracing` output of the run goes).
+//! The controller's own log in the run folder (`store::CONTROLLER_LOG`, where `tracing` output
+//! of the run goes); the folder itself is `store::RunDir`'s.
 
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
-
-/// Creates `out/name/<UTC timestamp>/` (unique even for runs started in the same millisecond)
-/// and points `out/latest` at it.
-pub fn create(out: &Path, name: &str) -> Result<PathBuf> {
-    let base = out.join(name);
-    std::fs::create_dir_all(&base).with_context(|| {
-        format!(
-            "cannot create {} (choose another --out folder)",
-            base.display()
-        )
-    })?;
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-    let mut dir = base.join(&stamp);
-    let mut n = 1;
-    while std::fs::create_dir(&dir).is_err() {
-        if n > 100 {
-            anyhow::bail!("cannot create a run folder under {}", base.display());
-        }
-        dir = base.join(format!("{stamp}-{n}"));
-        n += 1;
-    }
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    point_latest(out, &dir)?;
-    Ok(dir)
-}
-
-/// Replaces `out/latest` with a relative symlink to `run_dir`, atomically (rename over it).
-fn point_latest(out: &Path, run_dir: &Path) -> Result<()> {
-    let out = out.canonicalize()?;
-    let relative = run_dir.strip_prefix(&out).unwrap_or(run_dir);
-    let tmp = out.join(format!(".latest-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(relative, &tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    std::fs::rename(&tmp, out.join("latest"))
-        .with_context(|| format!("cannot update {}/latest", out.display()))?;
-    Ok(())
-}
 
 static LOG: Mutex<Option<File>> = Mutex::new(None);
 
@@ -88,7 +48,7 @@ pub fn init_tracing() {
 
 /// Sends the log to `run_dir/controller.log` from now on.
 pub fn log_to(run_dir: &Path) -> Result<()> {
-    let path = run_dir.join("controller.log");
+    let path = run_dir.join(crate::store::CONTROLLER_LOG);
     let mut f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
     // What apt printed while this machine was set up for the run (`control::backend::apt`).
     let setup = crate::control::backend::apt::take_transcript();

@@ -322,7 +322,7 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
                 r.failed.join(", "),
                 super::summary::replay_text(r.replay.as_ref()),
                 settings.real_command(),
-                f.join("schedule.toml").display()
+                f.join(crate::store::SCHEDULE).display()
             );
         }
     }
@@ -464,7 +464,7 @@ pub fn write_folder(
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     run.info
         .write(&dir.join(crate::history::test_info::TestInfo::FILE))?;
-    std::fs::write(dir.join("history.jsonl"), &run.history)
+    std::fs::write(dir.join(crate::history::file::PLAIN), &run.history)
         .with_context(|| format!("cannot write {}", dir.display()))?;
     crate::checker::write_results(&dir, &run.results)?;
     let Some(real_command) = real_command else {
@@ -476,7 +476,7 @@ pub fn write_folder(
         run.info.seed, run.info.replay_command,
     );
     std::fs::write(
-        dir.join("schedule.toml"),
+        dir.join(crate::store::SCHEDULE),
         crate::nemesis::timed::to_toml(&recorded.steps, &header, false),
     )?;
     crate::report::render_run(&dir)?;

@@ -36,7 +36,7 @@ pub async fn confirm(
         let mut args = s.real_args.clone();
         args.extend([
             "--nemesis-file".to_string(),
-            folder.join("schedule.toml").display().to_string(),
+            folder.join(crate::store::SCHEDULE).display().to_string(),
         ]);
         let out = folder.join("real");
         let log = folder.join("real.log");

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub const JSON: &str = "summary.json";
 pub const HTML: &str = "summary.html";
-pub const JUNIT: &str = "junit.xml";
+use crate::store::{self, JUNIT};
 
 /// One run's line in the summary.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -217,8 +217,8 @@ impl SimSummary {
                     crate::report::html::verdict_class(Some(r.valid)),
                     r.valid.word(),
                     escape(&r.failed.join(", ")),
-                    folder(&r.folder, "report.html", "report"),
-                    folder(&r.folder, "schedule.toml", "schedule.toml"),
+                    folder(&r.folder, store::REPORT, "report"),
+                    folder(&r.folder, store::SCHEDULE, store::SCHEDULE),
                     replay_text(r.replay.as_ref())
                 );
             }

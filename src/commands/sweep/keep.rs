@@ -29,7 +29,7 @@ pub const TRIMMED: [&str; 4] = [
     crate::history::file::WRITTEN,
     crate::history::file::PLAIN,
     "nodes",
-    "controller.log",
+    crate::store::CONTROLLER_LOG,
 ];
 
 impl Keep {

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 pub const SUMMARY: &str = "summary.html";
-pub const JUNIT: &str = "junit.xml";
+use crate::store::JUNIT;
 
 /// Writes summary.html and junit.xml into `dir` (the folder holding the record).
 pub fn write(dir: &Path, r: &SweepRecord) -> Result<(PathBuf, PathBuf)> {

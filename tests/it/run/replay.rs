@@ -4,10 +4,10 @@
 //! `REPLAY_TOLERANCE` of its recorded time and duration.
 
 use crate::support::run::*;
-use fle_chaos::commands::run::replay::SCHEDULE_FILE;
 use fle_chaos::history::test_info::TestInfo;
 use fle_chaos::nemesis::schedule::PlannedFault;
 use fle_chaos::nemesis::timed;
+use fle_chaos::store::SCHEDULE;
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,7 +57,7 @@ fn a_default_run_replays_the_same_faults_on_the_same_nodes() {
         info.replay_command,
         format!("fle-chaos test --replay {}", first.display())
     );
-    assert!(first.join(SCHEDULE_FILE).is_file());
+    assert!(first.join(SCHEDULE).is_file());
     let recorded = timed::of_run(&first).unwrap().steps;
     assert!(
         recorded.len() >= 2,

@@ -47,9 +47,7 @@ fn three_nodes_without_faults_agree_on_one_leader() {
         info.replay_command,
         format!("fle-chaos test --replay {}", dir.display())
     );
-    assert!(dir
-        .join(fle_chaos::commands::run::replay::SCHEDULE_FILE)
-        .is_file());
+    assert!(dir.join(fle_chaos::store::SCHEDULE).is_file());
 
     // The history is stored compressed (docs/history.md).
     let stored = dir.join(fle_chaos::history::file::WRITTEN);
