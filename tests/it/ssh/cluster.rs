@@ -4,6 +4,7 @@
 //! in the hosts' own tables and a new one elected, a clock skewed through the remote libfaketime
 //! file, and teardown leaving nothing on the hosts; then the same through `fle-chaos test --ssh`.
 
+use crate::support::exclusive::{hold, Exclusive};
 use crate::support::ssh::{can_run, process_alive, wait_for, FakeVms};
 use fle_chaos::api::{NodeStatus, ServerState};
 use fle_chaos::control::backend::os_setup::Needs;
@@ -127,6 +128,8 @@ fn three_hosts_elect_fail_over_partition_and_leave_nothing() {
     if !can_run(name) || !fle_node_implemented(name) {
         return;
     }
+    // Its nodes are daemons on the hosts: their teardown leaves them to PID 1 (`DeadRuns`).
+    let _dead_runs = hold(Exclusive::DeadRuns);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let vms = FakeVms::create(3);
     let run_id = format!("f{}", vms.suffix);
@@ -241,6 +244,8 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
     if !can_run(name) || !fle_node_implemented(name) {
         return;
     }
+    // Its nodes are daemons on the hosts: their teardown leaves them to PID 1 (`DeadRuns`).
+    let _dead_runs = hold(Exclusive::DeadRuns);
     let vms = FakeVms::create(3);
     let out_dir = vms.dir.path().join("reports");
     // The hosts from a file, as docs/ssh.md shows (`--nodes` has no default to collide with).

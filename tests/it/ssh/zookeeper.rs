@@ -29,6 +29,8 @@ fn zookeeper_here(test: &str) -> bool {
 
 fn fle_chaos(vms: Option<&FakeVms>, out: &Path, name: &str, args: &[&str]) -> (i32, PathBuf) {
     let _cores = hold(Exclusive::HeavyCluster);
+    // Its servers are daemons on the hosts: their teardown leaves them to PID 1 (`DeadRuns`).
+    let _dead_runs = hold(Exclusive::DeadRuns);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fle-chaos"));
     if let Some(cache) = out.parent().map(|p| p.join("releases")) {
         cmd.env("FLC_ZOOKEEPER_CACHE", cache);

@@ -14,8 +14,11 @@ pub enum Exclusive {
     /// in two tries; a local ensemble beside an SSH one took no write in its whole run).
     HeavyCluster,
     /// PID 1's orphans and dead runs' leftovers: a test that SIGKILLs a controller leaves its
-    /// nodes to PID 1 until `clean`, which a test counting `<defunct>` orphans would see, and a
-    /// `clean` must not meet a run that is still tearing down.
+    /// nodes to PID 1 until `clean`, and the SSH backend's nodes are daemons on their hosts (the
+    /// fake VMs are namespaces here), left to PID 1 by their teardown; where PID 1 does not reap
+    /// (a container's), a test counting `<defunct>` orphans would see either. And a `clean` must
+    /// not meet a run that is still tearing down. Taken after `HeavyCluster` by a test that
+    /// holds both.
     DeadRuns,
 }
 
