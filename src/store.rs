@@ -1,10 +1,10 @@
 //! The run folder (`<out>/<test name>/<UTC timestamp>/`) and the reports folder above it, as
-//! Jepsen's `store` owns them: every file a run leaves there is named here once, `RunDir` gives
-//! their paths, and `RunDir::create` makes a new folder and points `<out>/latest` at it. The
-//! files' contents are their own modules' (`history::test_info`, `history::file`,
-//! `checker::Results`, `report`); what a sweep keeps of a run is `commands::sweep::keep`'s.
+//! Jepsen's `store` owns them: every file a run leaves there is named here once (test.json is
+//! `TestInfo::FILE`, the histories are `history::file`'s), and [`create_run_dir`] makes a new
+//! folder and points `<out>/latest` at it. The files' contents are their own modules'
+//! (`history::test_info`, `history::file`, `checker::Results`, `report`); what a sweep keeps of
+//! a run is `commands::sweep::keep`'s.
 
-use crate::history::test_info::TestInfo;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -24,74 +24,29 @@ pub const LATEST: &str = "latest";
 /// A reports folder's index of its runs.
 pub const INDEX: &str = "index.html";
 
-/// One run's folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunDir(PathBuf);
-
-impl RunDir {
-    /// The run folder at `path` (which may not exist yet, or hold only part of a run).
-    pub fn at(path: impl Into<PathBuf>) -> RunDir {
-        RunDir(path.into())
-    }
-
-    /// Creates `out/name/<UTC timestamp>/` (unique even for runs started in the same
-    /// millisecond) and points `out/latest` at it.
-    pub fn create(out: &Path, name: &str) -> Result<RunDir> {
-        let base = out.join(name);
-        std::fs::create_dir_all(&base).with_context(|| {
-            format!(
-                "cannot create {} (choose another --out folder)",
-                base.display()
-            )
-        })?;
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-        let mut dir = base.join(&stamp);
-        let mut n = 1;
-        while std::fs::create_dir(&dir).is_err() {
-            if n > 100 {
-                anyhow::bail!("cannot create a run folder under {}", base.display());
-            }
-            dir = base.join(format!("{stamp}-{n}"));
-            n += 1;
+/// Creates `out/name/<UTC timestamp>/` (unique even for runs started in the same millisecond)
+/// and points `out/latest` at it; returns the folder.
+pub fn create_run_dir(out: &Path, name: &str) -> Result<PathBuf> {
+    let base = out.join(name);
+    std::fs::create_dir_all(&base).with_context(|| {
+        format!(
+            "cannot create {} (choose another --out folder)",
+            base.display()
+        )
+    })?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    let mut dir = base.join(&stamp);
+    let mut n = 1;
+    while std::fs::create_dir(&dir).is_err() {
+        if n > 100 {
+            anyhow::bail!("cannot create a run folder under {}", base.display());
         }
-        let dir =
-            (dir.canonicalize()).with_context(|| format!("cannot resolve {}", dir.display()))?;
-        point_latest(out, &dir)?;
-        Ok(RunDir(dir))
+        dir = base.join(format!("{stamp}-{n}"));
+        n += 1;
     }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn test_info(&self) -> PathBuf {
-        self.0.join(TestInfo::FILE)
-    }
-
-    /// The history: the compressed file when there is one, else the plain one.
-    pub fn history(&self) -> PathBuf {
-        crate::history::file::in_run(&self.0)
-    }
-
-    pub fn results(&self) -> PathBuf {
-        self.0.join(RESULTS)
-    }
-
-    pub fn report(&self) -> PathBuf {
-        self.0.join(REPORT)
-    }
-
-    pub fn junit(&self) -> PathBuf {
-        self.0.join(JUNIT)
-    }
-
-    pub fn schedule(&self) -> PathBuf {
-        self.0.join(SCHEDULE)
-    }
-
-    pub fn controller_log(&self) -> PathBuf {
-        self.0.join(CONTROLLER_LOG)
-    }
+    let dir = (dir.canonicalize()).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    point_latest(out, &dir)?;
+    Ok(dir)
 }
 
 /// Replaces `out/latest` with a relative symlink to `run_dir`, atomically (rename over it).
@@ -109,16 +64,16 @@ fn point_latest(out: &Path, run_dir: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{RunDir, LATEST};
+    use super::{create_run_dir, LATEST};
 
     #[test]
     fn two_runs_of_one_name_get_two_folders_and_latest_names_the_second() {
         let out = tempfile::tempdir().unwrap();
-        let first = RunDir::create(out.path(), "t").unwrap();
-        let second = RunDir::create(out.path(), "t").unwrap();
+        let first = create_run_dir(out.path(), "t").unwrap();
+        let second = create_run_dir(out.path(), "t").unwrap();
         assert_ne!(first, second);
+        assert!(first.starts_with(out.path().canonicalize().unwrap().join("t")));
         let latest = std::fs::canonicalize(out.path().join(LATEST)).unwrap();
-        assert_eq!(latest, second.path());
-        assert!(second.report().starts_with(second.path()));
+        assert_eq!(latest, second);
     }
 }

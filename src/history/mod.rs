@@ -370,9 +370,7 @@ impl FaultValue {
             return Some(FaultStep::Starts(kind));
         }
         let tagged = self.undoes.filter(|k| k.undo_f() == f);
-        let plain = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition]
-            .into_iter()
-            .find(|k| k.undo_f() == f);
+        let plain = (FaultKind::ALL.into_iter()).find(|k| !k.undo_is_tagged() && k.undo_f() == f);
         tagged.or(plain).map(FaultStep::Undoes)
     }
 

@@ -308,10 +308,12 @@ impl ScheduledNemesis {
             inject::undo(ctx, a);
         }
         let nodes = ctx.observations.nodes().to_vec();
-        // The kinds that stop nodes first (every node runs again), then the others' heals.
-        let mut kinds = self.schedule.kinds();
-        kinds.sort_by_key(|k| (!k.stops_node(), *k));
-        for kind in kinds {
+        // Every node runs again first, then the other kinds are healed everywhere.
+        let kinds = self.schedule.kinds();
+        if kinds.iter().any(|k| k.stops_node()) {
+            faults::kill::start_down_nodes(ctx, &nodes);
+        }
+        for kind in kinds.into_iter().filter(|k| !k.stops_node()) {
             faults::of(kind).heal_all(ctx, &nodes);
         }
         self.verify(ctx, &nodes);

@@ -215,9 +215,7 @@ enum Ending {
 /// workload and nemesis, final phase, teardown, finish), each stage a call.
 async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
-    let run_dir = crate::store::RunDir::create(&plan.args.out, &plan.name)?
-        .path()
-        .to_path_buf();
+    let run_dir = crate::store::create_run_dir(&plan.args.out, &plan.name)?;
     run_dir::log_to(&run_dir)?;
     eprintln!("fle-chaos: run {} (seed {seed})", run_dir.display());
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);

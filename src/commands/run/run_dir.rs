@@ -1,5 +1,5 @@
 //! The controller's own log in the run folder (`store::CONTROLLER_LOG`, where `tracing` output
-//! of the run goes); the folder itself is `store::RunDir`'s.
+//! of the run goes); the folder itself is made by `store::create_run_dir`.
 
 use anyhow::{Context, Result};
 use std::fs::File;

@@ -93,10 +93,6 @@ impl Fault for Clock {
         reset_clocks(ctx, nodes, true);
     }
 
-    fn heals_everywhere_at_the_end(&self) -> bool {
-        true
-    }
-
     fn apply_sim(
         &self,
         w: &mut dyn SimWorld,

@@ -3,7 +3,7 @@
 //! by `start` on the damaged file (`undoes: "corrupt"`). The value says the file, what, where
 //! and how long, and why a killed node's file could not be damaged (`errors`).
 
-use super::kill::{start_down_nodes, undo_value};
+use super::kill::undo_value;
 use super::{
     insert, record_outcome, sim_start_again, single, start_again, Active, Fault, Life, Order,
     SimWorld,
@@ -62,10 +62,6 @@ impl Fault for Corrupt {
 
     fn undo(&self, ctx: &NemesisContext, active: &Active) {
         start_again(ctx, &active.nodes, &undo_value(self.kind(), &active.nodes));
-    }
-
-    fn heal_all(&self, ctx: &NemesisContext, nodes: &[String]) {
-        start_down_nodes(ctx, nodes);
     }
 
     fn apply_sim(

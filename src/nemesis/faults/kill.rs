@@ -32,10 +32,6 @@ impl Fault for Kill {
         start_again(ctx, &active.nodes, &undo_value(self.kind(), &active.nodes));
     }
 
-    fn heal_all(&self, ctx: &NemesisContext, nodes: &[String]) {
-        start_down_nodes(ctx, nodes);
-    }
-
     fn apply_sim(&self, w: &mut dyn SimWorld, order: &Order, _: u64, _: &mut Value) -> Vec<String> {
         let hit = sim_running(w, order.nodes());
         for s in hit.iter().filter_map(|n| sid_of(n)) {
@@ -54,8 +50,8 @@ pub(crate) fn undo_value(kind: FaultKind, nodes: &[String]) -> Value {
     FaultValue::undo(kind, nodes, false).to_json()
 }
 
-/// The final heal of every kind that stops nodes: each node not running is started again, one
-/// at a time (not marked final: the kinds' own heals are).
+/// The final heal of the kinds that stop nodes: each node not running is started again, one
+/// at a time (not marked final: the other kinds' own heals are).
 pub(crate) fn start_down_nodes(ctx: &NemesisContext, nodes: &[String]) {
     for node in nodes {
         if !ctx.target.is_running(node) {

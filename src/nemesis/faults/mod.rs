@@ -54,14 +54,10 @@ pub trait Fault: Sync {
     /// Undoes it on a real cluster, recording it; errors are recorded, never raised.
     fn undo(&self, ctx: &NemesisContext, active: &Active);
 
-    /// The final phase's undo of this kind on every node, whatever is in force (`final`).
+    /// The final phase's undo of this kind on every node, whatever is in force (`final`). The
+    /// kinds that stop nodes have none: the final phase starts every node that is down
+    /// (`kill::start_down_nodes`) once for all of them.
     fn heal_all(&self, _ctx: &NemesisContext, _nodes: &[String]) {}
-
-    /// Whether the simulator's final heal undoes it on every node, as [`Fault::heal_all`]
-    /// does on a real cluster (the kinds that stop nodes are healed by starting what is down).
-    fn heals_everywhere_at_the_end(&self) -> bool {
-        false
-    }
 
     /// Does it to the simulated world; `value` (the base value) gains what it did. Returns the
     /// nodes it holds until its undo.
@@ -131,7 +127,7 @@ impl Order<'_> {
 #[derive(Debug, Clone)]
 pub struct Active {
     pub kind: FaultKind,
-    pub nodes: Vec<String>,
+    nodes: Vec<String>,
     /// Which fault this is, among the run's (a composition undoes its parts by it).
     pub id: u64,
     held: Option<Arc<dyn Any + Send + Sync>>,
@@ -209,8 +205,6 @@ pub trait SimWorld {
     fn heal_links(&mut self, id: u64);
     /// `sid`'s wall clock under a clock fault, or back at +0 (None).
     fn set_clock(&mut self, sid: u64, skew: Option<clock::ClockSkew>);
-    /// Records a nemesis action.
-    fn record(&mut self, kind: EventType, f: F, value: Value);
 }
 
 /// Records an undo as `invoke`, then `info`, or `fail` naming the nodes `undo` could not put

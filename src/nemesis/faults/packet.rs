@@ -103,10 +103,6 @@ impl Fault for Packet {
         }
     }
 
-    fn heals_everywhere_at_the_end(&self) -> bool {
-        true
-    }
-
     fn apply_sim(
         &self,
         w: &mut dyn SimWorld,

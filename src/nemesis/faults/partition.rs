@@ -63,10 +63,6 @@ impl Fault for Partition {
         }
     }
 
-    fn heals_everywhere_at_the_end(&self) -> bool {
-        true
-    }
-
     fn apply_sim(
         &self,
         w: &mut dyn SimWorld,

@@ -1,7 +1,7 @@
 //! Pause: SIGSTOP to the target nodes (the process keeps its sockets, its peers time out);
 //! undone by `resume` (SIGCONT).
 
-use super::kill::{start_down_nodes, undo_value};
+use super::kill::undo_value;
 use super::{signal_all, Active, Fault, Life, Order, SimWorld};
 use crate::history::{sid_of, FaultKind, F};
 use crate::nemesis::seam::NemesisContext;
@@ -27,12 +27,6 @@ impl Fault for Pause {
         let _ = signal_all(ctx, &active.nodes, F::Resume, &value, |n| {
             ctx.target.resume(n)
         });
-    }
-
-    /// A paused node is resumed by the final heal's check (SIGCONT to every node); one that
-    /// is down is started, as after a kill.
-    fn heal_all(&self, ctx: &NemesisContext, nodes: &[String]) {
-        start_down_nodes(ctx, nodes);
     }
 
     fn apply_sim(&self, w: &mut dyn SimWorld, order: &Order, _: u64, _: &mut Value) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! fsynced (the last one torn at a seeded byte; lazyfs on real nodes); undone by `start`
 //! (`undoes: "power-loss"`). The value says exactly what each node lost.
 
-use super::kill::{start_down_nodes, undo_value};
+use super::kill::undo_value;
 use super::{
     insert, record_outcome, sim_start_again, single, start_again, Active, Fault, Life, Needs,
     Order, SimWorld,
@@ -55,10 +55,6 @@ impl Fault for PowerLoss {
 
     fn undo(&self, ctx: &NemesisContext, active: &Active) {
         start_again(ctx, &active.nodes, &undo_value(self.kind(), &active.nodes));
-    }
-
-    fn heal_all(&self, ctx: &NemesisContext, nodes: &[String]) {
-        start_down_nodes(ctx, nodes);
     }
 
     fn apply_sim(
