@@ -194,6 +194,60 @@ pub struct ApiError {
     pub outcome_unknown: bool,
 }
 
+/// The data tree's operations, as ZooKeeper's create / setData / setData-with-version
+/// (`POST /data` body; the txn a leader proposes carries the op itself, so every server
+/// applies the same change in zxid order). Keys are 1-64 characters of `[a-z0-9_-]`; values
+/// are integers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum DataOp {
+    /// Creates `key` at version 0; refused (409) when it exists.
+    Create { key: String, value: i64 },
+    /// Sets `key` whatever its version (ZooKeeper's setData with version -1); refused (409)
+    /// when the key does not exist.
+    Set { key: String, value: i64 },
+    /// Sets `key` only if its version is `version` (ZooKeeper's setData with a version):
+    /// compare-and-set; refused (409) on another version or no such key.
+    Cas { key: String, version: i64, value: i64 },
+}
+
+impl DataOp {
+    pub fn key(&self) -> &str {
+        match self {
+            DataOp::Create { key, .. } | DataOp::Set { key, .. } | DataOp::Cas { key, .. } => key,
+        }
+    }
+}
+
+/// `POST /data` success (200): the op is committed at `zxid` and left `key` at `version`.
+/// A refusal (the key exists, no such key, another version) is a 409 [`ApiError`]: certainly
+/// not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataWritten {
+    pub version: i64,
+    pub zxid: u64,
+}
+
+/// `GET /data/KEY` (200): the key as this server has applied it, possibly stale, as a
+/// ZooKeeper server's local read. `value` None and `version` -1 when there is no such key;
+/// `zxid` is the last txn this server applied. A server that is not serving (looking, or not
+/// yet synced with a leader) answers 503.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataRead {
+    pub key: String,
+    pub value: Option<i64>,
+    pub version: i64,
+    pub zxid: u64,
+}
+
+/// `POST /sync` (200): as ZooKeeper's sync, this server has applied every txn its leader had
+/// committed when the sync reached the leader (`zxid`: the last one applied here); a read
+/// after it sees at least that. 503 while looking; 504 when the leader did not answer in time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Synced {
+    pub zxid: u64,
+}
+
 /// One committed entry of the replicated log (`GET /log?from=ZXID`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogEntry {

@@ -58,6 +58,7 @@ pub mod file;
 pub mod line;
 pub mod read;
 pub mod recorder;
+pub mod register;
 pub mod situation;
 pub mod store;
 #[cfg(test)]
@@ -97,7 +98,8 @@ impl EventType {
 /// - Observers (`process` = node name) record one completed read per poll: `ok` with an
 ///   `api::NodeStatus` value, or `fail`/`info` with `{"error": "..."}` when unreachable / timed out.
 /// - Clients (`process` = client number) record `invoke` then `ok`/`fail`/`info`; a write's invoke
-///   value is `{"value": V}`, its ok value `{"value": V, "zxid": Z}`.
+///   value is `{"value": V}`, its ok value `{"value": V, "zxid": Z}`. The `register`
+///   workload's `read`/`set`/`cas`/`create` carry a [`register::RegisterValue`].
 /// - The final read of each node's log is one `FinalLog` event per node: `ok` with
 ///   `{"entries": [{"zxid", "value"}..], "last_committed_zxid": Z}`, or `fail`/`info` with an error.
 /// - The nemesis (`process` = "nemesis") records each action as `invoke` then `info` (done, with
@@ -116,8 +118,14 @@ pub enum F {
     Status,
     /// A client write (invoke value: `{"value": V}`; ok value: `{"value": V, "zxid": Z}`).
     Write,
-    /// A client read.
+    /// A client's read of a key (workload `register`; value: [`register::RegisterValue`]).
     Read,
+    /// A client's unconditional write of a key (ZooKeeper's setData, version -1).
+    Set,
+    /// A client's compare-and-set of a key on its version (setData with a version).
+    Cas,
+    /// A client's create of a key (the register workload creates its keys first).
+    Create,
     /// The final read of a node's committed log (value: `{"entries": [{zxid, value}..]}`).
     FinalLog,
     Kill,
@@ -150,6 +158,9 @@ impl F {
             "status" => F::Status,
             "write" => F::Write,
             "read" => F::Read,
+            "set" => F::Set,
+            "cas" => F::Cas,
+            "create" => F::Create,
             "final-log" => F::FinalLog,
             "kill" => F::Kill,
             "start" => F::Start,
