@@ -179,6 +179,12 @@ impl F {
         }
     }
 
+    /// A client's operation (invoke, then ok / fail / info): a write of the `writes` workload
+    /// or a `register` operation.
+    pub fn is_client_op(self) -> bool {
+        matches!(self, F::Write | F::Read | F::Set | F::Cas | F::Create)
+    }
+
     /// A nemesis action (a fault or its undo): its value is a [`FaultValue`].
     pub fn is_fault_action(self) -> bool {
         matches!(

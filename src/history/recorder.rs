@@ -139,7 +139,7 @@ impl Recorder {
     }
 
     fn tally(&self, e: &Event) {
-        if matches!(e.f, F::Write | F::Read) {
+        if e.f.is_client_op() {
             match e.kind {
                 EventType::Ok => self.ok.fetch_add(1, Ordering::Relaxed),
                 EventType::Fail => self.fail.fetch_add(1, Ordering::Relaxed),

@@ -178,7 +178,7 @@ impl LineFold {
         match (&l.body, l.f) {
             (Body::Status(s), _) => self.status(l, Some(s)),
             (Body::Unreachable, _) if l.kind != EventType::Invoke => self.status(l, None),
-            (_, F::Write | F::Read) => self.op(l),
+            (_, f) if f.is_client_op() => self.op(l),
             (Body::Fault(_), _) => self.schedule.line(l),
             _ => {}
         }

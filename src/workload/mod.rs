@@ -2,12 +2,15 @@
 //!
 //! - `election`: observe only (the observers run in every workload).
 //! - `writes`: N clients writing unique values through the current leader (`writes.rs`).
+//! - `register`: N clients, each bound to a server, reading, syncing, setting and
+//!   compare-and-setting K keys (`register.rs`).
 //!
 //! A workload is named by file (`--workload path/to/x.toml`) or short name (`--workload
 //! writes` reads `workloads/writes.toml` in the current directory, else the copy built into
 //! the binary). A bad file is a `BadInput` naming the file, the line and the fix.
 
 pub mod observe;
+pub mod register;
 pub mod writes;
 
 use crate::exit::bad_input;
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 const BUILT_IN: &[(&str, &str)] = &[
     ("election", include_str!("../../workloads/election.toml")),
     ("writes", include_str!("../../workloads/writes.toml")),
+    ("register", include_str!("../../workloads/register.toml")),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +30,23 @@ const BUILT_IN: &[(&str, &str)] = &[
 pub enum Kind {
     Election,
     Writes,
+    Register,
+}
+
+impl Kind {
+    /// Its name in workload files and test.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Election => "election",
+            Kind::Writes => "writes",
+            Kind::Register => "register",
+        }
+    }
+
+    /// Whether its clients write (the nemesis aims at writes in flight only then).
+    pub fn writes(self) -> bool {
+        self != Kind::Election
+    }
 }
 
 /// A parsed workload file.
@@ -46,6 +67,9 @@ pub struct Workload {
     /// Writes: client-side timeout in milliseconds.
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
+    /// Register: how many keys the clients share.
+    #[serde(default = "default_keys")]
+    pub keys: usize,
 }
 
 fn default_hz() -> f64 {
@@ -59,6 +83,9 @@ fn default_rate() -> f64 {
 }
 fn default_timeout() -> u64 {
     3000
+}
+fn default_keys() -> usize {
+    5
 }
 
 /// Finds and parses a workload by short name or path.
@@ -103,7 +130,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Workload> {
             .map(|l| format!(":{l}"))
             .unwrap_or_default();
         bad_input(format!(
-            "{}{line}: {}; fix the file (fields: name, kind = \"election\"|\"writes\", observe_hz, clients, rate, timeout_ms)",
+            "{}{line}: {}; fix the file (fields: name, kind = \"election\"|\"writes\"|\"register\", observe_hz, clients, rate, timeout_ms, keys)",
             path.display(),
             e.message()
         ))
@@ -112,12 +139,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Workload> {
     if !(w.observe_hz > 0.0 && w.observe_hz <= 1000.0) {
         return Err(bad("observe_hz must be in (0, 1000]; 50 is the default"));
     }
-    if w.kind == Kind::Writes {
+    if w.kind == Kind::Register && (w.keys == 0 || w.keys > 10_000) {
+        return Err(bad("keys must be between 1 and 10000"));
+    }
+    if w.kind.writes() {
         if w.clients == 0 || w.clients > 1000 {
             return Err(bad("clients must be between 1 and 1000"));
         }
         if !(w.rate > 0.0 && w.rate <= 100_000.0) {
-            return Err(bad("rate must be a positive number of writes per second"));
+            return Err(bad(
+                "rate must be a positive number of operations per second",
+            ));
         }
         if w.timeout_ms == 0 {
             return Err(bad("timeout_ms must be positive"));

@@ -44,7 +44,7 @@ use crate::history::test_info::{Settings, TestInfo};
 use crate::history::{EventType, FaultKind, InterruptedValue, CONTROLLER, F};
 use crate::nemesis::NemesisContext;
 use crate::workload::observe::{self, Observations};
-use crate::workload::{self, writes};
+use crate::workload::{self, register, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
 use interrupt::{Interrupts, Signal};
@@ -533,7 +533,7 @@ fn spawn_observers(
     observers
 }
 
-/// The operations of the run until `stopped`: the nemesis, and the writes workload's clients.
+/// The operations of the run until `stopped`: the nemesis, and the workload's clients.
 fn spawn_ops(
     test: &Test,
     ctx: &NemesisContext,
@@ -561,6 +561,21 @@ fn spawn_ops(
         };
         for id in 0..test.workload.clients {
             ops.spawn(writes::client(id, clients.clone(), stopped.clone()));
+        }
+    }
+    if test.workload.kind == workload::Kind::Register {
+        let clients = register::Clients {
+            target: test.target.clone(),
+            recorder: recorder.clone(),
+            nodes: test.target.nodes(),
+            concurrency: test.workload.clients,
+            rate: test.workload.rate,
+            keys: test.workload.keys,
+            next_value: Arc::new(AtomicU64::new(0)),
+            seed: test.seed,
+        };
+        for id in 0..test.workload.clients {
+            ops.spawn(register::client(id, clients.clone(), stopped.clone()));
         }
     }
     ops

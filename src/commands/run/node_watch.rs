@@ -11,7 +11,7 @@
 
 use crate::api::{LogResponse, NodeStatus};
 use crate::control::fault::clock::Clock;
-use crate::control::sut::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::{BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, NodeExitValue, F};
@@ -138,6 +138,21 @@ impl Target for Watched {
     }
     fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome> {
         self.inner.write(node, value)
+    }
+    fn data_write(
+        &self,
+        node: &str,
+        op: crate::api::DataOp,
+    ) -> BoxFuture<'_, DataOutcome<crate::api::DataWritten>> {
+        self.inner.data_write(node, op)
+    }
+    fn data_read(
+        &self,
+        node: &str,
+        key: &str,
+        sync: bool,
+    ) -> BoxFuture<'_, DataOutcome<crate::api::DataRead>> {
+        self.inner.data_read(node, key, sync)
     }
     fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>> {
         self.inner.read_log(node)

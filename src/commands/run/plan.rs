@@ -80,7 +80,9 @@ pub struct TestArgs {
     )]
     pub time_limit: f64,
     /// Workload: a short name (writes: clients write through the leader, every checker
-    /// applies; election: observe only; workloads/NAME.toml) or a path to a TOML file.
+    /// applies; register: clients bound to servers read, sync, set and compare-and-set keys,
+    /// checked for linearizability; election: observe only; workloads/NAME.toml) or a path to
+    /// a TOML file.
     #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
     pub workload: String,
     /// Faults: `none`, or a comma list of kill,pause,partition,clock,packet,power-loss,
@@ -561,7 +563,7 @@ fn nemesis_settings_of(
         file: args.nemesis_file.clone(),
         left_out,
         strategy: args.nemesis_strategy,
-        writes: workload.kind == workload::Kind::Writes,
+        writes: workload.kind.writes(),
         met_before: match &args.met_before {
             Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
             None => Default::default(),

@@ -211,6 +211,13 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
         .collect();
     let observers = crate::commands::run::plan::observers_of(a.observers.as_deref(), &names)?;
     let workload = crate::workload::load(&a.workload)?;
+    if workload.kind == crate::workload::Kind::Register {
+        return Err(bad_input(format!(
+            "--workload {}: the simulator does not serve the data tree yet; run it on real \
+             nodes with fle-chaos test --workload {}",
+            a.workload, a.workload
+        )));
+    }
     let interval = a
         .nemesis_interval
         .map(|s| crate::commands::run::plan::positive_seconds("--nemesis-interval", s))

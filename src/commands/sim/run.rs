@@ -195,10 +195,7 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
         .map(|k| k.name().to_string())
         .collect();
     let workload = WorkloadSettings {
-        kind: Some(match s.workload.kind {
-            Kind::Election => "election".into(),
-            Kind::Writes => "writes".into(),
-        }),
+        kind: Some(s.workload.kind.name().into()),
         rest: Default::default(),
     };
     let rest = serde_json::json!({

@@ -1,11 +1,13 @@
 //! `Target` for fle-node: writes `zoo.cfg` and `myid` as ZooKeeper expects them, starts
 //! `fle-node --config DIR/zoo.cfg` through the cluster's `Control` (optionally under
-//! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`).
+//! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`; the data tree through
+//! `fle_data`).
 
 use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
+use crate::api::{DataOp, DataRead, DataWritten};
 use crate::control::fault::clock::Clock;
 use crate::control::sut::clock_of;
-use crate::control::sut::{BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::{fle_data, BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
 use crate::control::{fault::faketime, fault::lazyfs, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -342,6 +344,28 @@ impl Target for FleNode {
                             .unwrap_or_else(|| format!("HTTP {code}")),
                     }
                 }
+            }
+        })
+    }
+
+    fn data_write(&self, node: &str, op: DataOp) -> BoxFuture<'_, DataOutcome<DataWritten>> {
+        let base = self.http_base(node);
+        Box::pin(async move {
+            match base {
+                Ok(b) => fle_data::write(&self.client, &b, &op, self.opts.write_timeout).await,
+                Err(e) => DataOutcome::Unavailable(format!("{e:#}")),
+            }
+        })
+    }
+
+    fn data_read(&self, node: &str, key: &str, sync: bool) -> BoxFuture<'_, DataOutcome<DataRead>> {
+        let (base, key) = (self.http_base(node), key.to_string());
+        Box::pin(async move {
+            match base {
+                Ok(b) => {
+                    fle_data::read(&self.client, &b, &key, sync, self.opts.write_timeout).await
+                }
+                Err(e) => DataOutcome::Unavailable(format!("{e:#}")),
             }
         })
     }

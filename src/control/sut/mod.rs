@@ -3,10 +3,11 @@
 //! (`control::sut::zookeeper`) implement it; nothing here names either, and everything above this
 //! trait goes through it.
 
+pub mod fle_data;
 pub mod fle_node;
 pub mod zookeeper;
 
-use crate::api::{LogResponse, NodeStatus};
+use crate::api::{DataOp, DataRead, DataWritten, LogResponse, NodeStatus};
 use crate::control::fault::clock::Clock;
 use crate::control::fault::faketime::FaketimeClock;
 use crate::control::{Control, Signal};
@@ -46,6 +47,32 @@ pub enum WriteOutcome {
     },
     /// May or may not have been applied.
     Info { error: String },
+}
+
+/// The outcome of one client operation on the data tree (the `register` workload). In
+/// Jepsen's terms `Ok` happened, `Refused` and `Unavailable` are `fail` (certainly not
+/// applied) and `Info` is unknown; the two failures differ for the client: a refusal is the
+/// server's answer (the key exists, no such key, another version), an unavailable server is
+/// one to leave for another (as ZooKeeper's client moves its session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataOutcome<T> {
+    Ok(T),
+    Refused(String),
+    Unavailable(String),
+    /// Unknown: a timeout, a connection cut mid-way.
+    Info(String),
+}
+
+impl<T> DataOutcome<T> {
+    /// The same outcome with its answer mapped.
+    pub fn map_ok<U>(self, f: impl FnOnce(T) -> U) -> DataOutcome<U> {
+        match self {
+            DataOutcome::Ok(t) => DataOutcome::Ok(f(t)),
+            DataOutcome::Refused(e) => DataOutcome::Refused(e),
+            DataOutcome::Unavailable(e) => DataOutcome::Unavailable(e),
+            DataOutcome::Info(e) => DataOutcome::Info(e),
+        }
+    }
 }
 
 /// One node of the system under test.
@@ -99,6 +126,12 @@ pub trait Target: Send + Sync {
     fn status(&self, node: &str) -> BoxFuture<'_, Result<NodeStatus, ReadError>>;
     /// One write of `value` through this node (which should be the leader).
     fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome>;
+    /// One create / set / compare-and-set of a key through this node (any server: a follower
+    /// hands it to its leader, as ZooKeeper's do).
+    fn data_write(&self, node: &str, op: DataOp) -> BoxFuture<'_, DataOutcome<DataWritten>>;
+    /// One read of a key from this node's own state (possibly stale, as ZooKeeper's); with
+    /// `sync`, after a sync on the same session (the node first catches up with its leader).
+    fn data_read(&self, node: &str, key: &str, sync: bool) -> BoxFuture<'_, DataOutcome<DataRead>>;
     /// The node's committed log from the start.
     fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>>;
     /// The node's log files (for the report).

@@ -38,11 +38,11 @@ pub struct Sessions {
     addrs: HashMap<String, SocketAddr>,
     sessions: HashMap<String, Mutex<Option<zk::Client>>>,
     parent_created: AtomicBool,
-    opts: ClientOptions,
+    pub(super) opts: ClientOptions,
 }
 
 /// Why no usable session exists; nothing was sent on its account.
-struct NoSession(String);
+pub(super) struct NoSession(pub(super) String);
 
 impl Sessions {
     pub fn new(addrs: HashMap<String, SocketAddr>, opts: ClientOptions) -> Self {
@@ -59,7 +59,7 @@ impl Sessions {
     }
 
     /// The node's session, opened if there is none or the last one ended.
-    async fn session(&self, node: &str) -> Result<zk::Client, NoSession> {
+    pub(super) async fn session(&self, node: &str) -> Result<zk::Client, NoSession> {
         let slot = self
             .sessions
             .get(node)
@@ -98,7 +98,7 @@ impl Sessions {
     }
 
     /// Forgets a session that ended, so the next operation opens a new one.
-    async fn drop_session(&self, node: &str) {
+    pub(super) async fn drop_session(&self, node: &str) {
         if let Some(slot) = self.sessions.get(node) {
             *slot.lock().await = None;
         }
@@ -274,7 +274,7 @@ impl Sessions {
 /// Whether ZooKeeper may have applied a request that ended with `e`. Errors ZooKeeper returns
 /// as a reply to a processed request mean it was not applied; losing the connection or the
 /// session mid-request, or an error of the client itself, leave it unknown.
-fn e_may_have_applied(e: &zk::Error) -> bool {
+pub(super) fn e_may_have_applied(e: &zk::Error) -> bool {
     use zk::Error::*;
     !matches!(
         e,
@@ -296,7 +296,7 @@ fn e_may_have_applied(e: &zk::Error) -> bool {
     )
 }
 
-fn e_ends_session(e: &zk::Error) -> bool {
+pub(super) fn e_ends_session(e: &zk::Error) -> bool {
     matches!(
         e,
         zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed

@@ -13,10 +13,13 @@
 //! - `fle_log`, `election_log`: each server's elections as its zookeeper.log tells them, read
 //!   into the summary fle-node reports, so vote-rule judges ZooKeeper too;
 //! - `client`: sessions, sequential-znode writes with Jepsen outcomes, the final read;
+//! - `data`: the register workload's keys as znodes (create, setData, versioned setData,
+//!   sync + getData) through the same sessions;
 //! - `os_setup`: installs the package and a JRE on this machine when missing.
 
 pub mod client;
 pub mod config;
+pub mod data;
 pub mod election_log;
 pub mod epochs;
 pub mod files;
@@ -28,9 +31,11 @@ pub mod observe;
 pub mod os_setup;
 pub mod release;
 
-use crate::api::{ElectionSummary, LogResponse, NodeStatus, ServerState};
+use crate::api::{
+    DataOp, DataRead, DataWritten, ElectionSummary, LogResponse, NodeStatus, ServerState,
+};
 use crate::control::fault::clock::Clock;
-use crate::control::sut::{clock_of, BoxFuture, ReadError, Target, WriteOutcome};
+use crate::control::sut::{clock_of, BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
 use crate::control::{fault::faketime, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -603,6 +608,16 @@ impl Target for ZooKeeper {
     fn write(&self, node: &str, value: serde_json::Value) -> BoxFuture<'_, WriteOutcome> {
         let node = node.to_string();
         Box::pin(async move { self.sessions.write(&node, value).await })
+    }
+
+    fn data_write(&self, node: &str, op: DataOp) -> BoxFuture<'_, DataOutcome<DataWritten>> {
+        let node = node.to_string();
+        Box::pin(async move { self.sessions.data_write(&node, &op).await })
+    }
+
+    fn data_read(&self, node: &str, key: &str, sync: bool) -> BoxFuture<'_, DataOutcome<DataRead>> {
+        let (node, key) = (node.to_string(), key.to_string());
+        Box::pin(async move { self.sessions.data_read(&node, &key, sync).await })
     }
 
     fn read_log(&self, node: &str) -> BoxFuture<'_, Result<LogResponse, ReadError>> {
