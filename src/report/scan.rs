@@ -16,7 +16,7 @@ use crate::api::ZabPhase;
 use crate::history::line::{Body, Line, StatusRead};
 use crate::history::read::{self, Part};
 use crate::history::view::{FaultInterval, FaultRecovery};
-use crate::history::{EventType, F};
+use crate::history::EventType;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Width, in columns, of every time series: one per pixel of the widest plot area.
