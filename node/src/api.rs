@@ -208,7 +208,11 @@ pub enum DataOp {
     Set { key: String, value: i64 },
     /// Sets `key` only if its version is `version` (ZooKeeper's setData with a version):
     /// compare-and-set; refused (409) on another version or no such key.
-    Cas { key: String, version: i64, value: i64 },
+    Cas {
+        key: String,
+        version: i64,
+        value: i64,
+    },
 }
 
 impl DataOp {
