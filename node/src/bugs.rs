@@ -28,6 +28,9 @@ pub enum Bug {
     ObserverAckCounted,
     ObserverInformedEarly,
     RefuseRepeatedEpoch,
+    ReadsWithoutQuorum,
+    SyncBeforeApplied,
+    CasOnStaleVersion,
 }
 
 /// What `--list-bugs` prints about a bug.
@@ -163,6 +166,27 @@ pub const CATALOGUE: &[BugInfo] = &[
         jira: "-",
         fault: "kill and restart a follower, or cut it off, while its leader keeps leading (restart-follower)",
         description: "a follower refuses a LEADERINFO of the epoch it already accepted as if it were older: it cannot rejoin a leader still leading that epoch, and retries in FOLLOWING/discovery until a new epoch",
+    },
+    BugInfo {
+        bug: Bug::ReadsWithoutQuorum,
+        name: "reads-without-quorum",
+        jira: "-",
+        fault: "isolate the leader (partition it into a minority) while clients read (registers workload)",
+        description: "a leader that lost its quorum and went back to LOOKING keeps serving reads and syncs from its own state, as a leader without a lease: stale reads from a deposed leader",
+    },
+    BugInfo {
+        bug: Bug::SyncBeforeApplied,
+        name: "sync-before-applied",
+        jira: "-",
+        fault: "a follower lagging its leader (partition or pause it briefly) while clients sync then read (registers workload)",
+        description: "a follower answers /sync at once with what it applied, without asking its leader what was committed: a read after the sync can be stale",
+    },
+    BugInfo {
+        bug: Bug::CasOnStaleVersion,
+        name: "cas-on-stale-version",
+        jira: "-",
+        fault: "a follower lagging its leader while clients compare-and-set through it (registers workload)",
+        description: "a follower checks a cas's version against its own possibly stale tree and forwards a match as an unconditional set: two cas on one version both succeed",
     },
 ];
 

@@ -1,5 +1,6 @@
 //! The node's HTTP API: `GET /status` (the shared `api::NodeStatus`, plus read-only extras),
-//! `POST /write` (see `write_route`), `GET /log?from=ZXID` (committed entries) and ZooKeeper's
+//! `POST /write` (see `write_route`), `GET /log?from=ZXID` (committed entries), the data tree's
+//! `POST /data`, `GET /data/KEY` and `POST /sync` (see `data_route`) and ZooKeeper's
 //! AdminServer `GET /commands/leader`, so ZooKeeper tools read us too.
 //!
 //! Status handlers only read: the server publishes its state into one watch channel.
@@ -17,7 +18,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -29,6 +31,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::api::{ApiError, LogResponse, NodeStatus, ServerState};
 use crate::bugs::Bugs;
+use crate::data_route::Data;
 use crate::election::ElectionCounters;
 use crate::peers::{bump, WireCounters, WireCountersSnapshot};
 use crate::write_route::{Writes, FORWARDED_HEADER};
@@ -47,6 +50,8 @@ pub struct HttpState {
     /// Read by `/log`.
     pub store: SharedStore,
     pub writes: Writes,
+    /// The data tree's ops, reads and syncs.
+    pub data: Data,
     /// How this server was last synced as a follower (DIFF/TRUNC/SNAP), for diagnostics.
     pub sync_mode: Arc<Mutex<Option<SyncMode>>>,
     /// Seeded bugs this server runs with (`--bug`), shown in `/status`.
@@ -91,6 +96,11 @@ pub fn router(state: HttpState) -> Router {
         .route("/commands/leader", get(leader))
         .route("/write", post(write))
         .route("/log", get(log))
+        .route("/data", post(data_write))
+        // Any rest of the path is a key, so "a/b" or "" is refused as one (400), not a 404.
+        .route("/data/", get(data_read_empty))
+        .route("/data/{*key}", get(data_read))
+        .route("/sync", post(sync))
         .with_state(state)
 }
 
@@ -144,23 +154,63 @@ fn answer(code: u16, body: serde_json::Value) -> Answer {
 
 async fn write(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> Answer {
     let forwarded = headers.contains_key(FORWARDED_HEADER);
-    let body = match read_limited(body, state.max_body).await {
+    let body = match body_of(&state, body).await {
         Ok(b) => b,
+        Err(refused) => return refused,
+    };
+    let (code, body) = state.writes.handle(&body, forwarded).await;
+    answer(code, body)
+}
+
+/// A write's body, or the answer refusing it (413 past jute.maxbuffer, 400 unreadable).
+async fn body_of(state: &HttpState, body: Body) -> Result<Vec<u8>, Answer> {
+    match read_limited(body, state.max_body).await {
+        Ok(b) => Ok(b),
         Err(BodyError::TooLarge) => {
             bump(&state.wire.writes_too_large);
-            return error(
+            Err(error(
                 413,
                 format!(
                     "the write body is larger than jute.maxbuffer ({} bytes); not applied (send a smaller value or raise jute.maxbuffer in zoo.cfg)",
                     state.max_body
                 ),
-            );
+            ))
         }
-        Err(BodyError::Read(e)) => {
-            return error(400, format!("reading the write body failed: {e}"));
-        }
+        Err(BodyError::Read(e)) => Err(error(400, format!("reading the write body failed: {e}"))),
+    }
+}
+
+async fn data_write(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> Answer {
+    let forwarded = headers.contains_key(FORWARDED_HEADER);
+    let body = match body_of(&state, body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
     };
-    let (code, body) = state.writes.handle(&body, forwarded).await;
+    let (code, body) = state.data.write(&body, forwarded).await;
+    answer(code, body)
+}
+
+async fn data_read(
+    State(state): State<HttpState>,
+    key: Result<Path<String>, PathRejection>,
+) -> Answer {
+    match key {
+        Ok(Path(key)) => {
+            let (code, body) = state.data.read(&key);
+            answer(code, body)
+        }
+        Err(e) => error(400, format!("the key in /data/KEY is unreadable: {e}")),
+    }
+}
+
+async fn data_read_empty(State(state): State<HttpState>) -> Answer {
+    let (code, body) = state.data.read("");
+    answer(code, body)
+}
+
+async fn sync(State(state): State<HttpState>, headers: HeaderMap) -> Answer {
+    let forwarded = headers.contains_key(FORWARDED_HEADER);
+    let (code, body) = state.data.sync(forwarded).await;
     answer(code, body)
 }
 

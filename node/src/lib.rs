@@ -11,8 +11,10 @@
 //! - `peers`: the election transport (QuorumCnxManager) over TCP;
 //! - `txnlog`: the durable log; `zab`: epochs + log on disk (`zab::store`, which the vote is
 //!   made of) and discovery/sync/broadcast after an election (lead or follow);
-//! - `http`: `/status`, `/write`, `/log` and `/commands/leader`;
+//! - `http`: `/status`, `/write`, `/log`, `/data`, `/sync` and `/commands/leader`;
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
+//! - `data`: the data tree every server applies its committed log to (key, value, version);
+//! - `data_route`: the tree's ops, reads and syncs as a ZooKeeper client sees them;
 //! - `warn_limit`: one warning line per misbehaving source per interval;
 //! - `server`: the tokio shell tying them together;
 //! - `host_clock`: `fle-node clock-offset`, stepping a throwaway VM's system clock for
@@ -23,6 +25,8 @@ pub mod api;
 mod bug_tests;
 pub mod bugs;
 pub mod config;
+pub mod data;
+pub mod data_route;
 pub mod election;
 pub mod follow_streak;
 pub mod host_clock;

@@ -20,6 +20,8 @@ use tokio::time::Instant;
 use crate::api::{NodeStatus, ServerState, ZabPhase};
 use crate::bugs::Bugs;
 use crate::config::Config;
+use crate::data::SharedTree;
+use crate::data_route::Data;
 use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
 use crate::follow_streak::FollowStreak;
 use crate::http::{self, HttpState};
@@ -130,7 +132,15 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
     let writes = writes_of(&cfg, &zab_cfg);
     let sync_mode = Arc::new(Mutex::new(None));
+    let data = Data {
+        writes: writes.clone(),
+        tree: SharedTree::default(),
+        store: store.clone(),
+        status: status_rx.clone(),
+        bugs: opts.bugs,
+    };
     let http_state = HttpState {
+        data,
         bugs: opts.bugs,
         sync_mode: sync_mode.clone(),
         store: store.clone(),

@@ -1,6 +1,7 @@
 //! Where a client's `POST /write` goes, as in ZooKeeper: the leader proposes it through this
 //! term's Zab write channel; a follower forwards it to the leader's HTTP API (when the config
-//! names it) or refuses with the leader's sid; a server that is looking refuses.
+//! names it) or refuses with the leader's sid; a server that is looking refuses. `data_route`
+//! sends the data tree's ops and syncs the same ways ([`Writes::commit`], [`Writes::forward`]).
 //!
 //! Every answer keeps the API's promise: 200 committed, 503 certainly not applied, 504 maybe.
 
@@ -8,11 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::api::{ApiError, WriteRequest};
-use crate::zab::ClientWrite;
+use crate::api::{ApiError, WriteCommitted, WriteRequest};
+use crate::zab::{ClientWrite, WriteOutcome};
 
 /// Marks a forwarded write, so a server that lost leadership meanwhile does not forward again.
 pub const FORWARDED_HEADER: &str = "x-fle-forwarded-by";
@@ -40,7 +42,8 @@ pub struct Writes {
     pub wait: Duration,
 }
 
-fn error(code: u16, error: String, leader: Option<u64>) -> (u16, Value) {
+/// An [`ApiError`] answer; a 504 is `outcome_unknown`.
+pub fn error(code: u16, error: String, leader: Option<u64>) -> (u16, Value) {
     let outcome_unknown = code == 504;
     let body = ApiError {
         error,
@@ -55,7 +58,7 @@ impl Writes {
         *self.route.lock().unwrap_or_else(|e| e.into_inner()) = route;
     }
 
-    fn current(&self) -> Route {
+    pub fn current(&self) -> Route {
         self.route.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -83,49 +86,68 @@ impl Writes {
                 format!("not the leader any more (following {leader}); not applied"),
                 Some(leader),
             ),
-            Route::Following { leader } => self.forward(leader, &req).await,
+            Route::Following { leader } => self.forward(leader, "/write", &req).await,
         }
     }
 
     async fn propose(&self, tx: mpsc::Sender<ClientWrite>, value: Value) -> (u16, Value) {
+        match self.commit(tx, value).await {
+            Ok(zxid) => (
+                200,
+                serde_json::to_value(WriteCommitted { zxid }).unwrap_or_default(),
+            ),
+            Err(answer) => answer,
+        }
+    }
+
+    /// Proposes `value` through this term's write channel: `Ok(zxid)` once committed, or the
+    /// answer to give (503 certainly not applied, 504 maybe).
+    pub async fn commit(
+        &self,
+        tx: mpsc::Sender<ClientWrite>,
+        value: Value,
+    ) -> Result<u64, (u16, Value)> {
         let (reply, answer) = oneshot::channel();
         match tokio::time::timeout(self.wait, tx.send(ClientWrite { value, reply })).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) => {
-                return error(
+                return Err(error(
                     503,
                     "leadership ended before the write was proposed; not applied".into(),
                     None,
-                )
+                ))
             }
             Err(_) => {
-                return error(
+                return Err(error(
                     503,
                     "the leader's write queue stayed full; not applied".into(),
                     None,
-                )
+                ))
             }
         }
         match tokio::time::timeout(self.wait, answer).await {
-            Ok(Ok(outcome)) => outcome.http(),
+            Ok(Ok(WriteOutcome::Committed(zxid))) => Ok(zxid),
+            Ok(Ok(outcome)) => Err(outcome.http()),
             // The term ended with the write queued or (if the node is failing) proposed.
-            Ok(Err(_)) => error(
+            Ok(Err(_)) => Err(error(
                 504,
                 "leadership ended with the write in flight; it may or may not commit".into(),
                 None,
-            ),
-            Err(_) => error(
+            )),
+            Err(_) => Err(error(
                 504,
                 format!(
                     "no outcome within {:?}; it may or may not commit",
                     self.wait
                 ),
                 None,
-            ),
+            )),
         }
     }
 
-    async fn forward(&self, leader: u64, req: &WriteRequest) -> (u16, Value) {
+    /// Sends `req` to the leader's `path` (marked as forwarded) and relays its answer; a leader
+    /// never reached is 503 (certainly not applied), one that did not answer is 504.
+    pub async fn forward<T: Serialize>(&self, leader: u64, path: &str, req: &T) -> (u16, Value) {
         let Some(addr) = self.http_addrs.get(&leader) else {
             return error(
                 503,
@@ -133,7 +155,7 @@ impl Writes {
                 Some(leader),
             );
         };
-        let sent = tokio::time::timeout(self.wait, post_json(addr, req)).await;
+        let sent = tokio::time::timeout(self.wait, post_json(addr, path, req)).await;
         match sent {
             Ok(Ok((code, body))) => match serde_json::from_slice::<Value>(&body) {
                 Ok(body) => (code, body),
@@ -179,9 +201,13 @@ enum Forward {
 /// unreachable, and the write certainly was not applied.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// POSTs `req` as JSON to `http://addr/write` (marked as forwarded) over one HTTP/1.1
+/// POSTs `req` as JSON to `http://addr{path}` (marked as forwarded) over one HTTP/1.1
 /// connection; returns the status and the body.
-async fn post_json(addr: &str, req: &WriteRequest) -> Result<(u16, Vec<u8>), Forward> {
+async fn post_json<T: Serialize>(
+    addr: &str,
+    path: &str,
+    req: &T,
+) -> Result<(u16, Vec<u8>), Forward> {
     use http_body_util::{BodyExt, Full};
     let stream =
         match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
@@ -200,7 +226,7 @@ async fn post_json(addr: &str, req: &WriteRequest) -> Result<(u16, Vec<u8>), For
     // The connection task ends when the exchange is over or the future is dropped (timeout).
     let conn = tokio::spawn(conn);
     let body = serde_json::to_vec(req).map_err(|e| Forward::Connect(e.to_string()))?;
-    let request = hyper::Request::post("/write")
+    let request = hyper::Request::post(path)
         .header(hyper::header::HOST, addr)
         .header(hyper::header::CONTENT_TYPE, "application/json")
         .header(FORWARDED_HEADER, "1")

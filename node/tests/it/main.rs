@@ -15,6 +15,7 @@ mod blackhole;
 mod bugs;
 mod cli;
 mod cluster;
+mod data;
 mod flood;
 mod garbage;
 mod lazyfs;
