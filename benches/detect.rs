@@ -14,7 +14,8 @@
 //!   or schedule names to run every bug under;
 //! - FLC_PARALLEL [2]: runs at once (each run picks its own subnet and names);
 //! - FLC_WORKLOAD [writes]: the workload of every run (`election`: no writes, for states that
-//!   writes close at once; `stale-voter` is aimed at the moment before the first write);
+//!   writes close at once; `stale-voter` is aimed at the moment before the first write), but
+//!   the clients' view bugs always run `register`;
 //! - FLC_NODES [5]; FLC_OUT [a temporary folder, removed at the end; set it to keep the runs].
 //!
 //! The binaries are copied to the temporary folder first, so a rebuild during a long bench does
@@ -84,11 +85,27 @@ const NAMED: &[(&str, &[&str])] = &[
         &["leader-minority", "partition-halves"],
     ),
     ("leader-never-steps-down", &["isolate-leader"]),
+    // The clients' view (run under the register workload, `REGISTER_BUGS`): a deposed leader
+    // alone with its clients; a follower cut off or behind its leader.
+    ("reads-without-quorum", &["isolate-leader"]),
+    ("sync-before-applied", &["partition-halves", "packet-delay"]),
+    (
+        "cas-on-stale-version",
+        &["packet-delay", "partition-halves"],
+    ),
     // A follower restarted while its leader stands, then a quiet longer than the stray bound.
     (
         "refuse-repeated-epoch",
         &["restart-follower", "staggered-restarts"],
     ),
+];
+
+/// The bugs only clients' reads and compare-and-sets show: run under `--workload register`
+/// whatever FLC_WORKLOAD says (the writes workload cannot show them).
+const REGISTER_BUGS: &[&str] = &[
+    "reads-without-quorum",
+    "sync-before-applied",
+    "cas-on-stale-version",
 ];
 
 /// One run to make.
@@ -156,7 +173,10 @@ async fn run_job(
     (time_limit, nodes, deadline): (u32, u32, Duration),
 ) -> Outcome {
     std::fs::create_dir_all(&dir).unwrap();
-    let workload: String = env_or("FLC_WORKLOAD", "writes".to_string());
+    let workload: String = match REGISTER_BUGS.contains(&job.bug.as_str()) {
+        true => "register".to_string(),
+        false => env_or("FLC_WORKLOAD", "writes".to_string()),
+    };
     let mut args: Vec<String> = [
         "--workload",
         &workload,

@@ -39,6 +39,7 @@ pub mod tables;
 pub mod text;
 pub mod view_pass;
 pub mod violations;
+pub mod window;
 
 use crate::checker::{LoadedRun, Results, RunFiles};
 use crate::exit::bad_input;

@@ -141,6 +141,9 @@ pub fn cannot_reach(bug: fle_node::bugs::Bug) -> Option<&'static str> {
         Bug::WallClockTimeouts => Some(
             "the simulator times silences on the monotonic clock, as the real shells do unless this bug is on",
         ),
+        Bug::ReadsWithoutQuorum | Bug::SyncBeforeApplied | Bug::CasOnStaleVersion => Some(
+            "it lives in the data tree's HTTP handlers, which the simulator does not run",
+        ),
         _ => None,
     }
 }
