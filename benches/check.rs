@@ -13,13 +13,20 @@
 //! It then checks the same history compressed as a run stores it (`history.jsonl.zst`) and
 //! prints its size and time against the plain one (goal: no more than 10% slower).
 //!
+//! First it times `linearizable` alone on two synthetic register histories (5 clients on 5
+//! keys for 60 s at 50 ops/s; 100 000 operations on 10 keys): goal well under a second, and at
+//! most 10 s, within the search's budget (about 32 MiB of cache a key, keys one at a time).
+//!
 //! `cargo bench --bench check` (EVENTS=N to change the size; BENCH_DIR=dir to keep the
-//! generated run there and reuse it on later runs).
+//! generated run there and reuse it on later runs; LINEARIZABLE=only for those rows alone,
+//! LINEARIZABLE=0 to skip them).
 #![allow(
     clippy::too_many_lines,
     reason = "tests and benches read as scripts, top to bottom"
 )]
 
+#[path = "support/register.rs"]
+mod register;
 mod support;
 use support::{cpu_s, load_average};
 
@@ -289,7 +296,61 @@ fn assert_written_as_the_controller_would(history: &Path) {
     assert_eq!(serde_json::to_string(&e).unwrap(), line);
 }
 
+/// The `linearizable` rows: the checker alone on synthetic register histories.
+fn linearizable_rows() {
+    use fle_chaos::checker::{linearizable, model, Measurements};
+    let info: TestInfo = serde_json::from_value(serde_json::json!({
+        "name": "bench", "target": "fle", "nodes": ["n1", "n2", "n3"], "workload": "register",
+        "nemesis": [], "seed": 1, "time_limit_s": 60.0, "tick_ms": 100, "init_limit": 5,
+        "sync_limit": 2, "started_at": "2026-01-01T00:00:00Z", "replay_command": "x",
+        "version": "0"
+    }))
+    .unwrap();
+    println!(
+        "{} UTC, load average {}",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+        load_average()
+    );
+    let shapes = [
+        ("60 s, 5 clients, 5 keys, 50 ops/s", (5, 5, 3_000, 50)),
+        ("100000 ops, 10 clients, 10 keys", (10, 10, 100_000, 500)),
+    ];
+    for (what, (clients, keys, ops, rate)) in shapes {
+        let shape = register::Shape {
+            clients,
+            keys,
+            ops,
+            rate,
+        };
+        let lines = register::history(&shape);
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let d = model::digest_lines(&refs, &info.nodes).unwrap();
+        let (t, cpu0) = (Instant::now(), cpu_s());
+        let f = linearizable::check(&d, &info, &CheckOptions::default());
+        let (wall, cpu) = (t.elapsed().as_secs_f64(), cpu_s() - cpu0);
+        assert_eq!(f.valid, Validity::True, "{}", f.explanation);
+        let Measurements::Linearizable(m) = &f.measurements else {
+            panic!("linearizable measures")
+        };
+        println!(
+            "linearizable ({what}): {} ops judged on {} keys, wall {:.3} s, CPU {cpu:.3} s, {} states kept; peak memory (VmHWM) {} MiB",
+            m.linearized_ops,
+            m.keys,
+            wall,
+            m.states_explored,
+            vm_hwm_kib() / 1024
+        );
+    }
+}
+
 fn main() {
+    let only = std::env::var("LINEARIZABLE").ok();
+    if only.as_deref() != Some("0") {
+        linearizable_rows();
+    }
+    if only.as_deref() == Some("only") {
+        return;
+    }
     let events: u64 = std::env::var("EVENTS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -1,4 +1,5 @@
-//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N] [--stepdown-slack-ms N]`:
+//! `fle-chaos check RUN_DIR [--recovery-bound-ms N] [--read-slack-ms N] [--stepdown-slack-ms N]
+//! [--linearizable-budget STATES]`:
 //! re-runs the checkers on a stored run, rewrites its results.json, prints one line per checker
 //! and returns the verdict's exit code (like Jepsen's analyze). `check --list` prints the
 //! checkers (`registry::list`).
@@ -30,6 +31,10 @@ pub struct CheckArgs {
     /// + 500).
     #[arg(long, value_name = "N")]
     pub stepdown_slack_ms: Option<u64>,
+    /// How many states linearizable's search may keep per key before that key is unknown
+    /// (default 1000000: about 32 MiB).
+    #[arg(long, value_name = "STATES")]
+    pub linearizable_budget: Option<u64>,
 }
 
 pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
@@ -47,6 +52,7 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
         recovery_bound_ms: args.recovery_bound_ms,
         read_slack_ms: args.read_slack_ms,
         stepdown_slack_ms: args.stepdown_slack_ms,
+        linearizable_states: args.linearizable_budget,
     };
     let dir2 = dir.clone();
     // Parsing millions of lines is CPU work: keep it off the async runtime's threads.

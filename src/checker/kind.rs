@@ -35,6 +35,14 @@ pub enum Kind {
     TxnLogGapAtRestart,
     /// crash: any other exit unasked.
     Exit,
+    /// linearizable: a key's writes and sync reads that no order of the register allows.
+    NotLinearizable,
+    /// session-order: a client read a key at a version below one it had read before.
+    ReadWentBack,
+    /// session-order: a client read a key at a version below the one its own write left.
+    ReadBelowOwnWrite,
+    /// session-order: a client's write got a zxid not above its earlier writes' zxids.
+    WritesOutOfOrder,
 }
 
 /// How many violations of each kind.

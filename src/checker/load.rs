@@ -124,6 +124,8 @@ fn join(parts: Vec<Part<(DigestBuilder, Vec<u64>)>>) -> (Digest, Vec<u64>) {
                 d.elections.push(el);
             }
         }
+        (d.bad_register_values)
+            .extend((digest.bad_register_values.into_iter()).map(|(pos, why)| (pos + shift, why)));
         for mut exit in digest.node_exits {
             exit.pos += shift;
             exit.node = map[exit.node as usize];

@@ -21,12 +21,14 @@ pub mod kind;
 pub mod known;
 pub mod leader_completeness;
 pub mod leader_stepdown;
+pub mod linearizable;
 pub mod load;
 pub mod log_order;
 pub mod model;
 pub mod observers;
 pub mod recovery;
 pub mod registry;
+pub mod session_order;
 pub mod vote_rule;
 
 pub use registry::{names, CHECKERS};
@@ -169,6 +171,8 @@ pub enum Measurements {
     Stepdown(leader_stepdown::StepdownMeasurements),
     Completeness(leader_completeness::CompletenessMeasurements),
     AckZxids(ack_zxids::AckZxidsMeasurements),
+    Linearizable(Box<linearizable::LinearizableMeasurements>),
+    SessionOrder(session_order::SessionOrderMeasurements),
     #[default]
     None,
     Other(serde_json::Value),
@@ -275,6 +279,9 @@ pub struct CheckOptions {
     /// checks its quorum every half tick) plus the read slack (its last LEADING read may be that
     /// old), plus 500 ms for the observers' polling.
     pub stepdown_slack_ms: Option<u64>,
+    /// linearizable: the states each key's search may keep before its verdict is unknown;
+    /// None: `linearizable::DEFAULT_STATES`.
+    pub linearizable_states: Option<u64>,
 }
 
 /// The read slack when neither the flag nor the run's settings give one.

@@ -11,6 +11,7 @@
 use crate::api::{ElectionSummary, ServerState, ZabPhase};
 use crate::history::line::{Body, Line};
 use crate::history::read::Election as ReadElection;
+use crate::history::register::RegisterValue;
 use crate::history::view::{Fed, NodeRead};
 use crate::history::{sid_of, EventType, FaultStep, FaultValue, F, NEMESIS};
 use std::collections::HashMap;
@@ -80,6 +81,21 @@ pub struct WriteOp {
     pub zxid: Option<u64>,
 }
 
+/// A register operation's invocation or completion (workload `register`: `f` read, set, cas or
+/// create), for the client-view checkers (linearizable, session-order).
+#[derive(Debug, Clone)]
+pub struct RegisterOp {
+    pub pos: u32,
+    pub time: u64,
+    /// The client (a number as text): one session, never reused after an `info`.
+    pub process: String,
+    pub kind: EventType,
+    pub f: F,
+    /// The server that served it.
+    pub node: Option<NodeIx>,
+    pub value: RegisterValue,
+}
+
 /// A node's final committed log, or why it could not be read.
 #[derive(Debug, Clone)]
 pub struct FinalLog {
@@ -134,6 +150,7 @@ pub enum Rec {
         node: NodeIx,
     },
     Write(Box<WriteOp>),
+    Register(Box<RegisterOp>),
     FinalLog(Box<FinalLog>),
     Nemesis(Box<NemesisOp>),
     /// A node process that ended unasked (its `node-exit` event; details in `node_exits`).
@@ -167,6 +184,10 @@ impl Rec {
                 w.pos += by;
                 w.node = w.node.map(|x| map[x as usize]);
             }
+            Rec::Register(r) => {
+                r.pos += by;
+                r.node = r.node.map(|x| map[x as usize]);
+            }
             Rec::FinalLog(l) => {
                 l.pos += by;
                 l.node = map[l.node as usize];
@@ -187,6 +208,7 @@ impl Rec {
             | Rec::Exit { pos, time, .. }
             | Rec::Other { pos, time } => (*pos, *time),
             Rec::Write(w) => (w.pos, w.time),
+            Rec::Register(r) => (r.pos, r.time),
             Rec::FinalLog(l) => (l.pos, l.time),
             Rec::Nemesis(n) => (n.pos, n.time),
         }
@@ -222,6 +244,10 @@ impl Rec {
             Rec::Write(w) => Fed::Other {
                 time: w.time,
                 pos: w.pos,
+            },
+            Rec::Register(r) => Fed::Other {
+                time: r.time,
+                pos: r.pos,
             },
             Rec::FinalLog(l) => Fed::Other {
                 time: l.time,
@@ -260,6 +286,9 @@ pub struct Digest {
     pub reads_with_election: u64,
     /// Events seen, of any kind.
     pub events: u64,
+    /// Register operations whose value is not a `RegisterValue`: (position, why). The
+    /// client-view checkers cannot judge around them (unknown, never a silent pass).
+    pub bad_register_values: Vec<(u32, String)>,
 }
 
 /// A node's refusal to start on a file a `corrupt` fault damaged: it exited of itself (no
@@ -351,6 +380,14 @@ impl Digest {
     pub fn statuses(&self) -> impl Iterator<Item = &Status> + '_ {
         self.records().filter_map(|r| match r {
             Rec::Status(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// The register operations, in history order.
+    pub fn register_ops(&self) -> impl Iterator<Item = &RegisterOp> + '_ {
+        self.records().filter_map(|r| match r {
+            Rec::Register(op) => Some(op.as_ref()),
             _ => None,
         })
     }
@@ -585,13 +622,42 @@ impl DigestBuilder {
                     node,
                 });
             }
+            (Body::Other(raw), node) if is_register(l.f) => self.register(pos, l, node, raw),
             _ => self.other(pos, l.time),
+        }
+    }
+
+    /// A register operation: its value decoded, or the reason it is not one kept.
+    fn register(&mut self, pos: u32, l: &Line<'_>, node: Option<NodeIx>, raw: &str) {
+        match serde_json::from_str::<RegisterValue>(raw) {
+            Ok(value) => {
+                self.digest.events += 1;
+                self.push(Rec::Register(Box::new(RegisterOp {
+                    pos,
+                    time: l.time,
+                    process: l.process.to_string(),
+                    kind: l.kind,
+                    f: l.f,
+                    node,
+                    value,
+                })));
+            }
+            Err(e) => {
+                let why = format!("a {} value is not a register value: {e}", l.f_name);
+                self.digest.bad_register_values.push((pos, why));
+                self.other(pos, l.time);
+            }
         }
     }
 
     pub fn finish(self) -> Digest {
         self.digest
     }
+}
+
+/// The `f`s of the register workload's operations.
+pub fn is_register(f: F) -> bool {
+    matches!(f, F::Read | F::Set | F::Cas | F::Create)
 }
 
 /// Builds a digest from events in memory: each is written as a history line and read back

@@ -9,7 +9,8 @@ use super::model::Digest;
 use super::model::Rec;
 use super::{
     ack_zxids, crash, durability, election_safety, epoch_monotonic, faults, leader_completeness,
-    leader_stepdown, log_order, observers, recovery, vote_rule, CheckOptions,
+    leader_stepdown, linearizable, log_order, observers, recovery, session_order, vote_rule,
+    CheckOptions,
 };
 use crate::history::situation::{Coverage, Situations};
 use crate::history::test_info::TestInfo;
@@ -27,6 +28,8 @@ pub enum Needs {
     Votes,
     /// Observers in the ensemble (`--observers`).
     Observers,
+    /// Client operations on keys (the `register` workload: read, set, cas, create).
+    Register,
 }
 
 impl Needs {
@@ -36,6 +39,7 @@ impl Needs {
             Needs::Writes => "writes",
             Needs::Votes => "votes",
             Needs::Observers => "observers",
+            Needs::Register => "register",
         }
     }
 
@@ -49,10 +53,17 @@ impl Needs {
             Needs::Observers if info.observers.is_empty() => {
                 Some("the ensemble has no observers (--observers)".into())
             }
+            Needs::Register if info.workload_kind() != REGISTER => Some(format!(
+                "the workload ({}) records no register operations (workload {REGISTER} does)",
+                info.workload
+            )),
             _ => None,
         }
     }
 }
+
+/// The workload kind that records register operations.
+const REGISTER: &str = "register";
 
 /// The one pass over the history's view, fed once for the checkers that ask it.
 pub struct ViewPass {
@@ -179,6 +190,20 @@ pub const CHECKERS: &[Checker] = &[
         judge: Judge::Digest(|d, info, _| log_order::check(d, info)),
     },
     Checker {
+        name: linearizable::NAME,
+        what: "each key's writes and sync reads are linearizable as a versioned register",
+        needs: Needs::Register,
+        heavy: true,
+        judge: Judge::Digest(linearizable::check),
+    },
+    Checker {
+        name: session_order::NAME,
+        what: "a client's reads never go back nor below its own writes; its writes apply in order",
+        needs: Needs::Register,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| session_order::check(d, info)),
+    },
+    Checker {
         name: leader_stepdown::NAME,
         what: "a leader without a quorum steps down within its Zab timeout",
         needs: Needs::Nothing,
@@ -260,5 +285,6 @@ mod tests {
         let needs = |n: &str| CHECKERS.iter().find(|c| c.name == n).map(|c| c.needs);
         assert_eq!(needs(durability::NAME), Some(Needs::Writes));
         assert_eq!(needs(vote_rule::NAME), Some(Needs::Votes));
+        assert_eq!(needs(linearizable::NAME), Some(Needs::Register));
     }
 }

@@ -90,6 +90,16 @@ impl EventType {
             _ => return None,
         })
     }
+
+    /// The word the history writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventType::Invoke => "invoke",
+            EventType::Ok => "ok",
+            EventType::Fail => "fail",
+            EventType::Info => "info",
+        }
+    }
 }
 
 /// What an event is about.
