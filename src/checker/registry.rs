@@ -22,7 +22,7 @@ use crate::history::view::Finished;
 pub enum Needs {
     /// Any run.
     Nothing,
-    /// Client writes (a workload that writes).
+    /// The writes workload's log appends (`write`: unique values through the leader).
     Writes,
     /// The votes each election counted (fle-node reports them; ZooKeeper's log tells them).
     Votes,
@@ -48,6 +48,12 @@ impl Needs {
         match self {
             Needs::Writes if info.workload_kind() == "election" => Some(format!(
                 "the workload ({}) only observes and writes nothing",
+                info.workload
+            )),
+            // Its keys' writes are judged by linearizable and session-order instead: the log
+            // checkers follow the writes workload's unique appends.
+            Needs::Writes if info.workload_kind() == REGISTER => Some(format!(
+                "the workload ({}) writes keys, not log appends (linearizable judges them)",
                 info.workload
             )),
             Needs::Observers if info.observers.is_empty() => {

@@ -96,6 +96,7 @@ pub fn report_html(p: &Page) -> String {
     banner(&mut h, p, verdict);
     h += "<main>\n";
     accounts(&mut h, p);
+    h += &super::window::section(p.results);
     settings(&mut h, p.info);
     checkers(&mut h, p.results);
     evidence_rows(&mut h, p);

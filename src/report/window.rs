@@ -5,7 +5,79 @@
 //! nothing else to show it.
 
 use super::text::escape;
+use crate::checker::linearizable::{Role, Window, WindowOp};
+use crate::checker::{Measurements, Results};
 use std::fmt::Write as _;
+
+/// The report's section: each key the `linearizable` checker found invalid, its window drawn
+/// and captioned; empty when there is none.
+pub fn section(results: Option<&Results>) -> String {
+    let windows: Vec<&Window> = results
+        .map(|r| r.checkers.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| match &c.measurements {
+            Measurements::Linearizable(m) => Some(m.windows.iter()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if windows.is_empty() {
+        return String::new();
+    }
+    let mut h =
+        String::from("<h2 id=\"not-linearizable\">Operations that cannot be linearized</h2>\n");
+    for w in windows {
+        let bars: Vec<Bar> = w.ops.iter().map(bar_of).collect();
+        let state = match w.state.value {
+            Some(v) => format!("{v} (version {})", w.state.version),
+            None => "no such key".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<figure>{}<figcaption>Key {}: the longest order found placed {} of its {} operations \
+             and left it at {}; the red operation cannot follow them, nor can the operations \
+             overlapping it save it. One lane per client, a bar from invoke to completion \
+             (dashed: outcome unknown).</figcaption></figure>\n",
+            svg(&w.key, &bars),
+            escape(&w.key),
+            w.ordered,
+            w.of,
+            escape(&state)
+        );
+    }
+    h
+}
+
+/// A window operation as a bar: "cas 3→17 ok v4", "read ok 17 v4", "set 21 info".
+fn bar_of(op: &WindowOp) -> Bar {
+    let mut label = op.f.clone();
+    match (op.f.as_str(), op.expect, op.value) {
+        ("read", _, v) if op.outcome == "ok" => {
+            let _ = write!(label, " → {}", v.map_or("none".into(), |v| v.to_string()));
+        }
+        (_, Some(e), Some(v)) => {
+            let _ = write!(label, " v{e}→{v}");
+        }
+        (_, None, Some(v)) => {
+            let _ = write!(label, " {v}");
+        }
+        _ => {}
+    }
+    let _ = write!(label, " {}", op.outcome);
+    if let (Some(v), "ok") = (op.version, op.outcome.as_str()) {
+        let _ = write!(label, " v{v}");
+    }
+    Bar {
+        process: op.process.clone(),
+        node: op.node.clone(),
+        label,
+        start_ns: op.invoke_ns,
+        // An unknown outcome may take effect any time after its invoke.
+        end_ns: op.complete_ns.filter(|_| op.outcome == "ok"),
+        impossible: op.role == Role::Impossible,
+    }
+}
 
 /// One operation of the window.
 #[derive(Debug, Clone, PartialEq)]

@@ -491,3 +491,40 @@ fn an_invalid_run_explains_itself_in_words_rows_markers_and_a_zoomed_plot() {
         assert!(!html.contains(external), "page references {external}");
     }
 }
+
+#[test]
+fn a_non_linearizable_key_is_drawn_as_lanes_with_the_impossible_read_marked() {
+    // The classic stale read: a deposed leader answers a sync + read with the old value after
+    // a newer write completed on the other side (tests/fixtures/linearizable-stale-sync-read).
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("t").join("r");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/linearizable-stale-sync-read");
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["history.jsonl", "test.json"] {
+        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
+    }
+    let results = checker::check_run(&run, &Default::default()).unwrap();
+    checker::write_results(&run, &results).unwrap();
+    report::render_run(&run).unwrap();
+    let html = std::fs::read_to_string(run.join(fle_chaos::store::REPORT)).unwrap();
+    let section = html
+        .split("id=\"not-linearizable\"")
+        .nth(1)
+        .expect("no section for the non-linearizable key");
+    let svg = &section[..section.find("</svg>").expect("the window is drawn")];
+    assert_eq!(svg.matches("class=\"op impossible\"").count(), 1, "{svg}");
+    assert!(
+        svg.contains("read → 20 ok v0"),
+        "the stale read is labelled: {svg}"
+    );
+    assert!(
+        svg.contains("set 21 ok v1"),
+        "the write it missed is drawn: {svg}"
+    );
+    assert_eq!(
+        svg.matches("client ").count(),
+        3,
+        "one lane per client: {svg}"
+    );
+}

@@ -3,6 +3,7 @@
 mod bad_input;
 mod cleanup;
 mod concurrent;
+mod register;
 mod replay;
 mod three_nodes;
 mod variants;
