@@ -33,12 +33,12 @@ pub fn section(results: Option<&Results>) -> String {
             Some(v) => format!("{v} (version {})", w.state.version),
             None => "no such key".to_string(),
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<figure>{}<figcaption>Key {}: the longest order found placed {} of its {} operations \
              and left it at {}; the red operation cannot follow them, nor can the operations \
              overlapping it save it. One lane per client, a bar from invoke to completion \
-             (dashed: outcome unknown).</figcaption></figure>\n",
+             (dashed: outcome unknown).</figcaption></figure>",
             svg(&w.key, &bars),
             escape(&w.key),
             w.ordered,
