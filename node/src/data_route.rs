@@ -139,10 +139,41 @@ impl Data {
             Route::Following { leader } => {
                 let checked = forwarded_op(op, &self.applied(), self.bugs);
                 match checked {
-                    Ok(op) => self.writes.forward(leader, "/data", &op).await,
+                    Ok(op) => self.forward_write(leader, &op).await,
                     Err(refused) => answer_outcome(refused, 0),
                 }
             }
+        }
+    }
+
+    /// A follower's op, through its leader. As a ZooKeeper follower answers its client only
+    /// once it applied the txn itself, the leader's 200 is passed on once this server applied
+    /// the op's zxid, so a read here right after sees it (read-your-writes on one server);
+    /// 504 (outcome unknown to the client) if it cannot within the write's wait.
+    async fn forward_write(&self, leader: u64, op: &DataOp) -> (u16, Value) {
+        let deadline = tokio::time::Instant::now() + self.writes.wait;
+        let (code, body) = self.writes.forward(leader, "/data", op).await;
+        if code != 200 {
+            return (code, body);
+        }
+        let Ok(DataWritten { zxid, .. }) = serde_json::from_value(body.clone()) else {
+            return error(
+                504,
+                format!("leader {leader} answered the op with an unreadable body"),
+                Some(leader),
+            );
+        };
+        match self.applied_by(zxid, deadline).await {
+            Ok(_) => (code, body),
+            Err(applied) => error(
+                504,
+                format!(
+                    "committed at {zxid:#x} by leader {leader}, but this server applied only \
+                     {applied:#x} within {:?}; outcome unknown",
+                    self.writes.wait
+                ),
+                Some(leader),
+            ),
         }
     }
 
@@ -231,22 +262,33 @@ impl Data {
         deadline: tokio::time::Instant,
         leader: u64,
     ) -> (u16, Value) {
+        match self.applied_by(target, deadline).await {
+            Ok(applied) => ok(Synced { zxid: applied }),
+            Err(applied) => {
+                let limit: Duration = self.writes.wait;
+                error(
+                    504,
+                    format!(
+                        "leader {leader} had committed {target:#x}; this server applied only \
+                         {applied:#x} within {limit:?}"
+                    ),
+                    Some(leader),
+                )
+            }
+        }
+    }
+
+    /// Waits until this server applied `target`: Ok(what it applied), or Err(what it had
+    /// applied) at `deadline`.
+    async fn applied_by(&self, target: u64, deadline: tokio::time::Instant) -> Result<u64, u64> {
         let mut status = self.status.clone();
         let reached = status.wait_for(|s| s.last_committed_zxid >= target);
         let waited = tokio::time::timeout_at(deadline, reached).await;
         let applied = self.applied().applied();
-        if matches!(waited, Ok(Ok(_))) && applied >= target {
-            return ok(Synced { zxid: applied });
+        match matches!(waited, Ok(Ok(_))) && applied >= target {
+            true => Ok(applied),
+            false => Err(applied),
         }
-        let limit: Duration = self.writes.wait;
-        error(
-            504,
-            format!(
-                "leader {leader} had committed {target:#x}; this server applied only \
-                 {applied:#x} within {limit:?}"
-            ),
-            Some(leader),
-        )
     }
 }
 

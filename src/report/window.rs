@@ -123,7 +123,8 @@ pub fn svg(key: &str, bars: &[Bar]) -> String {
     let _ = write!(
         s,
         "<svg class=\"window\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" \
-         height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" \
+         height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" style=\"max-width:100%;height:auto\" \
+         font-family=\"sans-serif\" \
          font-size=\"12\"><title>key {}: operations that cannot be linearized</title>",
         escape(key)
     );

@@ -5,13 +5,16 @@
 //!
 //! - Client `i` is bound to server `i mod N` and first creates its share of the keys (key `j`
 //!   by client `j mod clients`), then runs the mix at its share of `rate`.
-//! - A server that cannot serve (refused connection, 503, no session) makes the client move to
-//!   the next server, as ZooKeeper's client moves its session; a refusal (exists, no such key,
-//!   another version) is the server's answer and keeps it.
+//! - A server that will not serve a read (refused connection, 503, no session) makes the
+//!   client move to the next server, as ZooKeeper's client moves its session when the server
+//!   drops it; a write refused for want of a leader, or a refusal (exists, no such key, another
+//!   version), is the server's answer and keeps it.
 //! - Values are 1, 2, 3, ... across all clients, unique by construction, so a read names the
 //!   write it saw. A cas expects the version this client last saw of the key.
 //! - An `info` (unknown outcome) retires the process number: the client goes on as
-//!   `process + clients`, as Jepsen does, and moves to the next server.
+//!   `process + clients`, as Jepsen does, and moves to the next server. A move is a new
+//!   session (ZooKeeper's sessions here are one per server), so it takes a new number too:
+//!   `session-order` judges one process as one session on one server.
 
 use crate::api::DataOp;
 use crate::control::sut::{DataOutcome, Target};
@@ -63,6 +66,8 @@ struct Session {
     seen: HashMap<String, i64>,
     /// Keys this client still has to create.
     to_create: VecDeque<usize>,
+    /// The server would not serve: move to the next one after this operation.
+    moved: bool,
     rng: ChaCha8Rng,
 }
 
@@ -79,6 +84,7 @@ pub async fn client(id: usize, c: Clients, mut stop: watch::Receiver<bool>) {
         node: id % c.nodes.len(),
         seen: HashMap::new(),
         to_create: (id..c.keys).step_by(c.concurrency).collect(),
+        moved: false,
         rng: ChaCha8Rng::seed_from_u64(c.seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
     };
     loop {
@@ -191,7 +197,12 @@ async fn run_op(s: &mut Session, c: &Clients, op: Op) {
         }
         DataOutcome::Unavailable(error) => {
             v.error = Some(error);
-            s.node = (s.node + 1) % c.nodes.len();
+            // A server that will not serve a read has dropped its clients (a ZooKeeper server
+            // closes its sessions when it leaves broadcast): move on. A write refused for want
+            // of a leader is only a `fail`; the next read tells whether the server still serves.
+            if f == F::Read {
+                s.moved = true;
+            }
             EventType::Fail
         }
         DataOutcome::Info(error) => {
@@ -200,7 +211,8 @@ async fn run_op(s: &mut Session, c: &Clients, op: Op) {
         }
     };
     c.recorder.record(&p, kind, f, Some(&node), v.to_json());
-    if kind == EventType::Info {
+    if kind == EventType::Info || std::mem::take(&mut s.moved) {
+        // A new server is a new session: a new process number, as after an `info`.
         s.process += c.concurrency;
         s.node = (s.node + 1) % c.nodes.len();
     }
@@ -216,6 +228,7 @@ mod tests {
             node: 0,
             seen: HashMap::new(),
             to_create: (id..keys).step_by(clients).collect(),
+            moved: false,
             rng: ChaCha8Rng::seed_from_u64(7),
         }
     }

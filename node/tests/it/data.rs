@@ -73,10 +73,24 @@ fn ops_through_a_follower_then_sync_and_read_on_another() {
         json!({"op": "set", "key": "k1", "value": 3}),
     );
     assert_eq!((code, &body["version"]), (200, &json!(1)), "{body}");
+    // A follower passes its leader's answer on only once it applied the op itself, as
+    // ZooKeeper's do: a read there right after sees it.
+    let (_, body) = read(&c, f1, "k1");
+    assert_eq!(
+        (&body["value"], &body["version"]),
+        (&json!(3), &json!(1)),
+        "{body}"
+    );
     let cas = |version| json!({"op": "cas", "key": "k1", "version": version, "value": 4});
     let (code, body) = post(&c, f1, "/data", cas(1));
     assert_eq!((code, &body["version"]), (200, &json!(2)), "{body}");
     let cas_zxid = body["zxid"].as_u64().unwrap();
+    let (_, body) = read(&c, f1, "k1");
+    assert_eq!(
+        (&body["value"], &body["version"]),
+        (&json!(4), &json!(2)),
+        "{body}"
+    );
     let (code, body) = post(&c, f1, "/data", cas(1));
     assert_eq!(code, 409, "{body}");
     assert_eq!(body["error"], "bad version: expected 1, the key is at 2");

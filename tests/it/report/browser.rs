@@ -456,3 +456,60 @@ fn chromium_shows_what_went_wrong_in_an_invalid_run_served_by_serve() {
     assert_eq!(console_lines(&err), Vec::<&str>::new());
     assert!(dom.contains(&format!("id=\"ev-{index}\"")));
 }
+
+/// Appended to a copy of a page with a non-linearizable key: what chromium laid out of its
+/// window (the impossible operation's bar, its lanes).
+const WINDOW_PROBE: &str = "<script>window.addEventListener('load',function(){\
+var b=document.body,r=document.querySelector('svg.window g.op.impossible rect');\
+b.setAttribute('data-impossible',document.querySelectorAll('svg.window g.op.impossible').length);\
+b.setAttribute('data-bar-width',r?Math.round(r.getBoundingClientRect().width):0);\
+b.setAttribute('data-width',document.documentElement.scrollWidth);});</script>";
+
+#[test]
+fn chromium_draws_the_window_of_a_non_linearizable_key() {
+    let Some(chromium) = chromium() else { return };
+    // The classic stale read after a partition (tests/fixtures/linearizable-stale-sync-read),
+    // judged by the real checkers and rendered by the real report.
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("t").join("r");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/linearizable-stale-sync-read");
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["history.jsonl", "test.json"] {
+        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
+    }
+    let results = fle_chaos::checker::check_run(&run, &Default::default()).unwrap();
+    fle_chaos::checker::write_results(&run, &results).unwrap();
+    report::render_run(&run).unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let probed = run.join("probed.html");
+    std::fs::write(
+        &probed,
+        html.replace("</body>", &format!("{WINDOW_PROBE}</body>")),
+    )
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dom, err) = run_chromium(
+        &chromium,
+        &scratch.path().join("window"),
+        &probed,
+        NARROW,
+        &["--dump-dom".into()],
+    );
+    assert_eq!(console_lines(&err), Vec::<&str>::new(), "console output");
+    assert_eq!(
+        body_attr(&dom, "data-impossible").as_deref(),
+        Some("1"),
+        "{err}"
+    );
+    let bar: u32 = body_attr(&dom, "data-bar-width").unwrap().parse().unwrap();
+    assert!(
+        bar >= 3,
+        "the impossible read's bar is not laid out ({bar} px)"
+    );
+    let width: u32 = body_attr(&dom, "data-width").unwrap().parse().unwrap();
+    assert!(
+        width <= NARROW.0,
+        "the window pushes the page to {width} px"
+    );
+}
