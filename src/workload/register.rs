@@ -12,9 +12,10 @@
 //! - Values are 1, 2, 3, ... across all clients, unique by construction, so a read names the
 //!   write it saw. A cas expects the version this client last saw of the key.
 //! - An `info` (unknown outcome) retires the process number: the client goes on as
-//!   `process + clients`, as Jepsen does, and moves to the next server. A move is a new
-//!   session (ZooKeeper's sessions here are one per server), so it takes a new number too:
-//!   `session-order` judges one process as one session on one server.
+//!   `process + clients`, as Jepsen does, on the same server (whether it still serves, the
+//!   next read tells). A move is a new session (ZooKeeper's sessions here are one per
+//!   server), so it takes a new number too: `session-order` judges one process as one
+//!   session on one server.
 
 use crate::api::DataOp;
 use crate::control::sut::{DataOutcome, Target};
@@ -160,7 +161,8 @@ fn invoked(op: &Op) -> (F, RegisterValue) {
 
 /// Invokes `op` on the client's server, records its completion and moves the client on.
 async fn run_op(s: &mut Session, c: &Clients, op: Op) {
-    let node = c.nodes[s.node].clone();
+    let node_index = s.node;
+    let node = c.nodes[node_index].clone();
     let p = s.process.to_string();
     let (f, mut v) = invoked(&op);
     c.recorder
@@ -211,10 +213,12 @@ async fn run_op(s: &mut Session, c: &Clients, op: Op) {
         }
     };
     c.recorder.record(&p, kind, f, Some(&node), v.to_json());
-    if kind == EventType::Info || std::mem::take(&mut s.moved) {
-        // A new server is a new session: a new process number, as after an `info`.
-        s.process += c.concurrency;
+    if std::mem::take(&mut s.moved) {
         s.node = (s.node + 1) % c.nodes.len();
+    }
+    if kind == EventType::Info || s.node != node_index {
+        // Jepsen's rule after an unknown outcome; and a new server is a new session.
+        s.process += c.concurrency;
     }
 }
 
