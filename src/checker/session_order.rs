@@ -1,14 +1,14 @@
 //! session-order (register workload): ZooKeeper's own promises to one client session, for
 //! every read, plain or after a `sync`:
-//! - monotonic reads: a client's reads of a key never go back in version, also across the
-//!   servers it was moved to;
+//! - monotonic reads: a client's reads of a key never go back in version;
 //! - read your writes: a client reads a key at least at the version its own acknowledged write
 //!   of it left;
 //! - FIFO client order: a client's acknowledged write gets a zxid above those of its earlier
 //!   acknowledged writes.
 //!
 //! A session is a process: ZooKeeper promises this within one session only, and the workload
-//! gives a client a new process number when it re-binds it after an unknown outcome. Only
+//! gives a client a new process number when it moves it to another server (a new session)
+//! and after an unknown outcome. Only
 //! completed (`ok`) operations say anything here; whether reads are fresh against other
 //! clients' writes is `linearizable`'s question (sync reads) and not promised for plain ones.
 

@@ -391,9 +391,13 @@ fn zookeeper_on_real_vms_stays_valid_through_a_real_clock_step() {
     }
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    // Every checker the run could feed (those marked `"applicable": false` are left out of
+    // the verdict, as the clients' view under the writes workload).
     for c in results["checkers"].as_array().unwrap() {
         let (name, valid) = (c["name"].as_str().unwrap(), c["valid"].as_str().unwrap());
-        assert_eq!(valid, "true", "{name}: {}", c["explanation"]);
+        if c["applicable"] != false {
+            assert_eq!(valid, "true", "{name}: {}", c["explanation"]);
+        }
     }
     assert_eq!(o.status.code(), Some(0), "judged valid:\n{stderr}");
     let h = read_history(&fle_chaos::history::file::in_run(&run)).unwrap();
