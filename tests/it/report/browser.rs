@@ -471,16 +471,7 @@ fn chromium_draws_the_window_of_a_non_linearizable_key() {
     // The classic stale read after a partition (tests/fixtures/linearizable-stale-sync-read),
     // judged by the real checkers and rendered by the real report.
     let root = tempfile::tempdir().unwrap();
-    let run = root.path().join("t").join("r");
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/linearizable-stale-sync-read");
-    std::fs::create_dir_all(&run).unwrap();
-    for f in ["history.jsonl", "test.json"] {
-        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
-    }
-    let results = fle_chaos::checker::check_run(&run, &Default::default()).unwrap();
-    fle_chaos::checker::write_results(&run, &results).unwrap();
-    report::render_run(&run).unwrap();
+    let run = rendered_fixture(root.path(), "linearizable-stale-sync-read");
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     let probed = run.join("probed.html");
     std::fs::write(

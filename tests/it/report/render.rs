@@ -497,16 +497,7 @@ fn a_non_linearizable_key_is_drawn_as_lanes_with_the_impossible_read_marked() {
     // The classic stale read: a deposed leader answers a sync + read with the old value after
     // a newer write completed on the other side (tests/fixtures/linearizable-stale-sync-read).
     let root = tempfile::tempdir().unwrap();
-    let run = root.path().join("t").join("r");
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/linearizable-stale-sync-read");
-    std::fs::create_dir_all(&run).unwrap();
-    for f in ["history.jsonl", "test.json"] {
-        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
-    }
-    let results = checker::check_run(&run, &Default::default()).unwrap();
-    checker::write_results(&run, &results).unwrap();
-    report::render_run(&run).unwrap();
+    let run = rendered_fixture(root.path(), "linearizable-stale-sync-read");
     let html = std::fs::read_to_string(run.join(fle_chaos::store::REPORT)).unwrap();
     let section = html
         .split("id=\"not-linearizable\"")

@@ -365,3 +365,20 @@ pub fn serve(root: &std::path::Path) -> (Server, String) {
         .to_string();
     (server, addr)
 }
+
+/// A run folder (`<root>/t/r`) holding the checked-in fixture `case` (tests/fixtures/<case>),
+/// checked by the real checkers and rendered by the real report.
+pub fn rendered_fixture(root: &std::path::Path, case: &str) -> std::path::PathBuf {
+    let run = root.join("t").join("r");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(case);
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["history.jsonl", "test.json"] {
+        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
+    }
+    let results = fle_chaos::checker::check_run(&run, &Default::default()).unwrap();
+    fle_chaos::checker::write_results(&run, &results).unwrap();
+    fle_chaos::report::render_run(&run).unwrap();
+    run
+}
