@@ -15,13 +15,17 @@
 //!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
 
 pub mod catalogue;
+pub mod env;
 pub mod faults;
 pub mod goal;
 pub mod inject;
+pub mod live;
 pub mod partition;
 pub mod plan;
 pub mod raw_fault;
 pub mod runner;
+#[cfg(test)]
+mod same_choices;
 pub mod schedule;
 pub mod schedule_file;
 pub mod seam;
@@ -31,6 +35,7 @@ pub mod timed;
 pub mod timing;
 pub mod trigger;
 pub mod units;
+pub mod virtual_time;
 
 pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 
@@ -229,7 +234,7 @@ pub fn build(schedule: Schedule) -> std::sync::Arc<dyn Nemesis> {
     if schedule.faults.is_empty() {
         std::sync::Arc::new(NoNemesis)
     } else {
-        std::sync::Arc::new(runner::ScheduledNemesis::new(schedule))
+        std::sync::Arc::new(live::ScheduledNemesis::new(schedule))
     }
 }
 

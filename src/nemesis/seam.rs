@@ -51,6 +51,17 @@ pub struct NemesisSettings {
     pub observers: Vec<String>,
 }
 
+impl NemesisSettings {
+    /// What the nemesis loop's order of faults depends on (the simulator builds the same).
+    pub fn steering(&self) -> super::env::Steering {
+        super::env::Steering {
+            strategy: self.strategy,
+            met_before: self.met_before.clone(),
+            writes: self.writes,
+        }
+    }
+}
+
 /// Everything a nemesis may use.
 #[derive(Clone)]
 pub struct NemesisContext {

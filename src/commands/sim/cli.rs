@@ -11,7 +11,9 @@ use crate::checker::Validity;
 use crate::commands::run::interrupt::Interrupts;
 use crate::exit::bad_input;
 use crate::history::FaultKind;
+use crate::nemesis::env::Steering;
 use crate::nemesis::schedule::Schedule;
+use crate::nemesis::steer::Strategy;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +56,10 @@ pub struct SimulateArgs {
     /// KINDS; else the schedule's own `interval`, which this replaces].
     #[arg(long, value_name = "SECONDS")]
     pub nemesis_interval: Option<f64>,
+    /// Order of the planned faults, as `test --nemesis-strategy`: `steered` brings forward
+    /// those aimed at situations the run has not met yet; `random` keeps the seeded order.
+    #[arg(long, value_enum, default_value_t = Strategy::Steered, value_name = "STRATEGY")]
+    pub nemesis_strategy: Strategy,
     /// Seeded fle-node bugs, as `fle-node --bug` (see `fle-node --list-bugs`).
     #[arg(long, value_name = "BUG,..")]
     pub bug: Option<String>,
@@ -286,18 +292,28 @@ pub fn settings(a: &SimulateArgs) -> Result<(SimSettings, Vec<String>)> {
     if let Some(gap) = a.nemesis_interval {
         argv.extend(["--nemesis-interval".to_string(), gap.to_string()]);
     }
+    if a.nemesis_strategy != Strategy::Steered {
+        let word = a.nemesis_strategy.word().to_string();
+        argv.extend(["--nemesis-strategy".to_string(), word]);
+    }
     if let Some(f) = &a.nemesis_file {
         argv.extend([
             "--nemesis-file".to_string(),
             absolute_if_file(&f.display().to_string()),
         ]);
     }
+    let steering = Steering {
+        strategy: a.nemesis_strategy,
+        met_before: Default::default(),
+        writes: workload.kind.writes(),
+    };
     let s = SimSettings {
         nodes: a.nodes,
         observers,
         time_limit: Duration::from_secs_f64(a.time_limit),
         workload,
         schedule,
+        steering,
         timing,
         recovery_timeout: Duration::from_secs(30),
         max_events: super::world::MAX_EVENTS,

@@ -1,271 +1,99 @@
-//! The nemesis in the simulator: the same planned faults a real run deals (`nemesis::plan`),
-//! aimed by the same triggers (`nemesis::trigger::Watch` over the same observations), each
-//! done by its kind's own file (`nemesis::faults`: the same targets, the same recorded
-//! values), to the simulated servers, network, disks and clocks (`SimWorld`) instead of to
-//! processes and iptables.
+//! The nemesis in the simulator: the loop a real run uses (`nemesis::runner`: the same plan,
+//! steering, goals, triggers and compositions), driven by virtual time, acting on the simulated
+//! servers, network, disks and clocks (`SimWorld`) instead of on processes and iptables. Each
+//! fault is done by its kind's own file (`nemesis::faults`: the same targets, the same recorded
+//! values). The loop is an async function, parked between its steps on virtual time
+//! (`nemesis::virtual_time`): the run's event loop steps it when the world's clock reaches
+//! the time it asked for ([`SimNemesis::step`]).
 
 use super::net::Port;
 use super::world::World;
 use crate::control::fault::packet::PacketMode;
+use crate::history::situation::{Phase, Situation};
 use crate::history::{node_name, sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
+use crate::nemesis::env::{NemesisEnv, Steering};
 use crate::nemesis::faults::clock::ClockSkew;
 use crate::nemesis::faults::{self, Life, Order, SimWorld};
-use crate::nemesis::schedule::{PlannedFault, Schedule, TargetSpec, DEFAULT_WAIT};
+use crate::nemesis::schedule::{PlannedFault, Schedule, TargetSpec};
 use crate::nemesis::targets::resolve;
-use crate::nemesis::trigger::Watch;
+use crate::nemesis::virtual_time::{Alarm, Parked};
+use crate::workload::observe::Observations;
 use rand::Rng;
 use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
 
 /// A fault in force, and what its undo must do.
 #[derive(Debug, Clone)]
-struct InForce {
+pub struct InForce {
     id: u64,
     kind: FaultKind,
     nodes: Vec<String>,
-    undo_at: u64,
 }
 
+/// The simulated run's nemesis: the shared loop, parked between its steps.
 pub struct SimNemesis {
-    planned: Vec<PlannedFault>,
-    next: usize,
-    window_end: u64,
-    free_at: u64,
-    /// The fault being waited for (its trigger) until the given time.
-    waiting: Option<(PlannedFault, Watch, u64)>,
-    /// Composed parts still to start: (when, part).
-    parts: Vec<(u64, PlannedFault)>,
-    /// A part waiting for its own trigger until the given time, undone at the last one (its
-    /// span stays as planned); the parts after it wait behind it, as in the runner.
-    part_waiting: Option<(PlannedFault, Watch, u64, u64)>,
-    /// The composition in force: its main fault and the nodes that fault hit (what its parts'
-    /// `main`, `others` and `trigger` targets name).
-    main: Option<(PlannedFault, Vec<String>)>,
-    active: Vec<InForce>,
-    next_id: u64,
+    world: Rc<RefCell<World>>,
+    loop_: Parked,
+    in_force: Rc<RefCell<Vec<InForce>>>,
     kinds: Vec<FaultKind>,
 }
 
-const TRIGGER_POLL_NS: u64 = 5_000_000;
-
 impl SimNemesis {
-    pub fn new(planned: Vec<PlannedFault>, schedule: &Schedule, window_ns: u64) -> SimNemesis {
-        SimNemesis {
-            planned,
-            next: 0,
-            window_end: window_ns,
-            free_at: 0,
-            waiting: None,
-            parts: Vec::new(),
-            part_waiting: None,
-            main: None,
-            active: Vec::new(),
+    /// The loop of `schedule` for `seed` on `world`, not yet started.
+    pub fn new(
+        world: Rc<RefCell<World>>,
+        schedule: &Schedule,
+        seed: u64,
+        time_limit: Duration,
+        steering: Steering,
+    ) -> SimNemesis {
+        let alarm = Alarm::new();
+        let in_force = Rc::new(RefCell::new(Vec::new()));
+        let mut env = SimEnv {
+            world: Rc::clone(&world),
+            alarm: Rc::clone(&alarm),
+            in_force: Rc::clone(&in_force),
             next_id: 0,
-            kinds: schedule.kinds(),
-        }
-    }
-
-    /// Does what is due now; returns when it next needs a look.
-    pub fn step(&mut self, w: &mut World) -> Option<u64> {
-        let now = w.now();
-        // Undos and parts due.
-        self.active.sort_by_key(|a| (a.undo_at, a.id));
-        while let Some(a) = self.active.first().filter(|a| a.undo_at <= now).cloned() {
-            self.active.remove(0);
-            undo(w, &a, false);
-        }
-        self.parts.sort_by_key(|(t, _)| *t);
-        self.poll_part(w);
-        while self.part_waiting.is_none() {
-            let Some((due, part)) = self.parts.first().filter(|(t, _)| *t <= now).cloned() else {
-                break;
-            };
-            self.parts.remove(0);
-            self.start_part(w, due, part);
-        }
-        let busy = !self.active.is_empty() || !self.parts.is_empty() || self.part_waiting.is_some();
-        if busy {
-            self.free_at = now;
-        }
-        if let Some((fault, mut watch, until)) = self.waiting.take() {
-            match watch.poll(&w.rec.observations) {
-                Some(fired) => {
-                    let mut f = fault;
-                    let trigger = f.template.when.expect("a waiting fault has a trigger");
-                    crate::nemesis::runner::aim(&mut f, trigger, Some(fired));
-                    self.start(w, f);
-                }
-                None if now + TRIGGER_POLL_NS > until => {
-                    let mut f = fault;
-                    let trigger = f.template.when.expect("a waiting fault has a trigger");
-                    crate::nemesis::runner::aim(&mut f, trigger, None);
-                    self.start(w, f);
-                }
-                None => self.waiting = Some((fault, watch, until)),
-            }
-        } else if !busy {
-            self.deal(w);
-        }
-        let mut next: Vec<u64> = self.active.iter().map(|a| a.undo_at).collect();
-        // Parts behind a waiting one are due when it is done (polled below), not before.
-        if self.part_waiting.is_none() {
-            next.extend(self.parts.iter().map(|(t, _)| *t));
-        }
-        if self.waiting.is_some() || self.part_waiting.is_some() {
-            next.push(now + TRIGGER_POLL_NS);
-        }
-        let idle = self.active.is_empty() && self.parts.is_empty() && self.part_waiting.is_none();
-        if idle && self.waiting.is_none() {
-            if let Some(f) = self.planned.get(self.next) {
-                next.push((f.start.as_nanos() as u64).max(self.free_at + f.gap.as_nanos() as u64));
-            }
-        }
-        next.into_iter().min()
-    }
-
-    /// The next planned fault, when it is due: started, or its trigger's wait begun.
-    fn deal(&mut self, w: &mut World) {
-        let now = w.now();
-        let Some(f) = self.planned.get(self.next).cloned() else {
-            return;
         };
-        let at = (f.start.as_nanos() as u64).max(self.free_at + f.gap.as_nanos() as u64);
-        if at + f.span().as_nanos() as u64 > self.window_end {
-            self.next = self.planned.len();
-            return;
-        }
-        if now < at {
-            return;
-        }
-        self.next += 1;
-        match f.template.when {
-            Some(trigger) => {
-                let wait = f.template.wait.unwrap_or(DEFAULT_WAIT).as_nanos() as u64;
-                let until = (at + wait).min(self.window_end - f.span().as_nanos() as u64);
-                let watch = Watch::new(trigger, &w.rec.observations);
-                self.waiting = Some((f, watch, until));
-            }
-            None => self.start(w, f),
-        }
-    }
-
-    /// Applies a fault and queues its composed parts at their offsets from now.
-    fn start(&mut self, w: &mut World, f: PlannedFault) {
-        let now = w.now();
-        let mut main = f.clone();
-        main.parts.clear();
-        let hit = self.apply(w, main.clone(), now + f.duration.as_nanos() as u64);
-        self.main = Some((main, hit));
-        for p in &f.parts {
-            self.parts
-                .push((now + p.start.as_nanos() as u64, p.clone()));
-        }
-    }
-
-    /// A part due at `due`: applied, or its own trigger's wait begun (as the runner's
-    /// `composed`: at most its `wait`, never past its planned undo).
-    fn start_part(&mut self, w: &mut World, due: u64, mut part: PlannedFault) {
-        let undo_at = due + part.duration.as_nanos() as u64;
-        let Some(trigger) = part.template.when else {
-            if let Some((main, _)) = &self.main {
-                crate::nemesis::runner::aim_at_main_trigger(&mut part, main);
-            }
-            return self.apply_part(w, part, undo_at);
+        let kinds = schedule.kinds();
+        let schedule = schedule.clone();
+        let run = async move {
+            crate::nemesis::runner::run_plan(&mut env, &schedule, seed, time_limit, &steering).await
         };
-        let wait = part.template.wait.unwrap_or(DEFAULT_WAIT).as_nanos() as u64;
-        let until = (due + wait).min(undo_at);
-        let mut watch = Watch::new(trigger, &w.rec.observations);
-        let main_nodes = self.main_nodes();
-        let pick = part.pick;
-        let among = crate::nemesis::runner::watched_nodes(&mut part, |spec| {
-            composition_nodes_in(w, spec, &main_nodes)
-                .unwrap_or_else(|| resolve_in(w, spec, pick).nodes)
-        });
-        if let Some(nodes) = among {
-            watch = watch.among(nodes);
+        SimNemesis {
+            world,
+            loop_: Parked::new(alarm, run),
+            in_force,
+            kinds,
         }
-        self.part_waiting = Some((part, watch, until, undo_at));
     }
 
-    /// The waiting part, applied once its trigger fired or its wait ran out.
-    fn poll_part(&mut self, w: &mut World) {
-        let Some((mut part, mut watch, until, undo_at)) = self.part_waiting.take() else {
-            return;
-        };
-        let trigger = part.template.when.expect("a waiting part has a trigger");
-        match watch.poll(&w.rec.observations) {
-            Some(fired) => crate::nemesis::runner::aim(&mut part, trigger, Some(fired)),
-            None if w.now() + TRIGGER_POLL_NS > until => {
-                crate::nemesis::runner::aim(&mut part, trigger, None)
-            }
-            None => return self.part_waiting = Some((part, watch, until, undo_at)),
-        }
-        self.apply_part(w, part, undo_at);
+    /// Runs the loop at the world's time until it waits again; returns when it next wants to
+    /// run (None: not before the run stops).
+    pub fn step(&mut self) -> Option<u64> {
+        let now = self.world.borrow().now();
+        self.loop_.step(now)
     }
 
-    /// A part aimed at its composition's `main` or `others` nodes, then applied.
-    fn apply_part(&mut self, w: &mut World, mut part: PlannedFault, undo_at: u64) {
-        let nodes = composition_nodes_in(w, &part.template.target, &self.main_nodes());
-        crate::nemesis::runner::point_at(&mut part, nodes);
-        self.apply(w, part, undo_at);
-    }
-
-    fn main_nodes(&self) -> Vec<String> {
-        self.main
-            .as_ref()
-            .map_or(Vec::new(), |(_, hit)| hit.clone())
-    }
-
-    /// Applies one fault (undone at `undo_at`, its kind's [`faults::Fault::apply_sim`]) and records it;
-    /// returns the nodes it hit.
-    fn apply(&mut self, w: &mut World, f: PlannedFault, undo_at: u64) -> Vec<String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let names = node_names(w);
-        let observers = w.observers.clone();
-        let ens = crate::nemesis::targets::Ensemble {
-            nodes: &names,
-            observers: &observers,
-        };
-        let leader = leader_now(w);
-        let t = &f.template;
-        let target = match &t.target {
-            TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
-            other => other.clone(),
-        };
-        let kind = faults::of(t.kind);
-        let resolved = kind.targets(&target, ens, leader.as_deref(), f.pick);
-        let base = crate::nemesis::inject::base_value(&f, &resolved);
-        let order = Order {
-            fault: &f,
-            ens,
-            leader: leader.as_deref(),
-            resolved: &resolved,
-            base: &base,
-        };
-        let mut value = base.clone();
-        let hit = kind.apply_sim(w, &order, id, &mut value);
-        w.rec
-            .record(NEMESIS, EventType::Invoke, t.kind.f(), None, base);
-        w.rec
-            .record(NEMESIS, EventType::Info, t.kind.f(), None, value);
-        self.active.push(InForce {
-            id,
-            kind: t.kind,
-            nodes: hit.clone(),
-            undo_at,
-        });
-        hit
+    /// The run's time is up: the loop returns at once (a composition's parts in force are
+    /// undone on its way out, as a real run's are).
+    pub fn stop(&mut self) {
+        let now = self.world.borrow().now();
+        self.loop_.stop(now);
     }
 
     /// The final phase's heal: every fault undone, marked `final`, and every node up.
-    pub fn final_heal(&mut self, w: &mut World) {
-        self.waiting = None;
-        self.part_waiting = None;
-        self.parts.clear();
-        for a in std::mem::take(&mut self.active).iter().rev() {
+    pub fn final_heal(self, w: &mut World) {
+        debug_assert!(self.loop_.done(), "the final heal comes after stop");
+        let in_force = std::mem::take(&mut *self.in_force.borrow_mut());
+        for a in in_force.iter().rev() {
             undo(w, a, false);
         }
-        // As `runner::heal_everything`: nodes still down are started (not marked final),
+        // As `live::heal_everything`: nodes still down are started (not marked final),
         // then each kind the schedule has is healed everywhere, marked final.
         if self.kinds.iter().any(|k| k.stops_node()) {
             let down: Vec<u64> = (w.servers.keys().copied())
@@ -281,6 +109,128 @@ impl SimNemesis {
             undo(w, &everywhere(kind, names.clone()), true);
         }
         verify(w, &names);
+    }
+}
+
+/// The simulated world as the nemesis loop sees it.
+struct SimEnv {
+    world: Rc<RefCell<World>>,
+    alarm: Rc<Alarm>,
+    in_force: Rc<RefCell<Vec<InForce>>>,
+    next_id: u64,
+}
+
+impl NemesisEnv for SimEnv {
+    type Applied = InForce;
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.world.borrow().now())
+    }
+
+    fn sleep_until(&mut self, at: Duration) -> impl Future<Output = bool> {
+        self.alarm.sleep(Some(at.as_nanos() as u64))
+    }
+
+    async fn stopped(&mut self) {
+        self.alarm.sleep(None).await;
+    }
+
+    fn apply(&mut self, fault: &PlannedFault) -> Option<InForce> {
+        self.next_id += 1;
+        let applied = apply(&mut self.world.borrow_mut(), fault, self.next_id);
+        self.in_force.borrow_mut().push(applied.clone());
+        Some(applied)
+    }
+
+    fn undo(&mut self, applied: InForce) {
+        undo(&mut self.world.borrow_mut(), &applied, false);
+        self.in_force.borrow_mut().retain(|a| a.id != applied.id);
+    }
+
+    fn hit(applied: &InForce) -> Vec<String> {
+        applied.nodes.clone()
+    }
+
+    fn strobe(&self, _: &InForce) -> Option<(i64, Duration)> {
+        None
+    }
+
+    fn flip(&mut self, _: &InForce, _: i64) {}
+
+    fn nodes(&self) -> Vec<String> {
+        node_names(&self.world.borrow())
+    }
+
+    fn is_running(&self, node: &str) -> bool {
+        let w = self.world.borrow();
+        sid_of(node).is_some_and(|s| w.life(s) != Life::Down)
+    }
+
+    fn resolve_now(&self, spec: &TargetSpec, pick: u64) -> Vec<String> {
+        resolve_in(&self.world.borrow(), spec, pick).nodes
+    }
+
+    fn observations<R>(&self, read: impl FnOnce(&Observations) -> R) -> R {
+        read(&self.world.borrow().rec.observations)
+    }
+
+    fn situations_met(&self) -> BTreeSet<Situation> {
+        self.world.borrow().rec.situations.met()
+    }
+
+    fn situations_mark(&self) -> usize {
+        self.world.borrow().rec.situations.classified()
+    }
+
+    fn met_since(&self, mark: usize) -> Vec<Situation> {
+        self.world.borrow().rec.situations.since(mark).to_vec()
+    }
+
+    fn phase_now(&self) -> Phase {
+        let w = self.world.borrow();
+        w.rec.situations.phase_now(&w.rec.view, w.now())
+    }
+
+    fn settled_since(&self, since: Duration) -> bool {
+        let since_ns = since.as_nanos() as u64;
+        self.world.borrow().rec.view.settled(since_ns).is_settled()
+    }
+}
+
+/// Applies one fault (its kind's [`faults::Fault::apply_sim`]) and records it.
+fn apply(w: &mut World, f: &PlannedFault, id: u64) -> InForce {
+    let names = node_names(w);
+    let observers = w.observers.clone();
+    let ens = crate::nemesis::targets::Ensemble {
+        nodes: &names,
+        observers: &observers,
+    };
+    let leader = leader_now(w);
+    let t = &f.template;
+    let target = match &t.target {
+        TargetSpec::Main | TargetSpec::Others => TargetSpec::Random,
+        other => other.clone(),
+    };
+    let kind = faults::of(t.kind);
+    let resolved = kind.targets(&target, ens, leader.as_deref(), f.pick);
+    let base = crate::nemesis::inject::base_value(f, &resolved);
+    let order = Order {
+        fault: f,
+        ens,
+        leader: leader.as_deref(),
+        resolved: &resolved,
+        base: &base,
+    };
+    let mut value = base.clone();
+    let hit = kind.apply_sim(w, &order, id, &mut value);
+    w.rec
+        .record(NEMESIS, EventType::Invoke, t.kind.f(), None, base);
+    w.rec
+        .record(NEMESIS, EventType::Info, t.kind.f(), None, value);
+    InForce {
+        id,
+        kind: t.kind,
+        nodes: hit,
     }
 }
 
@@ -302,17 +252,6 @@ fn resolve_in(w: &World, spec: &TargetSpec, pick: u64) -> crate::nemesis::target
         observers: &w.observers,
     };
     resolve(spec, ens, leader_now(w).as_deref(), pick)
-}
-
-/// A composition's `main` or `others` nodes (`runner::composition_nodes`; a process that is
-/// not down runs).
-fn composition_nodes_in(
-    w: &World,
-    spec: &TargetSpec,
-    main_nodes: &[String],
-) -> Option<Vec<String>> {
-    let running = |n: &str| sid_of(n).is_some_and(|s| w.life(s) != Life::Down);
-    crate::nemesis::runner::composition_nodes(spec, main_nodes, &node_names(w), running)
 }
 
 /// As `runner`'s verify: the final heal's last record, whether every process runs unstopped
@@ -349,12 +288,7 @@ fn verify(w: &mut World, names: &[String]) {
 
 /// A heal of `kind` on `nodes` that belongs to no fault in force (the final heal's).
 fn everywhere(kind: FaultKind, nodes: Vec<String>) -> InForce {
-    InForce {
-        id: 0,
-        kind,
-        nodes,
-        undo_at: 0,
-    }
+    InForce { id: 0, kind, nodes }
 }
 
 /// Undoes one fault (its kind's [`faults::Fault::undo_sim`]), recorded as the real nemesis records it.

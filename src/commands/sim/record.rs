@@ -5,6 +5,7 @@
 //! digest (what `fle-chaos check` would build from the written file).
 
 use crate::checker::model::{Digest, LineDigester};
+use crate::history::situation::Situations;
 use crate::history::view::View;
 use crate::history::{Event, EventType, F};
 use crate::workload::observe::{NodeView, Observations};
@@ -29,6 +30,9 @@ pub struct SimRecorder {
     pub unreadable: Option<String>,
     next_index: u64,
     pub view: View,
+    /// The situations the faults met, fed each line before the view (as the real
+    /// `Recorder` feeds them): steering and goals read them.
+    pub situations: Situations,
     pub observations: Observations,
 }
 
@@ -44,6 +48,7 @@ impl SimRecorder {
             unreadable: None,
             next_index: 0,
             view: View::of_ensemble(nodes, observers),
+            situations: Situations::new(),
             observations: Observations::new(nodes.to_vec()),
         }
     }
@@ -131,9 +136,10 @@ impl SimRecorder {
         let index = self.next_index;
         self.next_index += 1;
         let line_text = &self.text[start..];
-        let view = &mut self.view;
+        let (view, situations) = (&mut self.view, &mut self.situations);
         let fed = self.digest.line(line_text, |pos, line| {
             let e = view.of_line(pos, line);
+            situations.line(view, &e, line);
             view.feed(e);
         });
         if let Err(why) = fed {

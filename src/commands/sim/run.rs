@@ -12,12 +12,15 @@ use crate::checker::model::Digest;
 use crate::checker::{CheckOptions, Results};
 use crate::history::test_info::{Settings as InfoSettings, TestInfo, WorkloadSettings};
 use crate::history::{node_name, sid_of, EventType, F};
+use crate::nemesis::env::Steering;
 use crate::nemesis::plan::{fault_window, plan};
 use crate::nemesis::schedule::Schedule;
 use crate::workload::{Kind, Workload};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// What every run of a `simulate` shares.
@@ -29,6 +32,8 @@ pub struct SimSettings {
     pub time_limit: Duration,
     pub workload: Workload,
     pub schedule: Schedule,
+    /// How the nemesis orders its faults, as a real run's (`--nemesis-strategy`).
+    pub steering: Steering,
     pub timing: Timing,
     pub recovery_timeout: Duration,
     /// Events a run may handle before it is cut short (`world::MAX_EVENTS`).
@@ -110,24 +115,31 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
         w.start_clients(s.workload.clients);
     }
     let window = fault_window(s.time_limit);
-    let planned = plan(&s.schedule, seed, window);
-    let faults_planned: usize = planned.iter().map(|f| 1 + f.parts.len()).sum();
-    let mut nemesis = SimNemesis::new(planned, &s.schedule, window.as_nanos() as u64);
+    let faults_planned: usize = (plan(&s.schedule, seed, window).iter())
+        .map(|f| 1 + f.parts.len())
+        .sum();
     let end = s.time_limit.as_nanos() as u64;
+    let world = Rc::new(RefCell::new(w));
+    let (time_limit, steering) = (s.time_limit, s.steering.clone());
+    let mut nemesis = SimNemesis::new(Rc::clone(&world), &s.schedule, seed, time_limit, steering);
     let mut nemesis_at = Some(0);
     // The run proper: events and the nemesis in time order.
     loop {
         let due = nemesis_at.filter(|t| *t <= end);
-        match (w.pop(due.unwrap_or(end).min(end)), due) {
-            (Some(ev), _) => w.handle(ev),
+        let ev = world.borrow_mut().pop(due.unwrap_or(end).min(end));
+        match (ev, due) {
+            (Some(ev), _) => world.borrow_mut().handle(ev),
             (None, Some(t)) if t < end => {
-                w.rec.now = w.rec.now.max(t);
-                nemesis_at = nemesis.step(&mut w);
+                let now = world.borrow().rec.now.max(t);
+                world.borrow_mut().rec.now = now;
+                nemesis_at = nemesis.step();
             }
             _ => break,
         }
     }
-    w.rec.now = end;
+    world.borrow_mut().rec.now = end;
+    nemesis.stop();
+    let mut w = world.borrow_mut();
     w.clients_stopped = true;
     // Writes in flight run to their outcome (the real clients' do, to their timeout).
     let drain_until = end + w.client_timeout_ns + 1;
