@@ -144,19 +144,14 @@ impl TxnLog {
         &self.txns[start..end.max(start)]
     }
 
-    /// Writes txns to the OS (not yet durable). Zxids must increase past the last one.
+    /// Writes txns to the OS (not yet durable). Zxids must increase past the last one
+    /// ([`append_rule`]).
     pub fn append(&mut self, txns: &[Txn]) -> std::io::Result<()> {
-        let mut last = self.last_zxid();
+        append_rule(self.last_zxid(), txns)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let mut buf = Vec::new();
         let mut offsets = Vec::with_capacity(txns.len());
         for t in txns {
-            if t.zxid <= last {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("zxid {:#x} does not follow {:#x}", t.zxid, last),
-                ));
-            }
-            last = t.zxid;
             offsets.push(self.len + buf.len() as u64);
             encode_txn(&mut buf, t);
         }
@@ -427,6 +422,19 @@ pub fn sync_parent(path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("fsyncing directory {}", dir.display()))
 }
 
+/// Whether `txns` may be appended to a log whose last zxid is `last`: each zxid must follow
+/// the one before. The node's log and the simulated disk (`fle-chaos simulate`) both refuse by
+/// this rule, and the node exits: an overlapping append is a bug of the machine above.
+pub fn append_rule(last: u64, txns: &[Txn]) -> Result<(), String> {
+    let mut last = last;
+    for t in txns {
+        if t.zxid <= last {
+            return Err(format!("zxid {:#x} does not follow {:#x}", t.zxid, last));
+        }
+        last = t.zxid;
+    }
+    Ok(())
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,12 +149,7 @@ impl Store {
 
     /// Durably records acceptedEpoch (before the server acts on it).
     pub fn set_accepted_epoch(&mut self, epoch: u64) -> anyhow::Result<()> {
-        if epoch < self.accepted_epoch {
-            anyhow::bail!(
-                "refusing to move acceptedEpoch back from {} to {epoch}",
-                self.accepted_epoch
-            );
-        }
+        accepted_epoch_rule(self.accepted_epoch, epoch).map_err(anyhow::Error::msg)?;
         write_epoch(&self.dir.join(ACCEPTED_EPOCH_FILE), epoch)?;
         self.accepted_epoch = epoch;
         Ok(())
@@ -162,18 +157,36 @@ impl Store {
 
     /// Durably records currentEpoch. Callers fsync the log first (ZOOKEEPER-4785).
     pub fn set_current_epoch(&mut self, epoch: u64) -> anyhow::Result<()> {
-        // Either would leave files that no correct run produces (and that `open` refuses).
-        if epoch < self.current_epoch || epoch > self.accepted_epoch {
-            anyhow::bail!(
-                "refusing currentEpoch {epoch}: it must lie between currentEpoch {} and acceptedEpoch {}",
-                self.current_epoch,
-                self.accepted_epoch
-            );
-        }
+        current_epoch_rule(self.current_epoch, self.accepted_epoch, epoch)
+            .map_err(anyhow::Error::msg)?;
         write_epoch(&self.dir.join(CURRENT_EPOCH_FILE), epoch)?;
         self.current_epoch = epoch;
         Ok(())
     }
+}
+
+/// Whether acceptedEpoch may move from `accepted` to `epoch`: never back. The node's store
+/// and the simulated disk (`fle-chaos simulate`) both refuse by this rule, and the node exits.
+pub fn accepted_epoch_rule(accepted: u64, epoch: u64) -> Result<(), String> {
+    if epoch < accepted {
+        return Err(format!(
+            "refusing to move acceptedEpoch back from {accepted} to {epoch}"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether currentEpoch may become `epoch`: between currentEpoch and acceptedEpoch. Either
+/// way out would leave files that no correct run produces (and that `open` refuses). Shared
+/// with the simulated disk, as [`accepted_epoch_rule`].
+pub fn current_epoch_rule(current: u64, accepted: u64, epoch: u64) -> Result<(), String> {
+    if epoch < current || epoch > accepted {
+        return Err(format!(
+            "refusing currentEpoch {epoch}: it must lie between currentEpoch {current} and \
+             acceptedEpoch {accepted}"
+        ));
+    }
+    Ok(())
 }
 
 /// The text of an epoch file: `crc32=XXXXXXXX N` and a newline.

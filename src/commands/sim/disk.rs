@@ -9,8 +9,9 @@
 //! `corrupt` fault damages the txnlog's bytes by the real fault's own rule.
 
 use crate::control::fault::corrupt::{damage, Damage};
-use fle_node::txnlog::{image, Txn};
+use fle_node::txnlog::{append_rule, image, Txn};
 use fle_node::zab::actions::PersistOp;
+use fle_node::zab::store::{accepted_epoch_rule, current_epoch_rule};
 
 #[derive(Debug, Clone)]
 pub struct Disk {
@@ -67,16 +68,23 @@ impl Disk {
         self.durable < self.bytes.len()
     }
 
-    /// Performs one persistence step as `zab::exec` does.
-    pub fn persist(&mut self, op: PersistOp) {
+    /// Performs one persistence step as `zab::exec` does, refusing what the node's store
+    /// refuses (its own rules: `zab::store::accepted_epoch_rule`, `current_epoch_rule`,
+    /// `txnlog::append_rule`); a refusal is the node's exit, the caller's to record.
+    pub fn persist(&mut self, op: PersistOp) -> Result<(), String> {
         match op {
-            PersistOp::AcceptedEpoch(e) => self.accepted_epoch = self.accepted_epoch.max(e),
-            PersistOp::CurrentEpoch(e) => self.current_epoch = self.current_epoch.max(e),
+            PersistOp::AcceptedEpoch(e) => {
+                accepted_epoch_rule(self.accepted_epoch, e)?;
+                self.accepted_epoch = e;
+            }
+            PersistOp::CurrentEpoch(e) => {
+                current_epoch_rule(self.current_epoch, self.accepted_epoch, e)?;
+                self.current_epoch = e;
+            }
             PersistOp::Append(txns) => {
-                let last = self.last_zxid();
-                let fresh: Vec<Txn> = txns.into_iter().filter(|t| t.zxid > last).collect();
-                image::append(&mut self.bytes, &fresh);
-                self.txns.extend(fresh);
+                append_rule(self.last_zxid(), &txns).map_err(|e| format!("appending: {e}"))?;
+                image::append(&mut self.bytes, &txns);
+                self.txns.extend(txns);
             }
             PersistOp::Commit(z) => {
                 let upto = z.min(self.last_zxid());
@@ -95,6 +103,7 @@ impl Disk {
                 self.rewrite(0);
             }
         }
+        Ok(())
     }
 
     /// Rewrites the image from the log (TRUNC and SNAP are durable at once).
@@ -184,10 +193,10 @@ mod tests {
     #[test]
     fn a_power_loss_keeps_what_was_fsynced_and_a_torn_record_is_cut() {
         let mut d = Disk::default();
-        d.persist(PersistOp::Append(vec![txn(1), txn(2)]));
+        d.persist(PersistOp::Append(vec![txn(1), txn(2)])).unwrap();
         d.sync();
-        d.persist(PersistOp::Append(vec![txn(3)]));
-        d.persist(PersistOp::Commit(3));
+        d.persist(PersistOp::Append(vec![txn(3)])).unwrap();
+        d.persist(PersistOp::Commit(3)).unwrap();
         assert!(d.unsynced());
         assert!(d.power_loss(5) > 0);
         let found = d.open();
@@ -202,11 +211,12 @@ mod tests {
     #[test]
     fn a_kill_keeps_the_page_cache_and_trunc_is_durable_at_once() {
         let mut d = Disk::default();
-        d.persist(PersistOp::Append(vec![txn(1), txn(2), txn(3)]));
-        d.persist(PersistOp::Commit(2));
+        d.persist(PersistOp::Append(vec![txn(1), txn(2), txn(3)]))
+            .unwrap();
+        d.persist(PersistOp::Commit(2)).unwrap();
         let found = d.clone().open();
         assert_eq!((found.txns.len(), found.committed), (3, 2));
-        d.persist(PersistOp::Truncate(1));
+        d.persist(PersistOp::Truncate(1)).unwrap();
         d.power_loss(0);
         let found = d.open();
         assert_eq!((found.txns, found.committed), (vec![txn(1)], 1));
@@ -219,8 +229,8 @@ mod tests {
         for seed in 0..40 {
             let mut d = Disk::default();
             assert!(d.corrupt(seed).is_err(), "a header alone is left alone");
-            d.persist(PersistOp::Append(txns.clone()));
-            d.persist(PersistOp::Commit(20));
+            d.persist(PersistOp::Append(txns.clone())).unwrap();
+            d.persist(PersistOp::Commit(20)).unwrap();
             d.sync();
             let damage = d.corrupt(seed).expect("a log with records is damaged");
             assert_eq!(damage.file, "data/txnlog");

@@ -52,6 +52,9 @@ pub enum Effect {
     ElectionTimer { at: u64 },
     /// Start the role's beat (a leader's every half tick, a follower's ten times a tick).
     Beat { period_ns: u64, attempt: u64 },
+    /// The process exits: its store refused a write (as the node's `zab::exec` returns the
+    /// store's error and the node exits), or its machine panicked (`World::handle`).
+    Exit { why: String },
 }
 
 /// A client write's answer, as `POST /write` gives it.
@@ -110,6 +113,9 @@ pub struct Server {
     /// Election notifications this server's machine has sent, re-sends and answers included
     /// (a scenario's measure of back-off and silence).
     pub notifications_sent: u64,
+    /// A test's stand-in for a machine bug that panics: the next Zab frame panics.
+    #[cfg(test)]
+    pub panics: bool,
 }
 
 impl Server {
@@ -139,6 +145,8 @@ impl Server {
             observers: observers.to_vec(),
             base,
             notifications_sent: 0,
+            #[cfg(test)]
+            panics: false,
         }
     }
 
@@ -382,6 +390,8 @@ impl Server {
 
     /// A Zab frame arrived on `conn` (from a follower when leading, else from the leader).
     pub fn on_frame(&mut self, now: u64, conn: u64, msg: Msg) -> Vec<Effect> {
+        #[cfg(test)]
+        assert!(!self.panics, "a test's machine panic on {msg:?}");
         match &mut self.role {
             Role::Following {
                 link: Some((c, sm)),
@@ -560,7 +570,12 @@ impl Server {
                             effects.push(Effect::Close { conn });
                         }
                     }
-                    ZabOutput::Persist(op) => self.disk.persist(op),
+                    ZabOutput::Persist(op) => {
+                        if let Err(why) = self.disk.persist(op) {
+                            effects.push(Effect::Exit { why });
+                            return effects;
+                        }
+                    }
                     ZabOutput::Sync { self_ack } => {
                         self.disk.sync();
                         self_acks.extend(self_ack);
@@ -615,7 +630,10 @@ impl Server {
                     if let fle_node::zab::actions::PersistOp::Append(t) = &op {
                         appended += t.len();
                     }
-                    self.disk.persist(op)
+                    if let Err(why) = self.disk.persist(op) {
+                        effects.push(Effect::Exit { why });
+                        return effects;
+                    }
                 }
                 ZabOutput::Sync { .. } => {
                     self.disk.sync();

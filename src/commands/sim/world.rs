@@ -8,14 +8,17 @@
 use super::net::{Net, Port};
 use super::record::SimRecorder;
 use super::server::{Effect, Life, Server, WriteOutcome};
+use crate::history::NodeExitValue;
 use crate::history::{node_name, EventType, F};
 use fle_node::wire::Notification;
 use fle_node::zab::messages::Msg;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
+use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A run that handles more events than this, or holds more waiting, is cut short: a message
 /// storm (votes that cycle, say) that real processes pace with their CPU and TCP but virtual
@@ -306,6 +309,21 @@ impl World {
 
     /// Handles one event.
     pub fn handle(&mut self, ev: Ev) {
+        let node = ev_node(&ev);
+        let handled = catch_unwind(AssertUnwindSafe(|| self.handle_one(ev)));
+        let Err(panic) = handled else {
+            return;
+        };
+        // A machine that panics takes its process down, as a real node's panic does: recorded
+        // as its exit, so `crash` says so and the batch goes on. A panic of the simulator's
+        // own (no server's event) is a bug here, and stays one.
+        match node.filter(|&sid| self.life(sid) != Life::Down) {
+            Some(sid) => self.exits(sid, &format!("panicked: {}", panic_message(&*panic))),
+            None => resume_unwind(panic),
+        }
+    }
+
+    fn handle_one(&mut self, ev: Ev) {
         let now = self.now();
         if let Some(node) = ev_node(&ev) {
             match self.life(node) {
@@ -403,11 +421,12 @@ impl World {
         self.apply(to, effects);
     }
 
-    /// Carries out what server `sid` asked for.
+    /// Carries out what server `sid` asked for (nothing after its exit).
     pub fn apply(&mut self, sid: u64, effects: Vec<Effect>) {
         let now = self.now();
         for e in effects {
             match e {
+                Effect::Exit { why } => return self.exits(sid, &why),
                 Effect::Notify { to, n } => {
                     // `Peers::send`: into the slot, replacing what the writer has not taken.
                     self.slots.insert((sid, to), n);
@@ -701,6 +720,21 @@ impl World {
             let e = self.server(node).dial_failed(now, leader);
             self.apply(node, e);
         }
+    }
+
+    /// A process exits by itself (its store refused a write, its machine panicked): it dies
+    /// as a kill makes it, and the history gets the `node-exit` the controller records for a
+    /// real process that exited unasked (what `crash` judges), with the error as its log tail.
+    pub fn exits(&mut self, sid: u64, why: &str) {
+        self.kill(sid);
+        let name = node_name(sid);
+        let value = NodeExitValue {
+            status: Some(1),
+            log_tail: vec![format!("ERROR fle-node: {why}")],
+            ..Default::default()
+        };
+        let value = serde_json::to_value(value).unwrap_or_default();
+        (self.rec).record(&name, EventType::Info, F::NodeExit, Some(&name), value);
     }
 
     /// A process dies: its connections reset, its writes answered as unknown.
@@ -1001,5 +1035,14 @@ fn ev_node(ev: &Ev) -> Option<u64> {
         | Ev::ClientTimeout { .. }
         | Ev::NoteRedial { .. }
         | Ev::Pump { .. } => None,
+    }
+}
+
+/// What a caught panic said (its `&str` or `String` payload).
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => s.to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".into(),
     }
 }

@@ -295,3 +295,36 @@ fn peer_epoch_beats_a_longer_log() {
         assert_eq!(out.role(3), (Following, Some(1)), "seed {seed}");
     }
 }
+
+/// A machine that panics takes its process down, as a real node's panic does: the simulator
+/// records the `node-exit` the controller records for a real process (what `crash` judges)
+/// instead of aborting the batch, and the rest of the cluster goes on without it.
+#[test]
+fn a_machine_panic_is_a_recorded_node_exit_and_the_cluster_goes_on() {
+    use crate::checker::{crash, Validity};
+    use crate::history::test_info::TestInfo;
+    let mut s = cluster(3, &[], 1);
+    s.start_at(1, 0).start_at(2, 0).start_at(3, 0);
+    let elected = s.run_until(3_000);
+    let leader = (1..=3)
+        .find(|&sid| elected.role(sid).0 == Leading)
+        .expect("a leader");
+    let follower = (1..=3).find(|&sid| sid != leader).unwrap();
+    s.world.servers.get_mut(&follower).unwrap().panics = true;
+    let after = s.run_until(6_000);
+    assert_eq!(s.world.life(follower), Life::Down);
+    assert_eq!(
+        after.role(leader).0,
+        Leading,
+        "the leader keeps its other follower"
+    );
+    let name = node_name(follower);
+    let exit = (s.world.rec.text.lines())
+        .find(|l| l.contains(r#""f":"node-exit""#))
+        .expect("a node-exit line");
+    assert!(exit.contains(&format!(r#""node":"{name}""#)), "{exit}");
+    assert!(exit.contains("panicked: a test's machine panic"), "{exit}");
+    let digest = s.world.rec.digest().unwrap();
+    let finding = crash::check(&digest, &TestInfo::for_tests(&["n1", "n2", "n3"]));
+    assert_eq!(finding.valid, Validity::False, "{}", finding.explanation);
+}
