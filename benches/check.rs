@@ -33,6 +33,7 @@ use support::{cpu_s, load_average};
 use fle_chaos::checker::{check_history, check_loaded, load_run, CheckOptions, Validity};
 use fle_chaos::history::store::read_history;
 use fle_chaos::history::test_info::TestInfo;
+use fle_chaos::store::RunDir;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -380,7 +381,7 @@ fn main() {
     let opts = CheckOptions::default();
     let t = Instant::now();
     let cpu0 = cpu_s();
-    let run = load_run(dir).unwrap();
+    let run = load_run::<()>(&RunDir::open(dir).unwrap()).unwrap().0;
     let parsed = t.elapsed().as_secs_f64();
     let parse_cpu = cpu_s() - cpu0;
     let results = check_loaded(&run, &opts);
@@ -429,7 +430,7 @@ fn main() {
     }
     let zbytes = std::fs::metadata(&zpath).unwrap().len();
     let (t, cpu0) = (Instant::now(), cpu_s());
-    let zrun = load_run(&zdir).unwrap();
+    let zrun = load_run::<()>(&RunDir::open(&zdir).unwrap()).unwrap().0;
     let zresults = check_loaded(&zrun, &opts);
     let (ztotal, zcpu) = (t.elapsed().as_secs_f64(), cpu_s() - cpu0);
     assert_eq!(

@@ -69,7 +69,8 @@ fn main() -> anyhow::Result<()> {
         spec.duration_s,
     );
     let (started, cpu) = (Instant::now(), cpu_s());
-    let (run, lines) = fle_chaos::report::load(&run_dir)?;
+    let stored = fle_chaos::store::RunDir::open(&run_dir)?;
+    let (run, lines) = fle_chaos::checker::load_run::<fle_chaos::report::scan::LineFold>(&stored)?;
     println!(
         "  of which the one pass (digest and the report's fold): {:.2} s, {:.2} s CPU ({} events)",
         started.elapsed().as_secs_f64(),

@@ -13,7 +13,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("exit", 0),
     // The history: the event model, its store, the view over it.
     ("history", 1),
-    // The run folder: its files' names and paths.
+    // The run folder: its files' names, paths, load and save (`RunDir`).
     ("store", 1),
     // Stages that read the history or drive nodes.
     ("checker", 2),

@@ -10,7 +10,8 @@
 //! - `nemesis`: the faults (every kind `history::FaultKind` names) and the seeded schedule;
 //! - `workload`: the clients (observe only, or writes through the leader);
 //! - `history`: the event model and its JSON-lines store;
-//! - `store`: the run folder (every file a run leaves, named once; its creation, the `latest` link);
+//! - `store`: the run folder as a value (`RunDir`: every file a run leaves, named once; its
+//!   creation and the `latest` link; test.json and results.json loaded and saved);
 //! - `checker`: one checker per property, combined into a verdict;
 //! - `report`: HTML page, plots, JUnit XML, run index, `serve`;
 //!

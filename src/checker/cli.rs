@@ -4,8 +4,8 @@
 //! and returns the verdict's exit code (like Jepsen's analyze). `check --list` prints the
 //! checkers (`registry::list`).
 
-use super::{check_loaded, load_run, write_results, CheckOptions, Results};
-use crate::exit::bad_input;
+use super::{check_stored, CheckOptions, Results};
+use crate::store::RunDir;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -42,34 +42,18 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<i32> {
         print!("{}", super::registry::list());
         return Ok(crate::exit::VALID);
     };
-    if !dir.is_dir() {
-        return Err(bad_input(format!(
-            "run folder {} does not exist: give the folder of a run (reports/<test>/<timestamp>, or reports/latest)",
-            dir.display()
-        )));
-    }
     let opts = CheckOptions {
         recovery_bound_ms: args.recovery_bound_ms,
         read_slack_ms: args.read_slack_ms,
         stepdown_slack_ms: args.stepdown_slack_ms,
         linearizable_states: args.linearizable_budget,
     };
-    let dir2 = dir.clone();
+    let run_dir = RunDir::open(dir)?;
+    let stored = run_dir.clone();
     // Parsing millions of lines is CPU work: keep it off the async runtime's threads.
-    let results = tokio::task::spawn_blocking(move || -> anyhow::Result<Results> {
-        let run = load_run(&dir2).map_err(|e| {
-            bad_input(format!(
-                "{e:#} ({})",
-                crate::history::file::RUN_FOLDER_NEEDS
-            ))
-        })?;
-        let results = check_loaded(&run, &opts);
-        write_results(&dir2, &results)?;
-        Ok(results)
-    })
-    .await??;
+    let results = tokio::task::spawn_blocking(move || check_stored(&stored, &opts)).await??;
     print!("{}", summary(&results));
-    println!("results: {}", dir.join(crate::store::RESULTS).display());
+    println!("results: {}", run_dir.results_path().display());
     Ok(results.valid.exit_code())
 }
 

@@ -10,11 +10,8 @@ use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "faults";
 
-/// The test.json settings key the controller writes the plan's size under.
-pub const PLANNED_KEY: &str = "faults_planned";
-
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
-    let planned = info.settings.rest.get(PLANNED_KEY).and_then(|v| v.as_u64());
+    let planned = info.settings.faults_planned;
     let injected = d
         .records()
         .filter(|r| matches!(r, Rec::Nemesis(op) if op.starts_fault() && !op.value.r#final))

@@ -7,8 +7,34 @@ use super::model::{Digest, DigestBuilder, NodeIx};
 use crate::history::file::HistoryFile;
 use crate::history::line::Line;
 use crate::history::read::{self, Located, Part};
+use crate::history::test_info::TestInfo;
 use anyhow::Result;
 use std::path::Path;
+
+/// A fold of the history's lines that rides along the checkers' pass (`RunFiles::load`), so
+/// that another reader of the history (the report) does not read it again: one empty fold
+/// per run, a clone of it per part of the file, the parts joined in file order.
+pub trait Rider: Clone + Send + Sync {
+    /// What the joined parts make.
+    type Joined;
+    /// The empty fold for the run of `info` and its opened `history`.
+    fn new(info: &TestInfo, history: &HistoryFile) -> Result<Self>;
+    /// Takes the part's next line.
+    fn line(&mut self, at: Located, line: &Line<'_>);
+    /// Joins the parts of one pass, in file order (`self`: what a history without lines
+    /// leaves).
+    fn join(self, parts: Vec<Part<Self>>) -> Self::Joined;
+}
+
+/// No rider: the checkers' pass alone.
+impl Rider for () {
+    type Joined = ();
+    fn new(_: &TestInfo, _: &HistoryFile) -> Result<()> {
+        Ok(())
+    }
+    fn line(&mut self, _: Located, _: &Line<'_>) {}
+    fn join(self, _: Vec<Part<()>>) {}
+}
 
 /// Reads a history file into a digest and each event's byte offset (parts as
 /// `read::parts_for` says).

@@ -232,33 +232,15 @@ impl Results {
         }
         self.valid.word().to_string()
     }
-
-    /// `RUN_DIR/results.json`, typed: None when the checkers have not run; a file that is
-    /// there but does not decode is the user's to fix (re-run `fle-chaos check`).
-    pub fn read(run_dir: &Path) -> Result<Option<Results>> {
-        let path = run_dir.join(crate::store::RESULTS);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            crate::exit::bad_input(format!(
-                "{} is not valid results.json ({e}); re-run `fle-chaos check {}`",
-                path.display(),
-                run_dir.display()
-            ))
-        })
-    }
 }
 
 use crate::history::file::HistoryFile;
-use crate::history::line::Line;
-use crate::history::read::{Located, Part};
 use crate::history::situation::Coverage;
 use crate::history::test_info::TestInfo;
 use crate::history::Event;
-use anyhow::{Context, Result};
+use crate::store::RunDir;
+use anyhow::Result;
+use load::Rider;
 use std::path::Path;
 
 /// Settings of a check.
@@ -437,37 +419,28 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
-    /// Reads `RUN_DIR/test.json` and opens the run's history (`history::file::in_run`).
-    pub fn open(run_dir: &Path) -> Result<RunFiles> {
-        let info = TestInfo::read(&run_dir.join(TestInfo::FILE))?;
-        let history = HistoryFile::open(&crate::history::file::in_run(run_dir))?;
+    /// Reads the run's test.json and opens its history.
+    pub fn open(run_dir: &RunDir) -> Result<RunFiles> {
         Ok(RunFiles {
-            info,
-            history,
+            info: run_dir.info()?,
+            history: HistoryFile::open(&run_dir.history())?,
             parts: None,
         })
     }
 
-    /// The one pass: digests the history for the checkers.
-    pub fn load(self) -> Result<LoadedRun> {
-        Ok(self.load_with(|| (), |_, _, _| {})?.0)
-    }
-
-    /// The one pass, with a fold that rides along: each part of the file (`load::digest_with`)
-    /// also goes through a fold of its own from `init`, so another consumer of the history
-    /// (the report) reads it in the same pass. The rider's parts come back in file order.
-    pub fn load_with<R: Send>(
-        self,
-        init: impl Fn() -> R + Sync,
-        step: impl Fn(&mut R, Located, &Line<'_>) + Sync,
-    ) -> Result<(LoadedRun, Vec<Part<R>>)> {
+    /// The one pass: digests the history for the checkers, and feeds each part of the file
+    /// (`load::digest_with`) to a rider `R` of its own too, so that another consumer of the
+    /// history (the report) reads it in the same pass; the rider's parts are joined in file
+    /// order.
+    pub fn load<R: Rider>(self) -> Result<(LoadedRun, R::Joined)> {
+        let empty = R::new(&self.info, &self.history)?;
         let RunFiles {
             info,
             history,
             parts,
         } = self;
         let (digest, offsets, riders) =
-            load::digest_with(&history, &info.nodes, parts, init, step)?;
+            load::digest_with(&history, &info.nodes, parts, || empty.clone(), R::line)?;
         // A node test.json does not list would be judged without its place in the quorum.
         if let Some(extra) = digest.nodes.iter().find(|n| !info.nodes.contains(n)) {
             anyhow::bail!(
@@ -482,13 +455,22 @@ impl RunFiles {
             offsets,
             history,
         };
-        Ok((run, riders))
+        Ok((run, empty.join(riders)))
     }
 }
 
-/// Reads `RUN_DIR/test.json` and the run's history (`history::file::in_run`).
-pub fn load_run(run_dir: &Path) -> Result<LoadedRun> {
-    RunFiles::open(run_dir)?.load()
+/// The one read of a stored run: its test.json and its history, digested for the checkers
+/// with `R` riding along (`()`: nothing). A damaged test.json or history is the input's
+/// fault, said in one line.
+pub fn load_run<R: Rider>(run_dir: &RunDir) -> Result<(LoadedRun, R::Joined)> {
+    RunFiles::open(run_dir)
+        .and_then(RunFiles::load::<R>)
+        .map_err(|e| {
+            crate::exit::bad_input(format!(
+                "{e:#} ({})",
+                crate::history::file::RUN_FOLDER_NEEDS
+            ))
+        })
 }
 
 /// Checks a loaded run, quoting evidence from its history file.
@@ -503,21 +485,22 @@ pub fn check_loaded(run: &LoadedRun, opts: &CheckOptions) -> Results {
     })
 }
 
-/// Checks a stored run and writes `RUN_DIR/results.json`. The controller calls this at the
-/// end of a run; `fle-chaos check` calls it on a stored one.
-pub fn check_run(run_dir: &Path, opts: &CheckOptions) -> Result<Results> {
-    let run = load_run(run_dir)?;
+/// `fle-chaos check`: checks a stored run and writes its results.json.
+pub fn check_stored(run_dir: &RunDir, opts: &CheckOptions) -> Result<Results> {
+    let (run, ()) = load_run::<()>(run_dir)?;
     let results = check_loaded(&run, opts);
-    write_results(run_dir, &results)?;
+    run_dir.save_results(&results)?;
     Ok(results)
 }
 
-/// Writes `RUN_DIR/results.json` (via a temporary file, so a reader never sees half of it).
+/// `check_stored` of the run folder at `run_dir` (for a caller holding its path only: a
+/// test's hand-made run).
+pub fn check_run(run_dir: &Path, opts: &CheckOptions) -> Result<Results> {
+    check_stored(&RunDir::open(run_dir)?, opts)
+}
+
+/// Writes `results` as the results.json of the run folder `run_dir` (for a caller holding
+/// the folder's path only: a test's hand-made run).
 pub fn write_results(run_dir: &Path, results: &Results) -> Result<()> {
-    let path = run_dir.join(crate::store::RESULTS);
-    let tmp = run_dir.join(format!("{}.tmp", crate::store::RESULTS));
-    let text = serde_json::to_string_pretty(results)?;
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    RunDir::open(run_dir)?.save_results(results)
 }

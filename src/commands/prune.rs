@@ -273,7 +273,7 @@ fn prune_blocking(args: &PruneArgs) -> Result<i32> {
 /// Updates what pointed into removed folders: index.html (when there is one) and the trends
 /// rows of removed sweeps, which lose their summary link.
 fn relink(root: &Path, gone: &[SweepRecord]) -> Result<()> {
-    if root.join("index.html").is_file() {
+    if root.join(crate::store::INDEX).is_file() {
         crate::report::index::update_index(root)?;
     }
     let trends = root.join(crate::commands::sweep::trends::ROWS);

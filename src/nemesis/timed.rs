@@ -619,12 +619,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         let held_ms = Duration::from_millis(duration.as_millis() as u64);
         steps.push(planned_step(i, start, held_ms, t));
     }
-    let fake_monotonic = info
-        .settings
-        .rest
-        .get("fake_monotonic")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
+    let fake_monotonic = info.fake_monotonic();
     Ok(Recorded {
         info,
         steps,

@@ -29,7 +29,7 @@ pub struct ServeArgs {
 pub async fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let dir = args.run_dir.clone();
     let started = std::time::Instant::now();
-    let rendered = tokio::task::spawn_blocking(move || super::render_run_detailed(&dir)).await??;
+    let rendered = tokio::task::spawn_blocking(move || super::render_run(&dir)).await??;
     println!(
         "report: {} ({} plots, junit {}) in {}",
         rendered.report.display(),

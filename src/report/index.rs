@@ -7,7 +7,7 @@ use super::html::{verdict_class, verdict_word, CSS};
 use super::text::escape;
 use crate::checker::{Results, Validity};
 use crate::history::test_info::TestInfo;
-use crate::store;
+use crate::store::{self, RunDir};
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -54,11 +54,14 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
             sorted_dirs(&test)
         };
         for run in below {
-            let Ok(info) = TestInfo::read(&run.join(TestInfo::FILE)) else {
+            let Ok(dir) = RunDir::open(&run) else {
+                continue;
+            };
+            let Ok(info) = dir.info() else {
                 continue;
             };
             // A run whose results.json is damaged is listed as not checked.
-            let results = Results::read(&run).ok().flatten();
+            let results: Option<Results> = dir.results().ok().flatten();
             let not_applicable = results
                 .iter()
                 .flat_map(|r| &r.checkers)
@@ -84,7 +87,7 @@ pub fn find_runs(root: &Path) -> Vec<RunEntry> {
                 verdict,
                 not_applicable,
                 known,
-                has_report: run.join(store::REPORT).is_file(),
+                has_report: dir.report().is_file(),
             });
         }
     }
@@ -161,7 +164,7 @@ pub fn index_html(runs: &[RunEntry]) -> String {
 /// Rewrites `<root>/index.html` from the runs found under `root`.
 pub fn update_index(root: &Path) -> Result<PathBuf> {
     let html = index_html(&find_runs(root));
-    let path = root.join("index.html");
+    let path = root.join(store::INDEX);
     // Unique per call: runs finishing at once in one process (a sweep's, a test's threads)
     // each write their own file, and the last rename wins.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

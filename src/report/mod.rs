@@ -1,15 +1,16 @@
 //! Reports: what people look at after a run.
 //!
-//! `render_run(run_dir)` reads a run folder (test.json, history.jsonl, results.json when the
-//! checkers have run) and writes, into the same folder:
+//! `render(run_dir, run, results, lines)` renders a run the check step loaded (`render_run`
+//! loads one for `fle-chaos report`: test.json, the history, results.json when the checkers
+//! have run) and writes, into the same folder:
 //! - plots, each as PNG and SVG (`plot`): leader timeline, recovery, client operations,
 //!   epochs and zxids, clock offsets;
 //! - `report.html` (`html`): one self-contained page;
 //! - `junit.xml` (`junit`): one testcase per checker;
 //!
-//! and rewrites the index of all runs in the reports root (`index`). The history is read in
-//! one streaming pass (`scan`) through `history::read`, the reader `fle-chaos check` uses (so
-//! both accept and reject the same files), into per-pixel-column series (`series`), so a long
+//! and rewrites the index of all runs in the reports root (`index`). The history is read once,
+//! in the checkers' pass (`checker::load_run`), which the report's fold (`scan`) rides along
+//! (so both accept and reject the same files), into per-pixel-column series (`series`), so a long
 //! run renders in seconds with flat memory. Fault intervals and recovery times are
 //! `history::view`'s or the recovery checker's typed measurements (`recovery`), never the
 //! report's own. `cli` holds `fle-chaos report` and `fle-chaos serve`.
@@ -41,9 +42,8 @@ pub mod view_pass;
 pub mod violations;
 pub mod window;
 
-use crate::checker::{LoadedRun, Results, RunFiles};
-use crate::exit::bad_input;
-use crate::history;
+use crate::checker::{self, LoadedRun, Results};
+use crate::store::RunDir;
 use anyhow::{Context, Result};
 use plot::Plot;
 use std::path::{Path, PathBuf};
@@ -60,51 +60,20 @@ pub struct Rendered {
     pub index: Option<PathBuf>,
 }
 
-/// Renders the report of the run in `run_dir` and updates the reports index.
-pub fn render_run(run_dir: &Path) -> Result<()> {
-    render_run_detailed(run_dir).map(|_| ())
-}
-
-/// `fle-chaos report`'s loader: the stored run in one pass (`load`), its results.json when
-/// the checkers have run, then `render`. Returns the paths written.
-pub fn render_run_detailed(run_dir: &Path) -> Result<Rendered> {
-    check_run_dir(run_dir)?;
-    let (run, lines) = load(run_dir)?;
-    let results = Results::read(run_dir)?;
-    render(run_dir, &run, results.as_ref(), lines)
-}
-
-/// The one pass over a stored run: the checkers' digest and the report's fold of the same
-/// lines (`scan::LineFold`, riding along). A damaged test.json or history is the input's
-/// fault, said as `fle-chaos check` says it.
-pub fn load(run_dir: &Path) -> Result<(LoadedRun, scan::Lines)> {
-    let files = RunFiles::open(run_dir).map_err(|e| {
-        bad_input(format!(
-            "{e:#}; the run folder's test.json or history is damaged: re-run the test"
-        ))
-    })?;
-    load_from(files)
-}
-
-/// `load` of opened run files (tests choose the number of parts with `RunFiles::parts`).
-pub fn load_from(files: RunFiles) -> Result<(LoadedRun, scan::Lines)> {
-    let t_end_ns = history::read::last_event_time(&files.history)
-        .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
-    let empty = scan::LineFold::new(
-        t_end_ns,
-        &files.info.nodes,
-        files.info.started_at.timestamp_millis(),
-    );
-    let (run, parts) = files
-        .load_with(|| empty.clone(), scan::LineFold::line)
-        .map_err(|e| bad_input(format!("{e:#} ({})", history::file::RUN_FOLDER_NEEDS)))?;
-    Ok((run, scan::LineFold::join(empty, parts)))
+/// `fle-chaos report`: renders the report of the run in the folder `run_dir` (its one read,
+/// `checker::load_run`, with the report's fold riding along; its results.json when the
+/// checkers have run) and updates the reports index. Returns the paths written.
+pub fn render_run(run_dir: &Path) -> Result<Rendered> {
+    let run_dir = RunDir::open(run_dir)?;
+    let (run, lines) = checker::load_run::<scan::LineFold>(&run_dir)?;
+    let results: Option<Results> = run_dir.results()?;
+    render(&run_dir, &run, results.as_ref(), lines)
 }
 
 /// Renders the report of a loaded run (`results`: None when the checkers have not run) into
 /// `run_dir`, and updates the reports index. Nothing the run wrote is read again.
 pub fn render(
-    run_dir: &Path,
+    run_dir: &RunDir,
     run: &LoadedRun,
     results: Option<&Results>,
     lines: scan::Lines,
@@ -121,24 +90,24 @@ pub fn render(
     let data = scan::RunData::of(lines, viewed, violations);
     let info = &run.info;
 
-    let plots = draw_plots(run_dir, &data)?;
-    let zooms = draw_zooms(run_dir, &data)?;
+    let plots = draw_plots(run_dir.path(), &data)?;
+    let zooms = draw_zooms(run_dir.path(), &data)?;
     let html = html::report_html(&html::Page {
-        run_dir,
+        run_dir: run_dir.path(),
         info,
         results,
         data: &data,
         plots: &plots,
         zooms: &zooms,
     });
-    let report = run_dir.join(crate::store::REPORT);
+    let report = run_dir.report();
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
-    let junit = run_dir.join(crate::store::JUNIT);
+    let junit = run_dir.junit();
     let xml = junit::junit_xml(info, results, data.t_end_ns as f64 / 1e9);
     std::fs::write(&junit, xml).with_context(|| format!("cannot write {}", junit.display()))?;
 
     // Only the run folder and the reports root that holds it are written to.
-    let index = match index::reports_root(run_dir) {
+    let index = match index::reports_root(run_dir.path()) {
         Some(root) => Some(index::update_index(&root)?),
         None => None,
     };
@@ -152,35 +121,6 @@ pub fn render(
             .collect(),
         index,
     })
-}
-
-/// A run folder has test.json and a history; anything else is the user's mistake.
-pub fn check_run_dir(run_dir: &Path) -> Result<()> {
-    if !run_dir.is_dir() {
-        return Err(bad_input(format!(
-            "{} is not a directory: give a run folder such as reports/<test>/<time>/ \
-             (reports/latest for the newest run)",
-            run_dir.display()
-        )));
-    }
-    let missing = if !run_dir
-        .join(crate::history::test_info::TestInfo::FILE)
-        .is_file()
-    {
-        Some(crate::history::test_info::TestInfo::FILE)
-    } else if !history::file::exists_in(run_dir) {
-        Some("history.jsonl.zst (or history.jsonl)")
-    } else {
-        None
-    };
-    if let Some(file) = missing {
-        return Err(bad_input(format!(
-            "{} is not a run folder: it has no {file}; give a folder written by \
-             `fle-chaos test`, such as reports/<test>/<time>/",
-            run_dir.display()
-        )));
-    }
-    Ok(())
 }
 
 fn draw_plots(dir: &Path, data: &scan::RunData) -> Result<Vec<Plot>> {

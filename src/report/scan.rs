@@ -13,8 +13,11 @@ use super::places::Places;
 use super::schedule::{Schedule, ScheduleRow};
 use super::series::ColumnSeries;
 use crate::api::ZabPhase;
+use crate::checker::load::Rider;
+use crate::history::file::HistoryFile;
 use crate::history::line::{Body, Line, StatusRead};
 use crate::history::read::{self, Part};
+use crate::history::test_info::TestInfo;
 use crate::history::view::{FaultInterval, FaultRecovery};
 use crate::history::EventType;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -108,10 +111,10 @@ impl RunData {
     }
 }
 
-/// The report's fold of one part of a history (`checker::RunFiles::load_with` runs one per
-/// part, beside the checkers' digest): lanes, series, operations, the schedule and the first
-/// lines. What needs the whole history in order (the view) is not here: `view_pass` asks the
-/// checkers' digest for it, in memory.
+/// The report's fold of one part of a history (`checker::RunFiles::load` runs one per part,
+/// beside the checkers' digest, as its `Rider`): lanes, series, operations, the schedule and
+/// the first lines. What needs the whole history in order (the view) is not here: `view_pass`
+/// asks the checkers' digest for it, in memory.
 #[derive(Clone)]
 pub struct LineFold {
     t_end_ns: u64,
@@ -133,7 +136,7 @@ impl LineFold {
     /// An empty fold: `t_end_ns` is the history's last time (`read::last_event_time`),
     /// `nodes` test.json's (lanes appear even for nodes never read), `started_at_ms` anchors
     /// clock offsets.
-    pub fn new(t_end_ns: u64, nodes: &[String], started_at_ms: i64) -> Self {
+    fn empty(t_end_ns: u64, nodes: &[String], started_at_ms: i64) -> Self {
         let t_end_ns = t_end_ns.max(1);
         let series = || ColumnSeries::new(t_end_ns, COLUMNS);
         let mut s = Self {
@@ -168,7 +171,7 @@ impl LineFold {
     }
 
     /// Takes the part's next line.
-    pub fn line(&mut self, at: read::Located, l: &Line<'_>) {
+    fn take(&mut self, at: read::Located, l: &Line<'_>) {
         self.events += 1;
         self.places.note(at.pos, l.index, at.line_no);
         if self.head.len() < HEAD_LINES {
@@ -220,20 +223,6 @@ impl LineFold {
         }
     }
 
-    /// Joins the parts of one pass, in file order, into the whole history's fold.
-    /// `empty` is what a history without lines leaves (the fold the parts started from).
-    pub fn join(empty: LineFold, parts: Vec<Part<LineFold>>) -> Lines {
-        let mut it = parts.into_iter();
-        let mut all = match it.next() {
-            Some(first) => first.state,
-            None => empty,
-        };
-        for p in it {
-            all.append(p.state, p.pos_base, p.line_base);
-        }
-        all.finish()
-    }
-
     /// The next part's fold after this one's, as one pass over both would have left it.
     fn append(&mut self, next: LineFold, pos_base: u32, line_base: u64) {
         self.events += next.events;
@@ -281,7 +270,36 @@ impl LineFold {
     }
 }
 
-/// The report's fold of a whole history (`LineFold::join`).
+impl Rider for LineFold {
+    type Joined = Lines;
+
+    /// An empty fold: its end is the history's last time (`read::last_event_time`), its lanes
+    /// test.json's nodes (a lane appears even for a node never read), its clock offsets
+    /// anchored at the run's start.
+    fn new(info: &TestInfo, history: &HistoryFile) -> anyhow::Result<Self> {
+        let t_end_ns = read::last_event_time(history)?;
+        let started_at_ms = info.started_at.timestamp_millis();
+        Ok(LineFold::empty(t_end_ns, &info.nodes, started_at_ms))
+    }
+
+    fn line(&mut self, at: read::Located, l: &Line<'_>) {
+        self.take(at, l);
+    }
+
+    fn join(self, parts: Vec<Part<LineFold>>) -> Lines {
+        let mut it = parts.into_iter();
+        let mut all = match it.next() {
+            Some(first) => first.state,
+            None => self,
+        };
+        for p in it {
+            all.append(p.state, p.pos_base, p.line_base);
+        }
+        all.finish()
+    }
+}
+
+/// The report's fold of a whole history (`LineFold`'s `Rider::join`).
 #[derive(Debug, PartialEq)]
 pub struct Lines {
     pub t_end_ns: u64,

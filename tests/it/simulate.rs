@@ -6,7 +6,7 @@
 
 use crate::support::exclusive::{hold, Exclusive};
 use crate::support::run::{fle_chaos, leftovers, resources, root_or_skip};
-use fle_chaos::checker::{Results, Validity};
+use fle_chaos::checker::Validity;
 use fle_chaos::commands::sim::summary::SimSummary;
 
 #[test]
@@ -52,9 +52,7 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
         .expect("the first failure was replayed");
     assert_eq!(replay.error, None);
     let real = replay.folder.as_ref().expect("the real run's folder");
-    let results = Results::read(real)
-        .unwrap()
-        .expect("the real run's results.json");
+    let results = fle_chaos::commands::run::child::read_results(real).expect("its results.json");
     let real_failed: Vec<&str> = (results.checkers.iter())
         .filter(|c| c.valid == Validity::False)
         .map(|c| c.name.as_str())

@@ -12,6 +12,7 @@
 use crate::checker::{Results, Validity};
 use crate::commands::run::interrupt::Signal;
 use crate::exit;
+use crate::store::RunDir;
 use anyhow::{Context, Result};
 use nix::sys::signal::{kill, Signal as NixSignal};
 use nix::unistd::Pid;
@@ -262,12 +263,13 @@ fn newest_holding(dir: &Path, file: &str) -> Option<PathBuf> {
     runs.pop()
 }
 
-/// A run's results.json, typed (`Results::read`); an error when the checkers did not run.
+/// A run's results.json, typed; an error when the checkers did not run.
 pub fn read_results(run_dir: &Path) -> Result<Results> {
-    Results::read(run_dir)?.with_context(|| {
+    let run_dir = RunDir::open(run_dir)?;
+    run_dir.results()?.with_context(|| {
         format!(
-            "{} has no results.json: the checkers did not run",
-            run_dir.display()
+            "{run_dir} has no {}: the checkers did not run",
+            crate::store::RESULTS
         )
     })
 }

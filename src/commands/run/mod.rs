@@ -38,18 +38,17 @@ use crate::control::backend::registry::Registry;
 use crate::control::backend::ssh;
 use crate::control::sut::Target;
 use crate::exit;
-use crate::history;
 use crate::history::recorder::Recorder;
-use crate::history::test_info::{Settings, TestInfo};
+use crate::history::test_info::{MadeBy, RunSpec, TestInfo, TestSettings};
 use crate::history::{EventType, FaultKind, InterruptedValue, CONTROLLER, F};
 use crate::nemesis::NemesisContext;
+use crate::store::RunDir;
 use crate::workload::observe::{self, Observations};
 use crate::workload::{self, register, writes};
 use anyhow::{Context, Result};
 use guard::Guard;
 use interrupt::{Interrupts, Signal};
 use plan::Plan;
-use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -215,19 +214,19 @@ enum Ending {
 /// workload and nemesis, final phase, teardown, finish), each stage a call.
 async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> {
     let start = Instant::now();
-    let run_dir = crate::store::create_run_dir(&plan.args.out, &plan.name)?;
+    let run_dir = RunDir::create(&plan.args.out, &plan.name)?;
     run_dir::log_to(&run_dir)?;
-    eprintln!("fle-chaos: run {} (seed {seed})", run_dir.display());
+    eprintln!("fle-chaos: run {run_dir} (seed {seed})");
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
     write_test_info(&plan, seed, &run_dir, &run_id)?;
     let recorder = Arc::new(Recorder::create_for(
-        &run_dir.join(history::file::WRITTEN),
+        &run_dir.new_history(),
         start,
         &plan.nodes,
         &plan.observers,
     )?);
     let flusher = spawn_flusher(recorder.clone());
-    let registry = Arc::new(Registry::create(&run_id, &run_dir)?);
+    let registry = Arc::new(Registry::create(&run_id, run_dir.path())?);
     let guard = Guard::new(registry.clone());
     let (abort, mut aborted) = watch::channel(None::<String>);
     let outcome = tokio::select! {
@@ -260,43 +259,40 @@ async fn run_once(plan: Plan, seed: u64, interrupts: Interrupts) -> Result<i32> 
 }
 
 /// Writes the run's test.json: what was asked and how, before anything is created.
-fn write_test_info(plan: &Plan, seed: u64, run_dir: &Path, run_id: &str) -> Result<()> {
-    TestInfo {
+fn write_test_info(plan: &Plan, seed: u64, run_dir: &RunDir, run_id: &str) -> Result<()> {
+    let made_by = MadeBy::Test(TestSettings {
+        args: Some(serde_json::from_value(serde_json::to_value(&plan.args)?)?),
+        nemesis: Some(serde_json::to_value(&plan.nemesis_settings)?),
+        net: serde_json::to_value(plan.args.net)?
+            .as_str()
+            .map(str::to_string),
+        node_binary: Some(plan.binary.clone()),
+        faketime: Some(plan.faketime),
+        fake_monotonic: plan.fake_monotonic,
+        real_clock_skew: Some(plan.args.ssh.real_clock_skew),
+        run_id: Some(run_id.into()),
+    });
+    run_dir.save_info(&TestInfo::new(RunSpec {
         name: plan.name.clone(),
         target: plan.args.target.name().into(),
         nodes: plan.nodes.clone(),
         observers: plan.observers.clone(),
         workload: plan.workload.name.clone(),
+        workload_settings: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
         nemesis: plan.kind_names(),
         seed,
-        time_limit_s: plan.time_limit.as_secs_f64(),
+        time_limit: plan.time_limit,
         tick_ms: plan.args.tick_ms,
         init_limit: plan.args.init_limit,
         sync_limit: plan.args.sync_limit,
         started_at: chrono::Utc::now(),
         replay_command: replay::command(run_dir),
-        version: env!("CARGO_PKG_VERSION").into(),
-        history_format: crate::history::FORMAT_VERSION,
-        settings: Settings {
-            status_timeout_ms: Some(status_timeout(plan).as_millis() as u64),
-            recovery_timeout_s: Some(settle_wait(plan).as_secs_f64()),
-            workload: serde_json::from_value(serde_json::to_value(&plan.workload)?)?,
-            zookeeper_config: plan.zookeeper_settings(),
-            software: None,
-            rest: serde_json::from_value(serde_json::json!({
-                "args": plan.args,
-                "nemesis": plan.nemesis_settings,
-                "net": plan.args.net,
-                "node_binary": plan.binary,
-                "faketime": plan.faketime,
-                "fake_monotonic": plan.fake_monotonic,
-                "real_clock_skew": plan.args.ssh.real_clock_skew,
-                "run_id": run_id,
-                (crate::checker::faults::PLANNED_KEY): plan.faults_planned(seed),
-            }))?,
-        },
-    }
-    .write(&run_dir.join(TestInfo::FILE))
+        status_timeout: status_timeout(plan),
+        recovery_timeout: settle_wait(plan),
+        faults_planned: plan.faults_planned(seed),
+        zookeeper_config: plan.zookeeper_settings(),
+        made_by,
+    }))
 }
 
 /// Flushes the history every 250 ms while the run goes on (until aborted).
@@ -314,7 +310,7 @@ fn spawn_flusher(recorder: Arc<Recorder>) -> tokio::task::JoinHandle<()> {
 /// or (the body done) the verdict's code.
 async fn end_run(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     recorder: &Recorder,
     guard: &Guard,
     interrupts: &Interrupts,
@@ -348,7 +344,7 @@ async fn end_run(
             eprintln!(
                 "fle-chaos: interrupted by {}; cluster torn down; partial history in {}",
                 signal.name(),
-                run_dir.join(history::file::WRITTEN).display()
+                run_dir.history().display()
             );
             run_dir::log_off();
             Ok(signal.exit_code())
@@ -361,7 +357,7 @@ async fn end_run(
 /// faults written for a replay, then check and report, unless a signal stops the check.
 async fn finish_done(
     plan: &Plan,
-    run_dir: &Path,
+    run_dir: &RunDir,
     recorder: &Recorder,
     guard: &Guard,
     interrupts: &Interrupts,
@@ -370,7 +366,7 @@ async fn finish_done(
         guard.disarm();
         eprintln!(
             "fle-chaos: cluster left running (--leave-running); see {}; remove it with `fle-chaos clean`",
-            run_dir.join("resources.jsonl").display()
+            run_dir.path().join("resources.jsonl").display()
         );
     } else {
         guard.teardown_now();
@@ -379,7 +375,7 @@ async fn finish_done(
         eprintln!("fle-chaos: the run's faults could not be written for a replay: {e:#}");
     }
     let finish = tokio::task::spawn_blocking({
-        let dir = run_dir.to_path_buf();
+        let dir = run_dir.clone();
         move || finish::finish_run(&dir)
     });
     // A signal while checking: the history is complete, but the user asked to stop.
@@ -388,15 +384,14 @@ async fn finish_done(
         signal = interrupts.wait() => {
             interrupted(recorder, signal);
             run_dir::log_off();
-            eprintln!("fle-chaos: interrupted by {} while checking {}", signal.name(), run_dir.display());
+            eprintln!("fle-chaos: interrupted by {} while checking {run_dir}", signal.name());
             return Ok(signal.exit_code());
         }
     };
     tracing::info!("verdict exit code {code}");
     run_dir::log_off();
     eprintln!(
-        "fle-chaos: {} ({}): exit {code}",
-        run_dir.display(),
+        "fle-chaos: {run_dir} ({}): exit {code}",
         match code {
             exit::VALID => "valid",
             exit::INVALID => "invalid",
@@ -408,14 +403,13 @@ async fn finish_done(
 
 /// Adds what the target says about the software it ran (e.g. ZooKeeper's reported versions)
 /// to test.json as `settings.software`; a failure is logged, the run goes on.
-fn record_software(run_dir: &Path, target: &dyn crate::control::sut::Target) {
+fn record_software(run_dir: &RunDir, target: &dyn crate::control::sut::Target) {
     let Some(software) = target.software() else {
         return;
     };
-    let path = run_dir.join(TestInfo::FILE);
-    let done = TestInfo::read(&path).and_then(|mut info| {
+    let done = run_dir.info().and_then(|mut info| {
         info.settings.software = Some(serde_json::from_value(software)?);
-        info.write(&path)
+        run_dir.save_info(&info)
     });
     if let Err(e) = done {
         tracing::warn!("cannot record the target's software in test.json: {e:#}");
@@ -443,7 +437,7 @@ fn interrupted(recorder: &Recorder, signal: Signal) {
 async fn run_body(
     plan: &Plan,
     seed: u64,
-    run_dir: &Path,
+    run_dir: &RunDir,
     recorder: Arc<Recorder>,
     registry: Arc<Registry>,
     guard: &Guard,
@@ -451,7 +445,7 @@ async fn run_body(
 ) -> Result<()> {
     let progress = progress::bar();
     progress.set_message("creating the cluster");
-    let mut test = Test::build(plan, seed, run_dir, registry, guard)?;
+    let mut test = Test::build(plan, seed, run_dir.path(), registry, guard)?;
     // Every start, kill and stop goes through the watch, so an exit it did not cause is seen.
     let watched = Arc::new(node_watch::Watched::new(test.target.clone()));
     test.target = watched.clone();

@@ -12,9 +12,9 @@ use super::plan::TestArgs;
 use crate::exit::bad_input;
 use crate::history::test_info::TestInfo;
 use crate::nemesis::timed;
-use crate::store::SCHEDULE;
-use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use crate::store::{RunDir, SCHEDULE};
+use anyhow::Result;
+use std::path::PathBuf;
 
 /// The flags (clap ids) a replay takes from the run's test.json: given beside `--replay`,
 /// they are refused, not silently overridden.
@@ -53,15 +53,15 @@ pub const FIXED_BY_THE_RUN: [&str; 31] = [
 ];
 
 /// The command line that replays the run in `run_dir`.
-pub fn command(run_dir: &Path) -> String {
-    format!("fle-chaos test --replay {}", run_dir.display())
+pub fn command(run_dir: &RunDir) -> String {
+    format!("fle-chaos test --replay {run_dir}")
 }
 
-/// Writes `run_dir/schedule.toml`: the faults the run applied, as it applied them (each fault
+/// Writes the run's schedule.toml: the faults the run applied, as it applied them (each fault
 /// interval of its history, `timed::of_run`), with the replay command on top. A run that
 /// applied no fault gets a file of comments only, which a replay reads as `--nemesis none`.
-pub fn write_schedule(run_dir: &Path) -> Result<()> {
-    let recorded = timed::of_run(run_dir)?;
+pub fn write_schedule(run_dir: &RunDir) -> Result<()> {
+    let recorded = timed::of_run(run_dir.path())?;
     let mut header = format!(
         "the faults this run applied, as it applied them (seed {})\n{}",
         recorded.info.seed,
@@ -70,9 +70,11 @@ pub fn write_schedule(run_dir: &Path) -> Result<()> {
     if recorded.steps.is_empty() {
         header.push_str("\nno fault was applied: a replay runs with --nemesis none");
     }
-    let text = timed::to_toml(&recorded.steps, &header, recorded.fake_monotonic);
-    let path = run_dir.join(SCHEDULE);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    run_dir.save_schedule(&timed::to_toml(
+        &recorded.steps,
+        &header,
+        recorded.fake_monotonic,
+    ))
 }
 
 /// The arguments of `fle-chaos test`: as given, or for `--replay RUN_DIR` the run's own (its
@@ -83,14 +85,16 @@ pub fn resolve(given: TestArgs) -> Result<TestArgs> {
     let Some(dir) = given.replay.clone() else {
         return Ok(given);
     };
-    let info = TestInfo::read(&dir.join(TestInfo::FILE)).map_err(|e| {
-        bad_input(format!(
-            "--replay {}: not a run folder of fle-chaos test ({e:#}); give a run folder such as \
-             reports/latest",
-            dir.display()
-        ))
-    })?;
-    let mut args = recorded_args(&dir, &info)?;
+    let (run_dir, info) = RunDir::open(&dir)
+        .and_then(|d| Ok((d.clone(), d.info()?)))
+        .map_err(|e| {
+            bad_input(format!(
+                "--replay {}: not a run folder of fle-chaos test ({e:#}); give a run folder \
+                 such as reports/latest",
+                dir.display()
+            ))
+        })?;
+    let mut args = recorded_args(&run_dir, &info)?;
     args.seed = Some(info.seed);
     args.met_before = None;
     args.nemesis_interval = None;
@@ -103,7 +107,7 @@ pub fn resolve(given: TestArgs) -> Result<TestArgs> {
     }
     let schedule = match given.nemesis_file {
         Some(file) => Some(file),
-        None => recorded_schedule(&dir)?,
+        None => recorded_schedule(&run_dir)?,
     };
     args.nemesis = schedule.is_none().then(|| "none".to_string());
     args.nemesis_file = schedule;
@@ -112,15 +116,13 @@ pub fn resolve(given: TestArgs) -> Result<TestArgs> {
 }
 
 /// The run's `schedule.toml`, or None when it applied no fault.
-fn recorded_schedule(dir: &Path) -> Result<Option<PathBuf>> {
-    let path = dir.join(SCHEDULE);
+fn recorded_schedule(dir: &RunDir) -> Result<Option<PathBuf>> {
+    let path = dir.schedule();
     let text = std::fs::read_to_string(&path).map_err(|e| {
         bad_input(format!(
-            "--replay {}: cannot read its {SCHEDULE} ({e}): a run that did not finish, or \
-             one made before runs recorded it; `fle-chaos shrink {} --schedule-only` writes its \
-             faults to shrink/replay.toml, to replay with --nemesis-file",
-            dir.display(),
-            dir.display()
+            "--replay {dir}: cannot read its {SCHEDULE} ({e}): a run that did not finish, or \
+             one made before runs recorded it; `fle-chaos shrink {dir} --schedule-only` writes its \
+             faults to shrink/replay.toml, to replay with --nemesis-file"
         ))
     })?;
     Ok(timed::is_timed(&text).then_some(path))
@@ -128,18 +130,14 @@ fn recorded_schedule(dir: &Path) -> Result<Option<PathBuf>> {
 
 /// The test arguments the run was made with (test.json's `settings.args`), as this version
 /// reads them.
-pub fn recorded_args(run_dir: &Path, info: &TestInfo) -> Result<TestArgs> {
-    info.settings
-        .rest
-        .get("args")
-        .cloned()
+pub fn recorded_args(run_dir: &RunDir, info: &TestInfo) -> Result<TestArgs> {
+    (info.settings.test.args.as_ref())
         .ok_or_else(|| anyhow::anyhow!("no settings.args"))
-        .and_then(|a| Ok(serde_json::from_value(a)?))
+        .and_then(|a| Ok(serde_json::from_value(serde_json::to_value(a)?)?))
         .map_err(|e| {
             bad_input(format!(
-                "{}: test.json does not hold this version's test arguments ({e}); replay it with \
-                 the fle-chaos that made it",
-                run_dir.display()
+                "{run_dir}: test.json does not hold this version's test arguments ({e}); replay \
+                 it with the fle-chaos that made it"
             ))
         })
 }

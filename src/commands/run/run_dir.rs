@@ -1,10 +1,10 @@
-//! The controller's own log in the run folder (`store::CONTROLLER_LOG`, where `tracing` output
-//! of the run goes); the folder itself is made by `store::create_run_dir`.
+//! The controller's own log in the run folder (`RunDir::controller_log`, where `tracing` output
+//! of the run goes); the folder itself is made by `store::RunDir::create`.
 
+use crate::store::RunDir;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Mutex;
 
 static LOG: Mutex<Option<File>> = Mutex::new(None);
@@ -46,9 +46,9 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// Sends the log to `run_dir/controller.log` from now on.
-pub fn log_to(run_dir: &Path) -> Result<()> {
-    let path = run_dir.join(crate::store::CONTROLLER_LOG);
+/// Sends the log to the run's controller.log from now on.
+pub fn log_to(run_dir: &RunDir) -> Result<()> {
+    let path = run_dir.controller_log();
     let mut f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
     // What apt printed while this machine was set up for the run (`control::backend::apt`).
     let setup = crate::control::backend::apt::take_transcript();

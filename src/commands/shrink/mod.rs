@@ -30,6 +30,7 @@ use crate::exit::{self, bad_input};
 use crate::nemesis::schedule::PlannedFault;
 use crate::nemesis::timed;
 use crate::nemesis::units::parse_duration;
+use crate::store::RunDir;
 use anyhow::{Context, Result};
 use clap::Args;
 use search::{Candidate, Engine};
@@ -261,6 +262,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
             run_dir.display()
         ))
     })?;
+    let run = RunDir::open(&run_dir)?;
     let rec = timed::of_run(&run_dir)?;
     // A simulated failure is replayed in-process, once per candidate (the same seed and
     // schedule give the same run), on every core; its real arguments still make the commands.
@@ -269,7 +271,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
     let (opts, mut args) = match sim {
         None => (
             opts,
-            crate::commands::run::replay::recorded_args(&run_dir, &rec.info)?,
+            crate::commands::run::replay::recorded_args(&run, &rec.info)?,
         ),
         Some((_, ref real)) => {
             sim_opts = ShrinkOptions {
@@ -282,7 +284,7 @@ pub async fn shrink_run(run_dir: &Path, opts: &ShrinkOptions) -> Result<ShrinkOu
         }
     };
     args.seed = Some(rec.info.seed);
-    let target = failing_checkers(&run_dir, opts)?;
+    let target = failing_checkers(&run, opts)?;
     let out = opts.out.clone().unwrap_or_else(|| run_dir.join("shrink"));
     prepare_out(&out)?;
     let original_limit = Duration::from_secs_f64(rec.info.time_limit_s);
@@ -363,16 +365,14 @@ fn engine(
 
 /// The checkers whose failure must reproduce: those `--checkers` names, else every checker
 /// the run's results.json found invalid.
-fn failing_checkers(run_dir: &Path, opts: &ShrinkOptions) -> Result<Vec<String>> {
-    let results = crate::commands::run::child::read_results(run_dir).map_err(|e| {
+fn failing_checkers(run_dir: &RunDir, opts: &ShrinkOptions) -> Result<Vec<String>> {
+    let results = crate::commands::run::child::read_results(run_dir.path()).map_err(|e| {
         bad_input(format!(
-            "{}: {e:#}; check the run first (fle-chaos check {})",
-            run_dir.display(),
-            run_dir.display()
+            "{run_dir}: {e:#}; check the run first (fle-chaos check {run_dir})"
         ))
     })?;
     let invalid = crate::commands::run::child::invalid_checkers(&results);
-    target_checkers(run_dir, &invalid, opts.checkers.as_deref())
+    target_checkers(run_dir.path(), &invalid, opts.checkers.as_deref())
 }
 
 /// The outcome before any replay: the recorded sequence as both original and minimal, its

@@ -14,6 +14,7 @@ use crate::history::FaultKind;
 use crate::nemesis::env::Steering;
 use crate::nemesis::schedule::Schedule;
 use crate::nemesis::steer::Strategy;
+use crate::store::RunDir;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -486,25 +487,27 @@ pub fn write_folder(
     run: &super::run::SimRun,
     real_command: Option<&str>,
 ) -> Result<PathBuf> {
-    let dir = out.join(format!("seed-{}", run.info.seed));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    run.info
-        .write(&dir.join(crate::history::test_info::TestInfo::FILE))?;
-    std::fs::write(dir.join(crate::history::file::PLAIN), &run.history)
-        .with_context(|| format!("cannot write {}", dir.display()))?;
-    crate::checker::write_results(&dir, &run.results)?;
+    let dir = RunDir::create_at(out.join(format!("seed-{}", run.info.seed)))?;
+    dir.save_info(&run.info)?;
+    let history = dir.path().join(crate::history::file::PLAIN);
+    std::fs::write(&history, &run.history)
+        .with_context(|| format!("cannot write {}", history.display()))?;
+    dir.save_results(&run.results)?;
     let Some(real_command) = real_command else {
-        return Ok(dir);
+        return Ok(dir.path().to_path_buf());
     };
-    let recorded = crate::nemesis::timed::of_run(&dir)?;
+    let recorded = crate::nemesis::timed::of_run(dir.path())?;
     let header = format!(
         "Faults of simulated run seed {} ({}), as timed steps: replay with\n{real_command} <this file>",
         run.info.seed, run.info.replay_command,
     );
-    std::fs::write(
-        dir.join(crate::store::SCHEDULE),
-        crate::nemesis::timed::to_toml(&recorded.steps, &header, false),
-    )?;
-    crate::report::render_run(&dir)?;
-    Ok(dir)
+    dir.save_schedule(&crate::nemesis::timed::to_toml(
+        &recorded.steps,
+        &header,
+        false,
+    ))?;
+    // The report of what the run holds: its results as judged, its history read once.
+    let (loaded, lines) = crate::checker::load_run::<crate::report::scan::LineFold>(&dir)?;
+    crate::report::render(&dir, &loaded, Some(&run.results), lines)?;
+    Ok(dir.path().to_path_buf())
 }

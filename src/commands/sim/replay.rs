@@ -6,7 +6,7 @@
 //! real processes (`fle-chaos test` with the run's real arguments).
 
 use super::cli::{settings, SimulateArgs};
-use super::run::{simulate_one, SimSettings, SIMULATE_ARGS};
+use super::run::{simulate_one, SimSettings};
 use crate::checker::Validity;
 use crate::commands::run::child::ChildRun;
 use crate::commands::run::plan::TestArgs;
@@ -36,9 +36,8 @@ impl SimReplayer {
                 run_dir.display()
             ))
         };
-        let words: Vec<String> = (info.settings.rest.get(SIMULATE_ARGS))
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .ok_or_else(|| unusable(format!("test.json has no settings.{SIMULATE_ARGS}")))?;
+        let words = (info.settings.simulated.simulate_args.clone())
+            .ok_or_else(|| unusable("test.json has no settings.simulate_args".into()))?;
         let args = SimulateArgs::from_words(&words).map_err(unusable)?;
         let (settings, _) = settings(&args).map_err(|e| unusable(format!("{e:#}")))?;
         let real = TestArgs::from_words(&settings.real_args).map_err(unusable)?;

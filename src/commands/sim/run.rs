@@ -10,7 +10,7 @@ use super::server::{Server, Timing};
 use super::world::{Ev, World};
 use crate::checker::model::Digest;
 use crate::checker::{CheckOptions, Results};
-use crate::history::test_info::{Settings as InfoSettings, TestInfo, WorkloadSettings};
+use crate::history::test_info::{MadeBy, RunSpec, SimulatedSettings, TestInfo, WorkloadSettings};
 use crate::history::{node_name, sid_of, EventType, F};
 use crate::nemesis::env::Steering;
 use crate::nemesis::plan::{fault_window, plan};
@@ -75,9 +75,6 @@ impl SimRun {
             .collect()
     }
 }
-
-/// test.json's `settings` key holding the `simulate` flags of the run.
-pub const SIMULATE_ARGS: &str = "simulate_args";
 
 /// The moment the simulated history's wall clock starts: fixed, so a seed gives the same bytes.
 const WALL_START_MS: i64 = 1_800_000_000_000;
@@ -200,48 +197,36 @@ fn final_reads(w: &mut World) {
 }
 
 fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize) -> TestInfo {
-    let kinds: Vec<String> = s
-        .schedule
-        .kinds()
-        .iter()
-        .map(|k| k.name().to_string())
-        .collect();
-    let workload = WorkloadSettings {
-        kind: Some(s.workload.kind.name().into()),
-        rest: Default::default(),
-    };
-    let rest = serde_json::json!({
-        "simulated": true,
-        (SIMULATE_ARGS): s.argv,
-        "bugs": s.timing.bugs.iter().map(|b| b.name).collect::<Vec<_>>(),
-        "schedule": s.schedule.name,
-        (crate::checker::faults::PLANNED_KEY): faults_planned,
-    });
-    TestInfo {
+    let kinds = s.schedule.kinds();
+    TestInfo::new(RunSpec {
         name: "sim".into(),
         target: "sim".into(),
         nodes: names.to_vec(),
         observers: s.observers.clone(),
         workload: s.workload.name.clone(),
-        nemesis: kinds,
+        workload_settings: WorkloadSettings {
+            kind: Some(s.workload.kind.name().into()),
+            rest: Default::default(),
+        },
+        nemesis: kinds.iter().map(|k| k.name().to_string()).collect(),
         seed,
-        time_limit_s: s.time_limit.as_secs_f64(),
+        time_limit: s.time_limit,
         tick_ms: s.timing.tick.as_millis() as u64,
         init_limit: s.timing.init_limit,
         sync_limit: s.timing.sync_limit,
         started_at: chrono::DateTime::from_timestamp_millis(WALL_START_MS).unwrap_or_default(),
         replay_command: format!("{} --runs 1 --seed {seed}", s.command),
-        version: env!("CARGO_PKG_VERSION").into(),
-        history_format: crate::history::FORMAT_VERSION,
-        settings: InfoSettings {
-            status_timeout_ms: Some(crate::commands::run::STATUS_TIMEOUT.as_millis() as u64),
-            recovery_timeout_s: Some(s.recovery_timeout.as_secs_f64()),
-            workload: Some(workload),
-            zookeeper_config: Default::default(),
-            software: None,
-            rest: serde_json::from_value(rest).unwrap_or_default(),
-        },
-    }
+        status_timeout: crate::commands::run::STATUS_TIMEOUT,
+        recovery_timeout: s.recovery_timeout,
+        faults_planned,
+        zookeeper_config: Default::default(),
+        made_by: MadeBy::Simulate(SimulatedSettings {
+            simulated: true,
+            simulate_args: Some(s.argv.clone()),
+            bugs: s.timing.bugs.iter().map(|b| b.name.to_string()).collect(),
+            schedule: Some(s.schedule.name.clone()),
+        }),
+    })
 }
 
 /// A run cut short (`world::MAX_EVENTS`) cannot show what it did not reach: a checker that

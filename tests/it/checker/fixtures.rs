@@ -266,7 +266,8 @@ fn a_finished_runs_report_is_the_one_report_renders_from_its_folder() {
         for f in ["test.json", "history.jsonl"] {
             std::fs::copy(dir.join(f), run.join(f)).unwrap();
         }
-        fle_chaos::commands::run::finish::finish_run(&run).unwrap();
+        let stored = fle_chaos::store::RunDir::open(&run).unwrap();
+        fle_chaos::commands::run::finish::finish_run(&stored).unwrap();
         let read = |f: &str| std::fs::read_to_string(run.join(f)).unwrap();
         let (page, junit) = (read("report.html"), read("junit.xml"));
         fle_chaos::report::render_run(&run).unwrap();

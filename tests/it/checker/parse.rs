@@ -307,14 +307,16 @@ fn the_fast_parse_digests_tricky_lines_exactly_as_serde_does() {
 #[test]
 fn the_reports_fold_of_any_number_of_parts_is_the_whole_ones() {
     use fle_chaos::checker::RunFiles;
+    use fle_chaos::report::scan::LineFold;
+    use fle_chaos::store::RunDir;
     let dirs = fixtures();
     assert!(dirs.len() >= 20);
     let mut compared_ops = 0;
     for dir in dirs {
         let load = |parts| {
-            let mut files = RunFiles::open(&dir).unwrap();
+            let mut files = RunFiles::open(&RunDir::open(&dir).unwrap()).unwrap();
             files.parts = Some(parts);
-            fle_chaos::report::load_from(files).unwrap().1
+            files.load::<LineFold>().unwrap().1
         };
         let whole = load(1);
         compared_ops += whole.ops.ok.points().count();
