@@ -236,13 +236,13 @@ fn under_tokio(schedule: &Schedule, seed: u64) -> Vec<Choice> {
 }
 
 /// The loop under virtual time, stepped whenever it asks, stopped at the time limit.
-fn under_virtual_time(schedule: &Schedule, seed: u64) -> Vec<Choice> {
+fn under_virtual_time(schedule: &Schedule, seed: u64, steering: Steering) -> Vec<Choice> {
     let alarm = Alarm::new();
     let applied = Rc::new(RefCell::new(Vec::new()));
     let mut env = Scripted::new(VirtualClock(Rc::clone(&alarm)), Rc::clone(&applied));
     let schedule = schedule.clone();
     let mut parked = Parked::new(alarm, async move {
-        run_plan(&mut env, &schedule, seed, TIME_LIMIT, &steering()).await
+        run_plan(&mut env, &schedule, seed, TIME_LIMIT, &steering).await
     });
     let limit = TIME_LIMIT.as_nanos() as u64;
     let mut now = 0;
@@ -258,7 +258,7 @@ fn same_seed_same_situations_same_choices_under_tokio_and_virtual_time() {
     let schedule = mixed();
     for seed in [1, 2, 3] {
         let real = under_tokio(&schedule, seed);
-        let simulated = under_virtual_time(&schedule, seed);
+        let simulated = under_virtual_time(&schedule, seed, steering());
         assert!(
             real.len() >= 8,
             "seed {seed}: {} faults in 120 s",
@@ -296,28 +296,13 @@ fn same_seed_same_situations_same_choices_under_tokio_and_virtual_time() {
 #[test]
 fn the_virtual_loop_is_repeatable_and_another_strategy_chooses_otherwise() {
     let schedule = mixed();
-    let a = under_virtual_time(&schedule, 7);
-    assert_eq!(a, under_virtual_time(&schedule, 7));
-    let random = {
-        let alarm = Alarm::new();
-        let applied = Rc::new(RefCell::new(Vec::new()));
-        let mut env = Scripted::new(VirtualClock(Rc::clone(&alarm)), Rc::clone(&applied));
-        let s = schedule.clone();
-        let random = Steering {
-            strategy: Strategy::Random,
-            ..steering()
-        };
-        let mut parked = Parked::new(alarm, async move {
-            run_plan(&mut env, &s, 7, TIME_LIMIT, &random).await
-        });
-        let mut now = 0;
-        let limit = TIME_LIMIT.as_nanos() as u64;
-        while let Some(next) = parked.step(now).filter(|t| *t < limit) {
-            now = next;
-        }
-        parked.stop(limit);
-        applied.take()
+    let a = under_virtual_time(&schedule, 7, steering());
+    assert_eq!(a, under_virtual_time(&schedule, 7, steering()));
+    let random = Steering {
+        strategy: Strategy::Random,
+        ..steering()
     };
+    let random = under_virtual_time(&schedule, 7, random);
     assert!(random.iter().all(|c| !c.aimed.contains_key("steered")));
     let kinds = |cs: &[Choice]| {
         cs.iter()

@@ -124,7 +124,8 @@ impl NemesisEnv for SimEnv {
     type Applied = InForce;
 
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.world.borrow().now())
+        // The clock the loop's sleeps read (set from the world's at each step).
+        Duration::from_nanos(self.alarm.now())
     }
 
     fn sleep_until(&mut self, at: Duration) -> impl Future<Output = bool> {
