@@ -290,7 +290,8 @@ fn a_small_sweep_writes_its_summary_junit_exit_code_and_trends() {
             r.cell.id
         );
         for q in &record.runs {
-            let q_end = q.started_at + chrono::Duration::milliseconds((q.duration_s * 1e3) as i64);
+            // Both stamps are the sweep's own: the end it saw, the start it handed over at.
+            let q_end = q.ended_at.expect("a run of this sweep has its end");
             if q_end <= r.started_at {
                 handed_over += 1;
                 let missing: Vec<_> = q

@@ -98,6 +98,7 @@ mod tests {
             run_dir: Some("runs/x/1".into()),
             log: "logs/x.log".into(),
             started_at: chrono::Utc::now(),
+            ended_at: None,
             duration_s: 1.0,
             recovery_ms: Vec::new(),
             rejoin_ms: Vec::new(),

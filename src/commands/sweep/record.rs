@@ -37,7 +37,12 @@ pub struct RunRecord {
     pub run_dir: Option<PathBuf>,
     /// The child's stderr, relative to the sweep folder.
     pub log: PathBuf,
+    /// When the sweep started the run (and handed it what was met so far).
     pub started_at: chrono::DateTime<chrono::Utc>,
+    /// When the sweep saw the run end: what it met is handed to every run started after this.
+    /// (Older records have none.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<chrono::DateTime<chrono::Utc>>,
     pub duration_s: f64,
     /// Per fault: ms from its start to a quorum-backed leader (recovery checker's measurements).
     #[serde(default)]

@@ -295,6 +295,7 @@ impl Runner {
             run_dir: child.run_dir.as_deref().map(rel),
             log: PathBuf::from("logs").join(format!("{}.log", cell.id)),
             started_at,
+            ended_at: Some(chrono::Utc::now()),
             duration_s: child.duration.as_secs_f64(),
             recovery_ms: Vec::new(),
             rejoin_ms: Vec::new(),
