@@ -4,7 +4,7 @@
 //! only for a known bug of 3.8.0), the version each server reported and how the epoch files were
 //! read recorded in test.json, and nothing left on any host (then `clean` finds nothing either);
 //! and `--zookeeper-version 3.9.3`, fetched from Debian's archive into a cache of the test's
-//! own, over SSH (uploaded to the hosts that lack it, used in place where it is) and locally
+//! own (before the runs, which find it there through `FLC_ZOOKEEPER_CACHE`), over SSH (uploaded to the hosts that lack it, used in place where it is) and locally
 //! (the cached folder reused), each run recording the release every server reported and
 //! running the folder's jars; a folder whose jars report another release is refused. Needs
 //! root and Debian's zookeeper package (installed when missing), and Debian's archive.
@@ -326,7 +326,13 @@ fn zookeeper_version_runs_that_release_over_ssh_and_locally_and_records_it() {
         hide_on_vm(&vms, i, &cache);
     }
     let want = "3.9.3";
-    let home = cache.join(want);
+    // Fetched here, before any run takes the machine (`HeavyCluster`): a download holds no
+    // cores, and the runs then find the release in the cache.
+    let mut say = |s: &str| eprintln!("fetch: {s}");
+    let release = fle_chaos::control::sut::zookeeper::release::home_in;
+    let home = release(&cache, want, "java".as_ref(), &mut say)
+        .unwrap_or_else(|e| panic!("cannot fetch ZooKeeper {want}: {e:#}"));
+    assert_eq!(home, cache.join(want));
     let out = vms.dir.path().join("reports");
     let home_arg = home.to_str().unwrap();
     let args = [

@@ -86,16 +86,26 @@ pub fn cache_root() -> PathBuf {
 /// does not have it yet; `say` hears what is being done. Bad input (254) when the archive
 /// cannot be reached or does not offer `version`.
 pub fn home_of(version: &str, java: &Path, say: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    home_in(&cache_root(), version, java, say)
+}
+
+/// [`home_of`] with the cache at `root` (a test fetches into a cache of its own before it
+/// takes the machine for its runs).
+pub fn home_in(
+    root: &Path,
+    version: &str,
+    java: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<PathBuf> {
     check_version_word(version)?;
-    let root = cache_root();
     let home = root.join(version);
     if !home.join(COMPLETE).is_file() {
-        std::fs::create_dir_all(&root)
+        std::fs::create_dir_all(root)
             .with_context(|| format!("cannot create the release cache {}", root.display()))?;
         let _turn = take_turn(&root.join(".lock"))?;
         // Another run may have built it while this one waited.
         if !home.join(COMPLETE).is_file() {
-            build(&root, version, java, say)?;
+            build(root, version, java, say)?;
         }
     }
     verify(&home, version, java)?;
