@@ -23,6 +23,8 @@ pub struct Disk {
     /// The log as the running server holds it (what `bytes` decode to).
     txns: Vec<Txn>,
     committed: u64,
+    /// The last zxid of the durable part of the log (the oracle's ground truth for an ACK).
+    durable_zxid: u64,
 }
 
 /// What a server finds on its disk when it starts.
@@ -46,6 +48,7 @@ impl Default for Disk {
             current_epoch: 0,
             txns: Vec::new(),
             committed: 0,
+            durable_zxid: 0,
         }
     }
 }
@@ -61,6 +64,12 @@ impl Disk {
 
     pub fn committed(&self) -> u64 {
         self.committed
+    }
+
+    /// The last zxid an fsync (or a durable rewrite) has made durable: what survives a power
+    /// loss now.
+    pub fn durable_zxid(&self) -> u64 {
+        self.durable_zxid
     }
 
     /// Whether anything written is not yet durable.
@@ -117,11 +126,13 @@ impl Disk {
         }
         self.bytes = bytes;
         self.durable = self.bytes.len();
+        self.durable_zxid = self.last_zxid();
     }
 
     /// fsync: everything written so far is durable.
     pub fn sync(&mut self) {
         self.durable = self.bytes.len();
+        self.durable_zxid = self.last_zxid();
     }
 
     /// A power loss: the page cache is gone. `torn` keeps that many bytes of the unsynced
@@ -168,6 +179,7 @@ impl Disk {
         self.durable = self.bytes.len();
         self.txns = read.txns.clone();
         self.committed = read.committed;
+        self.durable_zxid = self.last_zxid();
         Found {
             accepted_epoch: self.accepted_epoch,
             current_epoch: self.current_epoch,

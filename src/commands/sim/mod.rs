@@ -30,6 +30,7 @@ pub mod confirm;
 pub mod disk;
 pub mod nemesis;
 pub mod net;
+pub mod oracle;
 pub mod record;
 pub mod replay;
 pub mod run;

@@ -162,6 +162,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     let info = test_info(s, seed, &names, faults_planned);
     let digest = w.rec.digest();
     let mut results = judge(digest, &w.rec.text, &info);
+    with_oracle(&mut results, w.oracle.result());
     if let Some(at) = w.runaway {
         cut_short(&mut results, at, w.handled);
     }
@@ -227,6 +228,12 @@ fn test_info(s: &SimSettings, seed: u64, names: &[String], faults_planned: usize
             schedule: Some(s.schedule.name.clone()),
         }),
     })
+}
+
+/// The oracle's verdict (`oracle.rs`) as one more result, in the combined verdict.
+fn with_oracle(results: &mut Results, oracle: crate::checker::CheckResult) {
+    results.valid = results.valid.and(oracle.valid);
+    results.checkers.push(oracle);
 }
 
 /// A run cut short (`world::MAX_EVENTS`) cannot show what it did not reach: a checker that
@@ -399,9 +406,13 @@ mod tests {
             &run.info.nodes,
         );
         let again = judge(from_text, &run.history, &run.info);
+        // The history's checkers, that is: the oracle judges the servers, not the lines.
+        let of_history = (run.results.checkers.iter())
+            .filter(|c| c.name != crate::commands::sim::oracle::NAME)
+            .collect::<Vec<_>>();
         assert_eq!(
             serde_json::to_string(&again.checkers).unwrap(),
-            serde_json::to_string(&run.results.checkers).unwrap()
+            serde_json::to_string(&of_history).unwrap()
         );
     }
 

@@ -703,6 +703,15 @@ impl Server {
         }
     }
 
+    /// The epoch this server leads once it is established (a quorum acked its NEWLEADER and
+    /// it broadcasts), for the oracle.
+    pub fn established_epoch(&self) -> Option<u64> {
+        match &self.role {
+            Role::Leading { sm, .. } if sm.phase() == ZabPhase::Broadcast => sm.epoch(),
+            _ => None,
+        }
+    }
+
     fn zab_phase(&self) -> ZabPhase {
         match &self.role {
             Role::Looking => ZabPhase::Election,

@@ -6,6 +6,7 @@
 //! The observers and clients record through `record.rs` exactly what the real ones record.
 
 use super::net::{Net, Port};
+use super::oracle::Oracle;
 use super::record::SimRecorder;
 use super::server::{Effect, Life, Server, WriteOutcome};
 use crate::history::NodeExitValue;
@@ -220,6 +221,8 @@ pub struct World {
     pub status_timeout_ns: u64,
     /// The history's wall clock at time 0 (ms since the Unix epoch).
     pub wall_start_ms: i64,
+    /// The ground truth's checks after every event (`oracle.rs`).
+    pub oracle: Oracle,
 }
 
 impl World {
@@ -256,6 +259,7 @@ impl World {
             read_period_ns: 0,
             status_timeout_ns: 0,
             wall_start_ms: 0,
+            oracle: Oracle::default(),
         }
     }
 
@@ -312,6 +316,8 @@ impl World {
         let node = ev_node(&ev);
         let handled = catch_unwind(AssertUnwindSafe(|| self.handle_one(ev)));
         let Err(panic) = handled else {
+            let now = self.now();
+            self.oracle.after_event(now, &self.servers);
             return;
         };
         // A machine that panics takes its process down, as a real node's panic does: recorded
@@ -435,7 +441,12 @@ impl World {
                         self.at(free.max(now), Ev::SlotWrite { from: sid, to });
                     }
                 }
-                Effect::Zab { conn, msg } => self.send_on(conn, sid, Wire::Zab { conn, msg }),
+                Effect::Zab { conn, msg } => {
+                    if let (Msg::Ack { zxid }, Some(s)) = (&msg, self.servers.get(&sid)) {
+                        self.oracle.on_ack(now, sid, *zxid, s);
+                    }
+                    self.send_on(conn, sid, Wire::Zab { conn, msg })
+                }
                 Effect::Close { conn } => self.close(conn, sid),
                 Effect::Dial {
                     leader,
