@@ -14,6 +14,8 @@
 //! - [`net`]: which directed links pass and how long a message takes;
 //! - [`server`]: one server, the node's machines behind the shell the real loops are;
 //! - [`world`]: the event queue, connections, observers and clients;
+//! - [`codec`]: the node's own frames, which every message crosses the network as;
+//! - [`oracle`]: Zab's invariants on the servers' true state, after every event;
 //! - [`nemesis`]: planned faults done to the simulated cluster;
 //! - [`record`]: the history lines, with the live view, situations and observations;
 //! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`;
@@ -26,6 +28,7 @@
 
 pub mod batch;
 pub mod cli;
+pub mod codec;
 pub mod confirm;
 pub mod disk;
 pub mod nemesis;

@@ -5,6 +5,7 @@
 //! direction, held while cut, as TCP holds them), dials, clients' writes and their answers.
 //! The observers and clients record through `record.rs` exactly what the real ones record.
 
+use super::codec;
 use super::net::{Net, Port};
 use super::oracle::Oracle;
 use super::record::SimRecorder;
@@ -119,15 +120,17 @@ pub enum Ev {
 
 #[derive(Debug, Clone)]
 pub enum Wire {
-    /// On election connection `gen` of its pair (lost if that connection was replaced).
+    /// A notification's frame (`codec::note_frame`) on election connection `gen` of its pair
+    /// (lost if that connection was replaced).
     Note {
         from: u64,
-        n: Notification,
+        frame: Vec<u8>,
         gen: u64,
     },
+    /// A Zab message's frame (`codec::zab_frame`).
     Zab {
         conn: u64,
-        msg: Msg,
+        frame: Vec<u8>,
     },
     Closed {
         conn: u64,
@@ -415,8 +418,14 @@ impl World {
             Wire::Note { from, gen, .. } if gen != self.gen_of(from, to) => vec![],
             // Cut on its way: the pair's reconnection after the heal sends the slot again.
             Wire::Note { from, .. } if !self.net.passes(from, to, Port::Election) => vec![],
-            Wire::Note { from, n, .. } => self.server(to).on_notification(now, from, n),
-            Wire::Zab { conn, msg } => self.server(to).on_frame(now, conn, msg),
+            Wire::Note { from, frame, .. } => {
+                let n = codec::read_note(&frame);
+                self.server(to).on_notification(now, from, n)
+            }
+            Wire::Zab { conn, frame } => {
+                let msg = codec::read_zab(&frame);
+                self.server(to).on_frame(now, conn, msg)
+            }
             Wire::Closed { conn } => self.server(to).on_closed(now, conn),
             Wire::Write { op, forwarded } => self.write_arrives(to, op, forwarded),
             Wire::Reply { op, outcome } => {
@@ -445,7 +454,8 @@ impl World {
                     if let (Msg::Ack { zxid }, Some(s)) = (&msg, self.servers.get(&sid)) {
                         self.oracle.on_ack(now, sid, *zxid, s);
                     }
-                    self.send_on(conn, sid, Wire::Zab { conn, msg })
+                    let frame = codec::zab_frame(&msg);
+                    self.send_on(conn, sid, Wire::Zab { conn, frame })
                 }
                 Effect::Close { conn } => self.close(conn, sid),
                 Effect::Dial {
@@ -517,7 +527,11 @@ impl World {
             t,
             Ev::Deliver {
                 to,
-                wire: Wire::Note { from, n, gen },
+                wire: Wire::Note {
+                    from,
+                    frame: codec::note_frame(&n),
+                    gen,
+                },
             },
         );
     }
