@@ -435,6 +435,7 @@ pub fn append_rule(last: u64, txns: &[Txn]) -> Result<(), String> {
     }
     Ok(())
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,10 @@
 use super::schedule::{PlannedFault, TargetSpec};
 use super::steer::Strategy;
 use crate::history::situation::{Phase, Situation};
+use crate::history::EventType;
 use crate::workload::observe::Observations;
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Duration;
@@ -60,13 +63,40 @@ pub trait NemesisEnv {
 }
 
 /// What the loop's order of faults depends on beside the seed and what the run shows: one
-/// struct for `test` and `simulate` (`NemesisSettings` holds it for a real run).
-#[derive(Debug, Clone, Default)]
+/// struct for `test` and `simulate` (`NemesisSettings` holds it for a real run, and test.json
+/// records it there).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Steering {
     /// Steered toward what the run has not met, or the seeded plan's order.
     pub strategy: Strategy,
-    /// Situations met before this run (a sweep's, earlier nights').
+    /// Situations met before this run (`--met-before`; a sweep's earlier runs and nights):
+    /// steering prefers what neither they nor the run met. Recorded, so test.json says what
+    /// the choices depended on.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub met_before: BTreeSet<Situation>,
-    /// Whether the workload writes (goals after an ACK need client writes).
+    /// Whether the workload writes: goals after an ACK need client writes (`super::goal`).
+    /// test.json names the workload already.
+    #[serde(skip)]
     pub writes: bool,
+}
+
+/// The final heal's verify, as both environments record it (`F::Heal` by the nemesis): its
+/// invoke, then `info` when nothing of the faults is left, or `fail` naming each `problem`
+/// (a process still stopped, a link still cut, ...). The checkers read it as the run's final
+/// heal whatever the kinds were.
+pub fn verify_records(nodes: &[String], problems: Vec<String>) -> [(EventType, Value); 2] {
+    let outcome = match problems.is_empty() {
+        true => EventType::Info,
+        false => EventType::Fail,
+    };
+    [
+        (
+            EventType::Invoke,
+            json!({ "nodes": nodes, "final": true, "verify": true }),
+        ),
+        (
+            outcome,
+            json!({ "nodes": nodes, "final": true, "verify": true, "problems": problems }),
+        ),
+    ]
 }

@@ -1,7 +1,7 @@
 //! The nemesis of a real run: the shared loop (`super::runner`) on a live cluster, driven by
 //! tokio's clock, and the final heal that undoes everything and verifies it.
 
-use super::env::NemesisEnv;
+use super::env::{verify_records, NemesisEnv};
 use super::faults::{self, clock::Strobe, Active};
 use super::inject;
 use super::runner::run_plan;
@@ -11,10 +11,9 @@ use crate::control::fault::clock::ClockSetting;
 use crate::control::fault::iptables::CHAIN;
 use crate::control::sut::BoxFuture;
 use crate::history::situation::{Phase, Situation};
-use crate::history::{EventType, F, NEMESIS};
+use crate::history::{F, NEMESIS};
 use crate::workload::observe::Observations;
 use anyhow::Result;
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -45,16 +44,8 @@ impl ScheduledNemesis {
             history_start: ctx.recorder.now(),
             active: &self.active,
         };
-        let s = &ctx.settings;
-        let steering = s.steering();
-        run_plan(
-            &mut env,
-            &self.schedule,
-            ctx.seed,
-            ctx.time_limit,
-            &steering,
-        )
-        .await;
+        let steering = &ctx.settings.steering;
+        run_plan(&mut env, &self.schedule, ctx.seed, ctx.time_limit, steering).await;
         Ok(())
     }
 
@@ -137,20 +128,9 @@ impl ScheduledNemesis {
                 Err(e) => problems.push(format!("{node}: cannot read its clock skew: {e:#}")),
             }
         }
-        let kind = if problems.is_empty() {
-            EventType::Info
-        } else {
-            EventType::Fail
-        };
-        let value = json!({ "nodes": nodes, "final": true, "verify": true, "problems": problems });
-        ctx.recorder.record(
-            NEMESIS,
-            EventType::Invoke,
-            F::Heal,
-            None,
-            json!({ "nodes": nodes, "final": true, "verify": true }),
-        );
-        ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+        for (kind, value) in verify_records(nodes, problems) {
+            ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+        }
     }
 }
 

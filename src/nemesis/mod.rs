@@ -12,7 +12,10 @@
 //! - `steer`: which planned fault goes next, toward situations the run has not met;
 //! - `goal`: the situation an entry is there to meet (`[fault.goal]`), which `steer` deals first;
 //! - `seam`: the `Nemesis` trait and the `NemesisContext` a run hands it (`NoNemesis`,
-//!   `NemesisSettings`); `runner` is the scheduled implementation, `inject` does one fault.
+//!   `NemesisSettings`); `inject` does one fault;
+//! - `runner`: the one nemesis loop (plan, steering, goals, triggers, compositions) over an
+//!   `env::NemesisEnv`; `live` drives it on a real cluster (`ScheduledNemesis`), and the
+//!   simulator on virtual time (`virtual_time`).
 
 pub mod catalogue;
 pub mod env;

@@ -34,32 +34,15 @@ pub struct NemesisSettings {
     /// What the default schedule left out because this run cannot do it, one line per kind
     /// naming why (`crate::nemesis::Chosen::left_out`); empty when nothing was.
     pub left_out: Vec<String>,
-    /// How the scheduled nemesis orders its planned faults (`--nemesis-strategy`).
-    pub strategy: super::steer::Strategy,
-    /// Whether the workload writes: goals after an ACK need client writes (`super::goal`).
-    /// test.json names the workload already.
-    #[serde(skip)]
-    pub writes: bool,
-    /// Situations met before this run (`--met-before`; a sweep's earlier runs and nights):
-    /// steering prefers what neither they nor the run met. Recorded, so test.json says what
-    /// the choices depended on.
-    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
-    pub met_before: std::collections::BTreeSet<crate::history::situation::Situation>,
+    /// How the loop orders its planned faults and what that order depends on
+    /// (`--nemesis-strategy`, the workload's writes, `--met-before`): one struct for `test`
+    /// and `simulate`, its fields written here as before.
+    #[serde(flatten)]
+    pub steering: super::env::Steering,
     /// The nodes that only observe (`--observers`): targets such as `minority` and the
     /// leader-minority partition count voters only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<String>,
-}
-
-impl NemesisSettings {
-    /// What the nemesis loop's order of faults depends on (the simulator builds the same).
-    pub fn steering(&self) -> super::env::Steering {
-        super::env::Steering {
-            strategy: self.strategy,
-            met_before: self.met_before.clone(),
-            writes: self.writes,
-        }
-    }
 }
 
 /// Everything a nemesis may use.

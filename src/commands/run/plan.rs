@@ -562,11 +562,13 @@ fn nemesis_settings_of(
         interval: schedule.interval,
         file: args.nemesis_file.clone(),
         left_out,
-        strategy: args.nemesis_strategy,
-        writes: workload.kind.writes(),
-        met_before: match &args.met_before {
-            Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
-            None => Default::default(),
+        steering: crate::nemesis::env::Steering {
+            strategy: args.nemesis_strategy,
+            writes: workload.kind.writes(),
+            met_before: match &args.met_before {
+                Some(f) => crate::history::situation::read_met_before(f).map_err(bad_input)?,
+                None => Default::default(),
+            },
         },
     })
 }

@@ -11,7 +11,7 @@ use super::world::World;
 use crate::control::fault::packet::PacketMode;
 use crate::history::situation::{Phase, Situation};
 use crate::history::{node_name, sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
-use crate::nemesis::env::{NemesisEnv, Steering};
+use crate::nemesis::env::{verify_records, NemesisEnv, Steering};
 use crate::nemesis::faults::clock::ClockSkew;
 use crate::nemesis::faults::{self, Life, Order, SimWorld};
 use crate::nemesis::schedule::{PlannedFault, Schedule, TargetSpec};
@@ -255,7 +255,7 @@ fn resolve_in(w: &World, spec: &TargetSpec, pick: u64) -> crate::nemesis::target
     resolve(spec, ens, leader_now(w).as_deref(), pick)
 }
 
-/// As `runner`'s verify: the final heal's last record, whether every process runs unstopped
+/// As `live`'s verify: the final heal's last record, whether every process runs unstopped
 /// and no link is cut (the checkers read it as the run's final heal whatever the kinds).
 fn verify(w: &mut World, names: &[String]) {
     let sids: Vec<u64> = w.servers.keys().copied().collect();
@@ -276,15 +276,9 @@ fn verify(w: &mut World, names: &[String]) {
             problems.push(format!("{} still has a cut link", node_name(s)));
         }
     }
-    let kind = match problems.is_empty() {
-        true => EventType::Info,
-        false => EventType::Fail,
-    };
-    let invoke = json!({ "nodes": names, "final": true, "verify": true });
-    w.rec
-        .record(NEMESIS, EventType::Invoke, F::Heal, None, invoke);
-    let value = json!({ "nodes": names, "final": true, "verify": true, "problems": problems });
-    w.rec.record(NEMESIS, kind, F::Heal, None, value);
+    for (kind, value) in verify_records(names, problems) {
+        w.rec.record(NEMESIS, kind, F::Heal, None, value);
+    }
 }
 
 /// A heal of `kind` on `nodes` that belongs to no fault in force (the final heal's).

@@ -19,6 +19,7 @@
 use super::server::Server;
 use crate::checker::{CheckResult, Measurements, Validity};
 use crate::history::node_name;
+use fle_node::txnlog::Txn;
 use std::collections::BTreeMap;
 
 /// The oracle's name among a simulated run's results.
@@ -68,8 +69,8 @@ impl Oracle {
                 continue;
             }
             self.seen.insert(sid, now_seen);
-            if now_seen.leads.is_some() && now_seen.leads != before.leads {
-                self.established(now, sid, s);
+            if let Some(epoch) = now_seen.leads.filter(|_| now_seen.leads != before.leads) {
+                self.established(now, sid, epoch, txns);
             }
             if (now_seen.committed, now_seen.len, now_seen.last)
                 != (before.committed, before.len, before.last)
@@ -87,7 +88,7 @@ impl Oracle {
 
     /// Server `sid` ACKs `zxid`: its disk must hold it durably (NEWLEADER's ACK: its whole log).
     pub fn on_ack(&mut self, now: u64, sid: u64, zxid: u64, s: &Server) {
-        let newleader = zxid & 0xffff_ffff == 0;
+        let newleader = fle_node::api::counter_of(zxid) == 0;
         let durable = s.disk.durable_zxid();
         let needed = if newleader { s.disk.last_zxid() } else { zxid };
         if durable < needed {
@@ -100,11 +101,9 @@ impl Oracle {
         }
     }
 
-    /// `sid` has just established epoch `e`: the only one in it, holding every committed txn.
-    fn established(&mut self, now: u64, sid: u64, s: &Server) {
-        let Some(e) = s.established_epoch() else {
-            return;
-        };
+    /// `sid` (its log `txns`) has just established epoch `e`: the only one in it, holding
+    /// every committed txn.
+    fn established(&mut self, now: u64, sid: u64, e: u64, txns: &[Txn]) {
         match self.leaders.get(&e) {
             Some(&first) if first != sid => self.violation(
                 now,
@@ -119,7 +118,6 @@ impl Oracle {
                 self.leaders.insert(e, sid);
             }
         }
-        let txns = s.disk.txns();
         let missing: Vec<u64> = (self.committed.iter())
             .filter(|(z, v)| {
                 let held = txns.binary_search_by_key(*z, |t| t.zxid).ok();

@@ -128,11 +128,6 @@ impl Scenario {
     /// Server `sid`'s disk holds a committed log up to `last_zxid` (the txns of its epoch,
     /// counters 1 to its counter) and `epoch` as its accepted and current epoch.
     pub fn log(&mut self, sid: u64, epoch: u64, last_zxid: u64) -> &mut Self {
-        let disk = &mut self.server(sid).disk;
-        disk.persist(PersistOp::AcceptedEpoch(epoch))
-            .expect("a scenario's log follows the store's rules");
-        disk.persist(PersistOp::CurrentEpoch(epoch))
-            .expect("a scenario's log follows the store's rules");
         let high = last_zxid & !0xffff_ffff;
         let txns: Vec<Txn> = (1..=fle_node::api::counter_of(last_zxid))
             .map(|c| Txn {
@@ -140,10 +135,16 @@ impl Scenario {
                 value: serde_json::json!(c),
             })
             .collect();
-        disk.persist(PersistOp::Append(txns))
-            .expect("a scenario's log follows the store's rules");
-        disk.persist(PersistOp::Commit(last_zxid))
-            .expect("a scenario's log follows the store's rules");
+        let disk = &mut self.server(sid).disk;
+        for op in [
+            PersistOp::AcceptedEpoch(epoch),
+            PersistOp::CurrentEpoch(epoch),
+            PersistOp::Append(txns),
+            PersistOp::Commit(last_zxid),
+        ] {
+            disk.persist(op)
+                .expect("a scenario's log follows the store's rules");
+        }
         disk.sync();
         self
     }

@@ -4,8 +4,9 @@
 //! only for a known bug of 3.8.0), the version each server reported and how the epoch files were
 //! read recorded in test.json, and nothing left on any host (then `clean` finds nothing either);
 //! and `--zookeeper-version 3.9.3`, fetched from Debian's archive into a cache of the test's
-//! own (before the runs, which find it there through `FLC_ZOOKEEPER_CACHE`), over SSH (uploaded to the hosts that lack it, used in place where it is) and locally
-//! (the cached folder reused), each run recording the release every server reported and
+//! own (before the runs, which find it there through `FLC_ZOOKEEPER_CACHE`), over SSH
+//! (uploaded to the hosts that lack it, used in place where it is) and locally (the cached
+//! folder reused), each run recording the release every server reported and
 //! running the folder's jars; a folder whose jars report another release is refused. Needs
 //! root and Debian's zookeeper package (installed when missing), and Debian's archive.
 
