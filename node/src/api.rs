@@ -137,6 +137,10 @@ pub struct NodeStatus {
     /// acceptedEpoch (persisted).
     #[serde(default)]
     pub accepted_epoch: u64,
+    /// The config in force once a reconfig changed it; left out under the static zoo.cfg
+    /// (version 0), so histories without reconfigs keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ConfigView>,
     /// logicalclock: the election round.
     pub election_epoch: u64,
     #[serde(default)]
@@ -160,6 +164,15 @@ pub struct NodeStatus {
     pub wall_clock_ms: i64,
     #[serde(default = "default_phase")]
     pub zab_phase: ZabPhase,
+}
+
+/// A server's config as `/status` shows it: its version (the reconfig's zxid) and members.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigView {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<u64>,
+    pub version: u64,
+    pub voters: Vec<u64>,
 }
 
 fn is_participant(t: &PeerType) -> bool {

@@ -32,6 +32,7 @@ fn election(sid: u64, n: u64, bugs: Bugs) -> Election {
             max_notification_interval: Duration::from_secs(60),
             bugs,
             config_bytes: Vec::new(),
+            config_version: 0,
         },
         Instant::now(),
     )
@@ -296,6 +297,7 @@ fn leader(bugs: Bugs, hist: &[u64]) -> Leader {
             sync_limit_beats: 4,
             snap_threshold: 100,
             bugs,
+            config_version: 0,
         },
         2,
         2,

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::api::PeerType;
+use crate::membership::{self, Membership};
 
 /// ZooKeeper's jute.maxbuffer default: 1 MiB.
 pub const DEFAULT_MAX_BUFFER: usize = 1 << 20;
@@ -41,8 +42,11 @@ pub struct Config {
     pub init_limit: u64,
     pub sync_limit: u64,
     pub data_dir: PathBuf,
-    /// Every server, voters and observers, by sid.
+    /// Every server, voters and observers, by sid: zoo.cfg's (or its dynamicConfigFile's)
+    /// until a reconfig, then the newest dynamic config in the dataDir (`membership`).
     pub servers: BTreeMap<u64, ServerAddr>,
+    /// The config version of `servers` (0: the static config; else a reconfig's zxid).
+    pub version: u64,
     /// `peerType=` when given: checked against this server's own `server.N` line.
     pub peer_type: Option<PeerType>,
     pub admin_address: String,
@@ -51,11 +55,40 @@ pub struct Config {
     pub max_buffer: usize,
     /// Keys we accepted but do not use, for a start-up warning.
     pub ignored_keys: Vec<String>,
+    /// zoo.cfg's `dynamicConfigFile=` (relative to zoo.cfg's folder), read by `load`.
+    pub dynamic_file: Option<PathBuf>,
+    /// This server's line in zoo.cfg (set by `load`): its ports if a reconfig removed it.
+    pub own: Option<ServerAddr>,
 }
 
 impl Config {
+    /// This server's addresses: its line in the config in force, or, once a reconfig removed
+    /// it, its line in zoo.cfg (`load` refuses a zoo.cfg without one).
     pub fn me(&self) -> &ServerAddr {
-        &self.servers[&self.sid]
+        match self.servers.get(&self.sid) {
+            Some(a) => a,
+            None => self
+                .own
+                .as_ref()
+                .expect("load checks this server's own line"),
+        }
+    }
+
+    /// The membership in force: the servers and their version.
+    pub fn membership(&self) -> Membership {
+        Membership {
+            version: self.version,
+            servers: self.servers.clone(),
+        }
+    }
+
+    /// This config under another membership (a reconfig activated).
+    pub fn with_membership(&self, m: &Membership) -> Config {
+        Config {
+            servers: m.servers.clone(),
+            version: m.version,
+            ..self.clone()
+        }
     }
 
     /// The servers that vote and count toward quorums.
@@ -91,6 +124,11 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         ))
     })?;
     let mut cfg = parse(&path.display().to_string(), &text)?;
+    if let Some(file) = cfg.dynamic_file.take() {
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        let m = read_dynamic(&file)?;
+        (cfg.servers, cfg.version) = (m.servers, m.version);
+    }
     cfg.sid = read_myid(&cfg.data_dir)?;
     if !cfg.servers.contains_key(&cfg.sid) {
         return Err(ConfigError(format!(
@@ -116,7 +154,35 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             cfg.sid
         )));
     }
+    cfg.own = cfg.servers.get(&cfg.sid).cloned();
+    // A reconfig this server activated before it stopped is in force again, even one that
+    // removed it: it then starts outside the ensemble, on its own ports, and stays LOOKING.
+    let newest = membership::load_newest(&cfg.data_dir).map_err(ConfigError)?;
+    if let Some(m) = newest.filter(|m| m.version > cfg.version) {
+        (cfg.servers, cfg.version) = (m.servers, m.version);
+    }
     Ok(cfg)
+}
+
+/// zoo.cfg's `dynamicConfigFile=`: the server lines and version live there (ZooKeeper 3.5+).
+fn read_dynamic(path: &Path) -> Result<Membership, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError(format!(
+            "{}: cannot read the dynamicConfigFile: {e} (fix the path in zoo.cfg or put the server.N lines in zoo.cfg)",
+            path.display()
+        ))
+    })?;
+    let mut m = Membership::parse(&path.display().to_string(), &text).map_err(ConfigError)?;
+    // ZooKeeper names the file `zoo.cfg.dynamic.<hex version>`: the version is in the name.
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let suffix = name.rsplit_once(".dynamic.").map(|(_, v)| v);
+    if let Some(version) = suffix.and_then(|v| u64::from_str_radix(v, 16).ok()) {
+        m.version = version;
+    }
+    Ok(m)
 }
 
 fn read_myid(data_dir: &Path) -> Result<u64, ConfigError> {
@@ -148,6 +214,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let mut admin_port = 8080u16;
     let mut max_buffer = DEFAULT_MAX_BUFFER;
     let mut peer_type = None;
+    let mut dynamic_file = None;
     let mut ignored = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -190,6 +257,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
                     }
                 })
             }
+            "dynamicConfigFile" => dynamic_file = Some(PathBuf::from(value)),
             "jute.maxbuffer" => max_buffer = number(1024)? as usize,
             "admin.serverPort" => {
                 admin_port = value.parse().map_err(|_| {
@@ -209,9 +277,14 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     }
     let missing =
         |key: &str| ConfigError(format!("{name}: {key} is not set (add a `{key}=` line)"));
-    check_servers(name, &servers)?;
+    if dynamic_file.is_none() {
+        check_servers(name, &servers)?;
+    }
     Ok(Config {
         sid: 0,
+        version: 0,
+        dynamic_file,
+        own: None,
         tick_time_ms: tick.ok_or_else(|| missing("tickTime"))?,
         init_limit: init.ok_or_else(|| missing("initLimit"))?,
         sync_limit: sync.ok_or_else(|| missing("syncLimit"))?,
@@ -226,7 +299,7 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 }
 
 /// A `server.N=...` line (`key`, `value`): the sid and its addresses, or what is wrong.
-fn server_line(key: &str, value: &str) -> Result<(u64, ServerAddr), String> {
+pub(crate) fn server_line(key: &str, value: &str) -> Result<(u64, ServerAddr), String> {
     let sid = key["server.".len()..]
         .parse::<u64>()
         .map_err(|_| format!("{key:?}: the part after `server.` must be the server id"))?;

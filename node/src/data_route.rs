@@ -302,19 +302,20 @@ fn answer_outcome(outcome: Outcome, zxid: u64) -> (u16, Value) {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
     use serde_json::json;
 
     use super::*;
     use crate::api::ElectionSummary;
+    use crate::membership::members_with_client;
     use crate::txnlog::Txn;
     use crate::zab::Store;
 
     fn status(state: ServerState, phase: ZabPhase, leader: Option<u64>) -> NodeStatus {
         NodeStatus {
             accepted_epoch: 1,
+            config: None,
             election_epoch: 1,
             last_committed_zxid: 0,
             last_election: None,
@@ -351,7 +352,7 @@ mod tests {
         drop(closed);
         let writes = Writes {
             route: Arc::new(Mutex::new(Route::Following { leader: 2 })),
-            http_addrs: Arc::new(BTreeMap::from([(2, addr)])),
+            members: members_with_client(2, addr),
             wait: Duration::from_secs(2),
         };
         let (_tx, status) = watch::channel(status);

@@ -57,6 +57,7 @@ use std::time::{Duration, Instant};
 
 use crate::api::{CountedVote, ReceivedVote, ServerState};
 use crate::bugs::{Bug, Bugs};
+use crate::membership::Membership;
 use crate::vote::Vote;
 use crate::wire::{Notification, NOTIFICATION_VERSION};
 
@@ -79,6 +80,8 @@ pub struct ElectionConfig {
     pub bugs: Bugs,
     /// The config bytes carried in notifications.
     pub config_bytes: Vec<u8>,
+    /// The version of the config in force: a peer's config with a higher one is adopted.
+    pub config_version: u64,
 }
 
 impl ElectionConfig {
@@ -107,6 +110,23 @@ impl ElectionConfig {
     fn learns_only(&self) -> bool {
         self.is_observer() && !self.bugs.has(Bug::ObserverVoteCounted)
     }
+}
+
+/// The same servers with the same roles and ports (client addresses aside).
+fn same_servers(a: &Membership, b: &Membership) -> bool {
+    let key = |m: &Membership| -> Vec<_> {
+        let of = |(s, x): (&u64, &crate::config::ServerAddr)| {
+            (
+                *s,
+                x.host.clone(),
+                x.quorum_port,
+                x.election_port,
+                x.peer_type,
+            )
+        };
+        m.servers.iter().map(of).collect()
+    };
+    key(a) == key(b)
 }
 
 /// A vote as counted in recvset/outofelection (ZooKeeper's `Vote` with round and state).
@@ -139,8 +159,14 @@ impl Ballot {
 /// What the state machine asks the shell to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    Send { to: u64, notification: Notification },
+    Send {
+        to: u64,
+        notification: Notification,
+    },
     Decided(Decision),
+    /// A peer runs under a newer committed config with other servers (ZooKeeper's
+    /// `processReconfig` from a notification): the shell activates it, then looks again.
+    NewerConfig(Membership),
 }
 
 /// The end of an election.
@@ -342,8 +368,36 @@ impl Election {
         Vec::new()
     }
 
+    /// Takes a new config (a reconfig activated): the next `start_looking` votes under it.
+    /// Votes parked under the old config are dropped.
+    pub fn reconfigure(&mut self, cfg: ElectionConfig) {
+        self.cfg = cfg;
+        self.parked.clear();
+    }
+
+    /// The config a LOOKING server adopts from notification `n`: a higher version that lists
+    /// other servers, roles or ports than ours (the client addresses are not compared: a
+    /// ZooKeeper peer lists its client port there, fle-node its HTTP API).
+    fn newer_config(&self, n: &Notification) -> Option<Membership> {
+        if self.state != ServerState::Looking || n.version < NOTIFICATION_VERSION {
+            return None;
+        }
+        let text = std::str::from_utf8(&n.config).ok()?;
+        let theirs = Membership::parse("a notification's config", text).ok()?;
+        if theirs.version <= self.cfg.config_version {
+            return None;
+        }
+        let ours = std::str::from_utf8(&self.cfg.config_bytes).ok();
+        let ours = ours.and_then(|t| Membership::parse("our config", t).ok());
+        let same = ours.is_some_and(|o| same_servers(&o, &theirs));
+        (!same).then_some(theirs)
+    }
+
     /// Handles one notification from peer `from`.
     pub fn step(&mut self, now: Instant, from: u64, n: Notification) -> Vec<Output> {
+        if let Some(m) = self.newer_config(&n) {
+            return vec![Output::NewerConfig(m)];
+        }
         let known = self.cfg.voters.contains(&from) || self.cfg.observers.contains(&from);
         if !known || from == self.cfg.sid {
             self.counters.from_non_voter += 1;
@@ -706,6 +760,7 @@ mod tests {
             max_notification_interval: Duration::from_secs(60),
             bugs: Bugs::none(),
             config_bytes: Vec::new(),
+            config_version: 0,
         }
     }
 

@@ -45,8 +45,8 @@ pub struct HttpState {
     pub started: Instant,
     pub wire: Arc<WireCounters>,
     pub election: Arc<Mutex<ElectionCounters>>,
-    /// Host of every server, by sid (for `leader_ip`).
-    pub hosts: Arc<std::collections::BTreeMap<u64, String>>,
+    /// The servers in force (the leader's host for `/commands/leader`).
+    pub members: crate::membership::Members,
     /// Read by `/log`.
     pub store: SharedStore,
     pub writes: Writes,
@@ -95,6 +95,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/status", get(status))
         .route("/commands/leader", get(leader))
         .route("/write", post(write))
+        .route("/reconfig", post(reconfig))
         .route("/log", get(log))
         .route("/data", post(data_write))
         // Any rest of the path is a key, so "a/b" or "" is refused as one (400), not a 404.
@@ -138,7 +139,7 @@ async fn leader(State(state): State<HttpState>) -> Json<LeaderBody> {
         is_leader: s.state == ServerState::Leading,
         leader_id: leader.map(|l| l as i64).unwrap_or(-1),
         leader_ip: leader
-            .and_then(|l| state.hosts.get(&l).cloned())
+            .and_then(|l| Some(state.members.borrow().servers.get(&l)?.host.clone()))
             .unwrap_or_default(),
     })
 }
@@ -159,6 +160,17 @@ async fn write(State(state): State<HttpState>, headers: HeaderMap, body: Body) -
         Err(refused) => return refused,
     };
     let (code, body) = state.writes.handle(&body, forwarded).await;
+    answer(code, body)
+}
+
+async fn reconfig(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> Answer {
+    let forwarded = headers.contains_key(FORWARDED_HEADER);
+    let body = match body_of(&state, body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
+    let (code, body) =
+        crate::reconfig_route::handle(&state.writes, &state.members, &body, forwarded).await;
     answer(code, body)
 }
 

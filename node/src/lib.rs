@@ -4,6 +4,7 @@
 //!
 //! - `api`: the JSON a node serves over HTTP (the controller reads the same types);
 //! - `config`: zoo.cfg + myid, in ZooKeeper's terms;
+//! - `membership`: the ensemble's servers under a version, and reconfig (ZooKeeper 3.5+);
 //! - `bugs`: the catalogue of seeded bugs (`--bug`), each off by default;
 //! - `vote`: a vote and ZooKeeper's order on votes;
 //! - `wire`: bytes <-> notifications and hellos, in ZooKeeper's layouts;
@@ -11,8 +12,9 @@
 //! - `peers`: the election transport (QuorumCnxManager) over TCP;
 //! - `txnlog`: the durable log; `zab`: epochs + log on disk (`zab::store`, which the vote is
 //!   made of) and discovery/sync/broadcast after an election (lead or follow);
-//! - `http`: `/status`, `/write`, `/log`, `/data`, `/sync` and `/commands/leader`;
+//! - `http`: `/status`, `/write`, `/reconfig`, `/log`, `/data`, `/sync` and `/commands/leader`;
 //! - `write_route`: where a client write goes (leader's Zab, forwarded, or refused);
+//! - `reconfig_route`: `POST /reconfig`, a membership change proposed through the leader;
 //! - `data`: the data tree every server applies its committed log to (key, value, version);
 //! - `data_route`: the tree's ops, reads and syncs as a ZooKeeper client sees them;
 //! - `warn_limit`: one warning line per misbehaving source per interval;
@@ -32,7 +34,9 @@ pub mod follow_streak;
 pub mod host_clock;
 pub mod http;
 pub mod lazyfs;
+pub mod membership;
 pub mod peers;
+pub mod reconfig_route;
 pub mod server;
 pub mod txnlog;
 pub mod vote;

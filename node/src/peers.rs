@@ -132,6 +132,10 @@ pub fn bump(c: &AtomicU64) {
 
 /// One other voter, as seen from here.
 struct Link {
+    /// Its election "host:port".
+    addr: String,
+    /// The task that dials and serves it; aborted when the link is dropped.
+    task: tokio::task::JoinHandle<()>,
     /// The send slot: the latest framed notification for this peer.
     outbox: watch::Sender<Option<Arc<Vec<u8>>>>,
     /// Connections this peer dialed to us (only kept when its sid is larger).
@@ -147,13 +151,60 @@ pub struct Peers {
     pub counters: Arc<WireCounters>,
     /// Shared with the quorum port and HTTP: one warning per source per interval.
     pub warnings: Arc<WarnLimiter>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    acceptor: tokio::task::JoinHandle<()>,
+    /// The acceptor's way to each link, replaced when the links change.
+    routes: Arc<std::sync::RwLock<BTreeMap<u64, Route>>>,
+    spawn: LinkSpawner,
 }
 
 impl Drop for Peers {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
+        self.acceptor.abort();
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What every link task shares: who we are, where notifications go, counters and bugs.
+struct LinkSpawner {
+    me: Identity,
+    inbound: mpsc::Sender<(u64, Notification)>,
+    counters: Arc<WireCounters>,
+    bugs: Bugs,
+    /// Shared by every link; taken only under the seeded `blocking-connect` bug.
+    dial_lock: Arc<tokio::sync::Mutex<()>>,
+    warnings: Arc<WarnLimiter>,
+}
+
+impl LinkSpawner {
+    /// Starts the task that keeps the connection to `peer` at `addr`.
+    fn link(&self, peer: u64, addr: String) -> Link {
+        let (outbox, outbox_rx) = watch::channel(None);
+        let (incoming, incoming_rx) = mpsc::channel(4);
+        let dial_now = Arc::new(Notify::new());
+        let task = LinkTask {
+            me: self.me.clone(),
+            peer,
+            peer_addr: addr.clone(),
+            outbox: outbox_rx,
+            incoming: incoming_rx,
+            dial_now: dial_now.clone(),
+            inbound: self.inbound.clone(),
+            counters: self.counters.clone(),
+            bugs: self.bugs,
+            dial_lock: self.dial_lock.clone(),
+            warnings: self.warnings.clone(),
+        };
+        Link {
+            addr,
+            task: tokio::spawn(task.run()),
+            outbox,
+            incoming,
+            dial_now,
         }
     }
 }
@@ -192,57 +243,52 @@ impl Peers {
     ) -> Peers {
         let counters = Arc::new(WireCounters::default());
         let warnings = Arc::new(WarnLimiter::default());
-        let dial_lock = Arc::new(tokio::sync::Mutex::new(()));
-        let mut links = BTreeMap::new();
-        let mut tasks = Vec::new();
-        for (sid, addr) in peers {
-            if sid == me.sid {
-                continue;
-            }
-            let (outbox, outbox_rx) = watch::channel(None);
-            let (incoming, incoming_rx) = mpsc::channel(4);
-            let dial_now = Arc::new(Notify::new());
-            let task = LinkTask {
-                me: me.clone(),
-                peer: sid,
-                peer_addr: addr,
-                outbox: outbox_rx,
-                incoming: incoming_rx,
-                dial_now: dial_now.clone(),
-                inbound: inbound.clone(),
-                counters: counters.clone(),
-                bugs,
-                dial_lock: dial_lock.clone(),
-                warnings: warnings.clone(),
-            };
-            tasks.push(tokio::spawn(task.run()));
-            links.insert(
-                sid,
-                Link {
-                    outbox,
-                    incoming,
-                    dial_now,
-                },
-            );
-        }
+        let routes = Arc::new(std::sync::RwLock::new(BTreeMap::new()));
         let acceptor = Acceptor {
             my_sid: me.sid,
-            routes: links
-                .iter()
-                .map(|(sid, l)| (*sid, (l.incoming.clone(), l.dial_now.clone())))
-                .collect(),
+            routes: routes.clone(),
             counters: counters.clone(),
             warnings: warnings.clone(),
             hello_timeout,
             unidentified: Arc::new(Semaphore::new(MAX_UNIDENTIFIED)),
         };
-        tasks.push(tokio::spawn(acceptor.run(listener)));
-        Peers {
-            links,
-            counters,
-            warnings,
-            tasks,
+        let acceptor = tokio::spawn(acceptor.run(listener));
+        let mut started = Peers {
+            links: BTreeMap::new(),
+            counters: counters.clone(),
+            warnings: warnings.clone(),
+            acceptor,
+            routes,
+            spawn: LinkSpawner {
+                me,
+                inbound,
+                counters,
+                bugs,
+                dial_lock: Arc::new(tokio::sync::Mutex::new(())),
+                warnings,
+            },
+        };
+        started.set_peers(peers);
+        started
+    }
+
+    /// Makes the links match `peers` (sid -> election "host:port"), as a reconfig changes
+    /// them: a link to a server no longer listed (or at a new address) is dropped with its
+    /// connection, a new one is started. Unchanged links keep their connections.
+    pub fn set_peers(&mut self, peers: BTreeMap<u64, String>) {
+        let me = self.spawn.me.sid;
+        let keep = |sid: &u64, link: &Link| peers.get(sid) == Some(&link.addr);
+        self.links.retain(|sid, link| keep(sid, link));
+        for (sid, addr) in peers {
+            if sid != me && !self.links.contains_key(&sid) {
+                self.links.insert(sid, self.spawn.link(sid, addr));
+            }
         }
+        *self.routes.write().unwrap_or_else(|e| e.into_inner()) = self
+            .links
+            .iter()
+            .map(|(sid, l)| (*sid, (l.incoming.clone(), l.dial_now.clone())))
+            .collect();
     }
 
     /// Puts `n` in the peer's send slot, replacing what was not yet sent.
@@ -258,7 +304,7 @@ type Route = (mpsc::Sender<TcpStream>, Arc<Notify>);
 
 struct Acceptor {
     my_sid: u64,
-    routes: BTreeMap<u64, Route>,
+    routes: Arc<std::sync::RwLock<BTreeMap<u64, Route>>>,
     counters: Arc<WireCounters>,
     warnings: Arc<WarnLimiter>,
     hello_timeout: Duration,
@@ -326,7 +372,13 @@ impl Acceptor {
                 return;
             }
         };
-        let Some((incoming, dial_now)) = self.routes.get(&sid) else {
+        let route = self
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sid)
+            .cloned();
+        let Some((incoming, dial_now)) = route else {
             bump(&self.counters.bad_hellos);
             self.warn(
                 &from,
@@ -462,8 +514,21 @@ impl LinkTask {
             };
             match stream {
                 Some(s) => {
-                    backoff = BACKOFF_MIN;
+                    let served = std::time::Instant::now();
                     next = self.serve(s).await;
+                    if next.is_some() || served.elapsed() >= BACKOFF_MAX {
+                        backoff = BACKOFF_MIN;
+                        continue;
+                    }
+                    // Hung up at once (a peer that does not know us: we were removed by a
+                    // reconfig, or it has not activated the one that adds us): back off as
+                    // after a failed dial, instead of dialing again in a loop.
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.dial_now.notified() => {}
+                        s = self.incoming.recv() => next = s,
+                    }
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
                 None => {
                     tokio::select! {

@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::api::{NodeStatus, ServerState, ZabPhase};
+use crate::api::{ConfigView, NodeStatus, ServerState, ZabPhase};
 use crate::bugs::Bugs;
 use crate::config::Config;
 use crate::data::SharedTree;
@@ -25,6 +25,7 @@ use crate::data_route::Data;
 use crate::election::{Decision, Election, ElectionConfig, ElectionCounters, Output};
 use crate::follow_streak::FollowStreak;
 use crate::http::{self, HttpState};
+use crate::membership::{self, Members, Membership};
 use crate::peers::{Identity, Peers};
 use crate::wire::Notification;
 use crate::write_route::{Route, Writes};
@@ -91,6 +92,7 @@ impl Ports {
 /// the HTTP API and the quorum port's accept loop, then serves (`serve`) until a signal.
 pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    let sid = cfg.sid;
     // A repaired (torn or corrupt) log tail is logged as a WARN line by open_logged.
     let (store, _repair) = Store::open_logged(&cfg.data_dir)
         .with_context(|| format!("opening dataDir {}", cfg.data_dir.display()))?;
@@ -113,14 +115,12 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let peers = Peers::start_with(
         identity,
         ports.election,
-        cfg.servers
-            .iter()
-            .map(|(sid, a)| (*sid, a.election()))
-            .collect(),
+        election_addrs(&cfg),
         inbound_tx,
         handshake_deadline,
         opts.bugs,
     );
+    let (members_tx, members) = watch::channel(cfg.membership());
 
     let ecfg = election_config(&cfg, &opts);
     let quorum = ecfg.quorum();
@@ -130,7 +130,7 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
     let (status_tx, status_rx) = watch::channel(initial);
     let status_tx = Arc::new(status_tx);
     let election_counters = Arc::new(Mutex::new(ElectionCounters::default()));
-    let writes = writes_of(&cfg, &zab_cfg);
+    let writes = writes_of(&zab_cfg, members.clone());
     let sync_mode = Arc::new(Mutex::new(None));
     let data = Data {
         writes: writes.clone(),
@@ -149,17 +149,19 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         started,
         wire: peers.counters.clone(),
         election: election_counters.clone(),
-        hosts: Arc::new(
-            cfg.servers
-                .iter()
-                .map(|(s, a)| (*s, a.host.clone()))
-                .collect(),
-        ),
+        members: members.clone(),
         max_body: cfg.max_buffer,
     };
     spawn_http(ports.http, http_state, &writes, &peers);
     let lobby = Arc::new(Lobby::default());
-    spawn_accept(ports.quorum, &cfg, handshake_deadline, &lobby, &peers);
+    spawn_accept(
+        ports.quorum,
+        cfg.sid,
+        members,
+        handshake_deadline,
+        &lobby,
+        &peers,
+    );
     log_started(&cfg, quorum, &ports.admin, on_disk);
 
     let shell = Shell {
@@ -174,9 +176,12 @@ pub async fn run(cfg: Config, opts: Options) -> anyhow::Result<()> {
         role: None,
         progress: None,
         follow_streak: FollowStreak::default(),
+        cfg,
+        opts,
+        members: members_tx,
     };
     serve(shell, election, inbound, &sync_mode).await?;
-    tracing::info!(sid = cfg.sid, "fle-node stopping");
+    tracing::info!(sid, "fle-node stopping");
     Ok(())
 }
 
@@ -189,7 +194,8 @@ fn election_config(cfg: &Config, opts: &Options) -> ElectionConfig {
         finalize_wait: opts.finalize_wait,
         max_notification_interval: opts.max_notification_interval,
         bugs: opts.bugs,
-        config_bytes: config_string(cfg).into_bytes(),
+        config_bytes: cfg.membership().text().into_bytes(),
+        config_version: cfg.version,
     }
 }
 
@@ -207,22 +213,26 @@ fn zab_config(cfg: &Config, opts: &Options, quorum: usize) -> anyhow::Result<Zab
     // well as elect.
     zab_cfg.quorum = quorum;
     zab_cfg.bugs = opts.bugs;
+    zab_cfg.config_version = cfg.version;
     Ok(zab_cfg)
 }
 
 /// Where writes go: looking until a role starts, the servers' client addresses to forward
-/// to, and how long a forwarded write waits (twice Zab's write timeout).
-fn writes_of(cfg: &Config, zab_cfg: &ZabConfig) -> Writes {
+/// to (`members`), and how long a forwarded write waits (twice Zab's write timeout).
+fn writes_of(zab_cfg: &ZabConfig, members: Members) -> Writes {
     Writes {
         route: Arc::new(Mutex::new(Route::Looking)),
-        http_addrs: Arc::new(
-            cfg.servers
-                .iter()
-                .filter_map(|(s, a)| a.client.clone().map(|c| (*s, c)))
-                .collect(),
-        ),
+        members,
         wait: zab_cfg.write_timeout * 2,
     }
+}
+
+/// Every server's election "host:port", by sid (the election transport's peers).
+fn election_addrs(cfg: &Config) -> BTreeMap<u64, String> {
+    cfg.servers
+        .iter()
+        .map(|(sid, a)| (*sid, a.election()))
+        .collect()
 }
 
 /// Serves the HTTP API on `listener` (idle connections closed after the longer of the
@@ -245,7 +255,8 @@ fn spawn_http(listener: TcpListener, state: HttpState, writes: &Writes, peers: &
 /// a term takes its followers.
 fn spawn_accept(
     listener: TcpListener,
-    cfg: &Config,
+    my_sid: u64,
+    members: Members,
     deadline: Duration,
     lobby: &Arc<Lobby>,
     peers: &Peers,
@@ -253,8 +264,8 @@ fn spawn_accept(
     tokio::spawn(accept::accept_loop(
         listener,
         AcceptConfig {
-            my_sid: cfg.sid,
-            servers: cfg.servers.keys().copied().collect(),
+            my_sid,
+            members,
             deadline,
         },
         lobby.clone(),
@@ -294,10 +305,9 @@ async fn serve(
     mut inbound: mpsc::Receiver<(u64, Notification)>,
     sync_mode: &Mutex<Option<SyncMode>>,
 ) -> anyhow::Result<()> {
-    let (zxid, epoch) = shell.vote_basis();
-    let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
-    shell.looking(&election);
-    shell.apply(&election, out);
+    // A reconfig committed in the log but not activated before the server stopped.
+    shell.activate_committed(&mut election)?;
+    shell.look(&mut election)?;
 
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
@@ -305,11 +315,11 @@ async fn serve(
         tokio::select! {
             Some((from, n)) = inbound.recv() => {
                 let out = election.step(Instant::now().into_std(), from, n);
-                shell.apply(&election, out);
+                shell.apply(&mut election, out)?;
             }
             _ = sleep_until_opt(deadline), if deadline.is_some() => {
                 let out = election.tick(Instant::now().into_std());
-                shell.apply(&election, out);
+                shell.apply(&mut election, out)?;
             }
             Some(p) = progress_changed(&mut shell.progress) => {
                 if p.zab_phase == ZabPhase::Broadcast {
@@ -327,10 +337,8 @@ async fn serve(
                 shell.progress = None;
                 let reason = end.context("Zab failed on this server (see the error; fix it and restart)")?;
                 shell.follow_streak.role_ended(shell.sid, &reason, Instant::now(), &shell.zab);
-                let (zxid, epoch) = shell.vote_basis();
-                let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
-                shell.looking(&election);
-                shell.apply(&election, out);
+                shell.activate_committed(&mut election)?;
+                shell.look(&mut election)?;
             }
             _ = tokio::signal::ctrl_c() => break,
             _ = sigterm.recv() => break,
@@ -397,6 +405,11 @@ struct Shell {
     /// The running role's progress, copied into `/status`.
     progress: Option<watch::Receiver<ZabProgress>>,
     follow_streak: FollowStreak,
+    /// The config in force (its membership changes with each activated reconfig).
+    cfg: Config,
+    opts: Options,
+    /// Tells the peers' acceptor, the quorum port and HTTP of each activated config.
+    members: watch::Sender<Membership>,
 }
 
 impl Shell {
@@ -406,14 +419,78 @@ impl Shell {
         (store.last_logged_zxid(), store.current_epoch())
     }
 
-    fn apply(&mut self, election: &Election, out: Vec<Output>) {
+    fn apply(&mut self, election: &mut Election, out: Vec<Output>) -> anyhow::Result<()> {
+        let mut newer = None;
         for o in out {
             match o {
                 Output::Send { to, notification } => self.peers.send(to, &notification),
                 Output::Decided(d) => self.decided(election, d),
+                Output::NewerConfig(m) => newer = Some(m),
             }
         }
         *self.counters.lock().unwrap_or_else(|e| e.into_inner()) = election.counters();
+        if let Some(m) = newer {
+            tracing::info!(
+                sid = self.sid,
+                version = format_args!("{:#x}", m.version),
+                "a peer runs under a newer config: adopting it"
+            );
+            self.activate(election, m)?;
+            self.look(election)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new round of the election (after start-up, a role's end or an activation).
+    fn look(&mut self, election: &mut Election) -> anyhow::Result<()> {
+        let (zxid, epoch) = self.vote_basis();
+        let out = election.start_looking(Instant::now().into_std(), zxid, epoch);
+        self.looking(election);
+        self.apply(election, out)
+    }
+
+    /// Activates the newest reconfig committed in the log, if it is newer than the config in
+    /// force (a role ends when one commits; a restart finds one not yet activated).
+    fn activate_committed(&mut self, election: &mut Election) -> anyhow::Result<()> {
+        let committed = lock(&self.store).committed_config();
+        match committed.filter(|m| m.version > self.cfg.version) {
+            Some(m) => self.activate(election, m),
+            None => Ok(()),
+        }
+    }
+
+    /// Puts config `m` in force: saved as this server's dynamic config first, then the
+    /// election, Zab's settings, the election peers and the readers of the members follow.
+    fn activate(&mut self, election: &mut Election, m: Membership) -> anyhow::Result<()> {
+        let dir = self.cfg.data_dir.clone();
+        membership::save(&dir, &m).with_context(|| {
+            format!(
+                "saving config version {:#x} in {}",
+                m.version,
+                dir.display()
+            )
+        })?;
+        self.cfg = self.cfg.with_membership(&m);
+        let ecfg = election_config(&self.cfg, &self.opts);
+        self.zab = zab_config(&self.cfg, &self.opts, ecfg.quorum())?;
+        election.reconfigure(ecfg);
+        self.peers.set_peers(election_addrs(&self.cfg));
+        let view = config_view(&self.cfg);
+        let peer_type = self.cfg.servers.get(&self.sid).map(|a| a.peer_type);
+        self.status.send_modify(|s| {
+            s.config = view;
+            s.peer_type = peer_type.unwrap_or(s.peer_type);
+        });
+        tracing::info!(
+            sid = self.sid,
+            version = format_args!("{:#x}", m.version),
+            voters = ?m.voters(),
+            observers = ?m.observers(),
+            member = m.servers.contains_key(&self.sid),
+            "config activated"
+        );
+        self.members.send_replace(m);
+        Ok(())
     }
 
     fn looking(&mut self, election: &Election) {
@@ -440,6 +517,21 @@ impl Shell {
     }
 
     fn decided(&mut self, election: &Election, d: Decision) {
+        if !self.cfg.servers.contains_key(&self.sid) {
+            // Removed by a reconfig: no role to take (ZooKeeper's removed server follows as a
+            // non-voter). It stays LOOKING, and looks again a while later, until a reconfig
+            // adds it back (its new config arrives in the peers' notifications).
+            let wait = self.zab.tick * self.zab.init_limit;
+            let why = format!(
+                "not in config version {:#x}: no role until a reconfig adds this server back",
+                self.cfg.version
+            );
+            self.role = Some(Box::pin(async move {
+                tokio::time::sleep(wait).await;
+                Ok(why)
+            }));
+            return;
+        }
         let state_name = match d.state {
             ServerState::Leading => "LEADING",
             ServerState::Following => "FOLLOWING",
@@ -520,24 +612,15 @@ fn initial_status(cfg: &Config, store: &Store) -> NodeStatus {
         uptime_ms: 0,
         last_election: None,
         peer_type: cfg.me().peer_type,
+        config: config_view(cfg),
     }
 }
 
-/// The membership as ZooKeeper puts it in notifications (its QuorumVerifier's text).
-fn config_string(cfg: &Config) -> String {
-    let mut s = String::new();
-    let servers: &BTreeMap<u64, _> = &cfg.servers;
-    for (sid, a) in servers {
-        let kind = if a.peer_type.is_observer() {
-            "observer"
-        } else {
-            "participant"
-        };
-        s.push_str(&format!(
-            "server.{sid}={}:{}:{}:{kind}\n",
-            a.host, a.quorum_port, a.election_port
-        ));
-    }
-    s.push_str("version=0");
-    s
+/// The config `/status` shows: none under the static zoo.cfg (version 0).
+fn config_view(cfg: &Config) -> Option<ConfigView> {
+    (cfg.version > 0).then(|| ConfigView {
+        version: cfg.version,
+        voters: cfg.voters().into_iter().collect(),
+        observers: cfg.observers().into_iter().collect(),
+    })
 }

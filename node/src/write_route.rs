@@ -5,7 +5,6 @@
 //!
 //! Every answer keeps the API's promise: 200 committed, 503 certainly not applied, 504 maybe.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api::{ApiError, WriteCommitted, WriteRequest};
+use crate::membership::Members;
 use crate::zab::{ClientWrite, WriteOutcome};
 
 /// Marks a forwarded write, so a server that lost leadership meanwhile does not forward again.
@@ -35,8 +35,8 @@ pub enum Route {
 #[derive(Clone)]
 pub struct Writes {
     pub route: Arc<Mutex<Route>>,
-    /// Every server's HTTP address (`server.N=...;host:port`), for forwarding.
-    pub http_addrs: Arc<BTreeMap<u64, String>>,
+    /// The servers in force: their HTTP addresses (`server.N=...;host:port`) for forwarding.
+    pub members: Members,
     /// How long to wait for an answer before saying 504 (longer than Zab's own write timeout,
     /// which answers first in the normal case).
     pub wait: Duration,
@@ -148,14 +148,15 @@ impl Writes {
     /// Sends `req` to the leader's `path` (marked as forwarded) and relays its answer; a leader
     /// never reached is 503 (certainly not applied), one that did not answer is 504.
     pub async fn forward<T: Serialize>(&self, leader: u64, path: &str, req: &T) -> (u16, Value) {
-        let Some(addr) = self.http_addrs.get(&leader) else {
+        let addr = (self.members.borrow().servers.get(&leader)).and_then(|a| a.client.clone());
+        let Some(addr) = addr else {
             return error(
                 503,
                 format!("not the leader; write to server {leader} (no client address to forward to in the config)"),
                 Some(leader),
             );
         };
-        let sent = tokio::time::timeout(self.wait, post_json(addr, path, req)).await;
+        let sent = tokio::time::timeout(self.wait, post_json(&addr, path, req)).await;
         match sent {
             Ok(Ok((code, body))) => match serde_json::from_slice::<Value>(&body) {
                 Ok(body) => (code, body),

@@ -107,8 +107,8 @@ pub fn digest_with<R: Send>(
 }
 
 /// Joins parts parsed separately: positions shift by the lines before each part, node indices
-/// are mapped by name (a part may meet a node test.json does not list), and an election a node
-/// reported across the cut is kept once.
+/// are mapped by name (a part may meet a node test.json does not list), and an election or a
+/// config a node reported across the cut is kept once.
 fn join(parts: Vec<Part<(DigestBuilder, Vec<u64>)>>) -> (Digest, Vec<u64>) {
     let mut it = parts.into_iter();
     let Some(first) = it.next() else {
@@ -148,6 +148,18 @@ fn join(parts: Vec<Part<(DigestBuilder, Vec<u64>)>>) -> (Digest, Vec<u64>) {
                 .is_some_and(|e| e.summary == el.summary);
             if !(first_here && repeats) {
                 d.elections.push(el);
+            }
+        }
+        let mut config_first = vec![false; d.nodes.len()];
+        for mut seen in digest.configs {
+            seen.pos += shift;
+            seen.node = map[seen.node as usize];
+            let first_here = !std::mem::replace(&mut config_first[seen.node as usize], true);
+            let repeats = (d.configs.iter().rev())
+                .find(|c| c.node == seen.node)
+                .is_some_and(|c| c.config == seen.config);
+            if !(first_here && repeats) {
+                d.configs.push(seen);
             }
         }
         (d.bad_register_values)

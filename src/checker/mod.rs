@@ -24,6 +24,7 @@ pub mod leader_stepdown;
 pub mod linearizable;
 pub mod load;
 pub mod log_order;
+pub mod membership;
 pub mod model;
 pub mod observers;
 pub mod recovery;

@@ -269,6 +269,15 @@ pub struct Election {
     pub summary: ElectionSummary,
 }
 
+/// A server's config as a status read first reported it (after a reconfig changed it).
+#[derive(Debug, Clone)]
+pub struct ConfigSeen {
+    pub pos: u32,
+    pub node: NodeIx,
+    /// What it reported, or why that is not a config (a damaged history).
+    pub config: Result<crate::api::ConfigView, String>,
+}
+
 /// The checkers' view of a whole history.
 #[derive(Debug, Default)]
 pub struct Digest {
@@ -278,6 +287,8 @@ pub struct Digest {
     /// parallel keeps its parts rather than copying them into one vector: half the peak memory).
     pub parts: Vec<Vec<Rec>>,
     pub elections: Vec<Election>,
+    /// Each server's config, once per change (none under the static zoo.cfg).
+    pub configs: Vec<ConfigSeen>,
     /// Node processes that exited without the controller causing it (`node-exit` events).
     pub node_exits: Vec<NodeExit>,
     /// Successful status reads per node.
@@ -423,6 +434,8 @@ pub struct DigestBuilder {
     digest: Digest,
     node_ix: HashMap<String, NodeIx>,
     last_election: Vec<Option<ElectionSummary>>,
+    /// Each node's last raw `config`, to record it once per change.
+    last_config: Vec<Option<String>>,
 }
 
 impl DigestBuilder {
@@ -431,6 +444,7 @@ impl DigestBuilder {
             digest: Digest::default(),
             node_ix: HashMap::new(),
             last_election: Vec::new(),
+            last_config: Vec::new(),
         };
         for n in nodes {
             b.node(n);
@@ -446,6 +460,7 @@ impl DigestBuilder {
         self.digest.nodes.push(name.to_string());
         self.digest.reads.push(0);
         self.last_election.push(None);
+        self.last_config.push(None);
         self.node_ix.insert(name.to_string(), ix);
         ix
     }
@@ -551,6 +566,17 @@ impl DigestBuilder {
         self.digest.elections.push(Election { pos, node, summary });
     }
 
+    /// Records the `config` (raw JSON) a status read carried, once per change.
+    pub fn config(&mut self, pos: u32, node: NodeIx, raw: &str) {
+        let last = &mut self.last_config[node as usize];
+        if last.as_deref() == Some(raw) {
+            return;
+        }
+        *last = Some(raw.to_string());
+        let config = crate::history::line::config(raw);
+        self.digest.configs.push(ConfigSeen { pos, node, config });
+    }
+
     /// A status read's `last_election` was present (used by the fast parser, which skips
     /// unchanged summaries without parsing them).
     pub fn note_election_present(&mut self) {
@@ -574,6 +600,9 @@ impl DigestBuilder {
                     last_committed_zxid: s.last_committed_zxid,
                 };
                 self.status(pos, l.index, l.time, node, core);
+                if let Some(raw) = s.config {
+                    self.config(pos, node, raw);
+                }
                 match election {
                     ReadElection::None => {}
                     ReadElection::Same => self.note_election_present(),

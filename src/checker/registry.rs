@@ -9,8 +9,8 @@ use super::model::Digest;
 use super::model::Rec;
 use super::{
     ack_zxids, crash, durability, election_safety, epoch_monotonic, faults, leader_completeness,
-    leader_stepdown, linearizable, log_order, observers, recovery, session_order, vote_rule,
-    CheckOptions,
+    leader_stepdown, linearizable, log_order, membership, observers, recovery, session_order,
+    vote_rule, CheckOptions,
 };
 use crate::history::situation::{Coverage, Situations};
 use crate::history::test_info::TestInfo;
@@ -225,6 +225,13 @@ pub const CHECKERS: &[Checker] = &[
         needs: Needs::Observers,
         heavy: false,
         judge: Judge::Digest(|d, info, _| observers::check(d, info)),
+    },
+    Checker {
+        name: membership::NAME,
+        what: "under reconfigs, only a config's voters lead and count, and the ensemble ends on one config",
+        needs: Needs::Nothing,
+        heavy: false,
+        judge: Judge::Digest(|d, info, _| membership::check(d, info)),
     },
 ];
 

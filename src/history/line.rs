@@ -66,6 +66,9 @@ pub struct StatusRead<'a> {
     /// The raw JSON of `last_election` (an object), None when absent or null. Decode it with
     /// [`election`] (readers do so once per change: it changes once per election).
     pub last_election: Option<&'a str>,
+    /// The raw JSON of `config` (an `api::ConfigView`), None when absent or null: a server
+    /// reports it once a reconfig changed its config. Decode it with [`config`].
+    pub config: Option<&'a str>,
 }
 
 impl StatusRead<'_> {
@@ -168,6 +171,11 @@ pub fn canonical(v: &serde_json::Value) -> String {
     v.to_string()
 }
 
+/// Decodes a status read's `config`.
+pub fn config(raw: &str) -> Result<crate::api::ConfigView, String> {
+    serde_json::from_str(raw).map_err(|e| format!("config is not a server's config: {e}"))
+}
+
 /// Decodes a status read's `last_election`.
 pub fn election(raw: &str) -> Result<crate::api::ElectionSummary, String> {
     serde_json::from_str(raw).map_err(|e| format!("last_election is not an election summary: {e}"))
@@ -204,6 +212,8 @@ struct StatusFields<'a> {
     wall_clock_ms: Option<i64>,
     #[serde(default, borrow)]
     last_election: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    config: Option<&'a RawValue>,
 }
 
 /// serde_json's message without its " at line 1 column N" (the caller names the place).
@@ -261,6 +271,7 @@ pub fn fallback(text: &str) -> Result<Line<'_>, LineError> {
                 last_committed_zxid: s.last_committed_zxid,
                 wall_clock_ms: s.wall_clock_ms,
                 last_election: s.last_election.map(|r| r.get()).filter(|r| *r != "null"),
+                config: s.config.map(|r| r.get()).filter(|r| *r != "null"),
             })
         }
         (F::Status, _) => Body::Unreachable,

@@ -182,6 +182,7 @@ mod tests {
     /// `zxid` counts within epoch 2 (the steady cluster's): the logged zxid is `2 << 32 | zxid`.
     fn status(sid: u64, state: ServerState, phase: ZabPhase, epoch: u64, zxid: u64) -> NodeStatus {
         NodeStatus {
+            config: None,
             sid,
             state,
             leader: (state != ServerState::Looking).then_some(1),

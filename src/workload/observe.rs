@@ -156,6 +156,7 @@ mod tests {
 
     fn status(sid: u64, state: ServerState, leader: Option<u64>, epoch: u64) -> NodeStatus {
         NodeStatus {
+            config: None,
             sid,
             state,
             leader,

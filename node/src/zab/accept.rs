@@ -10,7 +10,7 @@
 //! for a leader to take it, and is closed (not left in CLOSE-WAIT) once its deadline passes:
 //! its follower gives up after initLimit anyway.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -79,8 +79,8 @@ impl Lobby {
 /// What the acceptor needs to know.
 pub struct AcceptConfig {
     pub my_sid: u64,
-    /// Every server of the ensemble, voters and observers: who may introduce itself.
-    pub servers: BTreeSet<u64>,
+    /// The servers in force, voters and observers: who may introduce itself.
+    pub members: crate::membership::Members,
     /// tickTime·initLimit.
     pub deadline: Duration,
 }
@@ -134,7 +134,7 @@ pub async fn accept_loop(
             drop(cancelled);
             let why = match first.map(|r| r.map(|(s, p, m)| (s, p, m.learner_sid(), m))) {
                 Ok(Ok((stream, prefix, Some(sid), _)))
-                    if sid != cfg.my_sid && cfg.servers.contains(&sid) =>
+                    if sid != cfg.my_sid && cfg.members.borrow().servers.contains_key(&sid) =>
                 {
                     let expires = accepted + cfg.deadline;
                     lobby.push(Identified {

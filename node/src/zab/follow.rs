@@ -16,7 +16,7 @@ use crate::zab::conn::{spawn_conn, ConnEvent};
 use crate::zab::exec::{execute, fsync};
 use crate::zab::follower::Follower;
 use crate::zab::store::{lock, SharedStore};
-use crate::zab::{publish, ZabConfig, ZabProgress, DIAL_RETRY};
+use crate::zab::{publish, reconfigured, ZabConfig, ZabProgress, DIAL_RETRY};
 
 /// Follows `leader_sid` until that ends; `Ok` carries why, `Err` a local failure (disk).
 pub async fn follow(
@@ -77,8 +77,9 @@ pub async fn follow(
             fsync(&store).await?;
             batch.flushed();
         }
-        if ex.step_down.is_some() {
-            end = ex.step_down;
+        // A reconfig committed here (by COMMIT, INFORM or the sync) ends the role too.
+        if let Some(why) = ex.step_down.or_else(|| reconfigured(&store, &cfg)) {
+            end = Some(why);
         }
         publish(&progress, &store, sm.phase(), sm.synced_by());
         if let Some(why) = end {

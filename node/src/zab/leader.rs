@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{counter_of, epoch_of, make_zxid, ZabPhase};
 use crate::bugs::{Bug, Bugs};
+use crate::membership::reconfig_of;
 use crate::txnlog::Txn;
 use crate::zab::actions::SyncMode;
 use crate::zab::actions::{Output, PersistOp};
@@ -45,6 +46,17 @@ pub struct LeaderConfig {
     pub snap_threshold: usize,
     /// Seeded bugs (none by default); see `node::bugs`.
     pub bugs: Bugs,
+    /// The version of the config this term runs under: a reconfig txn above it that commits
+    /// ends the term, so that every server elects again under the new config.
+    pub config_version: u64,
+}
+
+/// A reconfig txn in the leader's history, not yet committed: until it is, a commit that
+/// covers it needs a quorum of its new voters as well (ZooKeeper's `qvAcksetPairs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PendingReconfig {
+    zxid: u64,
+    voters: BTreeSet<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +107,7 @@ pub struct Leader {
     infos: BTreeMap<u64, u64>,
     epoch_acks: BTreeSet<u64>,
     newleader_acks: BTreeSet<u64>,
+    reconfig: Option<PendingReconfig>,
     ended: bool,
 }
 
@@ -110,7 +123,16 @@ impl Leader {
         let last = history.last().map_or(0, |t| t.zxid);
         let mut infos = BTreeMap::new();
         infos.insert(cfg.sid, accepted_epoch);
+        // A reconfig logged but not committed is still pending in the new term (ZooKeeper's
+        // lastSeenQuorumVerifier): NEWLEADER must then reach its new quorum too.
+        let reconfig = history
+            .iter()
+            .rev()
+            .take_while(|t| t.zxid > committed)
+            .filter(|t| t.zxid > cfg.config_version)
+            .find_map(pending_reconfig);
         Leader {
+            reconfig,
             summary: (current_epoch, last),
             cfg,
             phase: ZabPhase::Discovery,
@@ -445,6 +467,12 @@ impl Leader {
                 value,
             })
             .collect();
+        let reconfig = self
+            .check_reconfigs(&txns)
+            .map_err(|why| (why, Vec::new()))?;
+        if reconfig.is_some() {
+            self.reconfig = reconfig;
+        }
         let zxids: Vec<u64> = txns.iter().map(|t| t.zxid).collect();
         let new_last = *zxids.last().unwrap_or(&last);
         out.push(Output::Persist(PersistOp::Append(txns.clone())));
@@ -615,6 +643,11 @@ impl Leader {
         if self.phase != ZabPhase::Sync || self.newleader_acks.len() < self.cfg.quorum {
             return;
         }
+        if let Some(r) = &self.reconfig {
+            if !has_quorum(&r.voters, |sid| self.newleader_acks.contains(&sid)) {
+                return;
+            }
+        }
         // A quorum holds our whole history durably: all of it is committed in the new epoch.
         self.phase = ZabPhase::Broadcast;
         let last = self.last_zxid();
@@ -634,6 +667,7 @@ impl Leader {
                 ));
             }
         }
+        self.end_if_reconfigured(out);
     }
 
     fn maybe_commit(&mut self, out: &mut Vec<Output>) {
@@ -658,7 +692,7 @@ impl Leader {
             return;
         }
         acks.sort_unstable_by(|a, b| b.cmp(a));
-        let upto = acks[need - 1].min(self.last_zxid());
+        let upto = self.reconfig_cap(acks[need - 1].min(self.last_zxid()));
         if upto <= self.committed {
             return;
         }
@@ -671,6 +705,7 @@ impl Leader {
         }
         self.inform_observers(out);
         out.push(Output::Committed(upto));
+        self.end_if_reconfigured(out);
     }
 
     /// Sends each synced observer the committed txns it has not had yet, as INFORMs.
@@ -691,6 +726,94 @@ impl Leader {
             p.informed = committed;
         }
     }
+}
+
+/// Reconfig: one at a time, proposed only when its new voters can commit it, and a commit
+/// covering it only with a quorum of both configs; its commit ends the term.
+impl Leader {
+    /// The reconfig among `txns` about to be proposed, or why they are refused (ZooKeeper's
+    /// ReconfigInProgress and NewConfigNoQuorum).
+    fn check_reconfigs(&self, txns: &[Txn]) -> Result<Option<PendingReconfig>, String> {
+        let mut found = None;
+        for r in txns.iter().filter_map(pending_reconfig) {
+            if self.reconfig.is_some() || found.is_some() {
+                return Err(
+                    "a reconfig is in progress (ZooKeeper's ReconfigInProgress): try again once it has committed"
+                        .into(),
+                );
+            }
+            let bugs = self.cfg.bugs;
+            let synced = |sid: u64| {
+                sid == self.cfg.sid
+                    || self
+                        .peers
+                        .get(&sid)
+                        .is_some_and(|p| p.stage == Stage::Up && p.counts(bugs))
+            };
+            if !has_quorum(&r.voters, synced) {
+                return Err(format!(
+                    "the new config's voters {:?} have no quorum among the servers synced with the leader (ZooKeeper's NewConfigNoQuorum): bring them up first",
+                    r.voters
+                ));
+            }
+            found = Some(r);
+        }
+        Ok(found)
+    }
+
+    /// The commit point `upto` allows, given a pending reconfig: at most the reconfig itself,
+    /// and only once a quorum of its new voters holds it durably; else just before it.
+    fn reconfig_cap(&self, upto: u64) -> u64 {
+        let Some(r) = &self.reconfig else { return upto };
+        if upto < r.zxid {
+            return upto;
+        }
+        let bugs = self.cfg.bugs;
+        let holds = |sid: u64| {
+            if sid == self.cfg.sid {
+                return self.self_durable >= r.zxid;
+            }
+            self.peers
+                .get(&sid)
+                .is_some_and(|p| p.stage == Stage::Up && p.counts(bugs) && p.acked >= r.zxid)
+        };
+        if has_quorum(&r.voters, holds) {
+            return r.zxid;
+        }
+        let before = self.history.partition_point(|t| t.zxid < r.zxid);
+        before
+            .checked_sub(1)
+            .map_or(self.committed, |i| self.history[i].zxid)
+    }
+
+    /// Once the pending reconfig is committed, the term ends: every server activates the new
+    /// config and elects under it (a leader it removed never leads again under it).
+    fn end_if_reconfigured(&mut self, out: &mut Vec<Output>) {
+        let Some(r) = &self.reconfig else { return };
+        if self.committed < r.zxid {
+            return;
+        }
+        let why = format!(
+            "config version {:#x} committed: every server elects again under it",
+            r.zxid
+        );
+        self.reconfig = None;
+        self.step_down(why, out);
+    }
+}
+
+/// A reconfig txn as the leader tracks it until it commits.
+fn pending_reconfig(t: &Txn) -> Option<PendingReconfig> {
+    reconfig_of(t).map(|m| PendingReconfig {
+        zxid: t.zxid,
+        voters: m.voters(),
+    })
+}
+
+/// Whether the servers `holds` says yes of are a quorum (a majority) of `voters`.
+fn has_quorum(voters: &BTreeSet<u64>, holds: impl Fn(u64) -> bool) -> bool {
+    let n = voters.iter().filter(|s| holds(**s)).count();
+    n >= crate::api::quorum(voters.len())
 }
 
 fn inform(t: &Txn) -> Msg {

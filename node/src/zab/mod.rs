@@ -23,6 +23,8 @@ pub mod messages;
 #[cfg(test)]
 mod observer_tests;
 pub mod plan;
+#[cfg(test)]
+mod reconfig_tests;
 pub mod store;
 #[cfg(test)]
 mod tests;
@@ -61,6 +63,9 @@ pub struct ZabConfig {
     pub snap_threshold: usize,
     /// Seeded bugs (none by default); see `node::bugs`.
     pub bugs: crate::bugs::Bugs,
+    /// The version of the config in force (0: the static zoo.cfg); a committed reconfig above
+    /// it ends the role.
+    pub config_version: u64,
 }
 
 impl ZabConfig {
@@ -87,6 +92,7 @@ impl ZabConfig {
             write_timeout: tick * sync_limit * 2,
             snap_threshold: 10_000,
             bugs: crate::bugs::Bugs::none(),
+            config_version: 0,
         }
     }
 
@@ -103,6 +109,18 @@ impl ZabConfig {
             )
         })
     }
+}
+
+/// Why a learner's role ends: a reconfig above the config it runs under is committed in its
+/// log (by COMMIT, INFORM or sync), so it elects again under the new config.
+pub(crate) fn reconfigured(store: &SharedStore, cfg: &ZabConfig) -> Option<String> {
+    let m = store::lock(store).committed_config()?;
+    (m.version > cfg.config_version).then(|| {
+        format!(
+            "config version {:#x} committed: electing again under it",
+            m.version
+        )
+    })
 }
 
 /// How often per tick a follower checks its leader's silence. The follower only counts
@@ -126,6 +144,7 @@ impl ZabConfig {
             sync_limit_beats: 2 * self.sync_limit as u64,
             snap_threshold: self.snap_threshold,
             bugs: self.bugs,
+            config_version: self.config_version,
         }
     }
 

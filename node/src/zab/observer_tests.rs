@@ -24,6 +24,7 @@ fn leader(bugs: Bugs) -> Leader {
             sync_limit_beats: 4,
             snap_threshold: 100,
             bugs,
+            config_version: 0,
         },
         1,
         1,

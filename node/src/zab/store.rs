@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::Context;
 
 use crate::api::LogEntry;
+use crate::membership::{CommittedConfig, Membership};
 use crate::txnlog::{sync_parent, TailRepair, Txn, TxnLog};
 
 pub const ACCEPTED_EPOCH_FILE: &str = "acceptedEpoch";
@@ -37,6 +38,8 @@ pub struct Store {
     current_epoch: u64,
     log: TxnLog,
     order: OrderCounters,
+    /// The newest reconfig committed in the log, read incrementally.
+    config: CommittedConfig,
 }
 
 /// Durability-order slips seen by the Zab executor since start: always 0 on a correct server;
@@ -72,6 +75,7 @@ impl Store {
             current_epoch,
             log,
             order: OrderCounters::default(),
+            config: CommittedConfig::default(),
         };
         Ok((store, repair))
     }
@@ -125,6 +129,12 @@ impl Store {
                 value: t.value.clone(),
             })
             .collect()
+    }
+
+    /// The newest config a committed reconfig txn of the log makes, if any.
+    pub fn committed_config(&mut self) -> Option<Membership> {
+        let committed = self.log.committed_zxid();
+        self.config.refresh(self.log.txns(), committed).cloned()
     }
 
     pub fn txns(&self) -> &[Txn] {

@@ -29,6 +29,7 @@ fn leader(quorum: usize, accepted: u64, current: u64, hist: &[u64], committed: u
             sync_limit_beats: 4,
             snap_threshold: 100,
             bugs: Bugs::none(),
+            config_version: 0,
         },
         accepted,
         current,

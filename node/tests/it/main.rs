@@ -21,6 +21,7 @@ mod garbage;
 mod lazyfs;
 mod mixed_zookeeper;
 mod observers;
+mod reconfig;
 mod rejoin;
 mod transport;
 mod zab;

@@ -209,6 +209,7 @@ mod tests {
 
     fn status(sid: u64, round: u64) -> NodeStatus {
         NodeStatus {
+            config: None,
             accepted_epoch: 1,
             election_epoch: round,
             last_committed_zxid: 0,

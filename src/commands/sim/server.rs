@@ -163,6 +163,7 @@ impl Server {
             max_notification_interval: t.max_notification_interval,
             bugs: t.bugs,
             config_bytes: Vec::new(),
+            config_version: 0,
         }
     }
 
@@ -253,6 +254,9 @@ impl Server {
                     self.last_election = Some(d.summary());
                     effects.extend(self.decided(now, d.state, d.vote.leader));
                 }
+                // A simulated ensemble never reconfigures: every config is version 0, and
+                // no notification carries a newer one.
+                ElectionOutput::NewerConfig(_) => {}
             }
         }
         if let Some(deadline) = self.election.next_deadline() {
@@ -746,6 +750,7 @@ impl Server {
             wall_clock_ms: wall_ms,
             uptime_ms: (now.saturating_sub(self.started_ns)) / 1_000_000,
             last_election: self.last_election.clone(),
+            config: None,
             peer_type: if self.observers.contains(&self.sid) {
                 fle_node::api::PeerType::Observer
             } else {

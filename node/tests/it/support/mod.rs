@@ -142,36 +142,47 @@ impl Cluster {
         self.write_configs();
     }
 
+    /// Server `sid`'s `server.N=host:quorumPort:electionPort[:observer];127.0.0.1:adminPort`
+    /// line (`;host:port` is the HTTP API: followers forward writes there).
+    pub fn server_line(&self, sid: u64) -> String {
+        let s = &self.nodes[&sid];
+        let kind = if self.observers.contains(&sid) {
+            ":observer"
+        } else {
+            ""
+        };
+        format!(
+            "server.{}={}:{}:{}{kind};127.0.0.1:{}",
+            s.sid, s.host, s.quorum_port, s.election_port, s.admin_port
+        )
+    }
+
     fn write_configs(&self) {
-        let servers: String = self
-            .nodes
-            .values()
-            .map(|s| {
-                // `;host:port` is the HTTP API: followers forward writes there.
-                let kind = if self.observers.contains(&s.sid) {
-                    ":observer"
-                } else {
-                    ""
-                };
-                format!(
-                    "server.{}={}:{}:{}{kind};127.0.0.1:{}\n",
-                    s.sid, s.host, s.quorum_port, s.election_port, s.admin_port
-                )
-            })
-            .collect();
-        for s in self.nodes.values() {
-            let mut cfg = format!(
-                "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
-                 admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
-                self.tick_ms,
-                s.data_dir.display(),
-                s.admin_port
-            );
-            if self.observers.contains(&s.sid) {
-                cfg.push_str("peerType=observer\n");
-            }
-            std::fs::write(&s.config, cfg).unwrap();
+        let all: Vec<u64> = self.nodes.keys().copied().collect();
+        for &sid in &all {
+            self.write_config_listing(sid, &all);
         }
+    }
+
+    /// Writes server `sid`'s zoo.cfg listing only the servers `members` (a reconfig test's
+    /// first ensemble, or a joiner that knows the ensemble and itself).
+    pub fn write_config_listing(&self, sid: u64, members: &[u64]) {
+        let servers: String = members
+            .iter()
+            .map(|&m| format!("{}\n", self.server_line(m)))
+            .collect();
+        let s = &self.nodes[&sid];
+        let mut cfg = format!(
+            "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{servers}\
+             admin.serverAddress=127.0.0.1\nadmin.serverPort={}\n",
+            self.tick_ms,
+            s.data_dir.display(),
+            s.admin_port
+        );
+        if self.observers.contains(&s.sid) {
+            cfg.push_str("peerType=observer\n");
+        }
+        std::fs::write(&s.config, cfg).unwrap();
     }
 
     /// Writes a durable history into server `sid`'s dataDir before it starts: txns with the

@@ -462,6 +462,7 @@ mod tests {
         }))
         .unwrap();
         let status = crate::api::NodeStatus {
+            config: None,
             sid: 1,
             state: if e.leader == 1 {
                 ServerState::Leading

@@ -295,6 +295,7 @@ pub fn to_status(o: &Observation) -> Result<NodeStatus, String> {
         wall_clock_ms: o.wall_clock_ms,
         uptime_ms: o.uptime_ms,
         last_election: None,
+        config: None,
         peer_type: if o.observer {
             crate::api::PeerType::Observer
         } else {

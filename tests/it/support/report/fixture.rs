@@ -376,6 +376,7 @@ impl Script {
             leader,
             peer_epoch: self.epoch,
             accepted_epoch: self.epoch,
+            config: None,
             election_epoch: self.epoch + 1,
             last_zxid: zxid,
             last_zxid_hex: format!("{zxid:#x}"),
