@@ -166,6 +166,14 @@ pub struct NodeStatus {
     pub zab_phase: ZabPhase,
 }
 
+/// `POST /reconfig`'s answer once the change is committed: the new config's version (the
+/// reconfig's zxid, hex as ZooKeeper writes it) and its server lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigDone {
+    pub config: String,
+    pub version: String,
+}
+
 /// A server's config as `/status` shows it: its version (the reconfig's zxid) and members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigView {

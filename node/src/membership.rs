@@ -175,6 +175,18 @@ pub fn reconfig_value(servers: &BTreeMap<u64, ServerAddr>) -> Value {
     json!({ RECONFIG_KEY: servers_text(servers) })
 }
 
+/// Whether a txn value is a reconfig's (the ensemble's own txn, no client's write).
+pub fn is_reconfig(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|o| o.contains_key(RECONFIG_KEY))
+}
+
+/// [`is_reconfig`] of a value's JSON text (a final log's canonical entry).
+pub fn is_reconfig_text(text: &str) -> bool {
+    text.starts_with('{') && serde_json::from_str::<Value>(text).is_ok_and(|v| is_reconfig(&v))
+}
+
 /// The config a txn makes, if it is a reconfig: its servers under version = its zxid. A txn
 /// whose reconfig text does not parse is not a reconfig (the leader only proposes good ones).
 pub fn reconfig_of(txn: &Txn) -> Option<Membership> {

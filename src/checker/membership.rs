@@ -17,7 +17,7 @@
 //! `epoch-leaders`' rule, which holds whatever the configs.
 
 use super::finding::{EvRef, Finding, Item};
-use super::model::{Digest, NodeIx, Rec, Status};
+use super::model::{Digest, NodeIx, Status};
 use crate::api::{quorum, ConfigView, ZabPhase};
 use crate::history::sid_of;
 use crate::history::test_info::TestInfo;
@@ -33,11 +33,15 @@ struct Config {
 }
 
 impl Config {
-    fn of(view: &ConfigView) -> Config {
-        Config {
-            version: view.version,
-            voters: view.voters.clone(),
-            observers: view.observers.clone(),
+    /// `view`, or the static config when the server reported none (`Digest::configs_around`).
+    fn of(view: Option<&ConfigView>, static_config: &Config) -> Config {
+        match view {
+            Some(v) => Config {
+                version: v.version,
+                voters: v.voters.clone(),
+                observers: v.observers.clone(),
+            },
+            None => static_config.clone(),
         }
     }
 
@@ -50,94 +54,68 @@ impl Config {
     }
 }
 
-/// Each node's config over the history: the static one, then each reported change in order.
-struct Configs {
-    current: Vec<Config>,
-    /// The config of each node's previous status read (an election is judged against it too).
-    before_read: Vec<Config>,
-    next: usize,
-}
-
-impl Configs {
-    fn new(d: &Digest, info: &TestInfo) -> Configs {
-        let is_voter = |n: &&String| !info.observers.contains(n);
-        let sids = |names: Vec<&String>| names.into_iter().filter_map(|n| sid_of(n)).collect();
-        let static_config = Config {
-            version: 0,
-            voters: sids(info.nodes.iter().filter(is_voter).collect()),
-            observers: sids(info.observers.iter().collect()),
-        };
-        Configs {
-            current: vec![static_config.clone(); d.nodes.len()],
-            before_read: vec![static_config; d.nodes.len()],
-            next: 0,
-        }
-    }
-
-    /// Applies the changes reported up to `pos` (the read at `pos` included).
-    fn advance(&mut self, d: &Digest, pos: u32, gaps: &mut Vec<Item>) {
-        while let Some(seen) = d.configs.get(self.next).filter(|c| c.pos <= pos) {
-            self.next += 1;
-            match &seen.config {
-                Ok(view) => self.current[seen.node as usize] = Config::of(view),
-                Err(why) => gaps.push((
-                    format!("{}'s config cannot be read ({why}): its reads after it are judged against its previous config.", d.name(seen.node)),
-                    vec![EvRef::new(seen.pos, format!("{}'s config", d.name(seen.node)))],
-                )),
-            }
-        }
+/// test.json's ensemble as a config: its nodes, the observers apart, version 0.
+fn static_config(info: &TestInfo) -> Config {
+    let sids = |names: &[String]| names.iter().filter_map(|n| sid_of(n)).collect();
+    Config {
+        version: 0,
+        voters: sids(&info.voters()),
+        observers: sids(&info.observers),
     }
 }
 
 /// Judges leaders, counted votes and the final configs against each server's config.
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut violations: Vec<Item> = Vec::new();
-    let mut gaps: Vec<Item> = Vec::new();
     if d.configs.is_empty() {
         let none = "No server reported a changed config: the run had no reconfig (vote-rule and observers judge the static config).";
-        return Finding::judge(violations, gaps, none.into());
+        return Finding::judge(violations, Vec::new(), none.into());
     }
-    let mut configs = Configs::new(d, info);
-    let mut elections = d.elections.iter().peekable();
+    let gaps: Vec<Item> = d.configs.iter().filter_map(|c| {
+        let why = c.config.as_ref().err()?;
+        let name = d.name(c.node);
+        Some((
+            format!("{name}'s config cannot be read ({why}): its reads after it are judged against its previous config."),
+            vec![EvRef::new(c.pos, format!("{name}'s config"))],
+        ))
+    }).collect();
+    let fixed = static_config(info);
+    for el in &d.elections {
+        let [before, at] = d
+            .configs_around(el.node, el.pos)
+            .map(|c| Config::of(c, &fixed));
+        if let Some(why) = bad_votes(el.summary.votes.iter().map(|v| v.sid), [&before, &at]) {
+            violations.push((
+                format!(
+                    "{}'s election of round {} (leader n{}) {why}.",
+                    d.name(el.node),
+                    el.summary.round,
+                    el.summary.leader
+                ),
+                vec![EvRef::new(
+                    el.pos,
+                    format!("{}'s decided election", d.name(el.node)),
+                )],
+            ));
+        }
+    }
     let mut flagged_leader = vec![None::<u64>; d.nodes.len()];
     let mut last_read: Vec<Option<(&Status, Config)>> = vec![None; d.nodes.len()];
-    let (mut leader_reads, mut judged_elections) = (0u64, 0usize);
-    for rec in d.records() {
-        let Rec::Status(s) = rec else { continue };
-        configs.advance(d, s.pos, &mut gaps);
-        let node = s.node as usize;
-        let config = configs.current[node].clone();
-        while let Some(el) = elections.next_if(|e| e.pos <= s.pos) {
-            let i = el.node as usize;
-            let under = [&configs.before_read[i], &configs.current[i]];
-            judged_elections += 1;
-            if let Some(why) = bad_votes(el.summary.votes.iter().map(|v| v.sid), under) {
-                violations.push((
-                    format!(
-                        "{}'s election of round {} (leader n{}) {why}.",
-                        d.name(el.node),
-                        el.summary.round,
-                        el.summary.leader
-                    ),
-                    vec![EvRef::new(
-                        el.pos,
-                        format!("{}'s decided election", d.name(el.node)),
-                    )],
-                ));
-            }
-        }
+    let mut leader_reads = 0u64;
+    for s in d.statuses() {
+        let config = Config::of(d.configs_around(s.node, s.pos)[1], &fixed);
         if s.leads().is_some() {
             leader_reads += 1;
             not_a_voter_leading(d, s, &config, &mut flagged_leader, &mut violations);
         }
-        configs.before_read[node] = config.clone();
-        last_read[node] = Some((s, config));
+        last_read[s.node as usize] = Some((s, config));
     }
     let newest = ended_behind(d, &last_read, &mut violations);
     let ok = format!(
-        "Servers reported {} config changes, the newest {}: {leader_reads} reads of an established leader were of a voter of its config, {judged_elections} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
+        "Servers reported {} config changes, the newest {}: {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
         d.configs.len(),
         newest.map_or("unknown".into(), |c| c.name()),
+        d.elections.len(),
     );
     Finding::judge(violations, gaps, ok)
 }

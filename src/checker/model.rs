@@ -403,6 +403,25 @@ impl Digest {
         })
     }
 
+    /// The configs `node` reported around its read at `pos`: the one in force at its previous
+    /// read and the one at that read (None: the static config, before it reported any; an
+    /// unreadable one is skipped). A decision a read first shows was made between the two.
+    pub fn configs_around(&self, node: NodeIx, pos: u32) -> [Option<&crate::api::ConfigView>; 2] {
+        let (mut before, mut at) = (None, None);
+        for c in self
+            .configs
+            .iter()
+            .filter(|c| c.node == node && c.pos <= pos)
+        {
+            let Ok(view) = &c.config else { continue };
+            if c.pos < pos {
+                before = Some(view);
+            }
+            at = Some(view);
+        }
+        [before, at]
+    }
+
     pub fn sid(&self, node: NodeIx) -> Option<u64> {
         sid_of(&self.nodes[node as usize])
     }

@@ -10,8 +10,10 @@
 //! decided leader's own rank is (decided peer_epoch, decided zxid, leader sid): what it was
 //! elected with. Each distinct summary a node reports is judged once.
 //!
-//! Only configured voters count (test.json's nodes), each once: a quorum made up with a vote
-//! from a server outside the configuration, or with one server's vote twice, is invalid.
+//! Only configured voters count (test.json's nodes; after a reconfig, the voters of the config
+//! the deciding server reported at the read that showed the election or at the one before),
+//! each once: a quorum made up with a vote from a server outside the configuration, or with
+//! one server's vote twice, is invalid.
 //!
 //! The whole round: fle-node's `last_election.received` lists every vote the server heard in
 //! its deciding round, agreeing or not, so a vote that should have won but lost is evidence
@@ -61,6 +63,14 @@ pub const NAME: &str = "vote-rule";
 pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let quorum = info.quorum();
     let voters: BTreeSet<u64> = info.voters().iter().filter_map(|n| sid_of(n)).collect();
+    // After a reconfig, a decision is backed by a quorum of the config it was made under: the
+    // deciding server's at the read that showed it, or at the read before.
+    let under = |el: &super::model::Election| {
+        d.configs_around(el.node, el.pos).map(|c| match c {
+            Some(c) => c.voters.iter().copied().collect(),
+            None => voters.clone(),
+        })
+    };
     let mut violations: Vec<Item> = Vec::new();
     let mut heard = 0usize;
     for el in &d.elections {
@@ -73,9 +83,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
             .or_else(|| e.beaten_by_a_counted_vote());
         if broken.is_none() {
             heard += e.s.received.len();
+            let [before, at] = under(el);
+            let short = |v: &BTreeSet<u64>| e.short_of_a_quorum(v, crate::api::quorum(v.len()));
             broken = e
                 .beaten_by_a_heard_vote()
-                .or_else(|| e.short_of_a_quorum(&voters, quorum));
+                .or_else(|| short(&before).and(short(&at)));
         }
         if let Some(why) = broken {
             let at = format!("{}'s election of round {}", e.name, e.s.round);

@@ -190,6 +190,29 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Runs a future to its end from synchronous code (a fault's apply, as `Control`, is): on a
+/// multi-threaded tokio worker through `block_in_place` on that runtime; elsewhere on a
+/// current-thread runtime of its own, on a thread of its own when a runtime already runs here.
+pub fn block_on<F>(fut: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    use tokio::runtime::{Builder, Handle, RuntimeFlavor};
+    let own = |fut: F| {
+        let rt = Builder::new_current_thread().enable_all().build();
+        rt.expect("a current-thread tokio runtime").block_on(fut)
+    };
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| h.block_on(fut))
+        }
+        Ok(_) => std::thread::scope(|s| s.spawn(|| own(fut)).join())
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => own(fut),
+    }
+}
+
 /// Whether the controller runs as root (namespaces, iptables, apt-get need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -152,6 +152,11 @@ pub enum F {
     /// Bad election frames written to a node's election port (issue 16): started and healed
     /// at once, recorded like the others.
     Frames,
+    /// Servers removed from the ensemble's config (a `reconfig` fault; value `version`: the
+    /// new config's), undone by `Add`.
+    Remove,
+    /// Servers added back to the config (the undo of `Remove`).
+    Add,
     /// A node process exited without the controller asking ([`NodeExitValue`]).
     NodeExit,
     /// The controller was interrupted by a signal ([`InterruptedValue`]).
@@ -183,6 +188,8 @@ impl F {
             "corrupt" => F::Corrupt,
             "packet" => F::Packet,
             "frames" => F::Frames,
+            "remove" => F::Remove,
+            "add" => F::Add,
             "node-exit" => F::NodeExit,
             "interrupted" => F::Interrupted,
             _ => F::Other,
@@ -210,6 +217,8 @@ impl F {
                 | F::Corrupt
                 | F::Packet
                 | F::Frames
+                | F::Remove
+                | F::Add
         )
     }
 }
@@ -235,10 +244,13 @@ pub enum FaultKind {
     /// a peer that names itself with a larger sid; instantaneous, its `heal` (value
     /// `undoes: "frames"`) only closes its record.
     Frames,
+    /// Servers removed from the ensemble's config through the leader (ZooKeeper's
+    /// `reconfig -remove`); undone by `add` (`reconfig -add` with their own lines).
+    Reconfig,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::Kill,
         FaultKind::Pause,
         FaultKind::Partition,
@@ -247,6 +259,7 @@ impl FaultKind {
         FaultKind::Corrupt,
         FaultKind::Packet,
         FaultKind::Frames,
+        FaultKind::Reconfig,
     ];
 
     pub fn name(self) -> &'static str {
@@ -259,6 +272,7 @@ impl FaultKind {
             FaultKind::Corrupt => "corrupt",
             FaultKind::Packet => "packet",
             FaultKind::Frames => "frames",
+            FaultKind::Reconfig => "reconfig",
         }
     }
 
@@ -282,6 +296,7 @@ impl FaultKind {
             FaultKind::Pause => F::Resume,
             FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => F::Heal,
             FaultKind::Clock => F::Clock,
+            FaultKind::Reconfig => F::Add,
         }
     }
 
@@ -305,6 +320,7 @@ impl FaultKind {
             FaultKind::Corrupt => F::Corrupt,
             FaultKind::Packet => F::Packet,
             FaultKind::Frames => F::Frames,
+            FaultKind::Reconfig => F::Remove,
         }
     }
 }

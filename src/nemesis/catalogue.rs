@@ -137,6 +137,8 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "epoch-before-txns",
         include_str!("../../nemesis/epoch-before-txns.toml"),
     ),
+    // Dynamic reconfiguration: servers removed and added back, alone or beside other faults.
+    ("membership", include_str!("../../nemesis/membership.toml")),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

@@ -417,6 +417,8 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         FaultKind::Packet => (TargetSpec::All, None, None),
         // A follower: a deaf one is what the next election needs.
         FaultKind::Frames => (TargetSpec::Follower, None, None),
+        // One server, the leader as likely as any other (its removal ends its term).
+        FaultKind::Reconfig => (TargetSpec::Random, None, None),
         FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
         FaultKind::Clock => (
             TargetSpec::Random,

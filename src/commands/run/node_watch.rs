@@ -172,6 +172,9 @@ impl Target for Watched {
     fn election_addr(&self, node: &str) -> Option<std::net::SocketAddr> {
         self.inner.election_addr(node)
     }
+    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
+        self.inner.reconfig(via, add, remove)
+    }
 }
 
 /// The last `n` non-empty lines of a node's logs.

@@ -86,8 +86,8 @@ pub struct TestArgs {
     #[arg(long, default_value = "writes", value_name = "NAME|FILE")]
     pub workload: String,
     /// Faults: `none`, or a comma list of kill,pause,partition,clock,packet,power-loss,
-    /// corrupt,frames, one fault of each at a time [default: the `mixed` schedule, steered:
-    /// every kind, aimed faults and compositions; docs/faults.md].
+    /// corrupt,frames,reconfig, one fault of each at a time [default: the `mixed` schedule,
+    /// steered: every kind but reconfig, aimed faults and compositions; docs/faults.md].
     #[arg(long, value_name = "none|KIND,..")]
     pub nemesis: Option<String>,
     /// Mean seconds between faults [default: 10 with --nemesis KINDS; else the schedule's
@@ -473,6 +473,9 @@ fn abilities_of(args: &TestArgs, mode: NetMode, over_ssh: bool) -> crate::nemesi
         }),
         no_snapshot_file: (args.target != TargetKind::Zookeeper)
             .then(|| "fle-node keeps no snapshot file (its txnlog is its whole state)".into()),
+        no_reconfig: (args.target == TargetKind::Zookeeper).then(|| {
+            "--target zookeeper (its reconfig through the client is not supported yet)".into()
+        }),
     }
 }
 

@@ -123,6 +123,7 @@ pub fn settings_of<S: AsRef<str>>(words: &[S]) -> Result<SimSettings> {
 pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
     match f.kind {
         FaultKind::Frames => Some("frames (the simulator runs no election wire decoder)"),
+        FaultKind::Reconfig => Some("reconfig (the simulated ensemble never changes its membership)"),
         FaultKind::Corrupt if f.file.as_deref().is_some_and(|file| file != "txnlog") => Some(
             "corrupt of an epoch file (a damaged epoch file makes fle-node refuse to start, which the simulator does not model)",
         ),

@@ -19,8 +19,7 @@ pub async fn write(
         .post(format!("{base}/data"))
         .timeout(timeout)
         .json(op)
-        .send()
-        .await;
+        .send();
     outcome(sent).await
 }
 
@@ -33,11 +32,7 @@ pub async fn read(
     timeout: Duration,
 ) -> DataOutcome<DataRead> {
     if sync {
-        let sent = client
-            .post(format!("{base}/sync"))
-            .timeout(timeout)
-            .send()
-            .await;
+        let sent = client.post(format!("{base}/sync")).timeout(timeout).send();
         match outcome::<Synced>(sent).await {
             DataOutcome::Ok(_) => {}
             DataOutcome::Refused(e) => return DataOutcome::Refused(format!("sync: {e}")),
@@ -48,16 +43,15 @@ pub async fn read(
     let sent = client
         .get(format!("{base}/data/{key}"))
         .timeout(timeout)
-        .send()
-        .await;
+        .send();
     outcome(sent).await
 }
 
-/// Sorts one HTTP exchange into an outcome.
-async fn outcome<T: DeserializeOwned>(
-    sent: Result<reqwest::Response, reqwest::Error>,
+/// Sorts one HTTP exchange into an outcome (also `POST /reconfig`'s).
+pub(crate) async fn outcome<T: DeserializeOwned>(
+    sent: impl std::future::Future<Output = Result<reqwest::Response, reqwest::Error>>,
 ) -> DataOutcome<T> {
-    let resp = match sent {
+    let resp = match sent.await {
         Ok(r) => r,
         // Never connected: the node never saw the request.
         Err(e) if e.is_connect() => {

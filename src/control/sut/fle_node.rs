@@ -3,7 +3,7 @@
 //! libfaketime), and speaks its HTTP API (`/status`, `/write`, `/log`; the data tree through
 //! `fle_data`).
 
-use crate::api::{ApiError, LogResponse, NodeStatus, WriteCommitted, WriteRequest};
+use crate::api::{ApiError, LogResponse, NodeStatus, ReconfigDone, WriteCommitted, WriteRequest};
 use crate::api::{DataOp, DataRead, DataWritten};
 use crate::control::fault::clock::Clock;
 use crate::control::sut::clock_of;
@@ -117,6 +117,24 @@ impl FleNode {
         Ok(self.control.node_dir(node)?.join("zoo.cfg"))
     }
 
+    /// `peer`'s `server.N=host:quorumPort:electionPort[:observer];host:httpPort` line: the
+    /// `;host:port` is its client (here: HTTP) address, so followers can forward writes to
+    /// the leader as ZooKeeper's do.
+    fn server_line(&self, peer: &str) -> Result<String> {
+        let sid = sid_of(peer).with_context(|| format!("node name {peer} has no sid"))?;
+        let p = self.ports(peer)?;
+        let host = self.control.node_host(peer)?;
+        let kind = if self.opts.observers.contains(peer) {
+            ":observer"
+        } else {
+            ""
+        };
+        Ok(format!(
+            "server.{sid}={host}:{}:{}{kind};{host}:{}",
+            p.quorum, p.election, p.http
+        ))
+    }
+
     /// zoo.cfg in ZooKeeper's own terms.
     fn zoo_cfg(&self, node: &str) -> Result<String> {
         let dir = self.control.node_dir(node)?;
@@ -126,21 +144,7 @@ impl FleNode {
         writeln!(cfg, "syncLimit={}", self.opts.sync_limit)?;
         writeln!(cfg, "dataDir={}", dir.join("data").display())?;
         for peer in self.control.nodes() {
-            let sid = sid_of(peer).with_context(|| format!("node name {peer} has no sid"))?;
-            let p = self.ports(peer)?;
-            let host = self.control.node_host(peer)?;
-            // `;host:port` is the server's client (here: HTTP) address, so followers can forward
-            // writes to the leader as ZooKeeper's do.
-            let kind = if self.opts.observers.contains(peer) {
-                ":observer"
-            } else {
-                ""
-            };
-            writeln!(
-                cfg,
-                "server.{sid}={host}:{}:{}{kind};{host}:{}",
-                p.quorum, p.election, p.http
-            )?;
+            writeln!(cfg, "{}", self.server_line(peer)?)?;
         }
         if self.opts.observers.contains(node) {
             writeln!(cfg, "peerType=observer")?;
@@ -403,6 +407,32 @@ impl Target for FleNode {
 
     fn clock(&self) -> Option<&dyn Clock> {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
+    }
+
+    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
+        let lines: Result<Vec<String>> = add.iter().map(|n| self.server_line(n)).collect();
+        let sids: Option<Vec<u64>> = remove.iter().map(|n| sid_of(n)).collect();
+        let (Ok(add), Some(remove), Ok(base)) = (lines, sids, self.http_base(via)) else {
+            return DataOutcome::Refused(format!("unknown node among {add:?} {remove:?} {via}"));
+        };
+        let change = fle_node::membership::Change { add, remove };
+        // Committing waits for a quorum of each config: as long as a write may take.
+        let sent = self
+            .client
+            .post(format!("{base}/reconfig"))
+            .timeout(self.opts.write_timeout)
+            .json(&change)
+            .send();
+        let done = crate::control::block_on(fle_data::outcome::<ReconfigDone>(sent));
+        match done.map_ok(|d| u64::from_str_radix(&d.version, 16)) {
+            DataOutcome::Ok(Ok(version)) => DataOutcome::Ok(version),
+            DataOutcome::Ok(Err(e)) => {
+                DataOutcome::Info(format!("committed, version unreadable: {e}"))
+            }
+            DataOutcome::Refused(e) => DataOutcome::Refused(e),
+            DataOutcome::Unavailable(e) => DataOutcome::Unavailable(e),
+            DataOutcome::Info(e) => DataOutcome::Info(e),
+        }
     }
 
     fn election_addr(&self, node: &str) -> Option<SocketAddr> {

@@ -145,6 +145,12 @@ pub trait Target: Send + Sync {
     fn software(&self) -> Option<serde_json::Value> {
         None
     }
+    /// One incremental reconfig asked of node `via` (ZooKeeper's `reconfig -add ... -remove
+    /// ...`): the nodes `remove` leave the ensemble's config, the nodes `add` join it again
+    /// with their own server lines. Blocking (a fault's apply is synchronous, as `Control`
+    /// is): the new config's version once committed, or why not, in Jepsen's terms. No
+    /// default: a target that wraps another must pass it on.
+    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64>;
     /// Where the controller reaches the node's election port (the `frames` fault); None when
     /// it does not know it.
     fn election_addr(&self, _node: &str) -> Option<std::net::SocketAddr> {

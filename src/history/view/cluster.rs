@@ -184,7 +184,7 @@ impl Cluster {
                     }
                 }
             }
-            FaultKind::Clock | FaultKind::Packet | FaultKind::Frames => {}
+            FaultKind::Clock | FaultKind::Packet | FaultKind::Frames | FaultKind::Reconfig => {}
         }
     }
 

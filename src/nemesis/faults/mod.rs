@@ -16,6 +16,7 @@ pub mod packet;
 pub mod partition;
 pub mod pause;
 pub mod power_loss;
+pub mod reconfig;
 
 use super::schedule::{PlannedFault, TargetSpec};
 use super::seam::NemesisContext;
@@ -74,7 +75,7 @@ pub trait Fault: Sync {
 }
 
 /// Every kind, in `FaultKind::ALL`'s order.
-pub const FAULTS: [&dyn Fault; 8] = [
+pub const FAULTS: [&dyn Fault; 9] = [
     &kill::Kill,
     &pause::Pause,
     &partition::Partition,
@@ -83,6 +84,7 @@ pub const FAULTS: [&dyn Fault; 8] = [
     &corrupt::Corrupt,
     &packet::Packet,
     &frames::Frames,
+    &reconfig::Reconfig,
 ];
 
 /// The kind's entry in [`FAULTS`].

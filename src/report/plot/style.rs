@@ -36,6 +36,7 @@ pub fn fault_color(kind: FaultKind) -> RGBColor {
         FaultKind::Corrupt => RGBColor(227, 119, 194),
         FaultKind::Packet => RGBColor(188, 189, 34),
         FaultKind::Frames => RGBColor(82, 84, 163),
+        FaultKind::Reconfig => RGBColor(44, 160, 44),
     }
 }
 

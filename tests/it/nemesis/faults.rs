@@ -431,3 +431,72 @@ fn truncated_frames_are_shrugged_off_by_a_correct_node_and_deafen_the_buggy_one(
         "the correct n1 dropped the message and lives"
     );
 }
+
+/// The config a status read reports: (version, voters); (0, []) under the static config.
+fn config_of(e: &Event) -> Option<(u64, Vec<u64>)> {
+    let s = status(e)?;
+    Some(s.config.map_or((0, Vec::new()), |c| (c.version, c.voters)))
+}
+
+#[test]
+fn reconfig_removes_the_leader_the_others_lead_under_the_new_config_and_it_is_added_back() {
+    let test =
+        "reconfig_removes_the_leader_the_others_lead_under_the_new_config_and_it_is_added_back";
+    if !root_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!("{ONE_FAULT}[[fault]]\nkind = \"reconfig\"\ntarget = \"leader\"\n"),
+        "12",
+        "3",
+        dir.path(),
+    );
+    let remove = nemesis_done(&h, F::Remove)[0];
+    let add = nemesis_done(&h, F::Add)[0];
+    assert_eq!(remove.kind, EventType::Info, "{remove:?}");
+    let victim = fault_node(remove);
+    let removed_at = remove.value["version"].as_u64().expect("the new version");
+    let added_at = add.value["version"]
+        .as_u64()
+        .expect("the version adding it back");
+    assert!(added_at > removed_at, "{remove:?} {add:?}");
+    let sid = fle_chaos::history::sid_of(&victim).unwrap();
+    // Between the two, the others lead and follow under the config without it; it leads not.
+    let between = |e: &&Event| e.time > remove.time && e.time < add.time;
+    let others: Vec<(u64, Vec<u64>)> = (h.iter().filter(between))
+        .filter(|e| e.node.as_deref() != Some(victim.as_str()))
+        .filter_map(config_of)
+        .filter(|(v, _)| *v == removed_at)
+        .collect();
+    assert!(
+        !others.is_empty(),
+        "no other node reported config {removed_at:#x}"
+    );
+    assert!(others.iter().all(|(_, voters)| !voters.contains(&sid)));
+    let led = (h.iter().filter(between))
+        .filter(|e| e.node.as_deref() == Some(victim.as_str()))
+        .filter_map(status)
+        .any(|s| {
+            s.state == ServerState::Leading && s.config.is_some_and(|c| c.version == removed_at)
+        });
+    assert!(!led, "{victim} led under the config that removed it");
+    // At the end every node reports the newest config, which lists every node again.
+    let newest = (nemesis_done(&h, F::Add).iter().rev())
+        .find_map(|e| e.value["version"].as_u64())
+        .expect("an add that changed the config");
+    let last: Vec<(u64, Vec<u64>)> = (1..=3)
+        .filter_map(|i| {
+            let n = fle_chaos::history::node_name(i);
+            let of_n = |e: &&Event| e.node.as_deref() == Some(n.as_str());
+            h.iter().rev().filter(of_n).find_map(config_of)
+        })
+        .collect();
+    assert_eq!(last.len(), 3, "every node read at the end");
+    let all_back = |(v, voters): &(u64, Vec<u64>)| *v == newest && voters.len() == 3;
+    assert!(last.iter().all(all_back), "{last:?}");
+    let run = run_dir(&dir.path().join("reports")).unwrap();
+    let results = fle_chaos::commands::run::child::read_results(&run).unwrap();
+    let valid = results.valid == fle_chaos::checker::Validity::True;
+    assert!(valid, "{}", support::run::why_not_valid(&run));
+}

@@ -640,6 +640,12 @@ impl Target for ZooKeeper {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 
+    /// Not yet: ZooKeeper's `reconfig` needs `reconfigEnabled=true` and its client's
+    /// `reconfig` call (docs/membership.md, "Not done yet").
+    fn reconfig(&self, _: &str, _: &[String], _: &[String]) -> DataOutcome<u64> {
+        DataOutcome::Refused("reconfig against ZooKeeper is not supported yet".into())
+    }
+
     fn election_addr(&self, node: &str) -> Option<SocketAddr> {
         let s = self.servers.get(node)?;
         Some(SocketAddr::new(s.host, s.ports.election))
