@@ -461,6 +461,7 @@ impl Shell {
 
     /// Puts config `m` in force: saved as this server's dynamic config first, then the
     /// election, Zab's settings, the election peers and the readers of the members follow.
+    /// The caller looks next (`look`), which shows it in `/status`.
     fn activate(&mut self, election: &mut Election, m: Membership) -> anyhow::Result<()> {
         let dir = self.cfg.data_dir.clone();
         membership::save(&dir, &m).with_context(|| {
@@ -475,12 +476,8 @@ impl Shell {
         self.zab = zab_config(&self.cfg, &self.opts, ecfg.quorum())?;
         election.reconfigure(ecfg);
         self.peers.set_peers(election_addrs(&self.cfg));
-        let view = config_view(&self.cfg);
-        let peer_type = self.cfg.servers.get(&self.sid).map(|a| a.peer_type);
-        self.status.send_modify(|s| {
-            s.config = view;
-            s.peer_type = peer_type.unwrap_or(s.peer_type);
-        });
+        // `/status` shows the new config with the LOOKING that follows (`looking`), in one
+        // change: a read must never see the old role under the new config.
         tracing::info!(
             sid = self.sid,
             version = format_args!("{:#x}", m.version),
@@ -497,10 +494,15 @@ impl Shell {
         self.writes.set(Route::Looking);
         let p = ZabProgress::from_store(&lock(&self.store), ZabPhase::Election, None);
         let (epoch, zxid) = (p.peer_epoch, p.last_zxid);
+        // The config in force with the state: an activation is always followed by a look.
+        let config = config_view(&self.cfg);
+        let peer_type = self.cfg.servers.get(&self.sid).map(|a| a.peer_type);
         self.status.send_modify(|s| {
             s.state = ServerState::Looking;
             s.leader = None;
             s.election_epoch = election.logicalclock();
+            s.config = config;
+            s.peer_type = peer_type.unwrap_or(s.peer_type);
             p.apply_to(s);
         });
         if !self.follow_streak.loud() {
