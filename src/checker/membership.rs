@@ -100,16 +100,28 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         }
     }
     let mut flagged_leader = vec![None::<u64>; d.nodes.len()];
-    let mut last_read: Vec<Option<(&Status, Config)>> = vec![None; d.nodes.len()];
+    // Each node's config as of the read at hand: the changes are walked once, in history
+    // order beside the reads (a long run has many of both).
+    let mut current: Vec<Option<&ConfigView>> = vec![None; d.nodes.len()];
+    let mut changes = d.configs.iter().peekable();
+    let mut last_read: Vec<Option<&Status>> = vec![None; d.nodes.len()];
     let mut leader_reads = 0u64;
     for s in d.statuses() {
-        let config = Config::of(d.configs_around(s.node, s.pos)[1], &fixed);
+        while let Some(c) = changes.next_if(|c| c.pos <= s.pos) {
+            if let Ok(view) = &c.config {
+                current[c.node as usize] = Some(view);
+            }
+        }
         if s.leads().is_some() {
             leader_reads += 1;
+            let config = Config::of(current[s.node as usize], &fixed);
             not_a_voter_leading(d, s, &config, &mut flagged_leader, &mut violations);
         }
-        last_read[s.node as usize] = Some((s, config));
+        last_read[s.node as usize] = Some(s);
     }
+    let last_read: Vec<Option<(&Status, Config)>> = (last_read.iter().zip(&current))
+        .map(|(s, c)| s.map(|s| (s, Config::of(*c, &fixed))))
+        .collect();
     let newest = ended_behind(d, &last_read, &mut violations);
     let ok = format!(
         "Servers reported {} config changes, the newest {}: {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",

@@ -15,6 +15,7 @@ use crate::support::ssh::{can_run, FakeVms};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn zookeeper_here(test: &str) -> bool {
     let mut say = |s: &str| eprintln!("setup: {s}");
@@ -135,16 +136,31 @@ fn nothing_left(vms: &FakeVms) {
             "rules left on vm {}",
             i + 1
         );
-        let out = Command::new("ip")
-            .args(["netns", "pids", &vm.netns])
-            .output()
-            .unwrap();
-        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-            if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-                assert_eq!(comm.trim(), "sshd", "process {pid} left on vm {}", i + 1);
-            }
-        }
+        // A process still exiting (an SSH session's last command) is not left behind: only
+        // one that outlives the deadline is.
+        let mut left = Vec::new();
+        let gone = crate::support::run::wait_for(Duration::from_secs(5), || {
+            left = not_sshd(&vm.netns);
+            left.is_empty()
+        });
+        assert!(gone, "processes left on vm {}: {left:?}", i + 1);
     }
+}
+
+/// The processes in `netns` other than sshd: (pid, name).
+fn not_sshd(netns: &str) -> Vec<(String, String)> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", netns])
+        .output()
+        .unwrap();
+    let named = |pid: &str| {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        Some((pid.to_string(), comm.trim().to_string()))
+    };
+    (String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .filter_map(named)
+        .filter(|(_, comm)| comm != "sshd")
+        .collect()
 }
 
 fn node_folders_left(run: &Path) -> Vec<PathBuf> {
