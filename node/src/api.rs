@@ -183,6 +183,13 @@ pub struct ConfigView {
     pub voters: Vec<u64>,
 }
 
+impl ConfigView {
+    /// Whether server `sid` is in this config, voter or observer.
+    pub fn lists(&self, sid: u64) -> bool {
+        self.voters.contains(&sid) || self.observers.contains(&sid)
+    }
+}
+
 fn is_participant(t: &PeerType) -> bool {
     !t.is_observer()
 }

@@ -289,16 +289,7 @@ fn a_join_is_reported_as_joined() {
 
 fn leader(bugs: Bugs, hist: &[u64]) -> Leader {
     Leader::new(
-        LeaderConfig {
-            sid: 1,
-            quorum: 2,
-            observers: Default::default(),
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            snap_threshold: 100,
-            bugs,
-            config_version: 0,
-        },
+        LeaderConfig::for_tests(2, Default::default(), bugs),
         2,
         2,
         hist.iter()

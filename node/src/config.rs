@@ -102,11 +102,7 @@ impl Config {
     }
 
     fn of_type(&self, t: PeerType) -> BTreeSet<u64> {
-        self.servers
-            .iter()
-            .filter(|(_, a)| a.peer_type == t)
-            .map(|(s, _)| *s)
-            .collect()
+        membership::sids_of_type(&self.servers, t)
     }
 }
 
@@ -178,8 +174,7 @@ fn read_dynamic(path: &Path) -> Result<Membership, ConfigError> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    let suffix = name.rsplit_once(".dynamic.").map(|(_, v)| v);
-    if let Some(version) = suffix.and_then(|v| u64::from_str_radix(v, 16).ok()) {
+    if let Some(version) = membership::version_in_name(name) {
         m.version = version;
     }
     Ok(m)

@@ -383,10 +383,10 @@ impl Election {
             return None;
         }
         let text = std::str::from_utf8(&n.config).ok()?;
-        let theirs = Membership::parse("a notification's config", text).ok()?;
-        if theirs.version <= self.cfg.config_version {
+        if Membership::version_of(text)? <= self.cfg.config_version {
             return None;
         }
+        let theirs = Membership::parse("a notification's config", text).ok()?;
         let ours = std::str::from_utf8(&self.cfg.config_bytes).ok();
         let ours = ours.and_then(|t| Membership::parse("our config", t).ok());
         let same = ours.is_some_and(|o| same_servers(&o, &theirs));

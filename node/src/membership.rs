@@ -12,7 +12,6 @@
 //!   checked against the config in force before anything is proposed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -51,8 +50,7 @@ impl Membership {
     }
 
     fn of_type(&self, t: PeerType) -> BTreeSet<u64> {
-        let of = |(s, a): (&u64, &ServerAddr)| (a.peer_type == t).then_some(*s);
-        self.servers.iter().filter_map(of).collect()
+        sids_of_type(&self.servers, t)
     }
 
     /// ZooKeeper's text: server lines, then `version=<hex>`.
@@ -60,6 +58,13 @@ impl Membership {
         let mut s = servers_text(&self.servers);
         s.push_str(&format!("version={:x}", self.version));
         s
+    }
+
+    /// The version a config text's last `version=<hex>` line says, without parsing the rest
+    /// (an election reads it off every notification).
+    pub fn version_of(text: &str) -> Option<u64> {
+        let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+        u64::from_str_radix(line.trim().strip_prefix("version=")?, 16).ok()
     }
 
     /// Parses server lines and an optional `version=<hex>` line (`name` is used in errors).
@@ -93,6 +98,13 @@ impl Membership {
         check_voters(&servers).map_err(|why| format!("{name}: {why}"))?;
         Ok(Membership { version, servers })
     }
+}
+
+/// The sids of `servers` of type `t` (voters or observers): one definition for a config in
+/// force (`Config`) and one carried or saved (`Membership`).
+pub(crate) fn sids_of_type(servers: &BTreeMap<u64, ServerAddr>, t: PeerType) -> BTreeSet<u64> {
+    let of = |(s, a): (&u64, &ServerAddr)| (a.peer_type == t).then_some(*s);
+    servers.iter().filter_map(of).collect()
 }
 
 /// The server lines of a config, each ending in a newline.
@@ -231,16 +243,18 @@ pub fn dynamic_path(dir: &Path, version: u64) -> PathBuf {
 }
 
 /// Writes `m` as `zoo.cfg.dynamic.<hex version>` in `dir` (server lines; the version is in the
-/// name): a temporary file, fsynced, renamed, and the directory fsynced, so a power loss
-/// leaves the old file or the new one.
-pub fn save(dir: &Path, m: &Membership) -> std::io::Result<()> {
-    let path = dynamic_path(dir, m.version);
+/// name), durably: a power loss leaves no half-written config.
+pub fn save(dir: &Path, m: &Membership) -> anyhow::Result<()> {
     let tmp = dir.join(format!("{DYNAMIC_PREFIX}next.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(servers_text(&m.servers).as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
-    std::fs::File::open(dir)?.sync_all()
+    let text = servers_text(&m.servers);
+    crate::txnlog::write_durably(&dynamic_path(dir, m.version), &tmp, text.as_bytes())
+}
+
+/// The version a dynamic config file's name says (ZooKeeper's `<zoo.cfg>.dynamic.<hex>`), if
+/// it is one.
+pub fn version_in_name(file_name: &str) -> Option<u64> {
+    let (_, hex) = file_name.rsplit_once(".dynamic.")?;
+    u64::from_str_radix(hex, 16).ok()
 }
 
 /// The newest dynamic config saved in `dir`, if any (`zoo.cfg.dynamic.<hex>` files only).
@@ -250,7 +264,8 @@ pub fn load_newest(dir: &Path) -> Result<Option<Membership>, String> {
     };
     let newest = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| u64::from_str_radix(n.strip_prefix(DYNAMIC_PREFIX)?, 16).ok())
+        .filter(|n| n.starts_with(DYNAMIC_PREFIX))
+        .filter_map(|n| version_in_name(&n))
         .max();
     let Some(version) = newest else {
         return Ok(None);
@@ -296,6 +311,8 @@ mod tests {
         assert!(text.starts_with("server.1=127.0.0.1:2001:3001:participant;127.0.0.1:8001\n"));
         assert!(text.contains("server.3=127.0.0.1:2003:3003:observer\n"));
         assert!(text.ends_with("version=100000003"), "{text}");
+        assert_eq!(Membership::version_of(&text), Some(0x1_0000_0003));
+        assert_eq!(Membership::version_of("server.1=h:1:2\n"), None);
         assert_eq!(Membership::parse("again", &text).unwrap(), m);
         assert_eq!(m.voters(), BTreeSet::from([1, 2]));
         assert_eq!(m.observers(), BTreeSet::from([3]));
@@ -386,6 +403,8 @@ mod tests {
             save(d.path(), &m).unwrap();
         }
         assert_eq!(load_newest(d.path()).unwrap(), Some(m.clone()));
+        assert_eq!(version_in_name("zoo1.cfg.dynamic.1f"), Some(0x1f));
+        assert_eq!(version_in_name("zoo.cfg.dynamic.next.tmp"), None);
         std::fs::write(dynamic_path(d.path(), 0x2_0000_0001), "server.1=x").unwrap();
         let err = load_newest(d.path()).unwrap_err();
         assert!(err.contains("zoo.cfg.dynamic.200000001"), "{err}");

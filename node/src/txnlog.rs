@@ -412,6 +412,20 @@ fn read_record(b: &[u8], last_zxid: u64) -> Result<(Record, usize), String> {
 }
 
 /// fsyncs the directory holding `path`, so a create or rename survives a crash.
+/// Replaces the file at `path` with `bytes` durably: a temporary file beside it (`tmp`),
+/// fsynced, renamed over it, then the directory fsynced; a power loss leaves the old file or
+/// the new one, never a mix.
+pub fn write_durably(path: &Path, tmp: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        f.sync_all()?;
+        std::fs::rename(tmp, path)
+    };
+    write().with_context(|| format!("writing {}", path.display()))?;
+    sync_parent(path)
+}
+
 pub fn sync_parent(path: &Path) -> anyhow::Result<()> {
     let dir = path
         .parent()

@@ -24,43 +24,19 @@ use crate::history::test_info::TestInfo;
 
 pub const NAME: &str = "membership";
 
-/// A server's config as this checker follows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Config {
-    version: u64,
-    voters: Vec<u64>,
-    observers: Vec<u64>,
+/// How a config is named in findings: its version and voters.
+fn name(c: &ConfigView) -> String {
+    format!("config {:#x} (voters {:?})", c.version, c.voters)
 }
 
-impl Config {
-    /// `view`, or the static config when the server reported none (`Digest::configs_around`).
-    fn of(view: Option<&ConfigView>, static_config: &Config) -> Config {
-        match view {
-            Some(v) => Config {
-                version: v.version,
-                voters: v.voters.clone(),
-                observers: v.observers.clone(),
-            },
-            None => static_config.clone(),
-        }
-    }
-
-    fn lists(&self, sid: u64) -> bool {
-        self.voters.contains(&sid) || self.observers.contains(&sid)
-    }
-
-    fn name(&self) -> String {
-        format!("config {:#x} (voters {:?})", self.version, self.voters)
-    }
-}
-
-/// test.json's ensemble as a config: its nodes, the observers apart, version 0.
-fn static_config(info: &TestInfo) -> Config {
+/// test.json's ensemble as a config: its nodes, the observers apart, version 0. A server
+/// runs it until it reports another.
+fn static_config(info: &TestInfo) -> ConfigView {
     let sids = |names: &[String]| names.iter().filter_map(|n| sid_of(n)).collect();
-    Config {
+    ConfigView {
+        observers: sids(&info.observers),
         version: 0,
         voters: sids(&info.voters()),
-        observers: sids(&info.observers),
     }
 }
 
@@ -83,8 +59,8 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     for el in &d.elections {
         let [before, at] = d
             .configs_around(el.node, el.pos)
-            .map(|c| Config::of(c, &fixed));
-        if let Some(why) = bad_votes(el.summary.votes.iter().map(|v| v.sid), [&before, &at]) {
+            .map(|c| c.unwrap_or(&fixed));
+        if let Some(why) = bad_votes(el.summary.votes.iter().map(|v| v.sid), [before, at]) {
             violations.push((
                 format!(
                     "{}'s election of round {} (leader n{}) {why}.",
@@ -114,19 +90,19 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         }
         if s.leads().is_some() {
             leader_reads += 1;
-            let config = Config::of(current[s.node as usize], &fixed);
-            not_a_voter_leading(d, s, &config, &mut flagged_leader, &mut violations);
+            let config = current[s.node as usize].unwrap_or(&fixed);
+            not_a_voter_leading(d, s, config, &mut flagged_leader, &mut violations);
         }
         last_read[s.node as usize] = Some(s);
     }
-    let last_read: Vec<Option<(&Status, Config)>> = (last_read.iter().zip(&current))
-        .map(|(s, c)| s.map(|s| (s, Config::of(*c, &fixed))))
+    let last_read: Vec<Option<(&Status, &ConfigView)>> = (last_read.iter().zip(&current))
+        .map(|(s, c)| s.map(|s| (s, c.unwrap_or(&fixed))))
         .collect();
     let newest = ended_behind(d, &last_read, &mut violations);
     let ok = format!(
         "Servers reported {} config changes, the newest {}: {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
         d.configs.len(),
-        newest.map_or("unknown".into(), |c| c.name()),
+        newest.map_or("unknown".into(), name),
         d.elections.len(),
     );
     Finding::judge(violations, gaps, ok)
@@ -134,20 +110,20 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
 
 /// Why votes counted by `sids` are no quorum of voters under either config `under` (the one
 /// before the read that showed the election, the one at it), if they are not.
-fn bad_votes(sids: impl Iterator<Item = u64> + Clone, under: [&Config; 2]) -> Option<String> {
-    let why = |c: &Config| {
+fn bad_votes(sids: impl Iterator<Item = u64> + Clone, under: [&ConfigView; 2]) -> Option<String> {
+    let why = |c: &ConfigView| {
         let outside: Vec<u64> = sids.clone().filter(|s| !c.voters.contains(s)).collect();
         let counted = sids.clone().filter(|s| c.voters.contains(s)).count();
         if let Some(s) = outside.first() {
             Some(format!(
                 "counted the vote of n{s}, not a voter of its {}",
-                c.name()
+                name(c)
             ))
         } else if counted < quorum(c.voters.len()) {
             Some(format!(
                 "counted {counted} votes, short of a quorum ({}) of its {}",
                 quorum(c.voters.len()),
-                c.name()
+                name(c)
             ))
         } else {
             None
@@ -163,7 +139,7 @@ fn bad_votes(sids: impl Iterator<Item = u64> + Clone, under: [&Config; 2]) -> Op
 fn not_a_voter_leading(
     d: &Digest,
     s: &Status,
-    config: &Config,
+    config: &ConfigView,
     flagged: &mut [Option<u64>],
     violations: &mut Vec<Item>,
 ) {
@@ -184,7 +160,7 @@ fn not_a_voter_leading(
             d.name(s.node),
             s.peer_epoch,
             crate::duration::moment(s.time),
-            config.name()
+            name(config)
         ),
         vec![EvRef::new(s.pos, format!("{} LEADING", d.name(s.node)))],
     ));
@@ -194,9 +170,9 @@ fn not_a_voter_leading(
 /// an older config; returns the newest config.
 fn ended_behind<'a>(
     d: &Digest,
-    last: &'a [Option<(&Status, Config)>],
+    last: &'a [Option<(&'a Status, &'a ConfigView)>],
     violations: &mut Vec<Item>,
-) -> Option<&'a Config> {
+) -> Option<&'a ConfigView> {
     let newest = last
         .iter()
         .flatten()
@@ -210,8 +186,8 @@ fn ended_behind<'a>(
                 format!(
                     "{} ended serving under {} while the newest, {}, lists it: the ensemble did not end on one config.",
                     d.name(s.node),
-                    c.name(),
-                    newest.name()
+                    name(c),
+                    name(newest)
                 ),
                 vec![EvRef::new(s.pos, format!("{}'s last read", d.name(s.node)))],
             ));

@@ -51,6 +51,24 @@ pub struct LeaderConfig {
     pub config_version: u64,
 }
 
+#[cfg(test)]
+impl LeaderConfig {
+    /// The table tests' leader 1 needing `quorum` voters (initLimit 10 beats, syncLimit 4,
+    /// SNAP above 100 txns), under the static config.
+    pub(crate) fn for_tests(quorum: usize, observers: BTreeSet<u64>, bugs: Bugs) -> Self {
+        LeaderConfig {
+            sid: 1,
+            quorum,
+            observers,
+            init_limit_beats: 10,
+            sync_limit_beats: 4,
+            snap_threshold: 100,
+            bugs,
+            config_version: 0,
+        }
+    }
+}
+
 /// A reconfig txn in the leader's history, not yet committed: until it is, a commit that
 /// covers it needs a quorum of its new voters as well (ZooKeeper's `qvAcksetPairs`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,16 +16,7 @@ use Output::{Close, Persist, Send, Sync};
 /// Leader 1 of voters 1-3 (quorum 2) and observer 4, history [(1,1),(1,2)] committed to (1,1).
 fn leader(bugs: Bugs) -> Leader {
     Leader::new(
-        LeaderConfig {
-            sid: 1,
-            quorum: 2,
-            observers: [4].into(),
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            snap_threshold: 100,
-            bugs,
-            config_version: 0,
-        },
+        LeaderConfig::for_tests(2, [4].into(), bugs),
         1,
         1,
         vec![txn(z(1, 1)), txn(z(1, 2))],

@@ -32,16 +32,7 @@ fn reconfig(voters: &[u64]) -> serde_json::Value {
 /// Leader 1 of voters 1-3 (quorum 2), history `hist` committed to `committed`.
 fn leader(hist: Vec<Txn>, committed: u64) -> Leader {
     Leader::new(
-        LeaderConfig {
-            sid: 1,
-            quorum: 2,
-            observers: Default::default(),
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            snap_threshold: 100,
-            bugs: Bugs::none(),
-            config_version: 0,
-        },
+        LeaderConfig::for_tests(2, Default::default(), Bugs::none()),
         1,
         1,
         hist,

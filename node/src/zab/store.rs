@@ -18,7 +18,7 @@ use anyhow::Context;
 
 use crate::api::LogEntry;
 use crate::membership::{CommittedConfig, Membership};
-use crate::txnlog::{sync_parent, TailRepair, Txn, TxnLog};
+use crate::txnlog::{write_durably, TailRepair, Txn, TxnLog};
 
 pub const ACCEPTED_EPOCH_FILE: &str = "acceptedEpoch";
 pub const CURRENT_EPOCH_FILE: &str = "currentEpoch";
@@ -258,14 +258,7 @@ fn read_epoch(path: &Path) -> anyhow::Result<u64> {
 
 fn write_epoch(path: &Path, epoch: u64) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut f, epoch_file_text(epoch).as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("writing {}", path.display()))?;
-    sync_parent(path)
+    write_durably(path, &tmp, epoch_file_text(epoch).as_bytes())
 }
 
 #[cfg(test)]

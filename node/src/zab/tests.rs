@@ -21,16 +21,7 @@ fn txn(zxid: u64) -> Txn {
 
 fn leader(quorum: usize, accepted: u64, current: u64, hist: &[u64], committed: u64) -> Leader {
     Leader::new(
-        LeaderConfig {
-            sid: 1,
-            quorum,
-            observers: Default::default(),
-            init_limit_beats: 10,
-            sync_limit_beats: 4,
-            snap_threshold: 100,
-            bugs: Bugs::none(),
-            config_version: 0,
-        },
+        LeaderConfig::for_tests(quorum, Default::default(), Bugs::none()),
         accepted,
         current,
         hist.iter().map(|&x| txn(x)).collect(),

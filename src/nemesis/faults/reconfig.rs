@@ -123,11 +123,7 @@ impl Fault for Reconfig {
 /// The nodes of `wanted` that can leave the config in force (`config`; None: the static one,
 /// listing every node) now: those it lists, as many as leave a quorum of all `voters` in it.
 fn removable(wanted: &[String], config: Option<&ConfigView>, voters: usize) -> Vec<String> {
-    let listed = |n: &&String| {
-        let sid = sid_of(n);
-        config
-            .is_none_or(|c| sid.is_some_and(|s| c.voters.contains(&s) || c.observers.contains(&s)))
-    };
+    let listed = |n: &&String| config.is_none_or(|c| sid_of(n).is_some_and(|s| c.lists(s)));
     let in_config = config.map_or(voters, |c| c.voters.len());
     let room = in_config.saturating_sub(crate::api::quorum(voters));
     wanted.iter().filter(listed).take(room).cloned().collect()
@@ -237,8 +233,7 @@ fn add_back(ctx: &NemesisContext, nodes: &[String], last: bool) {
 /// every node).
 fn missing_from(nodes: &[String], config: Option<&ConfigView>) -> Vec<String> {
     let Some(c) = config else { return Vec::new() };
-    let listed =
-        |n: &&String| sid_of(n).is_some_and(|s| c.voters.contains(&s) || c.observers.contains(&s));
+    let listed = |n: &&String| sid_of(n).is_some_and(|s| c.lists(s));
     nodes.iter().filter(|n| !listed(n)).cloned().collect()
 }
 
