@@ -32,6 +32,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
+use futures_util::FutureExt;
+
 use crate::bugs::{Bug, Bugs};
 use crate::warn_limit::WarnLimiter;
 use crate::wire::{self, HelloStart, Notification};
@@ -512,38 +514,40 @@ impl LinkTask {
                     }
                 }
             };
-            match stream {
-                Some(s) => {
-                    let served = std::time::Instant::now();
-                    next = self.serve(s).await;
-                    if next.is_some() || served.elapsed() >= BACKOFF_MAX {
+            if let Some(s) = stream {
+                let served = std::time::Instant::now();
+                match self.serve(s).await {
+                    Ended::Replaced(s) => {
+                        next = Some(s);
+                        backoff = BACKOFF_MIN;
+                        continue;
+                    }
+                    // The peer's poke says it has no connection: dial again at once.
+                    Ended::Stale => {
+                        backoff = BACKOFF_MIN;
+                        continue;
+                    }
+                    Ended::Lost if served.elapsed() >= BACKOFF_MAX => {
                         backoff = BACKOFF_MIN;
                         continue;
                     }
                     // Hung up at once (a peer that does not know us: we were removed by a
                     // reconfig, or it has not activated the one that adds us): back off as
                     // after a failed dial, instead of dialing again in a loop.
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = self.dial_now.notified() => {}
-                        s = self.incoming.recv() => next = s,
-                    }
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
-                }
-                None => {
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = self.dial_now.notified() => {}
-                        s = self.incoming.recv() => next = s,
-                    }
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    Ended::Lost => {}
                 }
             }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.dial_now.notified() => {}
+                s = self.incoming.recv() => next = s,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
         }
     }
 
-    /// Runs one connection until it fails; returns a newer connection that replaced it.
-    async fn serve(&mut self, stream: TcpStream) -> Option<TcpStream> {
+    /// Runs one connection until it ends, and says why.
+    async fn serve(&mut self, stream: TcpStream) -> Ended {
         let _ = stream.set_nodelay(true);
         watch_liveness(&stream);
         let (mut rd, mut wr) = stream.into_split();
@@ -615,7 +619,11 @@ impl LinkTask {
         };
         // A poke from the smaller sid means it has no connection to us: ours is stale (its
         // side was lost in a partition or a restart) and waiting for TCP to notice costs seconds.
+        // Pokes that came before this connection existed were answered by it: forget them, or
+        // each one would end a fresh connection (with `blocking-connect`'s 5 s dials the smaller
+        // side pokes many times per dial, and no connection outlived its first message).
         let (dial_now, larger) = (self.dial_now.clone(), self.me.sid > self.peer);
+        let _ = dial_now.notified().now_or_never();
         let stale = async move {
             if larger {
                 dial_now.notified().await
@@ -627,10 +635,20 @@ impl LinkTask {
         // newer connection waiting in `incoming` every time, and the poke that follows makes
         // the larger sid dial again, and again (a connection storm, seen in CI 2026-12-05).
         tokio::select! {
-            _ = reader => None,
-            _ = writer => None,
-            s = self.incoming.recv() => s,
-            _ = stale => None,
+            _ = reader => Ended::Lost,
+            _ = writer => Ended::Lost,
+            s = self.incoming.recv() => s.map_or(Ended::Lost, Ended::Replaced),
+            _ = stale => Ended::Stale,
         }
     }
+}
+
+/// Why a served connection ended.
+enum Ended {
+    /// A newer connection from the peer took its place.
+    Replaced(TcpStream),
+    /// The smaller sid poked us: it has no connection, so ours is dead.
+    Stale,
+    /// Read or write failed: the peer hung up or the connection broke.
+    Lost,
 }
