@@ -93,6 +93,9 @@ const NAMED: &[(&str, &[&str])] = &[
         "cas-on-stale-version",
         &["packet-delay", "partition-halves"],
     ),
+    // Membership changes: the leader (and followers) removed and added back.
+    ("removed-voter-counted", &["membership"]),
+    ("removed-leader-keeps-leading", &["membership"]),
     // A follower restarted while its leader stands, then a quiet longer than the stray bound.
     (
         "refuse-repeated-epoch",

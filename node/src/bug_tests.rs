@@ -23,19 +23,21 @@ use ServerState::*;
 const FW: Duration = Duration::from_millis(200);
 
 fn election(sid: u64, n: u64, bugs: Bugs) -> Election {
-    Election::new(
-        ElectionConfig {
-            sid,
-            voters: (1..=n).collect(),
-            observers: Default::default(),
-            finalize_wait: FW,
-            max_notification_interval: Duration::from_secs(60),
-            bugs,
-            config_bytes: Vec::new(),
-            config_version: 0,
-        },
-        Instant::now(),
-    )
+    Election::new(config(sid, n, bugs), Instant::now())
+}
+
+fn config(sid: u64, n: u64, bugs: Bugs) -> ElectionConfig {
+    ElectionConfig {
+        sid,
+        voters: (1..=n).collect(),
+        observers: Default::default(),
+        finalize_wait: FW,
+        max_notification_interval: Duration::from_secs(60),
+        bugs,
+        config_bytes: Vec::new(),
+        config_version: 0,
+        removed: Default::default(),
+    }
 }
 
 fn note(state: ServerState, leader: u64, zxid: u64, round: u64, epoch: u64) -> Notification {
@@ -112,6 +114,30 @@ fn follow_older_round_leads_on_stale_notices() {
             );
         } else {
             assert_eq!(e.state(), Looking, "{out:?}");
+        }
+    }
+}
+
+/// After a reconfig removed 4 from voters 1-4 (now 1-3, quorum 2), n1 hears only removed
+/// n4's vote for 3: the correct n1 drops it, the buggy one adopts it and decides with it.
+#[test]
+fn removed_voter_counted_decides_with_a_removed_servers_vote() {
+    for (bugs, buggy) in both(Bug::RemovedVoterCounted) {
+        let t = Instant::now();
+        let mut cfg = config(1, 3, bugs);
+        cfg.removed = [4].into();
+        let mut e = Election::new(cfg, t);
+        e.start_looking(t, 0, 0);
+        e.step(t, 4, note(Looking, 3, 0, 1, 0));
+        let out = e.tick(t + FW);
+        if buggy {
+            let d = decided(&out).expect("decided");
+            assert_eq!(d.vote.leader, 3);
+            let sids: Vec<u64> = d.votes.iter().map(|v| v.sid).collect();
+            assert_eq!(sids, vec![1, 4]);
+        } else {
+            assert!(decided(&out).is_none(), "{out:?}");
+            assert_eq!(e.counters().from_non_voter, 1);
         }
     }
 }

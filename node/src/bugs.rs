@@ -31,6 +31,8 @@ pub enum Bug {
     ReadsWithoutQuorum,
     SyncBeforeApplied,
     CasOnStaleVersion,
+    RemovedVoterCounted,
+    RemovedLeaderKeepsLeading,
 }
 
 /// What `--list-bugs` prints about a bug.
@@ -187,6 +189,20 @@ pub const CATALOGUE: &[BugInfo] = &[
         jira: "-",
         fault: "a follower lagging its leader while clients compare-and-set through it (registers workload)",
         description: "a follower checks a cas's version against its own possibly stale tree and forwards a match as an unconditional set: two cas on one version both succeed",
+    },
+    BugInfo {
+        bug: Bug::RemovedVoterCounted,
+        name: "removed-voter-counted",
+        jira: "-",
+        fault: "reconfig: remove a voter (nemesis membership)",
+        description: "after a reconfig, the election still hears the voters it removed and counts their votes (validVoter checks the old config): a removed server counts toward a quorum",
+    },
+    BugInfo {
+        bug: Bug::RemovedLeaderKeepsLeading,
+        name: "removed-leader-keeps-leading",
+        jira: "-",
+        fault: "reconfig: remove the leader (nemesis membership)",
+        description: "no role ends when a reconfig commits: the servers activate it in place, and a leader it removed designates itself and goes on leading (the ZOOKEEPER-3829 shape: a leader outside the config it runs)",
     },
 ];
 

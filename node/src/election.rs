@@ -82,6 +82,9 @@ pub struct ElectionConfig {
     pub config_bytes: Vec<u8>,
     /// The version of the config in force: a peer's config with a higher one is adopted.
     pub config_version: u64,
+    /// Voters of the previous config that this one removed. Never heard nor counted (ZooKeeper's
+    /// `validVoter` checks the config in force), except under the seeded `removed-voter-counted`.
+    pub removed: BTreeSet<u64>,
 }
 
 impl ElectionConfig {
@@ -104,6 +107,18 @@ impl ElectionConfig {
     fn counts(&self, sid: u64) -> bool {
         self.voters.contains(&sid)
             || (self.bugs.has(Bug::ObserverVoteCounted) && self.observers.contains(&sid))
+            || self.counts_removed(sid)
+    }
+
+    /// Seeded `removed-voter-counted`: a voter the last reconfig removed still counts, as if
+    /// `validVoter` checked the config before it.
+    fn counts_removed(&self, sid: u64) -> bool {
+        self.bugs.has(Bug::RemovedVoterCounted) && self.removed.contains(&sid)
+    }
+
+    /// Whom notifications are taken from: the servers of the config in force.
+    fn knows(&self, sid: u64) -> bool {
+        self.voters.contains(&sid) || self.observers.contains(&sid) || self.counts_removed(sid)
     }
 
     /// An observer that only learns the leader (always, unless the seeded bug makes it vote).
@@ -398,8 +413,7 @@ impl Election {
         if let Some(m) = self.newer_config(&n) {
             return vec![Output::NewerConfig(m)];
         }
-        let known = self.cfg.voters.contains(&from) || self.cfg.observers.contains(&from);
-        if !known || from == self.cfg.sid {
+        if !self.cfg.knows(from) || from == self.cfg.sid {
             self.counters.from_non_voter += 1;
             return Vec::new();
         }
@@ -724,12 +738,13 @@ impl Election {
     }
 
     /// My vote to every server that counts (voters; ZooKeeper never sends its votes to
-    /// observers, which ask instead).
+    /// observers, which ask instead; removed voters only under `removed-voter-counted`).
     fn send_to_all(&self) -> Vec<Output> {
         self.cfg
             .voters
             .iter()
             .chain(&self.cfg.observers)
+            .chain(&self.cfg.removed)
             .filter(|&&sid| sid != self.cfg.sid && self.cfg.counts(sid))
             .map(|&to| self.send(to, self.proposal, self.logicalclock, ServerState::Looking))
             .collect()
@@ -761,6 +776,7 @@ mod tests {
             bugs: Bugs::none(),
             config_bytes: Vec::new(),
             config_version: 0,
+            removed: BTreeSet::new(),
         }
     }
 

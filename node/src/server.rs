@@ -5,7 +5,7 @@
 //! and starts looking again when that role ends. Every state change is published to the
 //! HTTP status and logged as one structured line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::api::{ConfigView, NodeStatus, ServerState, ZabPhase};
-use crate::bugs::Bugs;
+use crate::bugs::{Bug, Bugs};
 use crate::config::Config;
 use crate::data::SharedTree;
 use crate::data_route::Data;
@@ -196,6 +196,7 @@ fn election_config(cfg: &Config, opts: &Options) -> ElectionConfig {
         bugs: opts.bugs,
         config_bytes: cfg.membership().text().into_bytes(),
         config_version: cfg.version,
+        removed: BTreeSet::new(),
     }
 }
 
@@ -328,6 +329,7 @@ async fn serve(
                     election.update_peer_epoch(p.peer_epoch);
                 }
                 shell.status.send_modify(|s| p.apply_to(s));
+                shell.activate_in_role(&mut election)?;
                 if p.sync_mode.is_some() {
                     *sync_mode.lock().unwrap_or_else(|e| e.into_inner()) = p.sync_mode;
                 }
@@ -471,11 +473,24 @@ impl Shell {
                 dir.display()
             )
         })?;
-        self.cfg = self.cfg.with_membership(&m);
-        let ecfg = election_config(&self.cfg, &self.opts);
+        let next = self.cfg.with_membership(&m);
+        let before = std::mem::replace(&mut self.cfg, next);
+        let mut ecfg = election_config(&self.cfg, &self.opts);
+        ecfg.removed = &before.voters() - &self.cfg.voters();
         self.zab = zab_config(&self.cfg, &self.opts, ecfg.quorum())?;
+        let mut links = election_addrs(&self.cfg);
+        if self.opts.bugs.has(Bug::RemovedVoterCounted) {
+            // Seeded removed-voter-counted: the links to the removed voters stay up, so their
+            // notifications still arrive (and the election counts them).
+            let old = election_addrs(&before);
+            links.extend(
+                ecfg.removed
+                    .iter()
+                    .filter_map(|s| Some((*s, old.get(s)?.clone()))),
+            );
+        }
         election.reconfigure(ecfg);
-        self.peers.set_peers(election_addrs(&self.cfg));
+        self.peers.set_peers(links);
         // `/status` shows the new config with the LOOKING that follows (`looking`), in one
         // change: a read must never see the old role under the new config.
         tracing::info!(
@@ -487,6 +502,22 @@ impl Shell {
             "config activated"
         );
         self.members.send_replace(m);
+        Ok(())
+    }
+
+    /// Seeded removed-leader-keeps-leading: no role ends when a reconfig commits, so the
+    /// server activates it while its role runs, and `/status` shows the new config beside the
+    /// role (a correct server shows a new config only with the LOOKING that follows it).
+    fn activate_in_role(&mut self, election: &mut Election) -> anyhow::Result<()> {
+        if !self.opts.bugs.has(Bug::RemovedLeaderKeepsLeading) {
+            return Ok(());
+        }
+        let version = self.cfg.version;
+        self.activate_committed(election)?;
+        if self.cfg.version != version {
+            let config = config_view(&self.cfg);
+            self.status.send_modify(|s| s.config = config);
+        }
         Ok(())
     }
 

@@ -816,6 +816,12 @@ impl Leader {
             r.zxid
         );
         self.reconfig = None;
+        if self.cfg.bugs.has(Bug::RemovedLeaderKeepsLeading) {
+            // Seeded removed-leader-keeps-leading: the term goes on whatever the new config
+            // says, as if this leader had designated itself (ZooKeeper hands a removed leader's
+            // role to a designated one).
+            return;
+        }
         self.step_down(why, out);
     }
 }

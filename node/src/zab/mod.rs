@@ -114,6 +114,11 @@ impl ZabConfig {
 /// Why a learner's role ends: a reconfig above the config it runs under is committed in its
 /// log (by COMMIT, INFORM or sync), so it elects again under the new config.
 pub(crate) fn reconfigured(store: &SharedStore, cfg: &ZabConfig) -> Option<String> {
+    if cfg.bugs.has(crate::bugs::Bug::RemovedLeaderKeepsLeading) {
+        // Seeded removed-leader-keeps-leading: learners follow the leader that designated
+        // itself, and activate the config in place (`server`).
+        return None;
+    }
     let m = store::lock(store).committed_config()?;
     (m.version > cfg.config_version).then(|| {
         format!(

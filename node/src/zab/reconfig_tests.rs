@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::api::{make_zxid as z, ZabPhase};
-use crate::bugs::Bugs;
+use crate::bugs::{Bug, Bugs};
 use crate::config::ServerAddr;
 use crate::membership::{reconfig_value, Membership};
 use crate::txnlog::Txn;
@@ -31,8 +31,12 @@ fn reconfig(voters: &[u64]) -> serde_json::Value {
 
 /// Leader 1 of voters 1-3 (quorum 2), history `hist` committed to `committed`.
 fn leader(hist: Vec<Txn>, committed: u64) -> Leader {
+    leader_with(Bugs::none(), hist, committed)
+}
+
+fn leader_with(bugs: Bugs, hist: Vec<Txn>, committed: u64) -> Leader {
     Leader::new(
-        LeaderConfig::for_tests(2, Default::default(), Bugs::none()),
+        LeaderConfig::for_tests(2, Default::default(), bugs),
         1,
         1,
         hist,
@@ -67,7 +71,11 @@ fn ack_newleader(l: &mut Leader, sid: u64) -> Vec<Output> {
 
 /// Leader 1 in broadcast of epoch 2 with `followers` synced, empty history.
 fn in_broadcast(followers: &[u64]) -> Leader {
-    let mut l = leader(Vec::new(), 0);
+    in_broadcast_with(Bugs::none(), followers)
+}
+
+fn in_broadcast_with(bugs: Bugs, followers: &[u64]) -> Leader {
+    let mut l = leader_with(bugs, Vec::new(), 0);
     l.start();
     for &f in followers {
         join(&mut l, f, 0);
@@ -121,6 +129,23 @@ fn removing_the_leader_needs_the_new_voters_without_it() {
     let out = l.step(3, Msg::Ack { zxid: r });
     assert_eq!(commits(&out), vec![r]);
     assert!(stepped_down(&out));
+}
+
+/// Seeded removed-leader-keeps-leading: the leader's removal commits and its term goes on.
+#[test]
+fn a_removed_leader_keeps_leading_only_under_the_seeded_bug() {
+    let buggy = Bugs::of(&[Bug::RemovedLeaderKeepsLeading]);
+    for (bugs, keeps) in [(Bugs::none(), false), (buggy, true)] {
+        let mut l = in_broadcast_with(bugs, &[2, 3]);
+        let (zxids, _) = l.propose(vec![reconfig(&[2, 3])]).unwrap();
+        let r = zxids[0];
+        l.self_durable(r);
+        l.step(2, Msg::Ack { zxid: r });
+        let out = l.step(3, Msg::Ack { zxid: r });
+        assert_eq!(commits(&out), vec![r], "{out:?}");
+        assert_eq!(stepped_down(&out), !keeps, "{out:?}");
+        assert_eq!(l.propose(vec![json!("after")]).is_ok(), keeps);
+    }
 }
 
 #[test]

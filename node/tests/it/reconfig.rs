@@ -181,3 +181,93 @@ fn promote_add_and_remove_the_leader_under_writes() {
     });
     write_reaches(&c, l2, &json!("after-readd"), &all);
 }
+
+/// Voters 1-3, each with seeded `bug` if any, settled under the static config: the leader.
+fn three_settled(bug: Option<&str>) -> (Cluster, u64) {
+    let mut c = Cluster::new(3);
+    if let Some(b) = bug {
+        c.extra_args = vec!["--bug".into(), b.into()];
+    }
+    for sid in 1..=3 {
+        c.start(sid);
+    }
+    let l = c.wait_for(LIMIT, "a leader of 1-3", |c| settled(c, &[1, 2, 3], 0));
+    (c, l)
+}
+
+/// The leader removes itself. Correct: the others elect one of them and it stays LOOKING.
+/// Seeded `removed-leader-keeps-leading`: it goes on leading in broadcast under the config that
+/// removed it (what the `membership` checker reads as a leader outside its config).
+#[test]
+fn a_removed_leader_keeps_leading_only_under_the_seeded_bug() {
+    for bug in [None, Some("removed-leader-keeps-leading")] {
+        let (c, l) = three_settled(bug);
+        let (code, body) = reconfig(&c, l, json!({"remove": [l]}));
+        let v = answered_version(code, &body);
+        if bug.is_some() {
+            c.wait_for(
+                LIMIT,
+                "the removed leader leading under the new config",
+                |c| {
+                    let s = c.status(l)?;
+                    let outside = !s["config"]["voters"].as_array()?.contains(&json!(l));
+                    (s["state"] == "LEADING" && s["zab_phase"] == "broadcast" && outside)
+                        .then_some(())
+                },
+            );
+        } else {
+            let rest: Vec<u64> = (1..=3).filter(|&s| s != l).collect();
+            c.wait_for(LIMIT, "the others settled without it", |c| {
+                settled(c, &rest, v)
+            });
+            assert_eq!(c.status(l).unwrap()["state"], "LOOKING");
+        }
+    }
+}
+
+/// The leader removes itself, the others settle, and their new leader is killed: the last
+/// member is alone with the removed server. Correct: it stays LOOKING (the removed server's
+/// connections are refused as an unknown server's). Seeded `removed-voter-counted`: it counts
+/// the removed server's vote as the second of a quorum of two and decides.
+#[test]
+fn a_removed_voters_vote_is_counted_only_under_the_seeded_bug() {
+    for bug in [None, Some("removed-voter-counted")] {
+        let (mut c, l) = three_settled(bug);
+        let (code, body) = reconfig(&c, l, json!({"remove": [l]}));
+        let v = answered_version(code, &body);
+        let rest: Vec<u64> = (1..=3).filter(|&s| s != l).collect();
+        let l1 = c.wait_for(LIMIT, "the others settled without it", |c| {
+            settled(c, &rest, v)
+        });
+        let m = rest.into_iter().find(|&s| s != l1).unwrap();
+        let refused = |c: &Cluster| c.status(m).and_then(|s| s["wire"]["bad_hellos"].as_u64());
+        let refused_before = refused(&c).unwrap();
+        let round = c.status(m).unwrap()["last_election"]["round"].clone();
+        c.kill(l1);
+        if bug.is_some() {
+            let d = c.wait_for(
+                LIMIT,
+                "the last member deciding with the removed vote",
+                |c| {
+                    let e = c.status(m)?["last_election"].clone();
+                    (e["round"] != round).then_some(e)
+                },
+            );
+            let sids: Vec<u64> = d["votes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v["sid"].as_u64())
+                .collect();
+            assert!(sids.contains(&l), "votes {sids:?} of {d}");
+        } else {
+            // The removed server keeps dialing; each of its attempts is refused.
+            c.wait_for(LIMIT, "the removed server's dials refused", |c| {
+                (refused(c)? >= refused_before + 3).then_some(())
+            });
+            let s = c.status(m).unwrap();
+            assert_eq!(s["state"], "LOOKING", "{s}");
+            assert_eq!(s["last_election"]["round"], round, "{s}");
+        }
+    }
+}

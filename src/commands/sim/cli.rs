@@ -152,6 +152,9 @@ pub fn cannot_reach(bug: fle_node::bugs::Bug) -> Option<&'static str> {
         Bug::ReadsWithoutQuorum | Bug::SyncBeforeApplied | Bug::CasOnStaleVersion => Some(
             "it lives in the data tree's HTTP handlers, which the simulator does not run",
         ),
+        Bug::RemovedVoterCounted | Bug::RemovedLeaderKeepsLeading => {
+            Some("it needs a reconfig, which the simulator does not run")
+        }
         _ => None,
     }
 }

@@ -164,6 +164,7 @@ impl Server {
             bugs: t.bugs,
             config_bytes: Vec::new(),
             config_version: 0,
+            removed: Default::default(),
         }
     }
 
