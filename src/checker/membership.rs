@@ -10,6 +10,10 @@
 //!   them (a removed server never counts toward a quorum). The election is judged against the
 //!   config of the read that first showed it or of the one before (it was decided in between;
 //!   a reconfig activated in between changes the config, not the vote);
+//! - a config was committed by a quorum of its voters and of the previous config's: a server
+//!   activates a config only once committed, so a voter read later (by more than the read
+//!   slack) with a log short of the config's zxid had not logged it when it committed (a
+//!   committed txn never leaves a log; servers a `corrupt` fault damaged are left out);
 //! - at the end, no member of the newest config serves (in broadcast) under an older one.
 //!
 //! Without any reported config the run had no reconfig: `vote-rule` and `observers` judge the
@@ -17,10 +21,12 @@
 //! `epoch-leaders`' rule, which holds whatever the configs.
 
 use super::finding::{EvRef, Finding, Item};
-use super::model::{Digest, NodeIx, Status};
+use super::model::{Digest, NodeIx, Rec, Status};
 use crate::api::{quorum, ConfigView, ZabPhase};
 use crate::history::sid_of;
 use crate::history::test_info::TestInfo;
+use crate::history::F;
+use std::collections::BTreeMap;
 
 pub const NAME: &str = "membership";
 
@@ -40,8 +46,9 @@ fn static_config(info: &TestInfo) -> ConfigView {
     }
 }
 
-/// Judges leaders, counted votes and the final configs against each server's config.
-pub fn check(d: &Digest, info: &TestInfo) -> Finding {
+/// Judges commits, leaders, counted votes and the final configs against each server's config;
+/// `slack_ns`: how old a status read's snapshot may be (`CheckOptions::read_slack_ns`).
+pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
     let mut violations: Vec<Item> = Vec::new();
     if d.configs.is_empty() {
         let none = "No server reported a changed config: the run had no reconfig (vote-rule and observers judge the static config).";
@@ -56,6 +63,7 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         ))
     }).collect();
     let fixed = static_config(info);
+    let commits = committed_without_quorums(d, &fixed, slack_ns, &mut violations);
     for el in &d.elections {
         let [before, at] = d
             .configs_around(el.node, el.pos)
@@ -100,12 +108,95 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         .collect();
     let newest = ended_behind(d, &last_read, &mut violations);
     let ok = format!(
-        "Servers reported {} config changes, the newest {}: {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
+        "Servers reported {} config changes, the newest {}: no read after {commits} configs were first in force showed fewer than a quorum of their voters or of the previous config's holding them, {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
         d.configs.len(),
         newest.map_or("unknown".into(), name),
         d.elections.len(),
     );
     Finding::judge(violations, gaps, ok)
+}
+
+/// A violation for each config first read in force (committed) while reads of its voters, or
+/// of the previous config's, taken later by more than `slack_ns` show more logs short of its
+/// zxid than a quorum leaves out: no quorum of them had logged it when it committed. Returns
+/// how many configs were judged.
+fn committed_without_quorums(
+    d: &Digest,
+    fixed: &ConfigView,
+    slack_ns: u64,
+    violations: &mut Vec<Item>,
+) -> usize {
+    // The first read showing each version, with its time.
+    let mut first: BTreeMap<u64, (u32, NodeIx, &ConfigView)> = BTreeMap::new();
+    for c in &d.configs {
+        if let Ok(v) = &c.config {
+            first.entry(v.version).or_insert((c.pos, c.node, v));
+        }
+    }
+    let damaged = damaged_nodes(d);
+    // Each node's reads (time, last zxid), in time order.
+    let mut reads: Vec<Vec<(u64, u64)>> = vec![Vec::new(); d.nodes.len()];
+    let mut time_at: BTreeMap<u32, u64> = first.values().map(|(pos, ..)| (*pos, 0)).collect();
+    for s in d.statuses() {
+        reads[s.node as usize].push((s.time, s.last_zxid));
+        if let Some(t) = time_at.get_mut(&s.pos) {
+            *t = s.time;
+        }
+    }
+    let mut previous = fixed;
+    for (version, (pos, node, config)) in &first {
+        let after = time_at[pos] + slack_ns;
+        // A voter's first read after `after`, when it shows a log short of the config.
+        let short = |sid: &u64| -> Option<String> {
+            let n = d.node_of_sid(*sid).filter(|n| !damaged.contains(n))?;
+            let r = &reads[n as usize];
+            let (t, zxid) = r.get(r.partition_point(|(t, _)| *t <= after))?;
+            (zxid < version).then(|| {
+                format!(
+                    "n{sid} (last zxid {zxid:#x} at {})",
+                    crate::duration::moment(*t)
+                )
+            })
+        };
+        for (whose, c) in [("its", *config), ("the previous", previous)] {
+            let lacking: Vec<String> = c.voters.iter().filter_map(short).collect();
+            if lacking.len() > c.voters.len() - quorum(c.voters.len()) {
+                violations.push((
+                    format!(
+                        "{} was in force at {}'s read at {}, yet later reads of {whose} voters {:?} show {}: fewer than a quorum ({}) of them had logged it when it committed.",
+                        name(config),
+                        d.name(*node),
+                        crate::duration::moment(time_at[pos]),
+                        c.voters,
+                        lacking.join(", "),
+                        quorum(c.voters.len())
+                    ),
+                    vec![EvRef::new(*pos, format!("{}'s read of {}", d.name(*node), name(config)))],
+                ));
+                break;
+            }
+        }
+        previous = config;
+    }
+    first.len()
+}
+
+/// The nodes a `corrupt` fault damaged: their logs may have lost what they held.
+fn damaged_nodes(d: &Digest) -> Vec<NodeIx> {
+    let mut out: Vec<NodeIx> = Vec::new();
+    for r in d.records() {
+        if let Rec::Nemesis(op) = r {
+            if op.f == F::Corrupt {
+                let ix = op
+                    .value
+                    .nodes
+                    .iter()
+                    .filter_map(|n| d.nodes.iter().position(|x| x == n));
+                out.extend(ix.map(|i| i as NodeIx));
+            }
+        }
+    }
+    out
 }
 
 /// Why votes counted by `sids` are no quorum of voters under either config `under` (the one

@@ -228,10 +228,10 @@ pub const CHECKERS: &[Checker] = &[
     },
     Checker {
         name: membership::NAME,
-        what: "under reconfigs, only a config's voters lead and count, and the ensemble ends on one config",
+        what: "under reconfigs, a config commits with quorums of old and new voters, only its voters lead and count, and the ensemble ends on one config",
         needs: Needs::Nothing,
         heavy: false,
-        judge: Judge::Digest(|d, info, _| membership::check(d, info)),
+        judge: Judge::Digest(|d, info, opts| membership::check(d, info, opts.read_slack_ns())),
     },
 ];
 

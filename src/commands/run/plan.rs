@@ -615,6 +615,7 @@ impl Plan {
             left_out.extend(super::preflight::fit_default(&mut schedule, time_limit));
         }
         super::preflight::check_schedule(&schedule, time_limit, &nodes)?;
+        super::preflight::check_reconfigs(&schedule, &nodes, &observers)?;
         let fake_monotonic = schedule.fake_monotonic;
         let nemesis_settings =
             nemesis_settings_of(&args, &schedule, &observers, left_out, &workload)?;

@@ -8,6 +8,7 @@
 //! - the `--bug` values are ones the node binary knows (it is asked: `fle-node --list-bugs`).
 
 use crate::exit::bad_input;
+use crate::history::FaultKind;
 use crate::nemesis::plan::{fault_window, time_limit_for};
 use crate::nemesis::schedule::{FaultTemplate, Schedule, TargetSpec};
 // Times in the refusals are written as the schedule writes them, so they can be pasted back.
@@ -107,6 +108,40 @@ pub fn fit_default(schedule: &mut Schedule, time_limit: Duration) -> Vec<String>
             )
         })
         .collect()
+}
+
+/// Refuses a reconfig fault whose target always names more voters than a minority of them
+/// (`nodes` but the `observers`): the rest would be no quorum, so the servers could never be
+/// added back. Targets whose size varies (a follower, the trigger) are cut at run time
+/// instead (`nemesis::faults::reconfig`).
+pub fn check_reconfigs(schedule: &Schedule, nodes: &[String], observers: &[String]) -> Result<()> {
+    let voters = nodes.len() - observers.len();
+    let most = (voters - crate::api::quorum(voters)).max(1);
+    let templates = (schedule.timed.iter().flatten().map(|s| &s.template)).chain(&schedule.faults);
+    for fault in templates {
+        for part in fault
+            .self_and_parts()
+            .filter(|f| f.kind == FaultKind::Reconfig)
+        {
+            let named = match &part.target {
+                TargetSpec::Nodes(n) => n.iter().filter(|n| !observers.contains(n)).count(),
+                TargetSpec::All => voters,
+                TargetSpec::Majority => crate::api::quorum(voters),
+                TargetSpec::Followers => voters - 1,
+                _ => continue,
+            };
+            if named > most {
+                return Err(bad_input(format!(
+                    "{}reconfig target \"{}\" removes {named} of the {voters} voters: the rest \
+                     would be no quorum and they could never be added back; aim it at {most} or \
+                     fewer (a node list, \"minority\", \"leader\", \"follower\")",
+                    at(schedule, fault),
+                    part.target.describe(),
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_nodes(schedule: &Schedule, fault: &FaultTemplate, nodes: &[String]) -> Result<()> {
@@ -246,6 +281,36 @@ fn run(binary: &Path, args: &[&str]) -> Result<(bool, String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reconfig that would remove a quorum's worth of voters is refused in one line naming
+    /// the target and the most it may name; a minority passes, observers aside.
+    #[test]
+    fn a_reconfig_leaving_no_quorum_is_refused_before_the_run() {
+        let toml = |target: &str| {
+            format!("interval = \"2s\"\nduration = \"2s\"\n[[fault]]\nkind = \"reconfig\"\ntarget = \"{target}\"\n")
+        };
+        let load = |target: &str| Schedule::from_toml("m", &toml(target)).unwrap();
+        for target in ["n1,n2,n3", "majority", "all", "followers"] {
+            let err = check_reconfigs(&load(target), &nodes(5), &[]).unwrap_err();
+            let msg = format!("{err:#}");
+            assert!(
+                msg.contains(&format!("reconfig target \"{target}\"")),
+                "{msg}"
+            );
+            assert!(
+                msg.contains("of the 5 voters") && msg.contains("aim it at 2"),
+                "{msg}"
+            );
+            assert!(!msg.contains('\n'), "{msg}");
+        }
+        for target in ["n1,n2", "minority", "leader", "follower"] {
+            check_reconfigs(&load(target), &nodes(5), &[]).unwrap();
+        }
+        // n4 and n5 observe: three voters, of which one may leave; listing observers is free.
+        let observers = ["n4".to_string(), "n5".to_string()];
+        check_reconfigs(&load("n1,n4,n5"), &nodes(5), &observers).unwrap();
+        check_reconfigs(&load("n1,n2"), &nodes(5), &observers).unwrap_err();
+    }
 
     /// The default `mixed` runs at the shortest --time-limit (10 s): the entries that cannot
     /// fit are left out and named, the rest pass the preflight; at 60 s nothing is left out.

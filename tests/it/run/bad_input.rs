@@ -354,6 +354,33 @@ fn a_schedule_naming_nodes_outside_the_cluster_is_refused() {
     );
 }
 
+/// The bad input for membership changes: an unknown server, and a reconfig that would
+/// leave no quorum.
+#[test]
+fn a_reconfig_of_an_unknown_server_or_of_a_quorum_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, target: &str| {
+        let file = dir.path().join(name);
+        let text = format!("[[fault]]\nkind = \"reconfig\"\ntarget = \"{target}\"\n");
+        std::fs::write(&file, text).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let unknown = write("n9.toml", "n9");
+    assert_bad_line(
+        &["--nodes", "3", "--nemesis-file", &unknown],
+        &["n9.toml: line 1", "n9 is not in the cluster"],
+    );
+    let quorum = write("quorum.toml", "n1,n2,n3");
+    assert_bad_line(
+        &["--nodes", "5", "--nemesis-file", &quorum],
+        &[
+            "quorum.toml: line 1",
+            "removes 3 of the 5 voters",
+            "no quorum",
+        ],
+    );
+}
+
 #[test]
 fn a_bug_the_node_does_not_know_is_refused() {
     // The real fle-node is asked which bugs it has (`fle-node --list-bugs`): the message names
