@@ -296,3 +296,49 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
     assert!(run_id_dirs.is_empty(), "node folders left on the hosts");
     nothing_left(&vms, "none", &[]);
 }
+
+/// The membership schedule over SSH (docs/membership.md): servers removed from the config
+/// through the leader and added back, on three fake hosts, judged valid, with nothing left
+/// behind. Ignored in CI, whose SSH runs already cover the mechanism: a 20 s run to make by
+/// hand, `cargo test --release --test it ssh::cluster::membership -- --ignored`.
+#[test]
+#[ignore = "a 20 s SSH run of the membership schedule, made by hand (docs/membership.md)"]
+fn membership_schedule_runs_over_ssh() {
+    let name = "membership_schedule_runs_over_ssh";
+    if !can_run(name) || !fle_node_implemented(name) {
+        return;
+    }
+    let _dead_runs = hold(Exclusive::DeadRuns);
+    let vms = FakeVms::create(3);
+    let out_dir = vms.dir.path().join("reports");
+    let nodes_file = vms.dir.path().join("hosts");
+    std::fs::write(&nodes_file, vms.hosts().join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
+        .args(["test", "--ssh", "--nodes-file"])
+        .arg(&nodes_file)
+        .arg("--ssh-config")
+        .arg(&vms.ssh_config)
+        .args(["--workload", "writes", "--nemesis-file", "membership"])
+        .args(["--time-limit", "20", "--seed", "7", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "not valid:\n{stderr}");
+    let latest = out_dir.join("latest");
+    let run = std::fs::canonicalize(&latest).unwrap_or(latest);
+    let history =
+        fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
+    let done = |f: &str| {
+        history.lines().any(|l| {
+            let e: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+            e["process"] == "nemesis" && e["f"] == f && e["value"]["version"].is_u64()
+        })
+    };
+    assert!(
+        done("remove") && done("add"),
+        "a committed remove and add:\n{stderr}"
+    );
+    nothing_left(&vms, "none", &[]);
+}
