@@ -18,7 +18,7 @@
 //!
 //! Without any reported config the run had no reconfig: `vote-rule` and `observers` judge the
 //! static config, and this checker says so. One leader per epoch across configs is
-//! `epoch-leaders`' rule, which holds whatever the configs.
+//! `election-safety`'s rule, which holds whatever the configs.
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NodeIx, Rec, Status};
