@@ -3,9 +3,10 @@
 //! The body is a [`Change`] (`{"add": ["server.4=host:q:e:participant;host:http"],
 //! "remove": [3]}`). The leader checks it against the config in force, proposes it as one txn
 //! and answers once it committed (200, the new version and config); a follower forwards it to
-//! the leader unchecked (its own config may lag), as it does writes; a looking server says 503. A change that makes no sense is 400 with the reason; one
-//! the leader cannot take now (another reconfig pending, no quorum of the new voters synced)
-//! is 503 and certainly not applied.
+//! the leader unchecked (its own config may lag), as it does writes; a looking server says
+//! 503. A change that makes no sense is 400 with the reason; one the leader cannot take now
+//! (another reconfig pending, no quorum of the new voters synced) is 503 and certainly not
+//! applied.
 
 use serde_json::Value;
 

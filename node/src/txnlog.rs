@@ -411,7 +411,6 @@ fn read_record(b: &[u8], last_zxid: u64) -> Result<(Record, usize), String> {
     Ok((rec, RECORD_HEADER + len))
 }
 
-/// fsyncs the directory holding `path`, so a create or rename survives a crash.
 /// Replaces the file at `path` with `bytes` durably: a temporary file beside it (`tmp`),
 /// fsynced, renamed over it, then the directory fsynced; a power loss leaves the old file or
 /// the new one, never a mix.
@@ -426,6 +425,7 @@ pub fn write_durably(path: &Path, tmp: &Path, bytes: &[u8]) -> anyhow::Result<()
     sync_parent(path)
 }
 
+/// fsyncs the directory holding `path`, so a create or rename survives a crash.
 pub fn sync_parent(path: &Path) -> anyhow::Result<()> {
     let dir = path
         .parent()

@@ -133,14 +133,28 @@ fn committed_without_quorums(
             first.entry(v.version).or_insert((c.pos, c.node, v));
         }
     }
-    let damaged = damaged_nodes(d);
-    // Each node's reads (time, last zxid), in time order.
+    // One walk: each node's reads (time, last zxid) in time order, the time of each config's
+    // first read, and the nodes a `corrupt` fault damaged (their logs may have lost what they
+    // held).
     let mut reads: Vec<Vec<(u64, u64)>> = vec![Vec::new(); d.nodes.len()];
     let mut time_at: BTreeMap<u32, u64> = first.values().map(|(pos, ..)| (*pos, 0)).collect();
-    for s in d.statuses() {
-        reads[s.node as usize].push((s.time, s.last_zxid));
-        if let Some(t) = time_at.get_mut(&s.pos) {
-            *t = s.time;
+    let mut damaged = vec![false; d.nodes.len()];
+    for r in d.records() {
+        match r {
+            Rec::Status(s) => {
+                reads[s.node as usize].push((s.time, s.last_zxid));
+                if let Some(t) = time_at.get_mut(&s.pos) {
+                    *t = s.time;
+                }
+            }
+            Rec::Nemesis(op) if op.f == F::Corrupt => {
+                for n in &op.value.nodes {
+                    if let Some(i) = d.nodes.iter().position(|x| x == n) {
+                        damaged[i] = true;
+                    }
+                }
+            }
+            _ => {}
         }
     }
     let mut previous = fixed;
@@ -148,7 +162,7 @@ fn committed_without_quorums(
         let after = time_at[pos] + slack_ns;
         // A voter's first read after `after`, when it shows a log short of the config.
         let short = |sid: &u64| -> Option<String> {
-            let n = d.node_of_sid(*sid).filter(|n| !damaged.contains(n))?;
+            let n = d.node_of_sid(*sid).filter(|n| !damaged[*n as usize])?;
             let r = &reads[n as usize];
             let (t, zxid) = r.get(r.partition_point(|(t, _)| *t <= after))?;
             (zxid < version).then(|| {
@@ -179,24 +193,6 @@ fn committed_without_quorums(
         previous = config;
     }
     first.len()
-}
-
-/// The nodes a `corrupt` fault damaged: their logs may have lost what they held.
-fn damaged_nodes(d: &Digest) -> Vec<NodeIx> {
-    let mut out: Vec<NodeIx> = Vec::new();
-    for r in d.records() {
-        if let Rec::Nemesis(op) = r {
-            if op.f == F::Corrupt {
-                let ix = op
-                    .value
-                    .nodes
-                    .iter()
-                    .filter_map(|n| d.nodes.iter().position(|x| x == n));
-                out.extend(ix.map(|i| i as NodeIx));
-            }
-        }
-    }
-    out
 }
 
 /// Why votes counted by `sids` are no quorum of voters under either config `under` (the one

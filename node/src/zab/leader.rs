@@ -811,18 +811,17 @@ impl Leader {
         if self.committed < r.zxid {
             return;
         }
-        let why = format!(
-            "config version {:#x} committed: every server elects again under it",
-            r.zxid
-        );
+        let version = r.zxid;
         self.reconfig = None;
-        if self.cfg.bugs.has(Bug::RemovedLeaderKeepsLeading) {
-            // Seeded removed-leader-keeps-leading: the term goes on whatever the new config
-            // says, as if this leader had designated itself (ZooKeeper hands a removed leader's
-            // role to a designated one).
-            return;
+        // Seeded removed-leader-keeps-leading: the term goes on whatever the new config says,
+        // as if this leader had designated itself (ZooKeeper hands a removed leader's role to
+        // a designated one).
+        if !self.cfg.bugs.has(Bug::RemovedLeaderKeepsLeading) {
+            let why = format!(
+                "config version {version:#x} committed: every server elects again under it"
+            );
+            self.step_down(why, out);
         }
-        self.step_down(why, out);
     }
 }
 

@@ -116,7 +116,7 @@ pub fn fit_default(schedule: &mut Schedule, time_limit: Duration) -> Vec<String>
 /// instead (`nemesis::faults::reconfig`).
 pub fn check_reconfigs(schedule: &Schedule, nodes: &[String], observers: &[String]) -> Result<()> {
     let voters = nodes.len() - observers.len();
-    let most = (voters - crate::api::quorum(voters)).max(1);
+    let most = crate::nemesis::faults::reconfig::most_out(voters);
     let templates = (schedule.timed.iter().flatten().map(|s| &s.template)).chain(&schedule.faults);
     for fault in templates {
         for part in fault

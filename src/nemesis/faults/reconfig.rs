@@ -47,8 +47,7 @@ impl Fault for Reconfig {
         pick: u64,
     ) -> Resolved {
         let mut r = resolve(spec, ens, leader, pick);
-        let voters = ens.nodes.len() - ens.observers.len();
-        let most = (voters - crate::api::quorum(voters)).max(1);
+        let most = most_out(ens.nodes.len() - ens.observers.len());
         if r.nodes.len() > most {
             r.nodes.truncate(most);
             r.note = Some(format!(
@@ -118,6 +117,12 @@ impl Fault for Reconfig {
     }
 
     fn undo_sim(&self, _: &mut dyn SimWorld, _: &[String], _: u64) {}
+}
+
+/// How many of `voters` may be out of the config at once: a minority (at least one), so the
+/// rest stay a quorum of the ensemble and can add them back.
+pub fn most_out(voters: usize) -> usize {
+    (voters - crate::api::quorum(voters)).max(1)
 }
 
 /// The nodes of `wanted` that can leave the config in force (`config`; None: the static one,

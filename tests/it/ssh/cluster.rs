@@ -238,6 +238,28 @@ fn sid(node: &str) -> Option<u64> {
     node.trim_start_matches('n').parse().ok()
 }
 
+/// `fle-chaos test --ssh --seed 7 ARGS` on the hosts of `vms` (from a hosts file, as
+/// docs/ssh.md shows: `--nodes` has no default to collide with): its output and its run folder.
+fn fle_chaos_test_over_ssh(vms: &FakeVms, args: &[&str]) -> (std::process::Output, PathBuf) {
+    let out_dir = vms.dir.path().join("reports");
+    let nodes_file = vms.dir.path().join("hosts");
+    std::fs::write(&nodes_file, vms.hosts().join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
+        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
+        .args(["test", "--ssh", "--nodes-file"])
+        .arg(&nodes_file)
+        .arg("--ssh-config")
+        .arg(&vms.ssh_config)
+        .args(args)
+        .args(["--seed", "7", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let latest = out_dir.join("latest");
+    let run = std::fs::canonicalize(&latest).unwrap_or(latest);
+    (out, run)
+}
+
 #[test]
 fn fle_chaos_test_runs_on_three_ssh_hosts() {
     let name = "fle_chaos_test_runs_on_three_ssh_hosts";
@@ -247,21 +269,17 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
     // Its nodes are daemons on the hosts: their teardown leaves them to PID 1 (`DeadRuns`).
     let _dead_runs = hold(Exclusive::DeadRuns);
     let vms = FakeVms::create(3);
-    let out_dir = vms.dir.path().join("reports");
-    // The hosts from a file, as docs/ssh.md shows (`--nodes` has no default to collide with).
-    let nodes_file = vms.dir.path().join("hosts");
-    std::fs::write(&nodes_file, vms.hosts().join("\n")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
-        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
-        .args(["test", "--ssh", "--nodes-file"])
-        .arg(&nodes_file)
-        .arg("--ssh-config")
-        .arg(&vms.ssh_config)
-        .args(["--time-limit", "8", "--nemesis", "kill,partition"])
-        .args(["--nemesis-interval", "3", "--seed", "7", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let (out, run) = fle_chaos_test_over_ssh(
+        &vms,
+        &[
+            "--time-limit",
+            "8",
+            "--nemesis",
+            "kill,partition",
+            "--nemesis-interval",
+            "3",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     // 0 valid; 2 unknown while the checkers are not merged yet (finish_run says unknown).
     // Invalid (1), bad input (254) or a crash (255) fail.
@@ -270,8 +288,6 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
         "fle-chaos test --ssh: {:?}\n{stderr}",
         out.status
     );
-    let latest = out_dir.join("latest");
-    let run = std::fs::canonicalize(&latest).unwrap_or(latest);
     let history =
         fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
     assert!(history.contains("\"status\""), "observed over HTTP");
@@ -310,24 +326,19 @@ fn membership_schedule_runs_over_ssh() {
     }
     let _dead_runs = hold(Exclusive::DeadRuns);
     let vms = FakeVms::create(3);
-    let out_dir = vms.dir.path().join("reports");
-    let nodes_file = vms.dir.path().join("hosts");
-    std::fs::write(&nodes_file, vms.hosts().join("\n")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
-        .env("FLE_CHAOS_REGISTRY", vms.dir.path().join("registry"))
-        .args(["test", "--ssh", "--nodes-file"])
-        .arg(&nodes_file)
-        .arg("--ssh-config")
-        .arg(&vms.ssh_config)
-        .args(["--workload", "writes", "--nemesis-file", "membership"])
-        .args(["--time-limit", "20", "--seed", "7", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let (out, run) = fle_chaos_test_over_ssh(
+        &vms,
+        &[
+            "--workload",
+            "writes",
+            "--nemesis-file",
+            "membership",
+            "--time-limit",
+            "20",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "not valid:\n{stderr}");
-    let latest = out_dir.join("latest");
-    let run = std::fs::canonicalize(&latest).unwrap_or(latest);
     let history =
         fle_chaos::history::file::read_text(&fle_chaos::history::file::in_run(&run)).unwrap();
     let done = |f: &str| {
