@@ -8,10 +8,11 @@
 //! named in the explanation.
 //!
 //! "A quorum follows it" is `history::view`'s quorum-backed leader, the one definition: a node
-//! is backed while `View::quorum_leader` names it in the epoch it claims, where a follower
-//! still in sync but already in the leader's epoch (it took and acked NEWLEADER, so the
-//! leader counts it; its UPTODATE may be late) counts as following. A stretch starts at the
-//! first LEADING read (sync or broadcast) without backing and ends at the last one.
+//! is backed while `View::backed` says it is, in the epoch it claims (under the config it
+//! reports once a reconfig changed it), where a follower still in sync but already in the
+//! leader's epoch (it took and acked NEWLEADER, so the leader counts it; its UPTODATE may be
+//! late) counts as following. A stretch starts at the first LEADING read (sync or broadcast)
+//! without backing and ends at the last one.
 //!
 //! A timed-out or failed read proves nothing, so the burden stays on proof:
 //! - a failed read of the leader suspends its stretch; its next read LEADING the same epoch
@@ -41,7 +42,7 @@ use super::CheckOptions;
 use crate::api::{ServerState, ZabPhase};
 use crate::duration::moment;
 use crate::history::test_info::TestInfo;
-use crate::history::view::{quorum_leader_among, NodeRead, View};
+use crate::history::view::{quorum_backed, NodeRead, View};
 use crate::history::{EventType, FaultKind, FaultStep};
 use serde::{Deserialize, Serialize};
 
@@ -176,9 +177,7 @@ impl Tracker {
         self.failing[ix] = false;
         let claim = s.leads();
         let backed = claim.is_some_and(|e| {
-            view.quorum_leader(0)
-                .is_some_and(|q| q.node == ix && q.epoch == e)
-                || self.maybe_backed(view, ix, e)
+            view.backed(ix, 0).is_some_and(|q| q.epoch == e) || self.maybe_backed(view, ix, e)
         });
         let t = view.now();
         if let Some((st, since)) = self.suspended[ix].take() {
@@ -315,8 +314,7 @@ impl Tracker {
                 });
             }
         }
-        quorum_leader_among(&nodes, view.quorum(), 0)
-            .is_some_and(|q| q.node == leader && q.epoch == e)
+        quorum_backed(&nodes, leader, view.quorum(), 0).is_some_and(|q| q.epoch == e)
     }
 }
 

@@ -97,7 +97,16 @@ pub fn view_with(
     view.set_clock_faults_touch(info.fake_monotonic());
     // Digest node index -> view node index.
     let map: Vec<usize> = d.nodes.iter().map(|n| view.node_ix(n)).collect();
+    // The config changes, in history order: each is the node's from the read that showed it.
+    let mut configs = d.configs.iter().peekable();
     for r in d.records() {
+        if let Rec::Status(s) = r {
+            while let Some(c) = configs.next_if(|c| c.pos <= s.pos) {
+                if let Ok(config) = &c.config {
+                    view.config_seen(map[c.node as usize], config.clone());
+                }
+            }
+        }
         let fed = r.fed(&map);
         before(&view, &fed, r);
         view.feed(fed);

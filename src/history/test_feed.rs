@@ -48,6 +48,22 @@ impl Feed {
     /// n<k> in broadcast, "S<k>" following n<k> in sync, "D<k>" following n<k> in discovery,
     /// "?" looking.
     pub fn read(&mut self, ms: u64, node: u64, role: &str, epoch: u64) -> &mut Self {
+        self.read_with(ms, node, role, epoch, "")
+    }
+
+    /// [`Feed::read`] of a node that reports config `version` of these voters (a reconfig's).
+    pub fn read_under(
+        &mut self,
+        (ms, node, role, epoch): (u64, u64, &str, u64),
+        version: u64,
+        voters: &[u64],
+    ) -> &mut Self {
+        let config = format!(r#","config":{{"version":{version},"voters":{voters:?}}}"#);
+        self.read_with(ms, node, role, epoch, &config)
+    }
+
+    /// [`Feed::read`] with `extra` fields (",\"name\":value...") in its value.
+    fn read_with(&mut self, ms: u64, node: u64, role: &str, epoch: u64, extra: &str) -> &mut Self {
         let (state, leader, phase) = match role {
             "L" => ("LEADING", format!("{node}"), "broadcast"),
             "L-discovery" => ("LEADING", format!("{node}"), "discovery"),
@@ -58,7 +74,7 @@ impl Feed {
             f => ("FOLLOWING", f[1..].to_string(), "broadcast"),
         };
         let text = format!(
-            r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"accepted_epoch":{epoch},"zab_phase":"{phase}","last_zxid":0,"last_committed_zxid":0}}}}"#,
+            r#"{{"index":{},"time":{},"process":"n{node}","type":"ok","f":"status","node":"n{node}","value":{{"state":"{state}","leader":{leader},"peer_epoch":{epoch},"accepted_epoch":{epoch},"zab_phase":"{phase}","last_zxid":0,"last_committed_zxid":0{extra}}}}}"#,
             self.pos,
             ms * MS
         );

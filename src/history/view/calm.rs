@@ -295,7 +295,8 @@ impl Calm {
 
     /// Opens, extends or closes each node's stray (see [`Stray`]): a calm-group member (not
     /// the leader) whose latest read shows it not serving in broadcast under the group's
-    /// standing quorum-backed leader.
+    /// standing quorum-backed leader, and a member of that leader's config (a server a
+    /// reconfig removed is owed nothing).
     fn judge_strays(
         &mut self,
         time: u64,
@@ -307,8 +308,9 @@ impl Calm {
         if self.straying.len() < cluster.nodes.len() {
             self.straying.resize(cluster.nodes.len(), None);
         }
+        let config = standing.and_then(|l| cluster.nodes[l.node].config.as_deref());
         for i in 0..cluster.nodes.len() {
-            let member = self.group & (1 << i.min(63)) != 0;
+            let member = self.group & (1 << i.min(63)) != 0 && cluster.nodes[i].listed_in(config);
             let read = cluster.nodes[i].read.filter(|_| member);
             let now = standing
                 .filter(|l| l.node != i)

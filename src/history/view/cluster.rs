@@ -5,8 +5,9 @@
 
 use super::super::line::StatusRead;
 use super::super::{sid_of, FaultKind, FaultValue};
-use crate::api::{ServerState, ZabPhase};
+use crate::api::{ConfigView, ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What a node's latest successful read said (the fields leadership depends on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,22 @@ pub struct NodeNow {
     pub drops: Vec<usize>,
     /// Answered a read since it last started (a killed node has not until it answers again).
     pub answered: bool,
+    /// The config this node last reported (once a reconfig changed it; None: the static
+    /// config of test.json). A leader's decides whose following counts toward its quorum.
+    pub config: Option<Arc<ConfigView>>,
+}
+
+impl NodeNow {
+    /// Whether this node votes in `config` (None: the static config, where every node but an
+    /// observer does; its reads say OBSERVING, so they never count as following).
+    fn votes_in(&self, config: Option<&ConfigView>) -> bool {
+        config.is_none_or(|c| self.sid.is_some_and(|s| c.voters.contains(&s)))
+    }
+
+    /// Whether this node is a member of `config`, voter or observer (None: the static one).
+    pub(super) fn listed_in(&self, config: Option<&ConfigView>) -> bool {
+        config.is_none_or(|c| self.sid.is_some_and(|s| c.lists(s)))
+    }
 }
 
 /// A quorum-backed leader.
@@ -237,9 +254,10 @@ impl Cluster {
 
     /// THE definition of a settled cluster (the controller waits for it before its final
     /// reads; the recovery checker measures it): a quorum-backed leader, and every node that
-    /// is up (not killed or paused) is that leader or FOLLOWS (or OBSERVES) it in broadcast in its epoch,
-    /// not cut off from it, with its last committed zxid at least the leader's; every read
-    /// counted taken at or after `since_ns`.
+    /// is up (not killed or paused) and a member of the leader's config is that leader or
+    /// FOLLOWS (or OBSERVES) it in broadcast in its epoch, not cut off from it, with its last
+    /// committed zxid at least the leader's; every read counted taken at or after `since_ns`.
+    /// A server a reconfig removed is owed nothing (a correct one stays LOOKING).
     pub(super) fn settled(&self, since_ns: u64) -> Settle {
         let fresh = |n: &NodeNow| n.read.filter(|r| r.time >= since_ns);
         let Some(leader) = self.quorum_leader(since_ns) else {
@@ -251,8 +269,10 @@ impl Cluster {
             };
         };
         let committed = fresh(&self.nodes[leader.node]).map_or(0, |r| r.last_committed_zxid);
+        let config = self.nodes[leader.node].config.as_deref();
         let stragglers = (0..self.nodes.len())
             .filter(|&i| i != leader.node && !self.nodes[i].down)
+            .filter(|&i| self.nodes[i].listed_in(config))
             .filter(|&i| {
                 let joined = fresh(&self.nodes[i]).is_some_and(|r| {
                     r.serves_under() == Some((leader.sid, leader.epoch))
@@ -272,10 +292,24 @@ impl Cluster {
 /// LEADING an epoch it has established (Zab sync or broadcast), plus nodes FOLLOWING it in
 /// broadcast in that epoch, at least `quorum` with itself, none down (killed or paused), none
 /// cut off from it by an active partition (in either direction), every read counted taken at
-/// or after `since_ns`. Every stage calls this (through [`View::quorum_leader`], or directly
+/// or after `since_ns`. Once the leader reports a config of a reconfig's, only that config's
+/// voters count (itself included), and the quorum is a majority of them instead of `quorum`
+/// (test.json's): a leader of three voters left of five is backed by two. Every stage calls this (through [`View::quorum_leader`], or directly
 /// for a snapshot of statuses, see [`quorum_leader_of`]).
 pub fn quorum_leader_among(
     nodes: &[NodeNow],
+    quorum: usize,
+    since_ns: u64,
+) -> Option<QuorumLeader> {
+    (0..nodes.len()).find_map(|li| quorum_backed(nodes, li, quorum, since_ns))
+}
+
+/// Node `li` as a quorum-backed leader by the definition of [`quorum_leader_among`], if it
+/// is one. Two can be at once only where safety is already broken (two configs, say): a
+/// question about one leader asks this rather than which one `quorum_leader_among` names.
+pub fn quorum_backed(
+    nodes: &[NodeNow],
+    li: usize,
     quorum: usize,
     since_ns: u64,
 ) -> Option<QuorumLeader> {
@@ -283,34 +317,36 @@ pub fn quorum_leader_among(
         let r = n.read?;
         (!n.down && r.time >= since_ns).then_some(r)
     };
-    nodes.iter().enumerate().find_map(|(li, l)| {
-        let lr = counts(l)?;
-        let epoch = lr.leads()?;
-        let sid = l.sid?;
-        let mut backers = 1;
-        let mut last = lr.pos;
-        for (fi, f) in nodes.iter().enumerate() {
-            if fi == li {
-                continue;
-            }
-            let Some(fr) = counts(f) else { continue };
-            let cut = f.drops.contains(&li) || l.drops.contains(&fi);
-            if !cut && fr.follows() == Some((sid, epoch)) {
-                backers += 1;
-                last = last.max(fr.pos);
-            }
+    let l = &nodes[li];
+    let lr = counts(l)?;
+    let epoch = lr.leads()?;
+    let sid = l.sid?;
+    let config = l.config.as_deref();
+    let quorum = config.map_or(quorum, |c| crate::api::quorum(c.voters.len()));
+    let mut backers = usize::from(l.votes_in(config));
+    let mut last = lr.pos;
+    for (fi, f) in nodes.iter().enumerate() {
+        if fi == li {
+            continue;
         }
-        (backers >= quorum).then_some(QuorumLeader {
-            sid,
-            epoch,
-            node: li,
-            pos: last,
-        })
+        let Some(fr) = counts(f) else { continue };
+        let cut = f.drops.contains(&li) || l.drops.contains(&fi);
+        if !cut && fr.follows() == Some((sid, epoch)) && f.votes_in(config) {
+            backers += 1;
+            last = last.max(fr.pos);
+        }
+    }
+    (backers >= quorum).then_some(QuorumLeader {
+        sid,
+        epoch,
+        node: li,
+        pos: last,
     })
 }
 
 /// [`quorum_leader_among`] for a snapshot of status reads (all taken now, none down, no
-/// partition known) of a cluster of `cluster_size`: the leader's sid and epoch. For live
+/// partition known) of a cluster of `cluster_size` voters under the static config (a
+/// leader's reported config overrides it): the leader's sid and epoch. For live
 /// polls outside a run (benches, node tests).
 pub fn quorum_leader_of<'a>(
     statuses: impl IntoIterator<Item = &'a crate::api::NodeStatus>,
@@ -334,6 +370,7 @@ pub fn quorum_leader_of<'a>(
             down: false,
             drops: Vec::new(),
             answered: true,
+            config: s.config.clone().map(Arc::new),
         })
         .collect();
     quorum_leader_among(&nodes, crate::api::quorum(cluster_size), 0).map(|l| (l.sid, l.epoch))

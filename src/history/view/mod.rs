@@ -44,7 +44,8 @@ mod tests;
 
 pub use calm::{Stall, Stray};
 pub use cluster::{
-    quorum_leader_among, quorum_leader_of, LeaderClaim, NodeNow, NodeRead, QuorumLeader, Settle,
+    quorum_backed, quorum_leader_among, quorum_leader_of, LeaderClaim, NodeNow, NodeRead,
+    QuorumLeader, Settle,
 };
 pub use faults::{FaultInterval, FaultRecovery, FinalHeal};
 pub use leadership::{Overlap, Window};
@@ -168,13 +169,20 @@ impl View {
 
     /// What the decoded line at history position `pos` is to this view (node names become
     /// this view's indices, new ones are added): `let e = view.of_line(pos, l); view.feed(e)`.
+    /// A status read that carries a config also makes it the node's ([`View::config_seen`]).
     pub fn of_line<'a>(&mut self, pos: u32, l: &'a Line<'_>) -> Fed<'a> {
         let node = l.node.as_deref().map(|n| self.node_ix(n));
         match (&l.body, node) {
-            (Body::Status(s), Some(node)) => Fed::Status {
-                node,
-                read: NodeRead::of(l.time, pos, s),
-            },
+            (Body::Status(s), Some(node)) => {
+                // An unreadable config is the membership checker's to report.
+                if let Some(Ok(config)) = s.config.map(super::line::config) {
+                    self.config_seen(node, config);
+                }
+                Fed::Status {
+                    node,
+                    read: NodeRead::of(l.time, pos, s),
+                }
+            }
             (Body::Unreachable, Some(node)) => Fed::Unreachable {
                 node,
                 time: l.time,
@@ -196,6 +204,17 @@ impl View {
                 pos,
             },
             _ => Fed::Other { time: l.time, pos },
+        }
+    }
+
+    /// Node `ix` reported `config` (once a reconfig changed it): from now on its config, and
+    /// under its lead the voters that count toward a quorum (see [`quorum_leader_among`]).
+    /// Called just before the status read that carried it is fed: by [`View::of_line`], and
+    /// by the checkers from their digest's config changes.
+    pub fn config_seen(&mut self, ix: usize, config: crate::api::ConfigView) {
+        let now = &mut self.cluster.nodes[ix].config;
+        if now.as_deref() != Some(&config) {
+            *now = Some(std::sync::Arc::new(config));
         }
     }
 
@@ -340,6 +359,11 @@ impl View {
     /// (see [`quorum_leader_among`]).
     pub fn quorum_leader(&self, since_ns: u64) -> Option<QuorumLeader> {
         self.cluster.quorum_leader(since_ns)
+    }
+
+    /// Node `ix` as a quorum-backed leader now, if it is one (see [`quorum_backed`]).
+    pub fn backed(&self, ix: usize, since_ns: u64) -> Option<QuorumLeader> {
+        quorum_backed(&self.cluster.nodes, ix, self.cluster.quorum, since_ns)
     }
 
     /// Every node whose latest read claims to lead an established epoch.

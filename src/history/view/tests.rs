@@ -492,3 +492,34 @@ fn reigns_name_the_fault_that_ended_each_leadership() {
         .collect();
     assert_eq!(reigns, vec![(1, 1, Some(400)), (2, 2, None)]);
 }
+
+/// Once the leader reports a reconfig's config, its voters make the quorum: n2 leads three
+/// voters left of five with n3, backed, while n4 and n5 (removed, LOOKING) are owed nothing.
+#[test]
+fn a_leader_is_backed_by_a_quorum_of_its_own_config() {
+    let mut f = Feed::of(5);
+    let v1 = 1 << 32;
+    f.read_under((10, 2, "L", 2), v1, &[1, 2, 3])
+        .read_under((11, 3, "F2", 2), v1, &[1, 2, 3])
+        .read_under((12, 4, "?", 1), v1, &[1, 2, 3])
+        .read_under((13, 5, "?", 1), v1, &[1, 2, 3]);
+    assert_eq!(f.leader(0), Some((2, 2)));
+    assert_eq!(
+        f.view.settled(0).stragglers,
+        vec![0],
+        "only n1, unread, is owed a rejoin"
+    );
+    // A removed server's following does not count: n4 and n5 follow n1 under a config
+    // without them, and n1 alone is no quorum of its three voters.
+    let mut g = Feed::of(5);
+    g.read_under((10, 1, "L", 1), v1, &[1, 2, 3])
+        .read_under((11, 4, "F1", 1), v1, &[1, 2, 3])
+        .read_under((12, 5, "F1", 1), v1, &[1, 2, 3]);
+    assert_eq!(g.leader(0), None);
+    // Under the static config the same three reads are a quorum of the five.
+    let mut h = Feed::of(5);
+    h.read(10, 1, "L", 1)
+        .read(11, 4, "F1", 1)
+        .read(12, 5, "F1", 1);
+    assert_eq!(h.leader(0), Some((1, 1)));
+}
