@@ -122,6 +122,19 @@ pub fn default_slack_ms(info: &TestInfo, opts: &CheckOptions) -> u64 {
     info.tick_ms + opts.read_slack_ns() / 1_000_000 + 500
 }
 
+/// The slack in force: `CheckOptions::stepdown_slack_ms`, else [`default_slack_ms`].
+pub fn slack_ms(info: &TestInfo, opts: &CheckOptions) -> u64 {
+    opts.stepdown_slack_ms
+        .unwrap_or_else(|| default_slack_ms(info, opts))
+}
+
+/// How long a leader in broadcast may go on reporting LEADING once it should not: its Zab
+/// timeout (syncLimit ticks) plus the slack. `membership` gives a leader outside its config
+/// as long to hand over.
+pub fn broadcast_bound_ns(info: &TestInfo, opts: &CheckOptions) -> u64 {
+    (info.sync_limit as u64 * info.tick_ms + slack_ms(info, opts)) * 1_000_000
+}
+
 /// Follows the stretches while `recovery::view_with` feeds the view (one pass for both).
 #[derive(Clone)]
 pub struct Tracker {
@@ -342,9 +355,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
 
 /// The verdict on the stretches a tracker followed.
 pub fn judge(t: &Tracker, d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
-    let slack_ms = opts
-        .stepdown_slack_ms
-        .unwrap_or_else(|| default_slack_ms(info, opts));
+    let slack_ms = slack_ms(info, opts);
     let b = Bounds {
         init_ns: info.init_limit as u64 * info.tick_ms * 1_000_000,
         sync_ns: info.sync_limit as u64 * info.tick_ms * 1_000_000,

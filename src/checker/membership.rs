@@ -3,17 +3,23 @@
 //!
 //! Each server runs test.json's static config (its nodes, observers apart; version 0) until a
 //! status read reports another (`config`: version, voters, observers). Then:
-//! - a server read leading an established epoch is a voter of its config (a removed leader,
-//!   or an observer, leading is the ZOOKEEPER-3829/3830 shape: a leader the others no longer
-//!   follow);
-//! - a decided election counted only voters of the deciding server's config, and a quorum of
-//!   them (a removed server never counts toward a quorum). The election is judged against the
-//!   config of the read that first showed it or of the one before (it was decided in between;
-//!   a reconfig activated in between changes the config, not the vote);
+//! - a server read leading an established epoch is a voter of its config, or hands over
+//!   within a leader's Zab timeout (`leader_stepdown::broadcast_bound_ns`): fle-node's leader
+//!   steps down when the config that removes it commits; ZooKeeper's stops committing and its
+//!   followers go to the designated leader, which took 40-170 ms on 3.8.0. A removed leader, or
+//!   an observer, leading on is the ZOOKEEPER-3829/3830 shape: a leader the others no longer
+//!   follow;
+//! - a decided election counted a quorum of the deciding server's config's voters, and no
+//!   server outside it (a removed server never counts toward a quorum), but against
+//!   ZooKeeper a voter of the next config: it counts the voters of the config it has seen
+//!   proposed too (`TestInfo::counts_next_config_votes`). The election is judged against the config of the read that
+//!   first showed it or of the one before (it was decided in between; a reconfig activated in
+//!   between changes the config, not the vote);
 //! - a config was committed by a quorum of its voters and of the previous config's: a server
 //!   activates a config only once committed, so a voter read later (by more than the read
 //!   slack) with a log short of the config's zxid had not logged it when it committed (a
-//!   committed txn never leaves a log; servers a `corrupt` fault damaged are left out);
+//!   committed txn never leaves a log; servers a `corrupt` fault damaged are left out). Only
+//!   where reads show the logged zxid (fle-node): ZooKeeper's show the applied one;
 //! - at the end, no member of the newest config serves (in broadcast) under an older one.
 //!
 //! Without any reported config the run had no reconfig: `vote-rule` and `observers` judge the
@@ -22,6 +28,7 @@
 
 use super::finding::{EvRef, Finding, Item};
 use super::model::{Digest, NodeIx, Rec, Status};
+use super::CheckOptions;
 use crate::api::{quorum, ConfigView, ZabPhase};
 use crate::history::sid_of;
 use crate::history::test_info::TestInfo;
@@ -46,9 +53,8 @@ fn static_config(info: &TestInfo) -> ConfigView {
     }
 }
 
-/// Judges commits, leaders, counted votes and the final configs against each server's config;
-/// `slack_ns`: how old a status read's snapshot may be (`CheckOptions::read_slack_ns`).
-pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
+/// Judges commits, leaders, counted votes and the final configs against each server's config.
+pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut violations: Vec<Item> = Vec::new();
     if d.configs.is_empty() {
         let none = "No server reported a changed config: the run had no reconfig (vote-rule and observers judge the static config).";
@@ -63,12 +69,24 @@ pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
         ))
     }).collect();
     let fixed = static_config(info);
-    let commits = committed_without_quorums(d, &fixed, slack_ns, &mut violations);
+    let commits = match info.reads_show_logged_zxid() {
+        true => {
+            let judged =
+                committed_without_quorums(d, &fixed, opts.read_slack_ns(), &mut violations);
+            format!("no read after {judged} configs were first in force showed fewer than a quorum of their voters or of the previous config's holding them")
+        }
+        false => {
+            "commits were not judged (reads show the zxid a server applied, not the one it logged)"
+                .to_string()
+        }
+    };
     for el in &d.elections {
         let [before, at] = d
             .configs_around(el.node, el.pos)
             .map(|c| c.unwrap_or(&fixed));
-        if let Some(why) = bad_votes(el.summary.votes.iter().map(|v| v.sid), [before, at]) {
+        let votes = el.summary.votes.iter().map(|v| v.sid);
+        let next = |c: &ConfigView| d.next_config(c).filter(|_| info.counts_next_config_votes());
+        if let Some(why) = bad_votes(votes, [before, at], next) {
             violations.push((
                 format!(
                     "{}'s election of round {} (leader n{}) {why}.",
@@ -83,7 +101,10 @@ pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
             ));
         }
     }
-    let mut flagged_leader = vec![None::<u64>; d.nodes.len()];
+    let mut outside = Outside::new(
+        d.nodes.len(),
+        super::leader_stepdown::broadcast_bound_ns(info, opts),
+    );
     // Each node's config as of the read at hand: the changes are walked once, in history
     // order beside the reads (a long run has many of both).
     let mut current: Vec<Option<&ConfigView>> = vec![None; d.nodes.len()];
@@ -96,11 +117,9 @@ pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
                 current[c.node as usize] = Some(view);
             }
         }
-        if s.leads().is_some() {
-            leader_reads += 1;
-            let config = current[s.node as usize].unwrap_or(&fixed);
-            not_a_voter_leading(d, s, config, &mut flagged_leader, &mut violations);
-        }
+        leader_reads += u64::from(s.leads().is_some());
+        let config = current[s.node as usize].unwrap_or(&fixed);
+        outside.read(d, s, config, &mut violations);
         last_read[s.node as usize] = Some(s);
     }
     let last_read: Vec<Option<(&Status, &ConfigView)>> = (last_read.iter().zip(&current))
@@ -108,9 +127,10 @@ pub fn check(d: &Digest, info: &TestInfo, slack_ns: u64) -> Finding {
         .collect();
     let newest = ended_behind(d, &last_read, &mut violations);
     let ok = format!(
-        "Servers reported {} config changes, the newest {}: no read after {commits} configs were first in force showed fewer than a quorum of their voters or of the previous config's holding them, {leader_reads} reads of an established leader were of a voter of its config, {} decided elections counted a quorum of their config's voters only, and no member of the newest config ended serving under an older one.",
+        "Servers reported {} config changes, the newest {}: {commits}, {leader_reads} reads of an established leader were of a voter of its config or within {} ms of its handing over, {} decided elections counted a quorum of their config's voters (and no one outside it but the next config's), and no member of the newest config ended serving under an older one.",
         d.configs.len(),
         newest.map_or("unknown".into(), name),
+        outside.bound_ns / 1_000_000,
         d.elections.len(),
     );
     Finding::judge(violations, gaps, ok)
@@ -196,10 +216,18 @@ fn committed_without_quorums(
 }
 
 /// Why votes counted by `sids` are no quorum of voters under either config `under` (the one
-/// before the read that showed the election, the one at it), if they are not.
-fn bad_votes(sids: impl Iterator<Item = u64> + Clone, under: [&ConfigView; 2]) -> Option<String> {
+/// before the read that showed the election, the one at it), if they are not; a vote of a
+/// voter of a config's `next` one may count besides.
+fn bad_votes<'a>(
+    sids: impl Iterator<Item = u64> + Clone,
+    under: [&'a ConfigView; 2],
+    next: impl Fn(&ConfigView) -> Option<&'a ConfigView>,
+) -> Option<String> {
     let why = |c: &ConfigView| {
-        let outside: Vec<u64> = sids.clone().filter(|s| !c.voters.contains(s)).collect();
+        let next = next(c);
+        let outside: Vec<u64> = (sids.clone())
+            .filter(|s| !c.voters.contains(s) && !next.is_some_and(|n| n.voters.contains(s)))
+            .collect();
         let counted = sids.clone().filter(|s| c.voters.contains(s)).count();
         if let Some(s) = outside.first() {
             Some(format!(
@@ -221,36 +249,64 @@ fn bad_votes(sids: impl Iterator<Item = u64> + Clone, under: [&ConfigView; 2]) -
     why(at).map(|_| first)
 }
 
-/// A violation the first time a server is read leading an established epoch under a config
-/// (`flagged`: the version last flagged per node) that does not make it a voter.
-fn not_a_voter_leading(
-    d: &Digest,
-    s: &Status,
-    config: &ConfigView,
-    flagged: &mut [Option<u64>],
-    violations: &mut Vec<Item>,
-) {
-    let Some(sid) = d.sid(s.node) else { return };
-    let seen = &mut flagged[s.node as usize];
-    if config.voters.contains(&sid) || *seen == Some(config.version) {
-        return;
+/// Leaders outside their config's voters (removed, or made observers), each from its first
+/// such LEADING read of an epoch: one still LEADING that epoch later than `bound_ns` is not
+/// handing over, a violation (once per node and epoch).
+struct Outside {
+    /// Per node: since when (time, position) it has led this epoch outside its config.
+    open: Vec<Option<(u64, u32, u64)>>,
+    /// Per node: the epoch last flagged.
+    flagged: Vec<Option<u64>>,
+    bound_ns: u64,
+}
+
+impl Outside {
+    fn new(nodes: usize, bound_ns: u64) -> Self {
+        Outside {
+            open: vec![None; nodes],
+            flagged: vec![None; nodes],
+            bound_ns,
+        }
     }
-    *seen = Some(config.version);
-    let role = if config.lists(sid) {
-        "an observer of"
-    } else {
-        "not in"
-    };
-    violations.push((
-        format!(
-            "{} led epoch {} at {} while {role} its {}: only a voter of the config may lead.",
-            d.name(s.node),
-            s.peer_epoch,
-            crate::duration::moment(s.time),
-            name(config)
-        ),
-        vec![EvRef::new(s.pos, format!("{} LEADING", d.name(s.node)))],
-    ));
+
+    /// Status read `s`, of a server whose config is `config`.
+    fn read(&mut self, d: &Digest, s: &Status, config: &ConfigView, violations: &mut Vec<Item>) {
+        let Some(sid) = d.sid(s.node) else { return };
+        let i = s.node as usize;
+        let epoch = s.leads().filter(|_| !config.voters.contains(&sid));
+        let Some(epoch) = epoch else {
+            self.open[i] = None;
+            return;
+        };
+        let (since, pos, e) = *self.open[i].get_or_insert((s.time, s.pos, epoch));
+        if e != epoch {
+            self.open[i] = Some((s.time, s.pos, epoch));
+            return;
+        }
+        if s.time - since <= self.bound_ns || self.flagged[i] == Some(epoch) {
+            return;
+        }
+        self.flagged[i] = Some(epoch);
+        let role = if config.lists(sid) {
+            "an observer of"
+        } else {
+            "not in"
+        };
+        let who = d.name(s.node);
+        violations.push((
+            format!(
+                "{who} led epoch {epoch} from {} to {} while {role} its {}, longer than the {} ms a leader has to hand over: only a voter of the config may lead.",
+                crate::duration::moment(since),
+                crate::duration::moment(s.time),
+                name(config),
+                self.bound_ns / 1_000_000,
+            ),
+            vec![
+                EvRef::new(pos, format!("{who} LEADING outside its config")),
+                EvRef::new(s.pos, format!("{who} still LEADING")),
+            ],
+        ));
+    }
 }
 
 /// A violation for each member of the newest config whose last read serves (broadcast) under

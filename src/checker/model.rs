@@ -403,6 +403,15 @@ impl Digest {
         })
     }
 
+    /// The config after `c`: the lowest version above its that any server reported (a
+    /// reconfig proposes one at a time).
+    pub fn next_config(&self, c: &crate::api::ConfigView) -> Option<&crate::api::ConfigView> {
+        let reported = self.configs.iter().filter_map(|s| s.config.as_ref().ok());
+        reported
+            .filter(|n| n.version > c.version)
+            .min_by_key(|n| n.version)
+    }
+
     /// The configs `node` reported around its read at `pos`: the one in force at its previous
     /// read and the one at that read (None: the static config, before it reported any; an
     /// unreadable one is skipped). A decision a read first shows was made between the two.

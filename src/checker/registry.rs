@@ -231,7 +231,7 @@ pub const CHECKERS: &[Checker] = &[
         what: "under reconfigs, a config commits with quorums of old and new voters, only its voters lead and count, and the ensemble ends on one config",
         needs: Needs::Nothing,
         heavy: false,
-        judge: Judge::Digest(|d, info, opts| membership::check(d, info, opts.read_slack_ns())),
+        judge: Judge::Digest(membership::check),
     },
 ];
 

@@ -358,6 +358,20 @@ impl TestInfo {
             .unwrap_or(fle_node::election::INITIAL_NOTIFICATION_TIMEOUT.as_millis() as u64)
     }
 
+    /// Whether a status read's `last_zxid` is the last zxid the server logged: fle-node's is;
+    /// ZooKeeper's (its zabstate) is the last it applied, which a txn reaches only at its
+    /// commit, and a server that does not serve reports the last one seen.
+    pub fn reads_show_logged_zxid(&self) -> bool {
+        self.target != "zookeeper"
+    }
+
+    /// Whether a server's election counts the votes of the voters of the config it has seen
+    /// proposed besides its own: ZooKeeper's does (`QuorumPeer.getCurrentAndNextConfigVoters`,
+    /// with a quorum of each); fle-node's counts its own config's voters only.
+    pub fn counts_next_config_votes(&self) -> bool {
+        self.target == "zookeeper"
+    }
+
     /// Whether the run faked the servers' monotonic clock too (test.json
     /// `settings.fake_monotonic`, a schedule's `fake_monotonic`): clock faults then skew
     /// their timeouts.

@@ -62,8 +62,6 @@ pub struct Abilities {
     pub no_local_packets: Option<String>,
     /// Why a `corrupt` fault of a snapshot cannot run here (`None`: it can): fle-node keeps none.
     pub no_snapshot_file: Option<String>,
-    /// Why membership changes cannot run here (`None`: they can): not against ZooKeeper yet.
-    pub no_reconfig: Option<String>,
 }
 
 /// One thing the machines cannot do: the faults that need it, why not, and what to do instead.
@@ -133,14 +131,6 @@ impl Abilities {
                 needs: |f| f.packet.is_some_and(|m| m.needs_local_netns()),
                 why: why.clone(),
                 fix: "use mode = \"loss\" (an iptables rule) or drop those packet faults (docs/faults.md)",
-            });
-        }
-        if let Some(why) = &self.no_reconfig {
-            limits.push(Limit {
-                label: "reconfig",
-                needs: |f| f.kind == FaultKind::Reconfig,
-                why: why.clone(),
-                fix: "drop the reconfig faults (docs/membership.md)",
             });
         }
         if let Some(why) = &self.no_snapshot_file {

@@ -473,9 +473,6 @@ fn abilities_of(args: &TestArgs, mode: NetMode, over_ssh: bool) -> crate::nemesi
         }),
         no_snapshot_file: (args.target != TargetKind::Zookeeper)
             .then(|| "fle-node keeps no snapshot file (its txnlog is its whole state)".into()),
-        no_reconfig: (args.target == TargetKind::Zookeeper).then(|| {
-            "--target zookeeper (its reconfig through the client is not supported yet)".into()
-        }),
     }
 }
 
@@ -671,6 +668,11 @@ impl Plan {
     /// lazyfs mount).
     pub fn power_loss(&self) -> bool {
         (self.nemesis_settings.kinds.iter()).any(|k| faults::of(*k).needs().fuse)
+    }
+
+    /// Whether the schedule changes the membership (`reconfig` faults).
+    pub fn reconfig(&self) -> bool {
+        (self.nemesis_settings.kinds).contains(&crate::history::FaultKind::Reconfig)
     }
 
     /// The schedule's fault kinds by name (test.json, the replay command).

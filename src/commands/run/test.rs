@@ -149,6 +149,7 @@ fn create_target(
             opts.config = plan.args.zookeeper_config.clone();
             opts.lazyfs = plan.power_loss().then(|| plan.binary.clone());
             opts.observers = plan.observers.iter().cloned().collect();
+            opts.reconfig = plan.reconfig();
             Arc::new(ZooKeeper::new(control, opts)?)
         }
         TargetKind::Fle => Arc::new(FleNode::new(

@@ -163,13 +163,14 @@ impl std::fmt::Display for Setting {
 pub const FOUR_LETTER_WORDS: &str = "srvr,stat,mntr,ruok";
 
 /// The `zoo.cfg` of server `me` in `servers`, with its data under `data_dir` and the user's
-/// `extra` lines last.
+/// `extra` lines last; `reconfig`: for a run that changes the membership (see `membership`).
 pub fn zoo_cfg(
     me: &Server,
     servers: &[Server],
     timing: Timing,
     data_dir: &Path,
     extra: &[Setting],
+    reconfig: bool,
 ) -> String {
     let mut cfg = String::new();
     // Writing to a String cannot fail.
@@ -184,11 +185,7 @@ pub fn zoo_cfg(
     line(format!("clientPort={}", me.ports.client));
     line(format!("clientPortAddress={}", me.host));
     for s in servers {
-        let kind = if s.observer { ":observer" } else { "" };
-        line(format!(
-            "server.{}={}:{}:{}{kind}",
-            s.sid, s.host, s.ports.quorum, s.ports.election
-        ));
+        line(super::membership::server_line(s, reconfig));
     }
     if me.observer {
         line("peerType=observer".into());
@@ -199,7 +196,15 @@ pub fn zoo_cfg(
     line("admin.enableServer=true".into());
     line(format!("admin.serverAddress={}", me.host));
     line(format!("admin.serverPort={}", me.ports.admin));
-    line(format!("4lw.commands.whitelist={FOUR_LETTER_WORDS}"));
+    if reconfig {
+        let word = super::membership::CONF_WORD;
+        line(format!("4lw.commands.whitelist={FOUR_LETTER_WORDS},{word}"));
+        super::membership::ZOO_CFG_LINES
+            .iter()
+            .for_each(|l| line(l.to_string()));
+    } else {
+        line(format!("4lw.commands.whitelist={FOUR_LETTER_WORDS}"));
+    }
     // The default preallocates 64 MB per transaction log; runs are short, folders should be too.
     line("preAllocSize=1024".into());
     // Many sessions come and go across kills; the default of 60 per client address is the
@@ -280,6 +285,7 @@ mod tests {
             timing,
             Path::new("/r/nodes/n2/data"),
             &extra,
+            false,
         );
         let lines: Vec<&str> = cfg.lines().collect();
         for want in [
@@ -301,6 +307,18 @@ mod tests {
         }
         assert_eq!(lines.iter().filter(|l| l.starts_with("server.")).count(), 3);
         assert_eq!(lines.last(), Some(&"snapshotSizeFactor=-1"));
+        assert!(!cfg.contains("reconfigEnabled"), "{cfg}");
+        // A run that reconfigures: dynamic server lines, reconfig on, and `conf` answered.
+        let cfg = zoo_cfg(&servers[1], &servers, timing, Path::new("/d"), &[], true);
+        let lines: Vec<&str> = cfg.lines().collect();
+        for want in [
+            "server.1=10.1.2.11:2182:2183:participant;10.1.2.11:2181",
+            "reconfigEnabled=true",
+            "skipACL=yes",
+            "4lw.commands.whitelist=srvr,stat,mntr,ruok,conf",
+        ] {
+            assert!(lines.contains(&want), "missing `{want}` in:\n{cfg}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ fn path_of(key: &str) -> String {
 
 impl Sessions {
     /// The node's connected session, or why nothing can be sent.
-    async fn connected(&self, node: &str) -> Result<zk::Client, String> {
+    pub(super) async fn connected(&self, node: &str) -> Result<zk::Client, String> {
         let client = self.session(node).await.map_err(|NoSession(e)| e)?;
         match client.state() {
             zk::SessionState::SyncConnected => Ok(client),

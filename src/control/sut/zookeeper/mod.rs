@@ -15,6 +15,8 @@
 //! - `client`: sessions, sequential-znode writes with Jepsen outcomes, the final read;
 //! - `data`: the register workload's keys as znodes (create, setData, versioned setData,
 //!   sync + getData) through the same sessions;
+//! - `membership`: dynamic reconfiguration (server lines, `conf`, `reconfig` through a
+//!   session) for runs with `reconfig` faults;
 //! - `os_setup`: installs the package and a JRE on this machine when missing.
 
 pub mod client;
@@ -27,6 +29,7 @@ pub mod fle_log;
 pub mod install;
 pub mod jar;
 pub mod launch;
+pub mod membership;
 pub mod observe;
 pub mod os_setup;
 pub mod release;
@@ -75,6 +78,9 @@ pub struct ZooKeeperOptions {
     pub observers: std::collections::BTreeSet<String>,
     /// The release every server must report (`--zookeeper-version`).
     pub expected_version: Option<String>,
+    /// The schedule changes the membership (`reconfig` faults): zoo.cfg enables reconfig, and
+    /// every status read asks the server's config too (`membership`).
+    pub reconfig: bool,
 }
 
 impl ZooKeeperOptions {
@@ -93,6 +99,7 @@ impl ZooKeeperOptions {
             lazyfs: None,
             observers: Default::default(),
             expected_version: None,
+            reconfig: false,
         }
     }
 }
@@ -120,6 +127,8 @@ pub struct ZooKeeper {
     versions: Mutex<BTreeMap<String, String>>,
     /// Each server's elections, from its log.
     elections: election_log::ElectionLogs,
+    /// The configs the servers reported, when the run reconfigures.
+    configs: membership::Configs,
 }
 
 impl ZooKeeper {
@@ -190,6 +199,7 @@ impl ZooKeeper {
             started: Mutex::new(HashMap::new()),
             last_zxid: Mutex::new(HashMap::new()),
             served_epoch: Mutex::new(HashMap::new()),
+            configs: membership::Configs::default(),
         })
     }
 
@@ -332,10 +342,19 @@ impl ZooKeeper {
         // epoch of an election that ended while a slow answer was awaited.
         let local = self.epoch_files.cadence() == Cadence::EveryObservation;
         let files_before = local.then(|| self.epoch_files.read(self.control.as_ref(), node));
-        let (leader, zab, srvr) = tokio::join!(
+        let conf = async {
+            let client = SocketAddr::new(server.host, server.ports.client);
+            let timeout = self.opts.status_timeout;
+            match self.opts.reconfig {
+                true => Some(membership::read_config(client, timeout).await),
+                false => None,
+            }
+        };
+        let (leader, zab, srvr, conf) = tokio::join!(
             admin_get(http, format!("{base}/commands/leader")),
             admin_get(http, format!("{base}/commands/zabstate")),
             srvr,
+            conf,
         );
         let (leader_body, date) = leader?;
         let leader = observe::parse_leader(&leader_body).map_err(ReadError::Timeout)?;
@@ -390,6 +409,7 @@ impl ZooKeeper {
         })
         .map_err(ReadError::Timeout)?;
         status.last_election = self.last_election(node, role);
+        status.config = conf.and_then(|answer| self.configs.reported(node, answer));
         self.remember(node, zab.last_zxid, &status);
         Ok(status)
     }
@@ -520,6 +540,7 @@ impl Target for ZooKeeper {
             timing,
             &self.data_dir(node)?,
             &self.opts.config,
+            self.opts.reconfig,
         );
         crate::control::fault::lazyfs::data_dir_with_myid(
             self.control.as_ref(),
@@ -640,10 +661,19 @@ impl Target for ZooKeeper {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 
-    /// Not yet: ZooKeeper's `reconfig` needs `reconfigEnabled=true` and its client's
-    /// `reconfig` call (docs/membership.md, "Not done yet").
-    fn reconfig(&self, _: &str, _: &[String], _: &[String]) -> DataOutcome<u64> {
-        DataOutcome::Refused("reconfig against ZooKeeper is not supported yet".into())
+    /// ZooKeeper's incremental `reconfig` through `via`'s session (see `membership`).
+    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
+        let lines: Option<Vec<String>> = (add.iter())
+            .map(|n| Some(membership::server_line(self.servers.get(n)?, true)))
+            .collect();
+        let sids: Option<Vec<u64>> = remove.iter().map(|n| sid_of(n)).collect();
+        let (Some(lines), Some(sids), true) = (lines, sids, self.opts.reconfig) else {
+            return DataOutcome::Refused(format!(
+                "unknown node among {add:?} {remove:?}, or a run without reconfig faults"
+            ));
+        };
+        self.configs.reconfig_asked();
+        crate::control::block_on(self.sessions.reconfig(via, &lines, &sids))
     }
 
     fn election_addr(&self, node: &str) -> Option<SocketAddr> {
