@@ -18,7 +18,9 @@
 //! - the election the leader reported deciding for itself (its `last_election` at that read)
 //!   was won with a zxid at least that high (the zxid it voted with is its last logged one);
 //!   not judged when it led on FOLLOWING/LEADING notices (a restarted leader rejoining the
-//!   ensemble that still follows it: the notices carry that ensemble's older vote);
+//!   ensemble that still follows it: the notices carry that ensemble's older vote), nor when
+//!   the leader served another term since that election (ZooKeeper's leader designated by a
+//!   reconfig leads the next epoch without one);
 //! - its final log holds each of them (a committed write is never truncated).
 //!
 //! What it cannot see: a leadership that begins and ends between two reads of its leader, and a
@@ -72,8 +74,16 @@ struct Gathered<'a> {
     /// Each node's final log: (position, entries); a set of its values is built only for a
     /// node that led (hashing every log would cost more than the rest of this checker).
     logs: Vec<Option<FinalEntries<'a>>>,
-    /// (previous read, first read leading), per leadership seen.
-    starts: Vec<(Status, Status)>,
+    /// Each leadership seen.
+    starts: Vec<Start>,
+}
+
+/// A leadership seen: its leader's previous read, its first read leading, and the position of
+/// the leader's last read before it that served an established epoch (leading or following).
+struct Start {
+    prev: Status,
+    first: Status,
+    served: Option<u32>,
 }
 
 /// A leadership with writes acknowledged before it began, and what bounds them.
@@ -89,6 +99,8 @@ struct Judged<'a> {
     not_yet: EvRef,
     /// The bound in words, for the explanation.
     before: String,
+    /// The position of the leader's last read serving another term before this one.
+    served: Option<u32>,
 }
 
 /// Gathers the acknowledged writes, final logs and leaderships in one pass, then judges each
@@ -114,7 +126,12 @@ pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions)
     let mut violations: Vec<Item> = Vec::new();
     let mut with_prior = 0usize;
     let mut by_fault = 0usize;
-    for (prev, first) in &g.starts {
+    for Start {
+        prev,
+        first,
+        served,
+    } in &g.starts
+    {
         let e = first.leads().unwrap_or(0);
         let read_bound = prev.time.saturating_sub(slack);
         let ending = ended_before(reigns, e, first.time).filter(|(_, f)| f.at_ns > read_bound);
@@ -145,6 +162,7 @@ pub fn check(reigns: &[Reign], d: &Digest, info: &TestInfo, opts: &CheckOptions)
             top,
             not_yet,
             before,
+            served: *served,
         };
         violations.extend(judge_leadership(d, &g, &mut lacking, l));
     }
@@ -176,6 +194,7 @@ fn gather(d: &Digest) -> Gathered<'_> {
         starts: Vec::new(),
     };
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
+    let mut served: Vec<Option<u32>> = vec![None; d.nodes.len()];
     for r in d.records() {
         match r {
             Rec::Write(w) => {
@@ -190,14 +209,20 @@ fn gather(d: &Digest) -> Gathered<'_> {
                 }
             }
             Rec::Status(s) => {
+                let i = s.node as usize;
                 if let Some(e) = s.leads() {
-                    if let Some(p) = last[s.node as usize] {
-                        if p.leads() != Some(e) {
-                            g.starts.push((p, *s));
-                        }
+                    if let Some(p) = last[i].filter(|p| p.leads() != Some(e)) {
+                        g.starts.push(Start {
+                            prev: p,
+                            first: *s,
+                            served: served[i],
+                        });
                     }
                 }
-                last[s.node as usize] = Some(*s);
+                if s.leads().is_some() || s.follows().is_some() {
+                    served[i] = Some(s.pos);
+                }
+                last[i] = Some(*s);
             }
             Rec::FinalLog(l) => {
                 if let Ok(es) = &l.entries {
@@ -257,6 +282,7 @@ fn judge_leadership(
         top,
         not_yet,
         before,
+        served,
     } = l;
     let name = d.name(first.node);
     let acked = |a: &Ack| {
@@ -274,12 +300,15 @@ fn judge_leadership(
             vec![acked(top), not_yet.clone(), EvRef::new(first.pos, format!("{name} LEADING epoch {e}, last zxid {:#x}", first.last_zxid))],
         ));
     }
-    // The election it reported deciding for itself before that first read.
+    // The election it reported deciding for itself before that first read, and after it last
+    // served another term: an older one did not make this leadership (a ZooKeeper leader a
+    // reconfig designates takes over without an election).
     let sid = d.sid(first.node);
     let won = d
         .elections
         .iter()
         .rfind(|el| el.node == first.node && el.pos <= first.pos)
+        .filter(|el| served.is_none_or(|at| el.pos > at))
         .filter(|el| Some(el.summary.leader) == sid)
         // Led on FOLLOWING/LEADING notices for itself (a restarted leader rejoining its
         // ensemble): the vote is the standing ensemble's, from the election that first

@@ -12,9 +12,9 @@
 //! - a decided election counted a quorum of the deciding server's config's voters, and no
 //!   server outside it (a removed server never counts toward a quorum), but against
 //!   ZooKeeper a voter of the next config: it counts the voters of the config it has seen
-//!   proposed too (`TestInfo::counts_next_config_votes`). The election is judged against the config of the read that
-//!   first showed it or of the one before (it was decided in between; a reconfig activated in
-//!   between changes the config, not the vote);
+//!   proposed too (`TestInfo::counts_next_config_votes`). The election is judged against the
+//!   config of the read that first showed it or of the one before (it was decided in
+//!   between; a reconfig activated in between changes the config, not the vote);
 //! - a config was committed by a quorum of its voters and of the previous config's: a server
 //!   activates a config only once committed, so a voter read later (by more than the read
 //!   slack) with a log short of the config's zxid had not logged it when it committed (a

@@ -3,7 +3,8 @@
 //! interoperates: ZooKeeper decodes fle-node's notifications and all three agree on one leader
 //! (ZooKeeper's AdminServer and fle-node's `/status`). Zab does not (different framing), so
 //! fle-node's following fails at once, again and again: it must back off (few log lines, little
-//! CPU) instead of spinning. Skipped when java or the zookeeper package is missing.
+//! CPU) instead of spinning. A reconfig ZooKeeper commits reaches fle-node in ZooKeeper's
+//! notifications. Skipped when java or the zookeeper package is missing.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -45,10 +46,17 @@ struct Ensemble {
     dir: tempfile::TempDir,
     procs: Procs,
     admin: Vec<u16>,
+    /// ZooKeeper servers' client ports (None for fle-node's).
+    client: Vec<Option<u16>>,
 }
 
 impl Ensemble {
     fn start(kinds: &[Impl], observers: &[usize]) -> Ensemble {
+        Ensemble::start_with(kinds, observers, "")
+    }
+
+    /// `start`, with `zk_lines` added to every ZooKeeper server's zoo.cfg.
+    fn start_with(kinds: &[Impl], observers: &[usize], zk_lines: &str) -> Ensemble {
         let n = kinds.len();
         let dir = tempfile::Builder::new()
             .prefix("flc-mixed-")
@@ -72,6 +80,7 @@ impl Ensemble {
             })
             .collect();
         let mut procs = Procs(Vec::new());
+        let mut clients = Vec::new();
         for (i, &admin_port) in admin.iter().enumerate() {
             let sid = i + 1;
             let data = dir.path().join(format!("n{sid}"));
@@ -89,15 +98,17 @@ impl Ensemble {
             let log = std::fs::File::create(dir.path().join(format!("n{sid}.log"))).unwrap();
             let zoo_cfg = data.join("zoo.cfg");
             let mut cmd = if kinds[i] == Impl::Fle {
+                clients.push(None);
                 std::fs::write(&zoo_cfg, cfg).unwrap();
                 let mut c = Command::new(node_bin());
                 c.arg("--config").arg(&zoo_cfg);
                 c
             } else {
                 let client = free_ports(1)[0];
+                clients.push(Some(client));
                 cfg.push_str(&format!(
                     "clientPort={client}\nclientPortAddress=127.0.0.1\nstandaloneEnabled=false\n\
-                     admin.enableServer=true\n"
+                     admin.enableServer=true\n{zk_lines}"
                 ));
                 std::fs::write(&zoo_cfg, cfg).unwrap();
                 let mut c = Command::new("java");
@@ -120,6 +131,7 @@ impl Ensemble {
             dir,
             procs,
             admin: admin.to_vec(),
+            client: clients,
         }
     }
 
@@ -311,4 +323,85 @@ fn observers_of_both_implementations_learn_the_leader_across_the_wire() {
         !counted.is_empty() && counted.iter().all(|&v| v < 4),
         "n1 counted {counted:?}: {s}"
     );
+}
+
+/// Reconfig across the wire: ZooKeeper n1 and n2 remove fle-node n3 with ZooKeeper's own
+/// `reconfig` (its CLI), and fle-node, LOOKING beside them, learns the new config from their
+/// notifications: its `/status` shows the version ZooKeeper wrote its dynamic file under, and
+/// the voters without itself.
+#[test]
+fn fle_node_learns_a_zookeeper_reconfig_from_its_notifications() {
+    if zookeeper_missing() {
+        return;
+    }
+    let e = Ensemble::start_with(
+        &[Impl::ZooKeeper, Impl::ZooKeeper, Impl::Fle],
+        &[],
+        "reconfigEnabled=true\nskipACL=yes\n",
+    );
+    // ZooKeeper's two servers serve (a quorum of three: fle-node's Zab cannot follow).
+    let serving = |port: u16| {
+        http_get_json(port, "/commands/leader").is_some_and(|l| l["leader_id"].as_i64() > Some(0))
+    };
+    let end = Instant::now() + Duration::from_secs(90);
+    while !(serving(e.admin[0]) && serving(e.admin[1])) {
+        assert!(
+            Instant::now() < end,
+            "ZooKeeper never served\n{}",
+            e.describe()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let client = e.client[0].expect("n1 is ZooKeeper's");
+    let server = format!("127.0.0.1:{client}");
+    let cli = Command::new("java")
+        .args([
+            "-cp",
+            &CLASSPATH.join(":"),
+            "org.apache.zookeeper.ZooKeeperMain",
+        ])
+        .args(["-server", &server, "reconfig", "-remove", "3"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&cli.stdout).into_owned();
+    // ZooKeeper wrote the committed config under its version: zoo.cfg.dynamic.<hex>.
+    let end = Instant::now() + Duration::from_secs(30);
+    let version = loop {
+        let newest = std::fs::read_dir(e.dir.path().join("n1"))
+            .unwrap()
+            .filter_map(|f| {
+                let name = f.ok()?.file_name().into_string().ok()?;
+                u64::from_str_radix(name.strip_prefix("zoo.cfg.dynamic.")?, 16).ok()
+            })
+            .max();
+        if let Some(newest) = newest {
+            let file = e.dir.path().join(format!("n1/zoo.cfg.dynamic.{newest:x}"));
+            let config = std::fs::read_to_string(file).unwrap_or_default();
+            if !config.contains("server.3=") {
+                break newest;
+            }
+        }
+        assert!(
+            Instant::now() < end,
+            "ZooKeeper did not commit the removal: {said}\n{}",
+            e.describe()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = http_get_json(e.admin[2], "/status").unwrap_or_default();
+        let config = &s["config"];
+        if config["version"].as_u64() == Some(version) {
+            assert_eq!(config["voters"], serde_json::json!([1, 2]), "{s}");
+            assert_eq!(s["state"], "LOOKING", "a removed server stays LOOKING: {s}");
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "fle-node never took ZooKeeper's config {version:#x}: {s}\n{}",
+            e.describe()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

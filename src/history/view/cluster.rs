@@ -294,8 +294,9 @@ impl Cluster {
 /// cut off from it by an active partition (in either direction), every read counted taken at
 /// or after `since_ns`. Once the leader reports a config of a reconfig's, only that config's
 /// voters count (itself included), and the quorum is a majority of them instead of `quorum`
-/// (test.json's): a leader of three voters left of five is backed by two. Every stage calls this (through [`View::quorum_leader`], or directly
-/// for a snapshot of statuses, see [`quorum_leader_of`]).
+/// (test.json's): a leader of three voters left of five is backed by two. Every stage calls
+/// this (through [`View::quorum_leader`], or directly for a snapshot of statuses, see
+/// [`quorum_leader_of`]).
 pub fn quorum_leader_among(
     nodes: &[NodeNow],
     quorum: usize,

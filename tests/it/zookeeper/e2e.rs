@@ -43,16 +43,25 @@ fn run(out: &Path, name: &str, schedule: &str) -> (i32, PathBuf) {
 
 /// `run` with other flags (`--nodes`, `--time-limit`, `--zookeeper-config`, ...).
 fn run_with(out: &Path, name: &str, schedule: &str, flags: &[&str]) -> (i32, PathBuf) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("nemesis")
+        .join(schedule);
+    let file = file.to_str().expect("a UTF-8 path");
+    let flags: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(["--nemesis-file", file])
+        .collect();
+    run_args(out, name, &flags)
+}
+
+/// One `fle-chaos test --target zookeeper --workload writes` with `flags` (its nemesis too).
+fn run_args(out: &Path, name: &str, flags: &[&str]) -> (i32, PathBuf) {
     let _cores = hold(Exclusive::HeavyCluster);
     let status = Command::new(env!("CARGO_BIN_EXE_fle-chaos"))
         .args(["test", "--target", "zookeeper", "--workload", "writes"])
         .args(flags)
-        .args(["--name", name, "--nemesis-file"])
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("nemesis")
-                .join(schedule),
-        )
+        .args(["--name", name])
         .arg("--out")
         .arg(out)
         .status()
@@ -198,6 +207,49 @@ fn zookeeper_partition_run_loses_no_acknowledged_write() {
         .filter(|e| e["f"] == "write" && e["type"] == "ok")
         .count();
     assert!(acked > 0, "some writes were acknowledged");
+}
+
+/// Membership changes through ZooKeeper's own `reconfig` (docs/membership.md): servers
+/// removed and added back commit, every server reports the config it runs, and the run is
+/// judged valid, `membership` included.
+#[test]
+fn zookeeper_reconfig_run_changes_the_membership_and_is_judged_valid() {
+    let Some(out) = cluster_folder() else { return };
+    let flags = [
+        "--nodes",
+        "3",
+        "--time-limit",
+        "20",
+        "--nemesis",
+        "reconfig",
+        "--nemesis-interval",
+        "4",
+    ];
+    let (code, dir) = run_args(out.path(), "zk-reconfig", &flags);
+    assert_judged_valid(&dir, code);
+    let h = history(&dir);
+    let committed = |f: &str| -> Vec<Value> {
+        (h.iter())
+            .filter(|e| e["process"] == "nemesis" && e["f"] == f && e["type"] == "info")
+            .filter(|e| e["value"]["version"].is_u64())
+            .cloned()
+            .collect()
+    };
+    let removed = committed("remove");
+    assert!(!removed.is_empty(), "a remove committed");
+    assert!(!committed("add").is_empty(), "an add committed");
+    // A server reported the config of the first remove, without the server it removed.
+    let version = &removed[0]["value"]["version"];
+    let gone = removed[0]["value"]["nodes"][0].as_str().unwrap();
+    let gone_sid: u64 = gone[1..].parse().unwrap();
+    let reported = h.iter().find(|e| {
+        e["f"] == "status" && e["type"] == "ok" && e["value"]["config"]["version"] == *version
+    });
+    let voters = &reported.expect("a read of the new config")["value"]["config"]["voters"];
+    assert!(
+        !voters.as_array().unwrap().contains(&Value::from(gone_sid)),
+        "{gone} is out of {voters}"
+    );
 }
 
 #[test]

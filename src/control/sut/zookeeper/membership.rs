@@ -18,6 +18,7 @@ use crate::api::ConfigView;
 use crate::control::sut::DataOutcome;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -30,6 +31,9 @@ pub const ZOO_CFG_LINES: &[&str] = &["reconfigEnabled=true", "skipACL=yes"];
 
 /// The four-letter word that prints a server's config in force (its quorum verifier).
 pub const CONF_WORD: &str = "conf";
+
+/// How ZooKeeper names a committed config's file beside zoo.cfg: this, then its version in hex.
+pub const DYNAMIC_FILE_PREFIX: &str = "zoo.cfg.dynamic.";
 
 /// `s`'s server line; `dynamic`: with its role and client address, as a reconfig names it.
 pub fn server_line(s: &Server, dynamic: bool) -> String {
@@ -140,6 +144,25 @@ impl Configs {
         let config = last.get(node)?;
         (!first.contains(&config.version)).then(|| config.clone())
     }
+}
+
+/// The newest config among the dynamic files in `dir` (`zoo.cfg.dynamic.<hex version>`, server
+/// lines only): ZooKeeper writes one for each committed config it adopts, as it adopts it,
+/// from a peer's election notification too. What a server that does not serve (and so answers
+/// `conf` with no config) runs; its last proposal seen (`zoo.cfg.dynamic.next`) is no
+/// committed config and is passed over.
+pub fn newest_dynamic_config(dir: &Path) -> Result<ConfigView, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let version =
+        |name: String| u64::from_str_radix(name.strip_prefix(DYNAMIC_FILE_PREFIX)?, 16).ok();
+    let newest = (entries.flatten())
+        .filter_map(|e| version(e.file_name().into_string().ok()?))
+        .max()
+        .ok_or_else(|| format!("no {DYNAMIC_FILE_PREFIX}* file in {}", dir.display()))?;
+    let path = dir.join(format!("{DYNAMIC_FILE_PREFIX}{newest:x}"));
+    let lines = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_config(&format!("{lines}\nversion={newest:x}"))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The config `addr`'s server has in force, from its four-letter word `conf`, within
@@ -305,6 +328,27 @@ mod tests {
             Some(removed)
         );
         assert_eq!(configs.reported("n3", Err("not serving".into())), None);
+    }
+
+    #[test]
+    fn the_newest_dynamic_file_is_the_config_a_server_runs() {
+        let dir = tempfile::Builder::new()
+            .prefix("flc-dyn")
+            .tempdir()
+            .unwrap();
+        let none = newest_dynamic_config(dir.path()).unwrap_err();
+        assert!(none.contains("no zoo.cfg.dynamic."), "{none}");
+        let line = |sid: u64| format!("server.{sid}=h:1:2:participant;h:3\n");
+        let write = |name: &str, sids: &[u64]| {
+            let text: String = sids.iter().map(|&s| line(s)).collect();
+            std::fs::write(dir.path().join(name), text).unwrap();
+        };
+        write("zoo.cfg.dynamic.100000000", &[1, 2, 3]);
+        write("zoo.cfg.dynamic.20000004f", &[1, 2]);
+        // A proposal seen, not committed: never the config in force.
+        write("zoo.cfg.dynamic.next", &[1, 2, 3, 4]);
+        let c = newest_dynamic_config(dir.path()).unwrap();
+        assert_eq!((c.version, c.voters), (0x20000004f, vec![1, 2]));
     }
 
     #[test]

@@ -409,9 +409,23 @@ impl ZooKeeper {
         })
         .map_err(ReadError::Timeout)?;
         status.last_election = self.last_election(node, role);
+        let conf = conf.map(|answer| answer.or_else(|e| self.config_on_disk(node, e)));
         status.config = conf.and_then(|answer| self.configs.reported(node, answer));
         self.remember(node, zab.last_zxid, &status);
         Ok(status)
+    }
+
+    /// The config `node` runs as its dynamic files say (`membership::newest_dynamic_config`),
+    /// for a server that answered `conf` with none (`why`); over SSH none is read.
+    fn config_on_disk(&self, node: &str, why: String) -> Result<crate::api::ConfigView, String> {
+        if !self.control.reads_are_local() {
+            return Err(why);
+        }
+        let dir = self
+            .control
+            .node_dir(node)
+            .map_err(|e| format!("{why}; {e:#}"))?;
+        membership::newest_dynamic_config(&dir).map_err(|e| format!("{why}; {e}"))
     }
 
     /// What is remembered of `node` between reads: its last zxid read, its uptime since this
