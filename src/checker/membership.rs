@@ -6,7 +6,7 @@
 //! - a server read leading an established epoch is a voter of its config, or hands over
 //!   within a leader's Zab timeout (`leader_stepdown::broadcast_bound_ns`): fle-node's leader
 //!   steps down when the config that removes it commits; ZooKeeper's stops committing and its
-//!   followers go to the designated leader, which took 40-170 ms on 3.8.0. A removed leader, or
+//!   followers go to the designated leader (docs/membership.md). A removed leader, or
 //!   an observer, leading on is the ZOOKEEPER-3829/3830 shape: a leader the others no longer
 //!   follow;
 //! - a decided election counted a quorum of the deciding server's config's voters, and no

@@ -9,7 +9,7 @@
 //! expired mid-request, timeouts), because ZooKeeper may still commit such a write.
 
 use crate::api::{LogEntry, LogResponse};
-use crate::control::sut::{ReadError, WriteOutcome};
+use crate::control::sut::{DataOutcome, ReadError, WriteOutcome};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,6 +101,25 @@ impl Sessions {
     pub(super) async fn drop_session(&self, node: &str) {
         if let Some(slot) = self.sessions.get(node) {
             *slot.lock().await = None;
+        }
+    }
+
+    /// What a request through `node`'s session that ended with `e` did, in Jepsen's terms
+    /// (the session dropped when `e` ended it): `Info` when ZooKeeper may have applied it
+    /// ([`e_may_have_applied`]), else `not_done`: a refusal, or "not now", as the request's
+    /// kind reads it.
+    pub(super) async fn outcome_of_error<T>(
+        &self,
+        node: &str,
+        e: zk::Error,
+        not_done: fn(String) -> DataOutcome<T>,
+    ) -> DataOutcome<T> {
+        if e_ends_session(&e) {
+            self.drop_session(node).await;
+        }
+        match e_may_have_applied(&e) {
+            true => DataOutcome::Info(format!("{e}")),
+            false => not_done(format!("{e}")),
         }
     }
 

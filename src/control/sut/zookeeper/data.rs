@@ -6,7 +6,7 @@
 //! Outcomes as the writes': ZooKeeper's refusals (NodeExists, NoNode, BadVersion) are `fail`,
 //! a lost connection or a timeout `info`; a read that fails for any reason changed nothing.
 
-use super::client::{e_ends_session, e_may_have_applied, NoSession, Sessions};
+use super::client::{NoSession, Sessions};
 use crate::api::{DataOp, DataRead, DataWritten};
 use crate::control::sut::DataOutcome;
 use zookeeper_client as zk;
@@ -70,20 +70,12 @@ impl Sessions {
         };
         match tokio::time::timeout(self.opts.write_timeout, attempt).await {
             Ok(Ok(w)) => DataOutcome::Ok(w),
+            Ok(Err(e @ (zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion))) => {
+                DataOutcome::Refused(format!("{e}"))
+            }
             Ok(Err(e)) => {
-                if e_ends_session(&e) {
-                    self.drop_session(node).await;
-                }
-                if matches!(
-                    e,
-                    zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion
-                ) {
-                    DataOutcome::Refused(format!("{e}"))
-                } else if e_may_have_applied(&e) {
-                    DataOutcome::Info(format!("{e}"))
-                } else {
-                    DataOutcome::Unavailable(format!("{e}"))
-                }
+                self.outcome_of_error(node, e, DataOutcome::Unavailable)
+                    .await
             }
             Err(_) => DataOutcome::Info(format!("no answer within {:?}", self.opts.write_timeout)),
         }
@@ -118,17 +110,11 @@ impl Sessions {
         };
         match tokio::time::timeout(self.opts.write_timeout, attempt).await {
             Ok(Ok(r)) => DataOutcome::Ok(r),
+            // A read changes nothing: whether it failed or timed out, it is `info` only when
+            // it may still be answered, which no one waits for.
             Ok(Err(e)) => {
-                if e_ends_session(&e) {
-                    self.drop_session(node).await;
-                }
-                // A read changes nothing: whether it failed or timed out, it is `info`
-                // only when it may still be answered, which no one waits for.
-                if e_may_have_applied(&e) {
-                    DataOutcome::Info(format!("{e}"))
-                } else {
-                    DataOutcome::Unavailable(format!("{e}"))
-                }
+                self.outcome_of_error(node, e, DataOutcome::Unavailable)
+                    .await
             }
             Err(_) => DataOutcome::Info(format!("no answer within {:?}", self.opts.write_timeout)),
         }

@@ -12,7 +12,7 @@
 //! beside it and rewrites zoo.cfg to point there; the run writes zoo.cfg once, so a restarted
 //! server reads the config it last committed, as it would in production.
 
-use super::client::{e_ends_session, e_may_have_applied, Sessions};
+use super::client::Sessions;
 use super::config::Server;
 use crate::api::ConfigView;
 use crate::control::sut::DataOutcome;
@@ -212,16 +212,7 @@ impl Sessions {
                 Refusal::NotNow => DataOutcome::Unavailable(format!("error code {code}: not now")),
                 Refusal::Never => DataOutcome::Refused(format!("error code {code}")),
             },
-            Ok(Err(e)) => {
-                if e_ends_session(&e) {
-                    self.drop_session(via).await;
-                }
-                if e_may_have_applied(&e) {
-                    DataOutcome::Info(format!("{e}"))
-                } else {
-                    DataOutcome::Refused(format!("{e}"))
-                }
-            }
+            Ok(Err(e)) => self.outcome_of_error(via, e, DataOutcome::Refused).await,
             Err(_) => DataOutcome::Info(format!("no answer within {:?}", self.opts.write_timeout)),
         }
     }
