@@ -98,7 +98,28 @@ fn verdicts(run_dir: &Path) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// [`assert_valid`], and vote-rule judged the elections read from ZooKeeper's logs: at least
+/// one per server.
 fn assert_judged_valid(run_dir: &Path, code: i32) {
+    let results = assert_valid(run_dir, code);
+    let votes = results["checkers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "vote-rule")
+        .expect("vote-rule ran");
+    let judged = votes["measurements"]["elections_judged"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        judged >= 3,
+        "vote-rule judged the elections read from ZooKeeper's logs (each server decides at least one): {votes}"
+    );
+}
+
+/// Every checker the run could feed says true, the run exits valid, its files are written;
+/// returns its results.json.
+fn assert_valid(run_dir: &Path, code: i32) -> Value {
     let v = verdicts(run_dir);
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
@@ -122,19 +143,6 @@ fn assert_judged_valid(run_dir: &Path, code: i32) {
         not_applicable("linearizable"),
         "linearizable judges the register workload only"
     );
-    let votes = results["checkers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "vote-rule")
-        .expect("vote-rule ran");
-    let judged = votes["measurements"]["elections_judged"]
-        .as_u64()
-        .unwrap_or(0);
-    assert!(
-        judged >= 3,
-        "vote-rule judged the elections read from ZooKeeper's logs (each server decides at least one): {votes}"
-    );
     for want in [
         "election-safety",
         "durability",
@@ -150,6 +158,7 @@ fn assert_judged_valid(run_dir: &Path, code: i32) {
     let test: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("test.json")).unwrap()).unwrap();
     assert_eq!(test["target"], "zookeeper");
+    results
 }
 
 /// The events of the run's history as JSON.
@@ -226,7 +235,9 @@ fn zookeeper_reconfig_run_changes_the_membership_and_is_judged_valid() {
         "4",
     ];
     let (code, dir) = run_args(out.path(), "zk-reconfig", &flags);
-    assert_judged_valid(&dir, code);
+    // Not vote-rule's count of elections: a server that joins an ensemble already electing
+    // may decide none (seen once under CI's load: 2 of 3).
+    assert_valid(&dir, code);
     let h = history(&dir);
     let committed = |f: &str| -> Vec<Value> {
         (h.iter())
