@@ -40,6 +40,8 @@ pub(super) struct RawFault {
     rate: Option<String>,
     /// Corrupt: which data file ("txnlog", "acceptedEpoch", "currentEpoch").
     file: Option<String>,
+    /// Reconfig: "observer" demotes the servers instead of removing them.
+    role: Option<String>,
     duration: Option<String>,
     weight: Option<u32>,
     /// Aimed: a `Trigger` name ("election", "new-leader", ...).
@@ -134,7 +136,7 @@ impl RawFault {
         Ok(())
     }
 
-    /// port, the clock, packet and frames keys, and file: each only for its kind.
+    /// port, the clock, packet and frames keys, file and role: each only for its kind.
     fn kind_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
         let kind = t.kind;
         if let Some(port) = &self.port {
@@ -187,6 +189,15 @@ impl RawFault {
                 ));
             }
             t.file = Some(file.clone());
+        }
+        if let Some(role) = &self.role {
+            if kind != FaultKind::Reconfig {
+                return Err("role is only for kind = \"reconfig\"".into());
+            }
+            if role != "observer" {
+                return Err(format!("role = \"{role}\" is unknown; use \"observer\" (the servers stay as observers) or leave it out (they leave the config)"));
+            }
+            t.demote = true;
         }
         Ok(())
     }

@@ -200,6 +200,9 @@ pub struct FaultTemplate {
     pub file: Option<String>,
     /// Frames faults only: what is written to the election port.
     pub frames: Option<FrameMode>,
+    /// Reconfig faults only (`role = "observer"`): the servers stay in the config as
+    /// observers, rather than leaving it, and the undo makes them voters again.
+    pub demote: bool,
     /// How long the fault lasts before it is undone; None = the schedule's duration.
     pub duration: Option<Duration>,
     /// Relative chance of being picked.
@@ -438,6 +441,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         packet: (kind == FaultKind::Packet).then_some(PacketMode::Loss { percent: 30.0 }),
         file: None,
         frames: (kind == FaultKind::Frames).then_some(FrameMode::Truncated),
+        demote: false,
         duration: None,
         weight: 1,
         line: None,

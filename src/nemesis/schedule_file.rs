@@ -432,5 +432,17 @@ target = "n1,n2"
         )
         .unwrap();
         assert_eq!(ok.faults[0].file.as_deref(), Some("currentEpoch"));
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nrole = \"observer\"\n")
+            .unwrap_err();
+        assert!(err.contains("only for kind = \"reconfig\""), "{err}");
+        let err = Schedule::from_toml("t", "[[fault]]\nkind = \"reconfig\"\nrole = \"voter\"\n")
+            .unwrap_err();
+        assert!(err.contains("use \"observer\""), "{err}");
+        let reconfig = |extra: &str| {
+            let text = format!("[[fault]]\nkind = \"reconfig\"\n{extra}");
+            Schedule::from_toml("t", &text).unwrap().faults[0].demote
+        };
+        assert!(reconfig("role = \"observer\"\n"));
+        assert!(!reconfig(""));
     }
 }

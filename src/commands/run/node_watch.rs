@@ -11,7 +11,7 @@
 
 use crate::api::{LogResponse, NodeStatus};
 use crate::control::fault::clock::Clock;
-use crate::control::sut::{BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
+use crate::control::sut::{BoxFuture, DataOutcome, Member, ReadError, Target, WriteOutcome};
 use crate::control::Control;
 use crate::history::recorder::Recorder;
 use crate::history::{EventType, NodeExitValue, F};
@@ -172,7 +172,7 @@ impl Target for Watched {
     fn election_addr(&self, node: &str) -> Option<std::net::SocketAddr> {
         self.inner.election_addr(node)
     }
-    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
+    fn reconfig(&self, via: &str, add: &[Member], remove: &[String]) -> DataOutcome<u64> {
         self.inner.reconfig(via, add, remove)
     }
 }

@@ -7,7 +7,9 @@ use crate::api::{ApiError, LogResponse, NodeStatus, ReconfigDone, WriteCommitted
 use crate::api::{DataOp, DataRead, DataWritten};
 use crate::control::fault::clock::Clock;
 use crate::control::sut::clock_of;
-use crate::control::sut::{fle_data, BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
+use crate::control::sut::{
+    fle_data, BoxFuture, DataOutcome, Member, ReadError, Target, WriteOutcome,
+};
 use crate::control::{fault::faketime, fault::lazyfs, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -120,15 +122,11 @@ impl FleNode {
     /// `peer`'s `server.N=host:quorumPort:electionPort[:observer];host:httpPort` line: the
     /// `;host:port` is its client (here: HTTP) address, so followers can forward writes to
     /// the leader as ZooKeeper's do.
-    fn server_line(&self, peer: &str) -> Result<String> {
+    fn server_line(&self, peer: &str, observer: bool) -> Result<String> {
         let sid = sid_of(peer).with_context(|| format!("node name {peer} has no sid"))?;
         let p = self.ports(peer)?;
         let host = self.control.node_host(peer)?;
-        let kind = if self.opts.observers.contains(peer) {
-            ":observer"
-        } else {
-            ""
-        };
+        let kind = if observer { ":observer" } else { "" };
         Ok(format!(
             "server.{sid}={host}:{}:{}{kind};{host}:{}",
             p.quorum, p.election, p.http
@@ -144,7 +142,8 @@ impl FleNode {
         writeln!(cfg, "syncLimit={}", self.opts.sync_limit)?;
         writeln!(cfg, "dataDir={}", dir.join("data").display())?;
         for peer in self.control.nodes() {
-            writeln!(cfg, "{}", self.server_line(peer)?)?;
+            let observer = self.opts.observers.contains(peer);
+            writeln!(cfg, "{}", self.server_line(peer, observer)?)?;
         }
         if self.opts.observers.contains(node) {
             writeln!(cfg, "peerType=observer")?;
@@ -409,8 +408,9 @@ impl Target for FleNode {
         clock_of(self.control.as_ref(), self.faketime.as_ref())
     }
 
-    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
-        let lines: Result<Vec<String>> = add.iter().map(|n| self.server_line(n)).collect();
+    fn reconfig(&self, via: &str, add: &[Member], remove: &[String]) -> DataOutcome<u64> {
+        let line = |m: &Member| self.server_line(&m.node, m.observer);
+        let lines: Result<Vec<String>> = add.iter().map(line).collect();
         let sids: Option<Vec<u64>> = remove.iter().map(|n| sid_of(n)).collect();
         let (Ok(add), Some(remove), Ok(base)) = (lines, sids, self.http_base(via)) else {
             return DataOutcome::Refused(format!("unknown node among {add:?} {remove:?} {via}"));

@@ -49,6 +49,13 @@ pub enum WriteOutcome {
     Info { error: String },
 }
 
+/// A server a reconfig lists (`reconfig -add`): the node, as a voter or as an observer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub node: String,
+    pub observer: bool,
+}
+
 /// The outcome of one client operation on the data tree (the `register` workload). In
 /// Jepsen's terms `Ok` happened, `Refused` and `Unavailable` are `fail` (certainly not
 /// applied) and `Info` is unknown; the two failures differ for the client: a refusal is the
@@ -146,11 +153,11 @@ pub trait Target: Send + Sync {
         None
     }
     /// One incremental reconfig asked of node `via` (ZooKeeper's `reconfig -add ... -remove
-    /// ...`): the nodes `remove` leave the ensemble's config, the nodes `add` join it again
-    /// with their own server lines. Blocking (a fault's apply is synchronous, as `Control`
-    /// is): the new config's version once committed, or why not, in Jepsen's terms. No
-    /// default: a target that wraps another must pass it on.
-    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64>;
+    /// ...`): the nodes `remove` leave the ensemble's config, the `add` members join it (or,
+    /// listed already, take their new role) with their own server lines. Blocking (a fault's
+    /// apply is synchronous, as `Control` is): the new config's version once committed, or why
+    /// not, in Jepsen's terms. No default: a target that wraps another must pass it on.
+    fn reconfig(&self, via: &str, add: &[Member], remove: &[String]) -> DataOutcome<u64>;
     /// Where the controller reaches the node's election port (the `frames` fault); None when
     /// it does not know it.
     fn election_addr(&self, _node: &str) -> Option<std::net::SocketAddr> {

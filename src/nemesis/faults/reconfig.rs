@@ -2,6 +2,9 @@
 //! incremental `reconfig -remove`, fle-node's `POST /reconfig`), undone by adding them back
 //! with their own server lines (`reconfig -add`). The removed servers keep running: a correct
 //! one stays LOOKING (fle-node) or follows as a non-voter (ZooKeeper) until it is added back.
+//! With `role = "observer"` voters are demoted instead (`reconfig -add` of their line as an
+//! observer's), and the undo promotes them back: both are recorded as `remove` and `add`,
+//! with the role in the value.
 //!
 //! - At most a minority of the voters is out at once (a target that names more is cut to the
 //!   first of them, said in the value's `note`): adding them back needs a quorum of the whole
@@ -15,7 +18,7 @@
 use super::kill::undo_value;
 use super::{single, Active, Fault, Order, SimWorld};
 use crate::api::ConfigView;
-use crate::control::sut::DataOutcome;
+use crate::control::sut::{DataOutcome, Member};
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::schedule::TargetSpec;
 use crate::nemesis::seam::NemesisContext;
@@ -73,7 +76,19 @@ impl Fault for Reconfig {
             .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS);
         let config = leader.as_ref().and_then(|(_, s)| s.config.as_ref());
         let voters = order.ens.nodes.len() - order.ens.observers.len();
-        let nodes = &removable(order.nodes(), config, voters);
+        let demote = order.fault.template.demote;
+        // Only a voter can be demoted.
+        let voting = |n: &&String| {
+            let sid = sid_of(n);
+            config.map_or(!order.ens.observers.contains(n), |c| {
+                sid.is_some_and(|s| c.voters.contains(&s))
+            })
+        };
+        let wanted: Vec<String> = (order.nodes().iter())
+            .filter(|n| !demote || voting(n))
+            .cloned()
+            .collect();
+        let nodes = &removable(&wanted, config, voters);
         if nodes.len() < order.nodes().len() {
             value["asked"] = json!(order.nodes());
             value["nodes"] = json!(nodes);
@@ -82,7 +97,12 @@ impl Fault for Reconfig {
             bail!("none of them can leave now: out of the config already, or the rest would be no quorum of the ensemble");
         }
         let asks = ask_order(order.leader, order.ens.nodes, nodes);
-        let (via, outcome) = ask(ctx, &asks, &[], nodes);
+        let (via, outcome) = if demote {
+            value["role"] = json!("observer");
+            ask(ctx, &asks, &members(nodes, &[], Some(true)), &[])
+        } else {
+            ask(ctx, &asks, &[], nodes)
+        };
         value["via"] = json!(via);
         match outcome {
             DataOutcome::Ok(version) => {
@@ -151,7 +171,7 @@ fn ask_order(leader: Option<&str>, all: &[String], skip: &[String]) -> Vec<Strin
 fn ask(
     ctx: &NemesisContext,
     asks: &[String],
-    add: &[String],
+    add: &[Member],
     remove: &[String],
 ) -> (String, DataOutcome<u64>) {
     let mut last = (
@@ -169,9 +189,19 @@ fn ask(
     last
 }
 
-/// Adds `nodes` back, asking again while the ensemble cannot take it, recorded as `add`
-/// (`last`: the final heal's). Those the leader's config already lists are left out; when
-/// none is missing nothing is asked (`unchanged`).
+/// `nodes` as the members a reconfig lists: as observers when `observer` says so, else in
+/// the role test.json gives them (an observer when `observers` names it).
+fn members(nodes: &[String], observers: &[String], observer: Option<bool>) -> Vec<Member> {
+    let member = |n: &String| Member {
+        node: n.clone(),
+        observer: observer.unwrap_or_else(|| observers.contains(n)),
+    };
+    nodes.iter().map(member).collect()
+}
+
+/// Adds `nodes` back in their own roles, asking again while the ensemble cannot take it,
+/// recorded as `add` (`last`: the final heal's). Those the leader's config already lists in
+/// their roles are left out; when none is missing nothing is asked (`unchanged`).
 fn add_back(ctx: &NemesisContext, nodes: &[String], last: bool) {
     let mut value = undo_value(FaultKind::Reconfig, nodes);
     if last {
@@ -190,8 +220,9 @@ fn add_back(ctx: &NemesisContext, nodes: &[String], last: bool) {
         let leader = ctx
             .observations
             .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS);
+        let observers = &ctx.settings.observers;
         let missing = match &leader {
-            Some((_, status)) => missing_from(nodes, status.config.as_ref()),
+            Some((_, status)) => missing_from(nodes, status.config.as_ref(), observers),
             // No leader seen lately: ask for all of them (members change nothing).
             None => nodes.to_vec(),
         };
@@ -200,7 +231,7 @@ fn add_back(ctx: &NemesisContext, nodes: &[String], last: bool) {
         }
         // Not the nodes being added: out of the config, they cannot take it.
         let asks = ask_order(leader.as_ref().map(|(n, _)| n.as_str()), &all, &missing);
-        let (via, outcome) = ask(ctx, &asks, &missing, &[]);
+        let (via, outcome) = ask(ctx, &asks, &members(&missing, observers, None), &[]);
         if !matches!(outcome, DataOutcome::Unavailable(_)) || Instant::now() >= deadline {
             break Some((via, missing, outcome));
         }
@@ -234,12 +265,23 @@ fn add_back(ctx: &NemesisContext, nodes: &[String], last: bool) {
         .record(NEMESIS, kind, F::Add, single(nodes), value);
 }
 
-/// The nodes of `nodes` that `config` does not list (none under the static config: it lists
-/// every node).
-fn missing_from(nodes: &[String], config: Option<&ConfigView>) -> Vec<String> {
+/// The nodes of `nodes` that `config` does not list in the role test.json gives them (a voter
+/// out of it or demoted, an observer out of it; none under the static config, which lists
+/// every node so).
+fn missing_from(
+    nodes: &[String],
+    config: Option<&ConfigView>,
+    observers: &[String],
+) -> Vec<String> {
     let Some(c) = config else { return Vec::new() };
-    let listed = |n: &&String| sid_of(n).is_some_and(|s| c.lists(s));
-    nodes.iter().filter(|n| !listed(n)).cloned().collect()
+    let in_role = |n: &&String| {
+        let role = match observers.contains(n) {
+            true => &c.observers,
+            false => &c.voters,
+        };
+        sid_of(n).is_some_and(|s| role.contains(&s))
+    };
+    nodes.iter().filter(|n| !in_role(n)).cloned().collect()
 }
 
 #[cfg(test)]
@@ -307,6 +349,15 @@ mod tests {
     }
 
     #[test]
+    fn members_take_the_role_asked_or_their_own() {
+        let nodes = names(2);
+        let observers = ["n2".to_string()];
+        let roles = |m: Vec<Member>| m.into_iter().map(|m| m.observer).collect::<Vec<_>>();
+        assert_eq!(roles(members(&nodes, &observers, None)), [false, true]);
+        assert_eq!(roles(members(&nodes, &observers, Some(true))), [true, true]);
+    }
+
+    #[test]
     fn only_nodes_the_config_does_not_list_are_added_back() {
         let nodes = names(5);
         let config = ConfigView {
@@ -314,8 +365,21 @@ mod tests {
             version: 7,
             voters: vec![1, 3],
         };
-        assert_eq!(missing_from(&nodes, Some(&config)), ["n2", "n4"]);
+        assert_eq!(missing_from(&nodes, Some(&config), &[]), ["n2", "n4", "n5"]);
+        // n5 is an observer in test.json: listed as one, it is where it belongs.
+        let observers = ["n5".to_string()];
+        assert_eq!(
+            missing_from(&nodes, Some(&config), &observers),
+            ["n2", "n4"]
+        );
+        // A voter demoted to an observer is missing from the voters.
+        let demoted = ConfigView {
+            observers: vec![3, 5],
+            voters: vec![1, 2, 4],
+            ..config
+        };
+        assert_eq!(missing_from(&nodes, Some(&demoted), &observers), ["n3"]);
         // The static config lists every node.
-        assert!(missing_from(&nodes, None).is_empty());
+        assert!(missing_from(&nodes, None, &[]).is_empty());
     }
 }

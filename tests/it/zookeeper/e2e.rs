@@ -235,8 +235,8 @@ fn zookeeper_reconfig_run_changes_the_membership_and_is_judged_valid() {
         "4",
     ];
     let (code, dir) = run_args(out.path(), "zk-reconfig", &flags);
-    // Not vote-rule's count of elections: a server that joins an ensemble already electing
-    // may decide none (seen once under CI's load: 2 of 3).
+    // Not vote-rule's count of one election per server: under CI's load one run read 2
+    // elections for 3 servers (its folder was gone; the kill-leader test keeps that check).
     assert_valid(&dir, code);
     let h = history(&dir);
     let committed = |f: &str| -> Vec<Value> {

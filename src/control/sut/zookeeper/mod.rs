@@ -38,7 +38,9 @@ use crate::api::{
     DataOp, DataRead, DataWritten, ElectionSummary, LogResponse, NodeStatus, ServerState,
 };
 use crate::control::fault::clock::Clock;
-use crate::control::sut::{clock_of, BoxFuture, DataOutcome, ReadError, Target, WriteOutcome};
+use crate::control::sut::{
+    clock_of, BoxFuture, DataOutcome, Member, ReadError, Target, WriteOutcome,
+};
 use crate::control::{fault::faketime, Control, DaemonSpec};
 use crate::history::sid_of;
 use anyhow::{Context, Result};
@@ -411,6 +413,12 @@ impl ZooKeeper {
         status.last_election = self.last_election(node, role);
         let conf = conf.map(|answer| answer.or_else(|e| self.config_on_disk(node, e)));
         status.config = conf.and_then(|answer| self.configs.reported(node, answer));
+        // A voter a reconfig made an observer observes: its own zoo.cfg still says voter.
+        let demoted = (status.config.as_ref()).is_some_and(|c| c.observers.contains(&server.sid));
+        if demoted && status.state == ServerState::Following {
+            status.state = ServerState::Observing;
+            status.peer_type = crate::api::PeerType::Observer;
+        }
         self.remember(node, zab.last_zxid, &status);
         Ok(status)
     }
@@ -676,10 +684,16 @@ impl Target for ZooKeeper {
     }
 
     /// ZooKeeper's incremental `reconfig` through `via`'s session (see `membership`).
-    fn reconfig(&self, via: &str, add: &[String], remove: &[String]) -> DataOutcome<u64> {
-        let lines: Option<Vec<String>> = (add.iter())
-            .map(|n| Some(membership::server_line(self.servers.get(n)?, true)))
-            .collect();
+    fn reconfig(&self, via: &str, add: &[Member], remove: &[String]) -> DataOutcome<u64> {
+        let line = |m: &Member| {
+            let server = self.servers.get(&m.node)?;
+            let as_asked = Server {
+                observer: m.observer,
+                ..server.clone()
+            };
+            Some(membership::server_line(&as_asked, true))
+        };
+        let lines: Option<Vec<String>> = add.iter().map(line).collect();
         let sids: Option<Vec<u64>> = remove.iter().map(|n| sid_of(n)).collect();
         let (Some(lines), Some(sids), true) = (lines, sids, self.opts.reconfig) else {
             return DataOutcome::Refused(format!(
