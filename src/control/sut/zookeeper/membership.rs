@@ -114,8 +114,9 @@ pub fn refusal_of_code(code: i32) -> Refusal {
 /// The configs the servers reported, and what a status read says of them. ZooKeeper gives
 /// the ensemble's first config a version too (the first leader's NEWLEADER zxid), though no
 /// reconfig made it: a status read reports it as fle-node reports its zoo.cfg, as none (the
-/// static config of test.json), so the checkers judge only the configs reconfigs made. A
-/// server that does not serve answers `conf` with no config; its last one read stands.
+/// static config of test.json), so the checkers judge only the configs reconfigs made. An
+/// answer that is no config (a server that does not serve, whose dynamic file could not be
+/// read either: over SSH) leaves its last one read standing.
 #[derive(Debug, Default)]
 pub struct Configs {
     /// Each server's last config read.
