@@ -1,5 +1,6 @@
 //! epoch-monotonic: each node's epochs (currentEpoch and acceptedEpoch) never decrease, across
-//! restarts too (a restarted node reads them back from disk); and each new leader's epoch
+//! restarts too (a restarted node reads them back from disk; a replaced one, started on a wiped
+//! data dir, begins again from its fresh start); and each new leader's epoch
 //! exceeds every epoch established before it.
 //!
 //! "Before" must survive sampling: a leader's first read in an epoch only bounds when it took
@@ -9,7 +10,7 @@
 //! on this rule.
 
 use super::finding::{EvRef, Finding, Item};
-use super::model::{Digest, Status};
+use super::model::{Digest, Rec, Status};
 use super::CheckOptions;
 use crate::history::test_info::TestInfo;
 use serde::{Deserialize, Serialize};
@@ -27,7 +28,12 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
     let mut new_leaders = 0u64;
     let slack = opts.read_slack_ns();
 
-    for s in d.statuses() {
+    for rec in d.records() {
+        // A replaced server starts from nothing: its epochs are judged from there.
+        for node in d.started_afresh(rec) {
+            last[node as usize] = None;
+        }
+        let Rec::Status(s) = rec else { continue };
         let name = d.name(s.node);
         if s.accepted_epoch < s.peer_epoch && !reported_order[s.node as usize] {
             reported_order[s.node as usize] = true;
@@ -91,16 +97,7 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
         last[s.node as usize] = Some(*s);
     }
 
-    let mut gaps: Vec<Item> = Vec::new();
-    for name in &info.nodes {
-        let ix = d.nodes.iter().position(|x| x == name);
-        if ix.is_none_or(|i| d.reads[i] == 0) {
-            gaps.push((
-                format!("{name} was never read: its epochs are unknown."),
-                vec![],
-            ));
-        }
-    }
+    let gaps = never_read(d, info);
     let finals: Vec<NodeEpochs> = last
         .iter()
         .flatten()
@@ -119,6 +116,22 @@ pub fn check(d: &Digest, info: &TestInfo, opts: &CheckOptions) -> Finding {
             last_epochs: finals,
         },
     ))
+}
+
+/// A gap for each node of the test that no read answered: its epochs are unknown.
+fn never_read(d: &Digest, info: &TestInfo) -> Vec<Item> {
+    let unread = |name: &&String| {
+        let ix = d.nodes.iter().position(|x| x == *name);
+        ix.is_none_or(|i| d.reads[i] == 0)
+    };
+    (info.nodes.iter().filter(unread))
+        .map(|name| {
+            (
+                format!("{name} was never read: its epochs are unknown."),
+                vec![],
+            )
+        })
+        .collect()
 }
 
 /// What epoch-monotonic measured.

@@ -21,7 +21,8 @@
 //!   ensemble that still follows it: the notices carry that ensemble's older vote), nor when
 //!   the leader served another term since that election (ZooKeeper's leader designated by a
 //!   reconfig leads the next epoch without one);
-//! - its final log holds each of them (a committed write is never truncated).
+//! - its final log holds each of them (a committed write is never truncated), unless a
+//!   reconfig's `replace` wiped it since (its final log is a new server's).
 //!
 //! What it cannot see: a leadership that begins and ends between two reads of its leader, and a
 //! leadership whose leader was LEADING already at its very first read (nothing bounds when it
@@ -76,6 +77,9 @@ struct Gathered<'a> {
     logs: Vec<Option<FinalEntries<'a>>>,
     /// Each leadership seen.
     starts: Vec<Start>,
+    /// Per node: when it was started afresh on a wiped data dir (`Digest::started_afresh`);
+    /// its final log then says nothing of a leadership before that.
+    fresh: Vec<Vec<u64>>,
 }
 
 /// A leadership seen: its leader's previous read, its first read leading, and the position of
@@ -192,10 +196,17 @@ fn gather(d: &Digest) -> Gathered<'_> {
         writes: 0,
         logs: vec![None; d.nodes.len()],
         starts: Vec::new(),
+        fresh: vec![Vec::new(); d.nodes.len()],
     };
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
     let mut served: Vec<Option<u32>> = vec![None; d.nodes.len()];
     for r in d.records() {
+        for n in d.started_afresh(r) {
+            g.fresh[n as usize].push(r.at().1);
+            // A replaced server leads from nothing: its reads before are another server's.
+            last[n as usize] = None;
+            served[n as usize] = None;
+        }
         match r {
             Rec::Write(w) => {
                 g.writes += 1;
@@ -329,7 +340,11 @@ fn judge_leadership(
             vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
         ));
     }
-    if let Some((pos, entries)) = &g.logs[first.node as usize] {
+    let wiped_since = g.fresh[first.node as usize].iter().any(|&t| t > first.time);
+    if let Some((pos, entries)) = g.logs[first.node as usize]
+        .as_ref()
+        .filter(|_| !wiped_since)
+    {
         let missing = lacking[first.node as usize].get_or_insert_with(|| lacks(entries, &g.acks));
         let missing = missing
             .iter()

@@ -154,12 +154,15 @@ fn committed_without_quorums(
         }
     }
     // One walk: each node's reads (time, last zxid) in time order, the time of each config's
-    // first read, and the nodes a `corrupt` fault damaged (their logs may have lost what they
-    // held).
+    // first read, and the nodes a `corrupt` fault damaged or a `replace` wiped (their logs may
+    // have lost what they held).
     let mut reads: Vec<Vec<(u64, u64)>> = vec![Vec::new(); d.nodes.len()];
     let mut time_at: BTreeMap<u32, u64> = first.values().map(|(pos, ..)| (*pos, 0)).collect();
     let mut damaged = vec![false; d.nodes.len()];
     for r in d.records() {
+        for n in d.started_afresh(r) {
+            damaged[n as usize] = true;
+        }
         match r {
             Rec::Status(s) => {
                 reads[s.node as usize].push((s.time, s.last_zxid));

@@ -383,6 +383,24 @@ impl Digest {
         (refusals, out)
     }
 
+    /// The nodes a record starts afresh: a `start` done on a wiped data dir (a reconfig's
+    /// `replace`) begins the node again, its epochs and log from nothing, so the rules that a
+    /// node's own state never goes back judge it from there as a new server. Empty for any
+    /// other record.
+    pub fn started_afresh(&self, rec: &Rec) -> Vec<NodeIx> {
+        match rec {
+            Rec::Nemesis(op)
+                if op.f == F::Start && op.kind == EventType::Info && op.value.wiped =>
+            {
+                let ix = |name: &String| self.nodes.iter().position(|n| n == name);
+                (op.value.nodes.iter().filter_map(ix))
+                    .map(|i| i as NodeIx)
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Every record, in history order.
     pub fn records(&self) -> impl Iterator<Item = &Rec> + '_ {
         self.parts.iter().flatten()

@@ -9,6 +9,11 @@
 //!   which its final log no longer shows. Not for ZooKeeper, whose final logs (the workload's
 //!   znodes) leave out txns it commits (sessions, the parent znode).
 //!
+//! An observer a reconfig promoted (`role = "participant"`) is a voter while the config it
+//! reports lists it as one: its FOLLOWING or LEADING reads (and, demoted back, those within a
+//! leader's Zab timeout of its last read as a voter, `leader_stepdown::broadcast_bound_ns`),
+//! and elections whose deciding server's config lists it, are no violation.
+//!
 //! That every observer rejoins the final leader after the heal is judged by `recovery`, whose
 //! settled cluster counts an observer OBSERVING the leader as rejoined. A run without
 //! observers is `n/a`.
@@ -29,7 +34,7 @@ type Longest<'a> = (&'a FinalLog, &'a [(u64, String)]);
 
 /// Judges the observers: their reads, the elections' votes, their final logs and the zxids
 /// they reported committed, each against what only voters may do.
-pub fn check(d: &Digest, info: &TestInfo) -> Finding {
+pub fn check(d: &Digest, info: &TestInfo, opts: &super::CheckOptions) -> Finding {
     if info.observers.is_empty() {
         // Nothing can break these rules (and the registry marks the checker n/a).
         let none = "The ensemble has no observers: nothing to judge.";
@@ -41,7 +46,14 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let mut logs: Vec<&FinalLog> = Vec::new();
     // Each observer's distinct reported last committed zxids, with the first read of each.
     let mut committed: Vec<Committed> = Vec::new();
-    let observer_reads = read_pass(d, &is_observer, &mut logs, &mut committed, &mut violations);
+    let hand_over = super::leader_stepdown::broadcast_bound_ns(info, opts);
+    let (observer_reads, as_voter) = read_pass(
+        d,
+        (&is_observer, hand_over),
+        &mut logs,
+        &mut committed,
+        &mut violations,
+    );
     counted_observer_votes(d, &observer_sids, &mut violations);
     let voter_logs = logs.iter().filter(|l| !is_observer(l.node));
     let longest: Option<Longest> = voter_logs
@@ -66,9 +78,11 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
         ));
     }
     let ok = format!(
-        "The {} observers ({}) were never read LEADING or FOLLOWING in {observer_reads} reads, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",
+        "The {} observers ({}) were never read LEADING or FOLLOWING in {} reads{}, no election of {} counted an observer's vote, and {compared} observer final logs are prefixes of the voters' longest.",
         info.observers.len(),
         info.observers.join(", "),
+        observer_reads - as_voter,
+        promoted_words(as_voter),
         d.elections.len()
     );
     Finding::judge(violations, gaps, ok)
@@ -76,15 +90,19 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
 
 /// One pass over the records: a violation for each observer first read LEADING or
 /// FOLLOWING; gathers the final logs and each observer's reported committed zxids. Returns
-/// how many observer reads there were.
+/// how many observer reads there were, and how many of them were LEADING or FOLLOWING as a
+/// promoted voter's.
 fn read_pass<'a>(
     d: &'a Digest,
-    is_observer: &impl Fn(NodeIx) -> bool,
+    (is_observer, hand_over): (&impl Fn(NodeIx) -> bool, u64),
     logs: &mut Vec<&'a FinalLog>,
     committed: &mut Vec<Committed>,
     violations: &mut Vec<Item>,
-) -> u64 {
+) -> (u64, u64) {
     let mut claimed = vec![false; d.nodes.len()];
+    let mut as_voter = 0u64;
+    // Per observer: the time of its last read whose config listed it as a voter (promoted).
+    let mut voter_at: Vec<Option<u64>> = vec![None; d.nodes.len()];
     let mut observer_reads = 0u64;
     let mut last_committed = vec![0u64; d.nodes.len()];
     for r in d.records() {
@@ -99,6 +117,18 @@ fn read_pass<'a>(
                     committed.push((s.node, z, s.pos, s.time));
                 }
                 let voting = matches!(s.state, ServerState::Leading | ServerState::Following);
+                // Promoted: the config it reports lists it as a voter (a reconfig's
+                // `role = "participant"`), and a voter follows and leads. Demoted back while
+                // it led, it has a leader's Zab timeout to hand over, as `membership` gives a
+                // leader outside its config.
+                let at = &mut voter_at[s.node as usize];
+                if promoted(d, s.node, s.pos) {
+                    *at = Some(s.time);
+                }
+                if voting && at.is_some_and(|t| s.time <= t + hand_over) {
+                    as_voter += 1;
+                    continue;
+                }
                 if voting && !std::mem::replace(&mut claimed[s.node as usize], true) {
                     let word = if s.state == ServerState::Leading {
                         "LEADING"
@@ -119,18 +149,39 @@ fn read_pass<'a>(
             _ => {}
         }
     }
-    observer_reads
+    (observer_reads, as_voter)
 }
 
-/// A violation for each decided election that counted an observer's vote.
+/// The words for the reads of promoted observers in the verdict ("" when there were none).
+fn promoted_words(as_voter: u64) -> String {
+    match as_voter {
+        0 => String::new(),
+        n => format!(
+            " as observers (in another {n} they were voters, promoted by a reconfig, or handing \
+             over after it)"
+        ),
+    }
+}
+
+/// Whether the config `node` reported by the read at `pos` lists it as a voter: an observer
+/// of test.json promoted by a reconfig.
+fn promoted(d: &Digest, node: NodeIx, pos: u32) -> bool {
+    let [_, config] = d.configs_around(node, pos);
+    (config.zip(d.sid(node))).is_some_and(|(c, sid)| c.voters.contains(&sid))
+}
+
+/// A violation for each decided election that counted an observer's vote (one its deciding
+/// server's config listed as a voter, promoted, counts).
 fn counted_observer_votes(d: &Digest, observer_sids: &[u64], violations: &mut Vec<Item>) {
     for el in &d.elections {
+        let [_, config] = d.configs_around(el.node, el.pos);
+        let voter = |s: &u64| config.is_some_and(|c| c.voters.contains(s));
         let counted: Vec<u64> = el
             .summary
             .votes
             .iter()
             .map(|v| v.sid)
-            .filter(|s| observer_sids.contains(s))
+            .filter(|s| observer_sids.contains(s) && !voter(s))
             .collect();
         if let Some(o) = counted.first() {
             violations.push((

@@ -224,7 +224,7 @@ pub const CHECKERS: &[Checker] = &[
             "observers never lead, follow or count in a quorum, and hold only what voters committed",
         needs: Needs::Observers,
         heavy: false,
-        judge: Judge::Digest(|d, info, _| observers::check(d, info)),
+        judge: Judge::Digest(observers::check),
     },
     Checker {
         name: membership::NAME,

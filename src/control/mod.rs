@@ -104,6 +104,20 @@ pub trait Control: Send + Sync {
             .map(str::to_string)
             .collect())
     }
+    /// Deletes everything in one of the node's folders (path relative to the node's folder),
+    /// wherever the node runs, keeping the folder itself (a lazyfs mount stays mounted).
+    fn empty_dir(&self, node: &str, relative: &Path) -> Result<()> {
+        let path = self.node_dir(node)?.join(relative);
+        let p = path.to_string_lossy();
+        let out = self.exec_host(node, "find", &[&p, "-mindepth", "1", "-delete"])?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "cannot empty {p}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
     /// Whether the node's folder is on this machine (`node_dir` can be read directly, in
     /// microseconds), rather than behind a round trip to a remote host.
     fn reads_are_local(&self) -> bool {

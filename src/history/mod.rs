@@ -376,6 +376,18 @@ pub struct FaultValue {
     /// Clock rate: how fast the clock runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factor: Option<f64>,
+    /// Reconfig: [`OBSERVER_ROLE`] when the servers were demoted rather than removed,
+    /// [`PARTICIPANT_ROLE`] when observers were promoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Reconfig's `remove`, and the `kill` it made: the removed servers were replaced (killed,
+    /// wiped, started afresh), as a Kubernetes pod is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace: bool,
+    /// `start`: the node started on an empty data dir (a replaced server): its epochs and log
+    /// begin again, and the checkers judge it from there as a new server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wiped: bool,
 }
 
 /// How far ahead of real time a clock fault may put a node's clock by its end: how long its
@@ -438,6 +450,12 @@ impl FaultValue {
         serde_json::to_value(self).expect("a fault value is plain data")
     }
 }
+
+/// The `role` of a reconfig that demotes voters (the schedule's `role = "observer"`, the
+/// recorded value's `role`).
+pub const OBSERVER_ROLE: &str = "observer";
+/// The `role` of a reconfig that promotes observers to voters (ZooKeeper's word for a voter).
+pub const PARTICIPANT_ROLE: &str = "participant";
 
 /// The clock `mode` of the action that undoes a clock fault.
 pub const CLOCK_RESET: &str = "reset";

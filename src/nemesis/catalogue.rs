@@ -139,6 +139,11 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
     // Dynamic reconfiguration: servers removed and added back, alone or beside other faults.
     ("membership", include_str!("../../nemesis/membership.toml")),
+    // Observers promoted to voters and demoted back (needs --observers).
+    (
+        "promote-observer",
+        include_str!("../../nemesis/promote-observer.toml"),
+    ),
 ];
 
 /// A schedule by path (`nemesis/kill-leader.toml`, `./my.toml`) or built-in name (`kill-leader`).

@@ -40,8 +40,12 @@ pub(super) struct RawFault {
     rate: Option<String>,
     /// Corrupt: which data file ("txnlog", "acceptedEpoch", "currentEpoch").
     file: Option<String>,
-    /// Reconfig: "observer" demotes the servers instead of removing them.
+    /// Reconfig: "observer" demotes the servers instead of removing them; "participant"
+    /// promotes observers to voters.
     role: Option<String>,
+    /// Reconfig: the removed servers are replaced (killed, their data wiped, started afresh)
+    /// before the undo adds them back.
+    replace: Option<bool>,
     duration: Option<String>,
     weight: Option<u32>,
     /// Aimed: a `Trigger` name ("election", "new-leader", ...).
@@ -136,7 +140,7 @@ impl RawFault {
         Ok(())
     }
 
-    /// port, the clock, packet and frames keys, file and role: each only for its kind.
+    /// port, the clock, packet and frames keys, file, role and replace: each only for its kind.
     fn kind_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
         let kind = t.kind;
         if let Some(port) = &self.port {
@@ -194,10 +198,20 @@ impl RawFault {
             if kind != FaultKind::Reconfig {
                 return Err("role is only for kind = \"reconfig\"".into());
             }
-            if role != "observer" {
-                return Err(format!("role = \"{role}\" is unknown; use \"observer\" (the servers stay as observers) or leave it out (they leave the config)"));
+            match role.as_str() {
+                crate::history::OBSERVER_ROLE => t.demote = true,
+                crate::history::PARTICIPANT_ROLE => t.promote = true,
+                _ => return Err(format!("role = \"{role}\" is unknown; use \"observer\" (voters demoted, they stay as observers), \"participant\" (observers promoted to voters) or leave it out (the servers leave the config)")),
             }
-            t.demote = true;
+        }
+        if let Some(replace) = self.replace {
+            if kind != FaultKind::Reconfig {
+                return Err("replace is only for kind = \"reconfig\"".into());
+            }
+            if replace && (t.demote || t.promote) {
+                return Err("replace = true and role do not go together: a replaced server leaves the config; drop one of them".into());
+            }
+            t.replace = replace;
         }
         Ok(())
     }

@@ -203,6 +203,13 @@ pub struct FaultTemplate {
     /// Reconfig faults only (`role = "observer"`): the servers stay in the config as
     /// observers, rather than leaving it, and the undo makes them voters again.
     pub demote: bool,
+    /// Reconfig faults only (`role = "participant"`): observers (test.json's) become voters,
+    /// and the undo makes them observers again.
+    pub promote: bool,
+    /// Reconfig faults only (`replace = true`): once removed, the servers are replaced, as a
+    /// Kubernetes pod is: killed, their data wiped, and started afresh on the first config
+    /// (`Target::wipe`); the undo adds the fresh servers back, to be synced from nothing.
+    pub replace: bool,
     /// How long the fault lasts before it is undone; None = the schedule's duration.
     pub duration: Option<Duration>,
     /// Relative chance of being picked.
@@ -442,6 +449,8 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         file: None,
         frames: (kind == FaultKind::Frames).then_some(FrameMode::Truncated),
         demote: false,
+        promote: false,
+        replace: false,
         duration: None,
         weight: 1,
         line: None,

@@ -438,11 +438,30 @@ target = "n1,n2"
         let err = Schedule::from_toml("t", "[[fault]]\nkind = \"reconfig\"\nrole = \"voter\"\n")
             .unwrap_err();
         assert!(err.contains("use \"observer\""), "{err}");
+        let promoted = Schedule::from_toml(
+            "t",
+            "[[fault]]\nkind = \"reconfig\"\nrole = \"participant\"\n",
+        );
+        assert!(promoted.unwrap().faults[0].promote);
         let reconfig = |extra: &str| {
             let text = format!("[[fault]]\nkind = \"reconfig\"\n{extra}");
             Schedule::from_toml("t", &text).unwrap().faults[0].demote
         };
         assert!(reconfig("role = \"observer\"\n"));
         assert!(!reconfig(""));
+        let replaced = |extra: &str| {
+            let text = format!("[[fault]]\nkind = \"reconfig\"\n{extra}");
+            Schedule::from_toml("t", &text).map(|s| s.faults[0].replace)
+        };
+        assert_eq!(replaced("replace = true\n"), Ok(true));
+        assert_eq!(replaced(""), Ok(false));
+        let err = replaced("replace = true\nrole = \"participant\"\n").unwrap_err();
+        assert!(err.contains("do not go together"), "{err}");
+        let err =
+            Schedule::from_toml("t", "[[fault]]\nkind = \"kill\"\nreplace = true\n").unwrap_err();
+        assert!(
+            err.contains("replace is only for kind = \"reconfig\""),
+            "{err}"
+        );
     }
 }

@@ -458,6 +458,18 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
         if let (FaultKind::Packet, Some(mode)) = (t.kind, t.packet) {
             out.push_str(&packet_keys(mode));
         }
+        if t.demote {
+            out.push_str(&format!("role = \"{}\"\n", crate::history::OBSERVER_ROLE));
+        }
+        if t.promote {
+            out.push_str(&format!(
+                "role = \"{}\"\n",
+                crate::history::PARTICIPANT_ROLE
+            ));
+        }
+        if t.replace {
+            out.push_str("replace = true\n");
+        }
         out.push_str(&format!("duration = \"{}\"\n", secs(s.duration)));
     }
     out
@@ -576,6 +588,13 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
                 }
             }
             FaultKind::Clock => t.clock = Some(clock_of(&value)),
+            // A replace's own kill: its reconfig step replays it.
+            FaultKind::Kill if value.replace => continue,
+            FaultKind::Reconfig => {
+                t.demote = value.role.as_deref() == Some(crate::history::OBSERVER_ROLE);
+                t.promote = value.role.as_deref() == Some(crate::history::PARTICIPANT_ROLE);
+                t.replace = value.replace;
+            }
             FaultKind::Frames => {
                 let recorded = value.mode.as_deref().and_then(FrameMode::parse);
                 t.frames = recorded.or(t.frames);
@@ -771,6 +790,28 @@ duration = "1s"
             assert_eq!(a.template.packet, b.template.packet);
         }
         assert_eq!(again.len(), steps.len());
+    }
+
+    #[test]
+    fn reconfig_steps_keep_their_roles_and_replacement() {
+        let file = "[[step]]\nat = \"2s\"\nkind = \"reconfig\"\ntarget = \"n2\"\nrole = \"observer\"\n\
+                    duration = \"3s\"\n\n[[step]]\nat = \"9s\"\nkind = \"reconfig\"\ntarget = \"n3\"\n\
+                    replace = true\nduration = \"3s\"\n\n[[step]]\nat = \"15s\"\nkind = \"reconfig\"\n\
+                    target = \"n4\"\nrole = \"participant\"\nduration = \"3s\"\n";
+        let steps = Schedule::from_toml("t", file).unwrap().timed.unwrap();
+        let text = to_toml(&steps, "replay", false);
+        let again = Schedule::from_toml("t", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let kept = |s: &[PlannedFault]| -> Vec<(bool, bool, bool)> {
+            let t = |f: &PlannedFault| (f.template.demote, f.template.replace, f.template.promote);
+            s.iter().map(t).collect()
+        };
+        let want = [
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+        ];
+        assert_eq!(kept(&steps), want);
+        assert_eq!(kept(&again.timed.unwrap()), kept(&steps), "{text}");
     }
 
     #[test]

@@ -175,6 +175,9 @@ impl Target for Watched {
     fn reconfig(&self, via: &str, add: &[Member], remove: &[String]) -> DataOutcome<u64> {
         self.inner.reconfig(via, add, remove)
     }
+    fn wipe(&self, node: &str) -> Result<()> {
+        self.inner.wipe(node)
+    }
 }
 
 /// The last `n` non-empty lines of a node's logs.

@@ -113,7 +113,7 @@ pub fn fit_default(schedule: &mut Schedule, time_limit: Duration) -> Vec<String>
 /// Refuses a reconfig fault whose target always names more voters than a minority of them
 /// (`nodes` but the `observers`): the rest would be no quorum, so the servers could never be
 /// added back. Targets whose size varies (a follower, the trigger) are cut at run time
-/// instead (`nemesis::faults::reconfig`).
+/// instead (`nemesis::faults::reconfig`). A promotion of observers needs observers.
 pub fn check_reconfigs(schedule: &Schedule, nodes: &[String], observers: &[String]) -> Result<()> {
     let voters = nodes.len() - observers.len();
     let most = crate::nemesis::faults::reconfig::most_out(voters);
@@ -123,6 +123,16 @@ pub fn check_reconfigs(schedule: &Schedule, nodes: &[String], observers: &[Strin
             .self_and_parts()
             .filter(|f| f.kind == FaultKind::Reconfig)
         {
+            if part.promote && observers.is_empty() {
+                return Err(bad_input(format!(
+                    "{}reconfig role = \"participant\" promotes observers, and the ensemble has \
+                     none: give the run observers (--observers 1) or drop the role",
+                    at(schedule, fault),
+                )));
+            }
+            if part.promote {
+                continue; // a promotion takes no voter out
+            }
             let named = match &part.target {
                 TargetSpec::Nodes(n) => n.iter().filter(|n| !observers.contains(n)).count(),
                 TargetSpec::All => voters,
@@ -310,6 +320,20 @@ mod tests {
         let observers = ["n4".to_string(), "n5".to_string()];
         check_reconfigs(&load("n1,n4,n5"), &nodes(5), &observers).unwrap();
         check_reconfigs(&load("n1,n2"), &nodes(5), &observers).unwrap_err();
+        // A promotion needs observers to promote, and takes no voter out.
+        let promote = |target: &str| {
+            let text = format!("{}role = \"participant\"\n", toml(target));
+            Schedule::from_toml("m", &text).unwrap()
+        };
+        let err = format!(
+            "{:#}",
+            check_reconfigs(&promote("observer"), &nodes(5), &[]).unwrap_err()
+        );
+        assert!(
+            err.contains("has none") && err.contains("--observers"),
+            "{err}"
+        );
+        check_reconfigs(&promote("observers"), &nodes(5), &observers).unwrap();
     }
 
     /// The default `mixed` runs at the shortest --time-limit (10 s): the entries that cannot

@@ -50,6 +50,23 @@ pub fn data_dir_with_myid(
     }
 }
 
+/// Wipes a stopped node's dataDir (`data`, on lazyfs or not) down to its `myid` file, written
+/// durably: through a lazyfs mount a write is kept only once fsynced (`sync FILE`), and the
+/// next power loss would otherwise take it.
+pub fn wipe_data_dir(control: &dyn Control, node: &str, myid: &[u8]) -> Result<()> {
+    control.empty_dir(node, Path::new(MOUNT))?;
+    let file = control.write_file(node, &Path::new(MOUNT).join("myid"), myid)?;
+    let out = control.exec_host(node, "sync", &[&file.to_string_lossy()])?;
+    if !out.status.success() {
+        bail!(
+            "cannot fsync {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
 /// Mounts lazyfs at the node's `data` folder (backed by `data.durable`), recording it first.
 pub fn mount(control: &dyn Control, node: &str, binary: &Path) -> Result<()> {
     let dir = control.node_dir(node)?;

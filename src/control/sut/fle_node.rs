@@ -238,6 +238,13 @@ impl Target for FleNode {
         )
     }
 
+    /// The dataDir down to myid: the dynamic configs lived there, so zoo.cfg's static
+    /// config is the first one again.
+    fn wipe(&self, node: &str) -> Result<()> {
+        let sid = sid_of(node).with_context(|| format!("node name {node} has no sid"))?;
+        lazyfs::wipe_data_dir(self.control.as_ref(), node, format!("{sid}\n").as_bytes())
+    }
+
     fn power_loss(
         &self,
         node: &str,

@@ -123,6 +123,11 @@ pub trait Target: Send + Sync {
     ) -> Result<crate::control::fault::corrupt::Damage> {
         anyhow::bail!("{node}: this target cannot damage its {file}")
     }
+    /// Wipes a stopped node's data, as a replaced machine or pod starts with an empty disk:
+    /// its data dir holds only its myid, and its config is the first one again (the dynamic
+    /// configs it wrote are gone). A reconfig with `replace = true`. No default: a target
+    /// that wraps another must pass it on.
+    fn wipe(&self, node: &str) -> Result<()>;
     /// Whether the node's process runs (paused counts as running).
     fn is_running(&self, node: &str) -> bool {
         self.control().pid(node).is_some()

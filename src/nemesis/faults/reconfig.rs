@@ -3,8 +3,9 @@
 //! with their own server lines (`reconfig -add`). The removed servers keep running: a correct
 //! one stays LOOKING (fle-node) or follows as a non-voter (ZooKeeper) until it is added back.
 //! With `role = "observer"` voters are demoted instead (`reconfig -add` of their line as an
-//! observer's), and the undo promotes them back: both are recorded as `remove` and `add`,
-//! with the role in the value.
+//! observer's), and the undo promotes them back; with `role = "participant"` observers are
+//! promoted to voters, and the undo demotes them again. All are recorded as `remove` and
+//! `add`, with the role in the value.
 //!
 //! - At most a minority of the voters is out at once (a target that names more is cut to the
 //!   first of them, said in the value's `note`): adding them back needs a quorum of the whole
@@ -13,13 +14,16 @@
 //!   until one takes it (a follower forwards it; a looking server answers 503).
 //! - Its undo, and the final heal's, try again for a while when the ensemble is electing
 //!   (503): a reconfig's commit ends the term, so the next one often meets an election.
+//! - With `replace = true` the removed servers are replaced once the remove commits: killed,
+//!   wiped and started afresh (`replace_servers`), so the undo adds back servers with empty
+//!   data dirs (a Kubernetes pod replaced on a new volume; ZOOKEEPER-4352's shape).
 //! - The simulator cannot model it (its ensemble never changes) and refuses it before a run.
 
 use super::kill::undo_value;
-use super::{single, Active, Fault, Order, SimWorld};
+use super::{signal_all, single, start_again, Active, Fault, Order, SimWorld};
 use crate::api::ConfigView;
 use crate::control::sut::{DataOutcome, Member};
-use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
+use crate::history::{sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
 use crate::nemesis::schedule::TargetSpec;
 use crate::nemesis::seam::NemesisContext;
 use crate::nemesis::targets::{resolve, Ensemble, Resolved};
@@ -76,30 +80,47 @@ impl Fault for Reconfig {
             .leader(ctx.recorder.now(), LEADER_MAX_AGE_NS);
         let config = leader.as_ref().and_then(|(_, s)| s.config.as_ref());
         let voters = order.ens.nodes.len() - order.ens.observers.len();
-        let demote = order.fault.template.demote;
-        // Only a voter can be demoted.
+        let t = &order.fault.template;
+        // Only a voter can be demoted, only an observer promoted.
         let voting = |n: &&String| {
             let sid = sid_of(n);
             config.map_or(!order.ens.observers.contains(n), |c| {
                 sid.is_some_and(|s| c.voters.contains(&s))
             })
         };
+        let observing = |n: &&String| {
+            let sid = sid_of(n);
+            config.map_or(order.ens.observers.contains(n), |c| {
+                sid.is_some_and(|s| c.observers.contains(&s))
+            })
+        };
         let wanted: Vec<String> = (order.nodes().iter())
-            .filter(|n| !demote || voting(n))
+            .filter(|n| (!t.demote || voting(n)) && (!t.promote || observing(n)))
             .cloned()
             .collect();
-        let nodes = &removable(&wanted, config, voters);
+        // A promotion takes no voter out.
+        let nodes = &match t.promote {
+            true => wanted,
+            false => removable(&wanted, config, voters),
+        };
         if nodes.len() < order.nodes().len() {
             value["asked"] = json!(order.nodes());
             value["nodes"] = json!(nodes);
+        }
+        if nodes.is_empty() && t.promote {
+            bail!("none of them is an observer now: promoted already, or not an observer");
         }
         if nodes.is_empty() {
             bail!("none of them can leave now: out of the config already, or the rest would be no quorum of the ensemble");
         }
         let asks = ask_order(order.leader, order.ens.nodes, nodes);
-        let (via, outcome) = if demote {
-            value["role"] = json!("observer");
-            ask(ctx, &asks, &members(nodes, &[], Some(true)), &[])
+        let (via, outcome) = if t.demote || t.promote {
+            let role = match t.promote {
+                true => crate::history::PARTICIPANT_ROLE,
+                false => crate::history::OBSERVER_ROLE,
+            };
+            value["role"] = json!(role);
+            ask(ctx, &asks, &members(nodes, &[], Some(t.demote)), &[])
         } else {
             ask(ctx, &asks, &[], nodes)
         };
@@ -107,8 +128,15 @@ impl Fault for Reconfig {
         match outcome {
             DataOutcome::Ok(version) => {
                 value["version"] = json!(version);
+                let replace = t.replace;
+                if replace {
+                    value["replace"] = json!(true);
+                }
                 ctx.recorder
                     .record(NEMESIS, EventType::Info, F::Remove, single(nodes), value);
+                if replace {
+                    replace_servers(ctx, nodes, order.base);
+                }
                 Ok(Active::new(self.kind(), nodes.to_vec()))
             }
             // Unknown: it may have been removed; its undo adds it back either way.
@@ -137,6 +165,39 @@ impl Fault for Reconfig {
     }
 
     fn undo_sim(&self, _: &mut dyn SimWorld, _: &[String], _: u64) {}
+}
+
+/// Replaces servers a committed reconfig removed: each is killed, wiped (`Target::wipe`) and
+/// started afresh on the first config, recorded as a `kill` marked `replace` and a `start`
+/// marked `wiped` (the checkers judge it from there as a new server). Only once the remove
+/// certainly committed: wiping a server still in the config could take a write a quorum
+/// acknowledged, the operator's mistake rather than the system's. A server that cannot be
+/// wiped is started on its old data, said in the start's `errors`.
+fn replace_servers(ctx: &NemesisContext, nodes: &[String], base: &Value) {
+    let mut kill = base.clone();
+    kill["nodes"] = json!(nodes);
+    kill["replace"] = json!(true);
+    let _ = signal_all(ctx, nodes, F::Kill, &kill, |n| ctx.target.kill(n));
+    let (mut wiped, mut kept, mut errors) = (Vec::new(), Vec::new(), serde_json::Map::new());
+    for node in nodes {
+        match ctx.target.wipe(node) {
+            Ok(()) => wiped.push(node.clone()),
+            Err(e) => {
+                errors.insert(node.clone(), json!(format!("{e:#}")));
+                kept.push(node.clone());
+            }
+        }
+    }
+    if !wiped.is_empty() {
+        let mut fresh = FaultValue::undo(FaultKind::Kill, &wiped, false);
+        fresh.wiped = true;
+        start_again(ctx, &wiped, &fresh.to_json());
+    }
+    if !kept.is_empty() {
+        let mut value = undo_value(FaultKind::Kill, &kept);
+        value["wipe_errors"] = Value::Object(errors);
+        start_again(ctx, &kept, &value);
+    }
 }
 
 /// How many of `voters` may be out of the config at once: a minority (at least one), so the

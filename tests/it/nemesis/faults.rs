@@ -432,6 +432,62 @@ fn truncated_frames_are_shrugged_off_by_a_correct_node_and_deafen_the_buggy_one(
     );
 }
 
+/// `replace = true`: the removed follower is killed, wiped and started afresh (epoch 0, an
+/// empty log, the first config), and once added back it is synced from the leader.
+#[test]
+fn reconfig_replace_restarts_the_removed_server_empty_and_the_leader_syncs_it_back() {
+    let test = "reconfig_replace_restarts_the_removed_server_empty_and_the_leader_syncs_it_back";
+    if !root_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = run_with(
+        &format!(
+            "{ONE_FAULT}[[fault]]\nkind = \"reconfig\"\ntarget = \"follower\"\nreplace = true\n"
+        ),
+        "12",
+        "5",
+        dir.path(),
+    );
+    let remove = nemesis_done(&h, F::Remove)[0];
+    assert_eq!(remove.value["replace"], true, "{remove:?}");
+    let removed_at = remove.value["version"].as_u64().expect("the new version");
+    let victim = fault_node(remove);
+    let kill = nemesis_done(&h, F::Kill)[0];
+    let start = nemesis_done(&h, F::Start)[0];
+    assert_eq!(
+        (fault_node(kill), kill.value["replace"].clone()),
+        (victim.clone(), true.into())
+    );
+    assert_eq!(start.value["wiped"], true, "{start:?}");
+    let add = nemesis_done(&h, F::Add)[0];
+    let added_at = add.value["version"].as_u64().expect("added back");
+    let of_victim = |e: &&Event| e.node.as_deref() == Some(victim.as_str());
+    let reads = |from: u64| {
+        (h.iter().filter(of_victim))
+            .filter(move |e| e.time > from)
+            .filter_map(status)
+    };
+    let fresh = reads(start.time)
+        .next()
+        .expect("a read after the fresh start");
+    assert_eq!(
+        (fresh.peer_epoch, fresh.last_zxid, fresh.config.is_none()),
+        (0, 0, true),
+        "{victim} started empty, on the first config: {fresh:?}"
+    );
+    let synced = reads(add.time)
+        .any(|s| s.last_zxid >= added_at && s.config.is_some_and(|c| c.version >= added_at));
+    assert!(
+        synced && added_at > removed_at,
+        "{victim} was synced back to {added_at:#x}"
+    );
+    let run = run_dir(&dir.path().join("reports")).unwrap();
+    let results = fle_chaos::commands::run::child::read_results(&run).unwrap();
+    let valid = results.valid == fle_chaos::checker::Validity::True;
+    assert!(valid, "{}", support::run::why_not_valid(&run));
+}
+
 /// The config a status read reports: (version, voters); (0, []) under the static config.
 fn config_of(e: &Event) -> Option<(u64, Vec<u64>)> {
     let s = status(e)?;

@@ -211,6 +211,30 @@ impl ZooKeeper {
             .with_context(|| format!("no node named {node}"))
     }
 
+    /// Writes the node's zoo.cfg as the run starts it: every server, the run's timing and
+    /// settings.
+    fn write_first_config(&self, node: &str) -> Result<()> {
+        let me = self.server(node)?;
+        let mut servers: Vec<Server> = self.servers.values().cloned().collect();
+        servers.sort_by_key(|s| s.sid);
+        let timing = Timing {
+            tick_ms: self.opts.tick_ms,
+            init_limit: self.opts.init_limit,
+            sync_limit: self.opts.sync_limit,
+        };
+        let cfg = config::zoo_cfg(
+            me,
+            &servers,
+            timing,
+            &self.data_dir(node)?,
+            &self.opts.config,
+            self.opts.reconfig,
+        );
+        self.control
+            .write_file(node, "zoo.cfg".as_ref(), cfg.as_bytes())
+            .map(drop)
+    }
+
     fn data_dir(&self, node: &str) -> Result<PathBuf> {
         Ok(self.control.node_dir(node)?.join("data"))
     }
@@ -548,30 +572,13 @@ impl Target for ZooKeeper {
                 self.homes.lock().unwrap().insert(node.to_string(), home);
             }
         }
-        let me = self.server(node)?;
-        let mut servers: Vec<Server> = self.servers.values().cloned().collect();
-        servers.sort_by_key(|s| s.sid);
-        let timing = Timing {
-            tick_ms: self.opts.tick_ms,
-            init_limit: self.opts.init_limit,
-            sync_limit: self.opts.sync_limit,
-        };
-        let cfg = config::zoo_cfg(
-            me,
-            &servers,
-            timing,
-            &self.data_dir(node)?,
-            &self.opts.config,
-            self.opts.reconfig,
-        );
         crate::control::fault::lazyfs::data_dir_with_myid(
             self.control.as_ref(),
             node,
             self.opts.lazyfs.as_deref(),
-            config::myid(me.sid).as_bytes(),
+            config::myid(self.server(node)?.sid).as_bytes(),
         )?;
-        self.control
-            .write_file(node, "zoo.cfg".as_ref(), cfg.as_bytes())?;
+        self.write_first_config(node)?;
         if self.opts.faketime {
             faketime::prepare(&self.control.node_dir(node)?)?;
         }
@@ -602,6 +609,30 @@ impl Target for ZooKeeper {
             .unwrap()
             .insert(node.to_string(), Instant::now());
         Ok(pid)
+    }
+
+    /// The dataDir down to myid, and zoo.cfg the first config again: the dynamic files
+    /// ZooKeeper wrote beside it are removed (a replaced pod starts from the StatefulSet's
+    /// zoo.cfg, listing every server).
+    fn wipe(&self, node: &str) -> Result<()> {
+        let myid = config::myid(self.server(node)?.sid);
+        crate::control::fault::lazyfs::wipe_data_dir(self.control.as_ref(), node, myid.as_bytes())?;
+        let dir = self.control.node_dir(node)?;
+        for name in self.control.list_dir(node, ".".as_ref())? {
+            if name.starts_with(membership::DYNAMIC_FILE_PREFIX) || name == "zoo.cfg.bak" {
+                let path = dir.join(&name);
+                let out =
+                    (self.control).exec_host(node, "rm", &["-f", "--", &path.to_string_lossy()])?;
+                if !out.status.success() {
+                    anyhow::bail!(
+                        "cannot remove {}: {}",
+                        path.display(),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+            }
+        }
+        self.write_first_config(node)
     }
 
     fn power_loss(
