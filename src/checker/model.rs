@@ -300,6 +300,9 @@ pub struct Digest {
     /// Register operations whose value is not a `RegisterValue`: (position, why). The
     /// client-view checkers cannot judge around them (unknown, never a silent pass).
     pub bad_register_values: Vec<(u32, String)>,
+    /// Where each node was started afresh (`started_afresh`), (node, position) in history
+    /// order: found on first use.
+    fresh_starts: std::sync::OnceLock<Vec<(NodeIx, u32)>>,
 }
 
 /// A node's refusal to start on a file a `corrupt` fault damaged: it exited of itself (no
@@ -383,14 +386,16 @@ impl Digest {
         (refusals, out)
     }
 
-    /// The nodes a record starts afresh: a `start` done on a wiped data dir (a reconfig's
-    /// `replace`) begins the node again, its epochs and log from nothing, so the rules that a
-    /// node's own state never goes back judge it from there as a new server. Empty for any
-    /// other record.
+    /// The nodes a record starts afresh: a `start` on a wiped data dir (a reconfig's
+    /// `replace`) begins the node again, its epochs, log and config from nothing, so the rules
+    /// that a node's own state never goes back judge it from there as a new server. Its
+    /// invoke is the mark: the fresh process can answer a read before the start is recorded
+    /// done (over SSH by most of a second), and the killed one answers none after its kill.
+    /// Empty for any other record.
     pub fn started_afresh(&self, rec: &Rec) -> Vec<NodeIx> {
         match rec {
             Rec::Nemesis(op)
-                if op.f == F::Start && op.kind == EventType::Info && op.value.wiped =>
+                if op.f == F::Start && op.kind == EventType::Invoke && op.value.wiped =>
             {
                 let ix = |name: &String| self.nodes.iter().position(|n| n == name);
                 (op.value.nodes.iter().filter_map(ix))
@@ -399,6 +404,17 @@ impl Digest {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Where each node was started afresh, (node, position), in history order.
+    pub fn fresh_starts(&self) -> &[(NodeIx, u32)] {
+        self.fresh_starts.get_or_init(|| {
+            let at = |r: &Rec| {
+                let pos = r.at().0;
+                self.started_afresh(r).into_iter().map(move |n| (n, pos))
+            };
+            self.records().flat_map(at).collect()
+        })
     }
 
     /// Every record, in history order.
@@ -435,10 +451,15 @@ impl Digest {
     /// unreadable one is skipped). A decision a read first shows was made between the two.
     pub fn configs_around(&self, node: NodeIx, pos: u32) -> [Option<&crate::api::ConfigView>; 2] {
         let (mut before, mut at) = (None, None);
+        // A node started afresh runs the first config again: what it reported before is gone.
+        let fresh = self.fresh_starts().iter();
+        let since = (fresh.rev())
+            .find(|(n, p)| *n == node && *p <= pos)
+            .map(|(_, p)| *p);
         for c in self
             .configs
             .iter()
-            .filter(|c| c.node == node && c.pos <= pos)
+            .filter(|c| c.node == node && c.pos <= pos && since.is_none_or(|s| c.pos > s))
         {
             let Ok(view) = &c.config else { continue };
             if c.pos < pos {

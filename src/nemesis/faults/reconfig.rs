@@ -172,7 +172,7 @@ impl Fault for Reconfig {
 /// marked `wiped` (the checkers judge it from there as a new server). Only once the remove
 /// certainly committed: wiping a server still in the config could take a write a quorum
 /// acknowledged, the operator's mistake rather than the system's. A server that cannot be
-/// wiped is started on its old data, said in the start's `errors`.
+/// wiped is started on its old data, said in the start's `wipe_errors`.
 fn replace_servers(ctx: &NemesisContext, nodes: &[String], base: &Value) {
     let mut kill = base.clone();
     kill["nodes"] = json!(nodes);
