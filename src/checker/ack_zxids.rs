@@ -51,9 +51,6 @@ struct Gathered<'a> {
     writes: usize,
     /// Per node: its reads where an epoch moved, for proofs.
     reads: Vec<Vec<EpochRead>>,
-    /// Per node: when it was started afresh on a wiped data dir (`Digest::started_afresh`):
-    /// a read after that says nothing of the epochs it had before.
-    fresh: Vec<Vec<u64>>,
 }
 
 /// Checks the acknowledged zxids: gathers them in one pass, judges each against the epochs'
@@ -94,12 +91,8 @@ fn gather(d: &Digest) -> Gathered<'_> {
         acks: Vec::new(),
         writes: 0,
         reads: vec![Vec::new(); d.nodes.len()],
-        fresh: vec![Vec::new(); d.nodes.len()],
     };
     for r in d.records() {
-        for n in d.started_afresh(r) {
-            g.fresh[n as usize].push(r.at().1);
-        }
         match r {
             Rec::Status(s) => {
                 g.shown.read(s);
@@ -173,7 +166,7 @@ fn judge_acks(
         // Proof that it did neither: it never reached epoch e, or no server ever accepted e.
         let later = |rs: &Vec<EpochRead>| rs.iter().copied().find(|r| r.0 >= w.time + slack);
         // Only a read of the same server, not of a fresh one its wipe started (`replace`).
-        let wiped = g.fresh[n as usize].iter().copied().find(|&t| t > w.time);
+        let wiped = d.next_fresh_start(n, w.time);
         let behind =
             (later(&reads[n as usize])).filter(|r| r.1 < e && wiped.is_none_or(|t| r.0 < t));
         let all_read_after = info.nodes.iter().all(|m| {

@@ -77,9 +77,6 @@ struct Gathered<'a> {
     logs: Vec<Option<FinalEntries<'a>>>,
     /// Each leadership seen.
     starts: Vec<Start>,
-    /// Per node: when it was started afresh on a wiped data dir (`Digest::started_afresh`);
-    /// its final log then says nothing of a leadership before that.
-    fresh: Vec<Vec<u64>>,
 }
 
 /// A leadership seen: its leader's previous read, its first read leading, and the position of
@@ -196,13 +193,11 @@ fn gather(d: &Digest) -> Gathered<'_> {
         writes: 0,
         logs: vec![None; d.nodes.len()],
         starts: Vec::new(),
-        fresh: vec![Vec::new(); d.nodes.len()],
     };
     let mut last: Vec<Option<Status>> = vec![None; d.nodes.len()];
     let mut served: Vec<Option<u32>> = vec![None; d.nodes.len()];
     for r in d.records() {
         for n in d.started_afresh(r) {
-            g.fresh[n as usize].push(r.at().1);
             // A replaced server leads from nothing: its reads before are another server's.
             last[n as usize] = None;
             served[n as usize] = None;
@@ -340,7 +335,8 @@ fn judge_leadership(
             vec![acked(top), not_yet, EvRef::new(el.pos, format!("{name}'s election of round {}", el.summary.round))],
         ));
     }
-    let wiped_since = g.fresh[first.node as usize].iter().any(|&t| t > first.time);
+    // A final log of a server wiped since (`replace`) is a new server's.
+    let wiped_since = d.next_fresh_start(first.node, first.time).is_some();
     if let Some((pos, entries)) = g.logs[first.node as usize]
         .as_ref()
         .filter(|_| !wiped_since)

@@ -300,9 +300,9 @@ pub struct Digest {
     /// Register operations whose value is not a `RegisterValue`: (position, why). The
     /// client-view checkers cannot judge around them (unknown, never a silent pass).
     pub bad_register_values: Vec<(u32, String)>,
-    /// Where each node was started afresh (`started_afresh`), (node, position) in history
-    /// order: found on first use.
-    fresh_starts: std::sync::OnceLock<Vec<(NodeIx, u32)>>,
+    /// Where each node was started afresh (`started_afresh`), in history order: found on
+    /// first use.
+    fresh_starts: std::sync::OnceLock<Vec<FreshStart>>,
 }
 
 /// A node's refusal to start on a file a `corrupt` fault damaged: it exited of itself (no
@@ -317,6 +317,14 @@ pub struct Refusal {
     pub node: NodeIx,
     /// When the corrupt fault damaged its file.
     pub damaged_at: u64,
+}
+
+/// A node started afresh on a wiped data dir (`Digest::started_afresh`): the start's invoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreshStart {
+    pub node: NodeIx,
+    pub pos: u32,
+    pub time: u64,
 }
 
 /// The exit status of a Rust panic: a crash on bad bytes, never a refusal.
@@ -406,15 +414,22 @@ impl Digest {
         }
     }
 
-    /// Where each node was started afresh, (node, position), in history order.
-    pub fn fresh_starts(&self) -> &[(NodeIx, u32)] {
+    /// Where each node was started afresh, in history order.
+    pub fn fresh_starts(&self) -> &[FreshStart] {
         self.fresh_starts.get_or_init(|| {
             let at = |r: &Rec| {
-                let pos = r.at().0;
-                self.started_afresh(r).into_iter().map(move |n| (n, pos))
+                let (pos, time) = r.at();
+                let start = move |node| FreshStart { node, pos, time };
+                self.started_afresh(r).into_iter().map(start)
             };
             self.records().flat_map(at).collect()
         })
+    }
+
+    /// When `node` was next started afresh after `time`, if it was.
+    pub fn next_fresh_start(&self, node: NodeIx, time: u64) -> Option<u64> {
+        let after = |f: &&FreshStart| f.node == node && f.time > time;
+        self.fresh_starts().iter().find(after).map(|f| f.time)
     }
 
     /// Every record, in history order.
@@ -454,8 +469,8 @@ impl Digest {
         // A node started afresh runs the first config again: what it reported before is gone.
         let fresh = self.fresh_starts().iter();
         let since = (fresh.rev())
-            .find(|(n, p)| *n == node && *p <= pos)
-            .map(|(_, p)| *p);
+            .find(|f| f.node == node && f.pos <= pos)
+            .map(|f| f.pos);
         for c in self
             .configs
             .iter()

@@ -92,13 +92,7 @@ pub trait Control: Send + Sync {
     fn list_dir(&self, node: &str, relative: &Path) -> Result<Vec<String>> {
         let path = self.node_dir(node)?.join(relative);
         let p = path.to_string_lossy();
-        let out = self.exec_host(node, "ls", &["-1", "--", &p])?;
-        if !out.status.success() {
-            anyhow::bail!(
-                "cannot list {p}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
+        let out = self.exec_host_ok(node, &format!("list {p}"), "ls", &["-1", "--", &p])?;
         Ok(String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(str::to_string)
@@ -109,14 +103,20 @@ pub trait Control: Send + Sync {
     fn empty_dir(&self, node: &str, relative: &Path) -> Result<()> {
         let path = self.node_dir(node)?.join(relative);
         let p = path.to_string_lossy();
-        let out = self.exec_host(node, "find", &[&p, "-mindepth", "1", "-delete"])?;
+        let args = [&*p, "-mindepth", "1", "-delete"];
+        self.exec_host_ok(node, &format!("empty {p}"), "find", &args)
+            .map(drop)
+    }
+    /// `exec_host` that fails unless the command succeeded: "cannot {what}: {its stderr}".
+    fn exec_host_ok(&self, node: &str, what: &str, program: &str, args: &[&str]) -> Result<Output> {
+        let out = self.exec_host(node, program, args)?;
         if !out.status.success() {
             anyhow::bail!(
-                "cannot empty {p}: {}",
+                "cannot {what}: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        Ok(())
+        Ok(out)
     }
     /// Whether the node's folder is on this machine (`node_dir` can be read directly, in
     /// microseconds), rather than behind a round trip to a remote host.

@@ -56,15 +56,8 @@ pub fn data_dir_with_myid(
 pub fn wipe_data_dir(control: &dyn Control, node: &str, myid: &[u8]) -> Result<()> {
     control.empty_dir(node, Path::new(MOUNT))?;
     let file = control.write_file(node, &Path::new(MOUNT).join("myid"), myid)?;
-    let out = control.exec_host(node, "sync", &[&file.to_string_lossy()])?;
-    if !out.status.success() {
-        bail!(
-            "cannot fsync {}: {}",
-            file.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    let file = file.to_string_lossy();
+    (control.exec_host_ok(node, &format!("fsync {file}"), "sync", &[&file])).map(drop)
 }
 
 /// Mounts lazyfs at the node's `data` folder (backed by `data.durable`), recording it first.

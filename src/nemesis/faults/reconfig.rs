@@ -81,21 +81,15 @@ impl Fault for Reconfig {
         let config = leader.as_ref().and_then(|(_, s)| s.config.as_ref());
         let voters = order.ens.nodes.len() - order.ens.observers.len();
         let t = &order.fault.template;
-        // Only a voter can be demoted, only an observer promoted.
-        let voting = |n: &&String| {
-            let sid = sid_of(n);
-            config.map_or(!order.ens.observers.contains(n), |c| {
-                sid.is_some_and(|s| c.voters.contains(&s))
-            })
-        };
-        let observing = |n: &&String| {
-            let sid = sid_of(n);
+        // Only a voter can be demoted, only an observer promoted: as the config in force
+        // lists it (the static one: as test.json does).
+        let observing = |n: &String| {
             config.map_or(order.ens.observers.contains(n), |c| {
-                sid.is_some_and(|s| c.observers.contains(&s))
+                sid_of(n).is_some_and(|s| c.observers.contains(&s))
             })
         };
         let wanted: Vec<String> = (order.nodes().iter())
-            .filter(|n| (!t.demote || voting(n)) && (!t.promote || observing(n)))
+            .filter(|n| (!t.demote || !observing(n)) && (!t.promote || observing(n)))
             .cloned()
             .collect();
         // A promotion takes no voter out.
@@ -128,13 +122,12 @@ impl Fault for Reconfig {
         match outcome {
             DataOutcome::Ok(version) => {
                 value["version"] = json!(version);
-                let replace = t.replace;
-                if replace {
+                if t.replace {
                     value["replace"] = json!(true);
                 }
                 ctx.recorder
                     .record(NEMESIS, EventType::Info, F::Remove, single(nodes), value);
-                if replace {
+                if t.replace {
                     replace_servers(ctx, nodes, order.base);
                 }
                 Ok(Active::new(self.kind(), nodes.to_vec()))

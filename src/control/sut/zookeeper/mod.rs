@@ -618,19 +618,20 @@ impl Target for ZooKeeper {
         let myid = config::myid(self.server(node)?.sid);
         crate::control::fault::lazyfs::wipe_data_dir(self.control.as_ref(), node, myid.as_bytes())?;
         let dir = self.control.node_dir(node)?;
-        for name in self.control.list_dir(node, ".".as_ref())? {
-            if name.starts_with(membership::DYNAMIC_FILE_PREFIX) || name == "zoo.cfg.bak" {
-                let path = dir.join(&name);
-                let out =
-                    (self.control).exec_host(node, "rm", &["-f", "--", &path.to_string_lossy()])?;
-                if !out.status.success() {
-                    anyhow::bail!(
-                        "cannot remove {}: {}",
-                        path.display(),
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
-                }
-            }
+        let written = |name: &String| {
+            name.starts_with(membership::DYNAMIC_FILE_PREFIX) || name == "zoo.cfg.bak"
+        };
+        let paths: Vec<String> = (self.control.list_dir(node, ".".as_ref())?.iter())
+            .filter(|n| written(n))
+            .map(|n| dir.join(n).to_string_lossy().into_owned())
+            .collect();
+        if !paths.is_empty() {
+            // One command for them all: over SSH each is a round trip.
+            let args: Vec<&str> = ["-f", "--"]
+                .into_iter()
+                .chain(paths.iter().map(String::as_str))
+                .collect();
+            (self.control).exec_host_ok(node, "remove ZooKeeper's dynamic configs", "rm", &args)?;
         }
         self.write_first_config(node)
     }
