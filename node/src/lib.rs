@@ -18,6 +18,7 @@
 //! - `data`: the data tree every server applies its committed log to (key, value, version);
 //! - `data_route`: the tree's ops, reads and syncs as a ZooKeeper client sees them;
 //! - `warn_limit`: one warning line per misbehaving source per interval;
+//! - `log_filter`: which log lines both binaries print (`RUST_LOG`, `FLE_CHAOS_LOG`);
 //! - `server`: the tokio shell tying them together;
 //! - `host_clock`: `fle-node clock-offset`, stepping a throwaway VM's system clock for
 //!   `fle-chaos test --ssh --real-clock-skew`.
@@ -34,6 +35,7 @@ pub mod follow_streak;
 pub mod host_clock;
 pub mod http;
 pub mod lazyfs;
+pub mod log_filter;
 pub mod membership;
 pub mod peers;
 pub mod reconfig_route;

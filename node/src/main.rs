@@ -12,6 +12,8 @@ use fle_node::bugs::{self, Bugs};
 use fle_node::host_clock;
 use fle_node::lazyfs;
 use fle_node::{config, server};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 #[derive(Parser)]
 #[command(
@@ -134,14 +136,14 @@ fn main() {
     let Some(config_path) = cli.config.as_ref() else {
         unreachable!("clap requires --config without a subcommand");
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false)
+                .with_ansi(false),
         )
-        .with_target(false)
-        .with_ansi(false)
+        .with(fle_node::log_filter::from_env("RUST_LOG"))
         .init();
     let cfg = match config::load(config_path) {
         Ok(cfg) => cfg,

@@ -37,12 +37,15 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ControllerLog {
 
 /// Installs the subscriber once per process (later calls do nothing).
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FLE_CHAOS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(ControllerLog)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(ControllerLog),
+        )
+        .with(fle_node::log_filter::from_env("FLE_CHAOS_LOG"))
         .try_init();
 }
 

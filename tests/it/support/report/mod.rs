@@ -231,12 +231,28 @@ fn decode(s: &str) -> Result<String, String> {
 }
 
 /// Decodes a PNG file into (width, height, RGB pixels).
+/// Ours are RGB; Chromium's screenshots RGBA (alpha dropped); other layouts are expanded to
+/// 8-bit channels first.
 pub fn read_png(path: &std::path::Path) -> (u32, u32, Vec<[u8; 3]>) {
-    let img = image::open(path)
-        .unwrap_or_else(|e| panic!("{} is not a PNG: {e}", path.display()))
-        .to_rgb8();
-    let (w, h) = img.dimensions();
-    (w, h, img.pixels().map(|p| p.0).collect())
+    let not_png =
+        |e: &dyn std::fmt::Display| -> ! { panic!("{} is not a PNG: {e}", path.display()) };
+    let file = std::fs::File::open(path).unwrap_or_else(|e| not_png(&e));
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().unwrap_or_else(|e| not_png(&e));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut buf).unwrap_or_else(|e| not_png(&e));
+    let bytes = &buf[..frame.buffer_size()];
+    let pixels = match frame.color_type {
+        png::ColorType::Rgb => bytes.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect(),
+        png::ColorType::Rgba => bytes.chunks_exact(4).map(|p| [p[0], p[1], p[2]]).collect(),
+        png::ColorType::Grayscale => bytes.iter().map(|&g| [g, g, g]).collect(),
+        png::ColorType::GrayscaleAlpha => {
+            bytes.chunks_exact(2).map(|p| [p[0], p[0], p[0]]).collect()
+        }
+        other => not_png(&format!("{other:?} pixels after expansion")),
+    };
+    (frame.width, frame.height, pixels)
 }
 
 pub fn distinct_colors(pixels: &[[u8; 3]]) -> usize {
