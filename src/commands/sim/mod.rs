@@ -4,7 +4,7 @@
 //! virtual time, thousands of runs a minute: fle-node's own election and Zab state machines,
 //! sync planning, follow back-off, fsync batch and log format (the `fle_node` crate, not a
 //! copy), over a simulated network and disk. A seed fixes everything (one event queue in
-//! (time, sequence) order, ChaCha randomness, no wall clock, no hash-order iteration), so the
+//! (time, sequence) order, ChaCha randomness in one stream per purpose and link, no wall clock, no hash-order iteration), so the
 //! same seed gives the same history bytes. Faults come from the same planner as a real run's,
 //! the history is the same format and is judged by the same checkers. A simulated verdict is
 //! evidence to confirm: a failing run keeps its faults as a timed schedule to replay with
@@ -12,6 +12,7 @@
 //!
 //! - [`disk`]: the txnlog bytes and what of them is fsynced;
 //! - [`net`]: which directed links pass and how long a message takes;
+//! - [`streams`]: the randomness, one stream per purpose and per link, from the seed;
 //! - [`server`]: one server, the node's machines behind the shell the real loops are;
 //! - [`world`]: the event queue, connections, observers and clients;
 //! - [`codec`]: the node's own frames, which every message crosses the network as;
@@ -39,5 +40,6 @@ pub mod replay;
 pub mod run;
 pub mod scenario;
 pub mod server;
+pub mod streams;
 pub mod summary;
 pub mod world;

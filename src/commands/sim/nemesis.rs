@@ -7,6 +7,7 @@
 //! the time it asked for ([`SimNemesis::step`]).
 
 use super::net::Port;
+use super::streams::Stream;
 use super::world::World;
 use crate::control::fault::packet::PacketMode;
 use crate::history::situation::{Phase, Situation};
@@ -325,7 +326,7 @@ impl SimWorld for World {
     fn lose_power(&mut self, sid: u64) -> Option<usize> {
         let server = self.servers.get_mut(&sid)?;
         let torn = match server.disk.unsynced() {
-            true => self.rng.gen_range(0..64),
+            true => (self.streams.of(Stream::Torn { sid })).gen_range(0..64),
             false => 0,
         };
         Some(server.disk.power_loss(torn))

@@ -270,7 +270,7 @@ mod tests {
             ("quorum-minority", "both established epoch"),
         ];
         for (bug, says) in cases {
-            let results = oracle_of(&["--time-limit", "30", "--bug", bug], 1..=4);
+            let results = oracle_of(&["--time-limit", "30", "--bug", bug], 1..=10);
             let caught = results
                 .iter()
                 .find(|r| r.valid == Validity::False && r.explanation.contains(says));

@@ -7,6 +7,7 @@
 use super::nemesis::SimNemesis;
 use super::record::SimRecorder;
 use super::server::{Server, Timing};
+use super::streams::Streams;
 use super::world::{Ev, World};
 use crate::checker::model::Digest;
 use crate::checker::{CheckOptions, Results};
@@ -16,8 +17,6 @@ use crate::nemesis::env::Steering;
 use crate::nemesis::plan::{fault_window, plan};
 use crate::nemesis::schedule::Schedule;
 use crate::workload::{Kind, Workload};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -88,9 +87,8 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
         .iter()
         .map(|&sid| (sid, Server::new(sid, &sids, &observers, &s.timing, base)))
         .collect();
-    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed51_u64);
     let rec = SimRecorder::new(&names, &s.observers);
-    let mut w = World::new(servers, rng, rec);
+    let mut w = World::new(servers, Streams::new(seed ^ 0x005e_ed51_u64), rec);
     w.observers = s.observers.clone();
     w.client_timeout_ns = s.workload.timeout_ms * 1_000_000;
     w.client_period_ns = (s.workload.clients as f64 / s.workload.rate * 1e9) as u64;

@@ -22,6 +22,7 @@
 
 use super::record::SimRecorder;
 use super::server::{Life, Server, Timing};
+use super::streams::Streams;
 use super::world::World;
 use crate::api::{ElectionSummary, NodeStatus, ServerState};
 use crate::history::node_name;
@@ -30,8 +31,6 @@ use fle_node::election::ElectionCounters;
 use fle_node::txnlog::Txn;
 use fle_node::vote::Vote;
 use fle_node::zab::actions::PersistOp;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -117,7 +116,7 @@ impl Scenario {
         let names: Vec<String> = members.iter().map(|&s| node_name(s)).collect();
         let observer_names: Vec<String> = observers.iter().map(|&s| node_name(s)).collect();
         let rec = SimRecorder::new(&names, &observer_names);
-        let mut world = World::new(servers, ChaCha8Rng::seed_from_u64(seed), rec);
+        let mut world = World::new(servers, Streams::new(seed), rec);
         world.observers = observer_names;
         Scenario {
             world,
@@ -175,12 +174,36 @@ impl Scenario {
     /// (a step scripted for `until_ms` is the next call's). Events due at a step's instant are
     /// handled before it.
     pub fn run_until(&mut self, until_ms: u64) -> Outcome {
+        self.run_watching(until_ms, |_| {})
+    }
+
+    /// `run_until`, and the leader of `sid`'s proposal each time it changes, seen after every
+    /// event (votes cross in well under a millisecond: sampling per call could miss a change
+    /// and its undoing).
+    pub fn proposals_until(&mut self, sid: u64, until_ms: u64) -> (Vec<u64>, Outcome) {
+        let mut seen: Vec<u64> = Vec::new();
+        let out = self.run_watching(until_ms, |w| {
+            if let Some(s) = w.servers.get(&sid) {
+                let leader = s.proposal().leader;
+                if seen.last() != Some(&leader) {
+                    seen.push(leader);
+                }
+            }
+        });
+        (seen, out)
+    }
+
+    /// `run_until`, calling `after_event` on the world after each event it handles.
+    fn run_watching(&mut self, until_ms: u64, mut after_event: impl FnMut(&World)) -> Outcome {
         let end = (until_ms * MS).saturating_sub(1);
         loop {
             let next = self.script.first_key_value().map(|(t, _)| *t);
             let due = next.filter(|t| *t <= end);
             match self.world.pop(due.unwrap_or(end)) {
-                Some(ev) => self.world.handle(ev),
+                Some(ev) => {
+                    self.world.handle(ev);
+                    after_event(&self.world);
+                }
                 None => {
                     let Some((t, steps)) = due.and_then(|_| self.script.pop_first()) else {
                         break;

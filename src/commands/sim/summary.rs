@@ -111,6 +111,24 @@ impl SimSummary {
         self.results.iter().filter(|r| r.valid != Validity::True)
     }
 
+    /// Of the failures replayed on real processes (`--confirm`), how many reproduced and how
+    /// many were replayed (a replay that could not run counts in neither); None without any.
+    pub fn reproduction(&self) -> Option<(usize, usize)> {
+        let replays: Vec<&Replay> = (self.failures())
+            .filter_map(|r| r.replay.as_ref())
+            .filter(|r| r.error.is_none())
+            .collect();
+        let reproduced = replays.iter().filter(|r| r.reproduced).count();
+        (!replays.is_empty()).then_some((reproduced, replays.len()))
+    }
+
+    /// "; real replays: 3 of 4 reproduced", or nothing when none ran.
+    fn reproduction_text(&self) -> String {
+        self.reproduction()
+            .map(|(k, n)| format!("; real replays: {k} of {n} reproduced"))
+            .unwrap_or_default()
+    }
+
     /// How many runs each checker failed, by name.
     pub fn by_checker(&self) -> BTreeMap<&str, usize> {
         let mut m = BTreeMap::new();
@@ -137,13 +155,14 @@ impl SimSummary {
     /// One line for the terminal.
     pub fn line(&self) -> String {
         format!(
-            "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown{}",
+            "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown{}{}",
             self.runs,
             self.seconds,
             self.runs_per_minute,
             self.valid,
             self.invalid,
             self.unknown,
+            self.reproduction_text(),
             self.stopped
                 .as_deref()
                 .map(|s| format!(" (stopped: {s})"))
@@ -163,7 +182,7 @@ impl SimSummary {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>simulate</title>\
              <style>{CSS}</style></head><body>\n<div class=\"banner {banner}\"><h1>simulate: exit {}</h1>\
              <div class=\"sub\">{} run(s): {} valid, {} invalid, {} unknown; {:.0} runs/min; \
-             started {} UTC, took {}{}</div></div>\n<main>\n",
+             started {} UTC, took {}{}{}</div></div>\n<main>\n",
             self.exit_code,
             self.runs,
             self.valid,
@@ -172,6 +191,7 @@ impl SimSummary {
             self.runs_per_minute,
             self.started_at.format("%Y-%m-%d %H:%M:%S"),
             span(self.seconds),
+            self.reproduction_text(),
             self.stopped
                 .as_deref()
                 .map(|s| format!("; stopped: {}", escape(s)))
@@ -350,6 +370,43 @@ mod tests {
         let h = s.html();
         assert!(h.contains("banner invalid"), "{h}");
         assert!(h.contains("<td>election-safety</td><td>1</td>"), "{h}");
+    }
+
+    #[test]
+    fn the_line_and_page_give_the_real_replays_reproduction_rate() {
+        let replayed = |seed, reproduced: bool| RunSummary {
+            replay: Some(Replay {
+                valid: Validity::False,
+                failed: vec!["durability".into()],
+                folder: None,
+                reproduced,
+                error: None,
+            }),
+            ..run(seed, Validity::False, &["durability"])
+        };
+        let mut results = vec![replayed(1, true), replayed(2, false), replayed(3, true)];
+        results.push(RunSummary {
+            replay: Some(Replay::error("no root".into())),
+            ..run(4, Validity::False, &["durability"])
+        });
+        results.push(run(5, Validity::False, &["durability"]));
+        let s = SimSummary::new("c".into(), chrono::Utc::now(), 1.0, None, results);
+        assert_eq!(s.reproduction(), Some((2, 3)));
+        assert!(
+            s.line().contains("real replays: 2 of 3 reproduced"),
+            "{}",
+            s.line()
+        );
+        assert!(s.html().contains("real replays: 2 of 3 reproduced"));
+        let none = SimSummary::new(
+            "c".into(),
+            chrono::Utc::now(),
+            1.0,
+            None,
+            vec![run(1, Validity::False, &[])],
+        );
+        assert_eq!(none.reproduction(), None);
+        assert!(!none.line().contains("replays"), "{}", none.line());
     }
 
     #[test]

@@ -10,12 +10,12 @@ use super::net::{Net, Port};
 use super::oracle::Oracle;
 use super::record::SimRecorder;
 use super::server::{Effect, Life, Server, WriteOutcome};
+use super::streams::{Stream, Streams};
 use crate::history::NodeExitValue;
 use crate::history::{node_name, EventType, F};
 use fle_node::wire::Notification;
 use fle_node::zab::messages::Msg;
 use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use std::any::Any;
 use std::cmp::Reverse;
@@ -175,7 +175,8 @@ pub struct Client {
 
 pub struct World {
     pub rec: SimRecorder,
-    pub rng: ChaCha8Rng,
+    /// The run's randomness, a stream per purpose and per link (`streams.rs`).
+    pub streams: Streams,
     pub net: Net,
     pub servers: BTreeMap<u64, Server>,
     /// The servers that only observe, by name (fault targets count voters).
@@ -229,10 +230,10 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(servers: BTreeMap<u64, Server>, rng: ChaCha8Rng, rec: SimRecorder) -> World {
+    pub fn new(servers: BTreeMap<u64, Server>, streams: Streams, rec: SimRecorder) -> World {
         World {
             rec,
-            rng,
+            streams,
             net: Net::default(),
             servers,
             observers: Vec::new(),
@@ -501,6 +502,18 @@ impl World {
         }
     }
 
+    /// How long a client's request to its server, or the reply back, takes: 0.1-0.4 ms on the
+    /// client's own connection, from that client's stream.
+    fn client_latency(&mut self, client: usize) -> u64 {
+        (self.streams.of(Stream::Client { client })).gen_range(100_000..400_000)
+    }
+
+    /// How long a message from `from` to `to` takes now, from that link's own stream.
+    fn latency(&mut self, from: u64, to: u64) -> u64 {
+        self.net
+            .latency(from, to, self.streams.of(Stream::Link { from, to }))
+    }
+
     fn send_note(&mut self, from: u64, to: u64, n: Notification, after: u64) {
         let now = self.now();
         let pair = (from.min(to), from.max(to));
@@ -508,14 +521,15 @@ impl World {
             // The slot goes out on the connection that replaces the dead one.
             return;
         }
-        let lat = self.net.latency(from, to, &mut self.rng);
+        let lat = self.latency(from, to);
         let dead_after = fle_node::peers::DEAD_AFTER.as_nanos() as u64;
         if lat > dead_after {
             // Unacknowledged for DEAD_AFTER (TCP_USER_TIMEOUT): the connection is dropped,
             // with what it still held both ways, and dialed again.
             self.note_dead.insert(pair);
             let gen = self.gen_of(from, to);
-            let at = now + after + dead_after + self.rng.gen_range(0..redial_ns());
+            let redial = self.streams.of(Stream::Redial { pair });
+            let at = now + after + dead_after + redial.gen_range(0..redial_ns());
             self.at(at, Ev::NoteRedial { pair, gen });
             return;
         }
@@ -611,7 +625,8 @@ impl World {
             }
             self.note_dead.insert((a, b));
             let gen = self.gen_of(a, b);
-            let at = now + self.rng.gen_range(0..redial_ns());
+            let redial = self.streams.of(Stream::Redial { pair: (a, b) });
+            let at = now + redial.gen_range(0..redial_ns());
             self.at(at, Ev::NoteRedial { pair: (a, b), gen });
         }
     }
@@ -625,7 +640,7 @@ impl World {
         }
         let dir = usize::from(c.ends[0] != from);
         let to = c.ends[1 - dir];
-        let lat = self.net.latency(from, to, &mut self.rng);
+        let lat = self.latency(from, to);
         let now = self.now();
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
@@ -696,7 +711,7 @@ impl World {
                 {
                     continue;
                 }
-                let lat = self.net.latency(from, to, &mut self.rng);
+                let lat = self.latency(from, to);
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.pumping[dir] = true;
                 }
@@ -816,7 +831,7 @@ impl World {
             .collect();
         for (from, n) in waiting {
             if self.life(from) == Life::Up && self.net.passes(from, sid, Port::Election) {
-                let after = self.net.latency(sid, from, &mut self.rng);
+                let after = self.latency(sid, from);
                 self.send_note(from, sid, n, after);
             }
         }
@@ -915,7 +930,7 @@ impl World {
             );
             return;
         };
-        let lat = self.rng.gen_range(100_000..400_000);
+        let lat = self.client_latency(id);
         self.at(
             now + lat,
             Ev::Deliver {
@@ -939,7 +954,7 @@ impl World {
             Ok(effects) => effects,
             Err(leader) if !forwarded => {
                 if self.life(leader) != Life::Down && self.net.passes(at, leader, Port::Client) {
-                    let lat = self.net.latency(at, leader, &mut self.rng);
+                    let lat = self.latency(at, leader);
                     self.at(
                         now + lat,
                         Ev::Deliver {
@@ -965,11 +980,11 @@ impl World {
     fn reply(&mut self, sid: u64, op: u64, outcome: WriteOutcome) {
         let now = self.now();
         let Some(o) = self.ops.get(&op) else { return };
-        let via = o.node;
+        let (via, client) = (o.node, o.client);
         if via != sid && !self.net.passes(sid, via, Port::Client) {
             return; // Lost on the way: the client times out.
         }
-        let lat = self.rng.gen_range(100_000..400_000);
+        let lat = self.client_latency(client);
         // The client's own connection: not cut by partitions between servers.
         self.at(
             now + lat,
