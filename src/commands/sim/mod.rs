@@ -4,8 +4,8 @@
 //! virtual time, thousands of runs a minute: fle-node's own election and Zab state machines,
 //! sync planning, follow back-off, fsync batch and log format (the `fle_node` crate, not a
 //! copy), over a simulated network and disk. A seed fixes everything (one event queue in
-//! (time, sequence) order, ChaCha randomness in one stream per purpose and link, no wall clock, no hash-order iteration), so the
-//! same seed gives the same history bytes. Faults come from the same planner as a real run's,
+//! (time, sequence) order, ChaCha randomness in one stream per purpose and link, no wall
+//! clock, no hash-order iteration), so the same seed gives the same history bytes. Faults come from the same planner as a real run's,
 //! the history is the same format and is judged by the same checkers. A simulated verdict is
 //! evidence to confirm: a failing run keeps its faults as a timed schedule to replay with
 //! `fle-chaos test` on real processes.
