@@ -88,12 +88,9 @@ pub async fn wait_for_settle(
         let now = tokio::time::Instant::now();
         if asked.is_none_or(|t| now - t >= Duration::from_secs(1)) {
             asked = Some(now);
-            let (voters, quorum) = recorder.view(|v| (v.voters(), v.quorum()));
-            let running =
-                crate::control::blocking(|| voters.iter().filter(|n| target.is_running(n)).count());
-            short_since = match running >= quorum {
-                true => None,
-                false => short_since.or(Some(now)),
+            short_since = match short_of_a_quorum(target, recorder) {
+                None => None,
+                Some(_) => short_since.or(Some(now)),
             };
         }
         let hopeless = short_since.is_some_and(|t| now - t >= SHORT_OF_A_QUORUM_GRACE);
@@ -123,9 +120,11 @@ pub async fn wait_for_settle(
 /// Reads every node's committed log, concurrently: exactly one `final-log` event per node
 /// (ok with the log, fail when unreachable, info on timeout).
 pub async fn final_reads(target: Arc<dyn Target>, recorder: Arc<Recorder>) {
+    let short_of_a_quorum = short_of_a_quorum(target.as_ref(), &recorder);
     let mut reads = tokio::task::JoinSet::new();
     for node in target.nodes() {
         let (target, recorder) = (target.clone(), recorder.clone());
+        let short_of_a_quorum = short_of_a_quorum.clone();
         reads.spawn(async move {
             // A node whose process has exited cannot answer: no need to wait out a timeout.
             if !crate::control::blocking(|| target.is_running(&node)) {
@@ -133,7 +132,17 @@ pub async fn final_reads(target: Arc<dyn Target>, recorder: Arc<Recorder>) {
                 recorder.record(&node, EventType::Fail, F::FinalLog, Some(&node), value);
                 return;
             }
-            let (kind, value) = match target.read_log(&node).await {
+            let read = target.read_log(&node);
+            let read = match &short_of_a_quorum {
+                None => read.await,
+                Some(why) => match tokio::time::timeout(SHORT_OF_A_QUORUM_READ, read).await {
+                    Ok(read) => read,
+                    Err(_) => Err(ReadError::Unreachable(format!(
+                        "no answer within {SHORT_OF_A_QUORUM_READ:?}: {why}"
+                    ))),
+                },
+            };
+            let (kind, value) = match read {
                 Ok(log) => (
                     EventType::Ok,
                     serde_json::to_value(&log).unwrap_or_default(),
@@ -145,4 +154,23 @@ pub async fn final_reads(target: Arc<dyn Target>, recorder: Arc<Recorder>) {
         });
     }
     while reads.join_next().await.is_some() {}
+}
+
+/// How long a final read may take while fewer than a quorum of voters run. A server that
+/// needs a quorum to serve (ZooKeeper refuses sessions until it has one) will never answer;
+/// one that reads its own log (fle-node) answers in milliseconds either way.
+const SHORT_OF_A_QUORUM_READ: Duration = Duration::from_secs(5);
+
+/// Why no quorum can serve the final reads (the voters that run, of how many, and the
+/// quorum), or None when a quorum of voters runs.
+fn short_of_a_quorum(target: &dyn Target, recorder: &Recorder) -> Option<String> {
+    let (voters, quorum) = recorder.view(|v| (v.voters(), v.quorum()));
+    let running =
+        crate::control::blocking(|| voters.iter().filter(|n| target.is_running(n)).count());
+    (running < quorum).then(|| {
+        format!(
+            "{running} of {} voters run, short of a quorum of {quorum}",
+            voters.len()
+        )
+    })
 }

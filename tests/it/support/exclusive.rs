@@ -29,7 +29,40 @@ static DEAD_RUNS: Mutex<()> = Mutex::new(());
 /// its awaits too: the only other holders are other tests, each on a thread of its own, so
 /// waiting blocks only the test that has to wait.
 pub struct Held {
+    what: Exclusive,
     _guard: MutexGuard<'static, ()>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        log_hold(self.what, "released");
+    }
+}
+
+/// With `FLC_TEST_HOLDS=FILE`, each take and release of a resource is appended to FILE
+/// (Unix seconds, the test, the resource, what happened): how long each test held the cores,
+/// which the suite's wall time cannot be shorter than in sum (docs/testing.md, Time).
+fn log_hold(what: Exclusive, event: &str) {
+    let Some(path) = std::env::var_os("FLC_TEST_HOLDS") else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let thread = std::thread::current();
+    let line = format!(
+        "{now:.2} {} {what:?} {event}\n",
+        thread.name().unwrap_or("?")
+    );
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut file) = file {
+        use std::io::Write;
+        let _ = file.write_all(line.as_bytes());
+    }
 }
 
 /// Waits until no other test holds `what` (a test that panicked while holding it poisons
@@ -39,7 +72,11 @@ pub fn hold(what: Exclusive) -> Held {
         Exclusive::HeavyCluster => &HEAVY_CLUSTER,
         Exclusive::DeadRuns => &DEAD_RUNS,
     };
+    log_hold(what, "waiting");
+    let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    log_hold(what, "taken");
     Held {
-        _guard: lock.lock().unwrap_or_else(|e| e.into_inner()),
+        what,
+        _guard: guard,
     }
 }

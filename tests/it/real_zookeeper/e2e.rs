@@ -429,6 +429,19 @@ fn zookeeper_damaged_files_are_recorded_and_a_refusal_to_start_is_no_crash() {
         exits,
         "every exit here is a refusal, named: {why}"
     );
+    // One final read per server. With fewer than a quorum of voters running (the others
+    // refused to start), a server that runs cannot serve: its read gives up within seconds,
+    // saying why, instead of retrying a server that never will for 30 s.
+    let finals: Vec<&Value> = h.iter().filter(|e| e["f"] == "final-log").collect();
+    assert_eq!(finals.len(), 3, "{finals:#?}");
+    let down = |e: &&&Value| e["value"]["error"] == "its process is not running";
+    if finals.iter().filter(down).count() >= 2 {
+        for e in finals.iter().filter(|e| !down(e)) {
+            let error = e["value"]["error"].as_str().unwrap_or_default();
+            assert_eq!(e["type"], "fail", "{e}");
+            assert!(error.contains("short of a quorum of 2"), "{e}");
+        }
+    }
     let left = crate::support::run::leftovers(&crate::support::run::resources(&dir));
     assert!(left.is_empty(), "nothing left: {left:?}");
 }

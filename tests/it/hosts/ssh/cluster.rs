@@ -316,7 +316,7 @@ fn fle_chaos_test_runs_on_three_ssh_hosts() {
 /// The membership schedule over SSH (docs/membership.md): servers removed from the config
 /// through the leader and added back, on three fake hosts, judged valid, with nothing left
 /// behind. Ignored in CI, whose SSH runs already cover the mechanism: a 20 s run to make by
-/// hand, `cargo test --release --test it ssh::cluster::membership -- --ignored`.
+/// hand, `cargo test --release --test it hosts::ssh::cluster::membership -- --ignored`.
 #[test]
 #[ignore = "a 20 s SSH run of the membership schedule, made by hand (docs/membership.md)"]
 fn membership_schedule_runs_over_ssh() {
