@@ -25,6 +25,27 @@ pub enum Port {
 /// A server's first retransmission timeout (Linux's TCP_RTO_MIN is 200 ms).
 const RTO_NS: u64 = 200_000_000;
 
+/// Linux's first SYN retransmission timeout (TCP_TIMEOUT_INIT, RFC 6298's 1 s), doubled at
+/// each retransmission.
+const SYN_RTO_NS: u64 = 1_000_000_000;
+
+/// Linux's `net.ipv4.tcp_syn_retries` default: a connect whose SYNs are all dropped fails
+/// after 6 retransmissions, 127 s after the first SYN.
+const SYN_RETRIES: u32 = 6;
+
+/// How long after its first SYN a connect whose SYNs were all dropped fails (ETIMEDOUT).
+pub const SYN_GIVE_UP_NS: u64 = SYN_RTO_NS * ((1 << (SYN_RETRIES + 1)) - 1);
+
+/// When a connect whose first SYN went out at `since` sends its next SYN after `now`: at 1,
+/// 3, 7, 15, 31 and 63 s after the first (a partition drops SYNs without a word, so the
+/// kernel retransmits on its own clock); None once its retransmissions are spent. A dial
+/// that meets a healed link connects at the next of these, not at once.
+pub fn next_syn(since: u64, now: u64) -> Option<u64> {
+    (1..=SYN_RETRIES)
+        .map(|k| since + SYN_RTO_NS * ((1u64 << k) - 1))
+        .find(|&at| at > now)
+}
+
 #[derive(Debug, Default)]
 pub struct Net {
     /// Per fault in force (its id): (from, to) dropped, `true` when only the quorum port's.
@@ -103,5 +124,29 @@ impl Net {
             Some(PacketMode::Bandwidth { .. }) => 0,
         };
         base + extra
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_dropped_syn_is_sent_again_at_1_3_7_15_31_and_63_s_and_the_connect_fails_at_127() {
+        let since = 5 * S;
+        let mut sent = Vec::new();
+        let mut now = since;
+        while let Some(at) = next_syn(since, now) {
+            assert!(at > now);
+            sent.push((at - since) / S);
+            now = at;
+        }
+        assert_eq!(sent, [1, 3, 7, 15, 31, 63]);
+        assert_eq!(SYN_GIVE_UP_NS / S, 127);
+        // From inside an interval: the next retransmission, not the one before.
+        assert_eq!(next_syn(since, since + 2 * S), Some(since + 3 * S));
+        assert_eq!(next_syn(since, since + 3 * S), Some(since + 7 * S));
     }
 }

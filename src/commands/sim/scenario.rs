@@ -26,6 +26,7 @@ use super::streams::Streams;
 use super::world::World;
 use crate::api::{ElectionSummary, NodeStatus, ServerState};
 use crate::history::node_name;
+use crate::nemesis::faults::SimWorld;
 use fle_node::bugs::Bugs;
 use fle_node::election::ElectionCounters;
 use fle_node::txnlog::Txn;
@@ -36,12 +37,19 @@ use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;
 
-/// A process event of the script.
+/// A process or network event of the script.
 #[derive(Debug, Clone, Copy)]
 enum Step {
     Start(u64),
     Kill(u64),
+    /// Zab's port dropped both ways between two servers (election traffic still passes).
+    CutQuorum(u64, u64),
+    /// Every cut healed.
+    Heal,
 }
+
+/// The id the scenario's cuts go by in the simulated network (one heal undoes them all).
+const CUT_ID: u64 = 1;
 
 /// A cluster and its script, run in virtual time.
 pub struct Scenario {
@@ -158,8 +166,21 @@ impl Scenario {
         self.step(at_ms, Step::Kill(sid))
     }
 
+    /// From `at_ms` on, packets for Zab's quorum port between `a` and `b` are dropped both
+    /// ways (SYNs too), as an iptables cut of that port drops them; elections still talk.
+    pub fn cut_quorum_at(&mut self, a: u64, b: u64, at_ms: u64) -> &mut Self {
+        self.step(at_ms, Step::CutQuorum(a, b))
+    }
+
+    /// At `at_ms` every cut is healed.
+    pub fn heal_at(&mut self, at_ms: u64) -> &mut Self {
+        self.step(at_ms, Step::Heal)
+    }
+
     fn step(&mut self, at_ms: u64, step: Step) -> &mut Self {
-        self.server(sid_of(step));
+        for sid in sids_of(step) {
+            self.server(sid);
+        }
         self.script.entry(at_ms * MS).or_default().push(step);
         self
     }
@@ -213,6 +234,11 @@ impl Scenario {
                         match s {
                             Step::Start(sid) => self.world.start(sid),
                             Step::Kill(sid) => self.world.kill(sid),
+                            Step::CutQuorum(a, b) => {
+                                self.world.cut(CUT_ID, a, b, true);
+                                self.world.cut(CUT_ID, b, a, true);
+                            }
+                            Step::Heal => self.world.heal_links(CUT_ID),
                         }
                     }
                 }
@@ -243,9 +269,11 @@ impl Scenario {
     }
 }
 
-fn sid_of(step: Step) -> u64 {
+fn sids_of(step: Step) -> Vec<u64> {
     match step {
-        Step::Start(sid) | Step::Kill(sid) => sid,
+        Step::Start(sid) | Step::Kill(sid) => vec![sid],
+        Step::CutQuorum(a, b) => vec![a, b],
+        Step::Heal => Vec::new(),
     }
 }
 

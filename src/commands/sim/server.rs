@@ -52,6 +52,9 @@ pub enum Effect {
     ElectionTimer { at: u64 },
     /// Start the role's beat (a leader's every half tick, a follower's ten times a tick).
     Beat { period_ns: u64, attempt: u64 },
+    /// The server's loop waits here for an fsync (`zab::exec` awaits it): what it sends,
+    /// answers or closes after this goes out once the fsync is done.
+    Fsync,
     /// The process exits: its store refused a write (as the node's `zab::exec` returns the
     /// store's error and the node exits), or its machine panicked (`World::handle`).
     Exit { why: String },
@@ -325,6 +328,16 @@ impl Server {
     }
 
     /// The follow attempt the world's dial or beat belongs to, if it is still this one.
+    /// The leader this server follows and whether its Zab connection to it is up; None when
+    /// it does not follow.
+    #[cfg(test)]
+    pub fn follows(&self) -> Option<(u64, bool)> {
+        match &self.role {
+            Role::Following { leader, link, .. } => Some((*leader, link.is_some())),
+            _ => None,
+        }
+    }
+
     pub fn following(&self, attempt: u64) -> Option<(u64, u64)> {
         match &self.role {
             Role::Following {
@@ -553,13 +566,13 @@ impl Server {
         }
     }
 
-    /// `exec.rs` for the leader: outputs in order (fsync is instant here, so a send after a
-    /// `Sync` follows its fsync), then the leader's own ACKs fed back.
+    /// `exec.rs` for the leader: outputs in order (a send after a `Sync` goes out once its
+    /// fsync is done, `Effect::Fsync`), then the leader's own ACKs fed back.
     fn leader_outputs(&mut self, now: u64, mut out: Vec<ZabOutput>) -> Vec<Effect> {
         let mut effects = Vec::new();
         let mut ended = None;
         while !out.is_empty() {
-            let mut self_acks = Vec::new();
+            let (mut self_acks, mut fsynced) = (Vec::new(), false);
             let Role::Leading { conns, pending, .. } = &mut self.role else {
                 break;
             };
@@ -583,6 +596,11 @@ impl Server {
                     }
                     ZabOutput::Sync { self_ack } => {
                         self.disk.sync();
+                        // One fsync per batch of outputs, as `exec.rs` runs it.
+                        if !fsynced {
+                            effects.push(Effect::Fsync);
+                            fsynced = true;
+                        }
                         self_acks.extend(self_ack);
                     }
                     ZabOutput::BatchSync => {}
@@ -642,6 +660,10 @@ impl Server {
                 }
                 ZabOutput::Sync { .. } => {
                     self.disk.sync();
+                    // One fsync per batch of outputs, as `exec.rs` runs it.
+                    if !synced {
+                        effects.push(Effect::Fsync);
+                    }
                     synced = true;
                 }
                 ZabOutput::BatchSync => batched = true,
@@ -658,6 +680,7 @@ impl Server {
         if batch.due(now_t) || (ended.is_some() && !batch.is_empty()) {
             // Due, or the role's last batch flushed as it ends.
             self.disk.sync();
+            effects.push(Effect::Fsync);
             batch.flushed();
         }
         self.progress();

@@ -19,6 +19,8 @@ pub enum Stream {
     Client { client: usize },
     /// How many bytes of its unsynced tail a server's power cut tears.
     Torn { sid: u64 },
+    /// How long each of a server's fsyncs takes.
+    Fsync { sid: u64 },
 }
 
 impl Stream {
@@ -30,6 +32,7 @@ impl Stream {
             Stream::Redial { pair } => (2, pair.0, pair.1),
             Stream::Client { client } => (3, client as u64, 0),
             Stream::Torn { sid } => (4, sid, 0),
+            Stream::Fsync { sid } => (5, sid, 0),
         };
         (purpose << 56) | ((a & 0x0fff_ffff) << 28) | (b & 0x0fff_ffff)
     }

@@ -6,7 +6,8 @@
 //! The observers and clients record through `record.rs` exactly what the real ones record.
 
 use super::codec;
-use super::net::{Net, Port};
+use super::disk;
+use super::net::{self, Net, Port};
 use super::oracle::Oracle;
 use super::record::SimRecorder;
 use super::server::{Effect, Life, Server, WriteOutcome};
@@ -84,6 +85,9 @@ pub enum Ev {
         node: u64,
         attempt: u64,
         leader: u64,
+        /// When this connect's first SYN went out, while the link drops them (it then
+        /// waits for the kernel's retransmissions, `net::next_syn`); None: a new connect.
+        syn_since: Option<u64>,
     },
     Read {
         node: u64,
@@ -381,7 +385,8 @@ impl World {
                 node,
                 attempt,
                 leader,
-            } => self.dial(node, attempt, leader),
+                syn_since,
+            } => self.dial(node, attempt, leader, syn_since),
             Ev::Read { node } => self.read(node),
             Ev::ReadTimedOut { node } => {
                 self.rec
@@ -440,15 +445,19 @@ impl World {
     /// Carries out what server `sid` asked for (nothing after its exit).
     pub fn apply(&mut self, sid: u64, effects: Vec<Effect>) {
         let now = self.now();
+        // How long the server's loop has waited on fsyncs so far: what it does after one
+        // happens once that fsync is done.
+        let mut after = 0;
         for e in effects {
             match e {
                 Effect::Exit { why } => return self.exits(sid, &why),
+                Effect::Fsync => after += disk::fsync_ns(self.streams.of(Stream::Fsync { sid })),
                 Effect::Notify { to, n } => {
                     // `Peers::send`: into the slot, replacing what the writer has not taken.
                     self.slots.insert((sid, to), n);
                     if self.slot_write_due.insert((sid, to)) {
                         let free = self.writer_free.get(&(sid, to)).copied().unwrap_or(0);
-                        self.at(free.max(now), Ev::SlotWrite { from: sid, to });
+                        self.at(free.max(now + after), Ev::SlotWrite { from: sid, to });
                     }
                 }
                 Effect::Zab { conn, msg } => {
@@ -456,9 +465,9 @@ impl World {
                         self.oracle.on_ack(now, sid, *zxid, s);
                     }
                     let frame = codec::zab_frame(&msg);
-                    self.send_on(conn, sid, Wire::Zab { conn, frame })
+                    self.send_on(conn, sid, Wire::Zab { conn, frame }, after)
                 }
-                Effect::Close { conn } => self.close(conn, sid),
+                Effect::Close { conn } => self.close(conn, sid, after),
                 Effect::Dial {
                     leader,
                     attempt,
@@ -469,15 +478,16 @@ impl World {
                         node: sid,
                         attempt,
                         leader,
+                        syn_since: None,
                     },
                 ),
-                Effect::Reply { op, outcome } => self.reply(sid, op, outcome),
+                Effect::Reply { op, outcome } => self.reply(sid, op, outcome, after),
                 Effect::ElectionTimer { at } => {
                     self.timers.insert(sid, at);
                     self.at(at, Ev::ElectionTimer { node: sid, at });
                 }
                 Effect::Beat { period_ns, attempt } => self.at(
-                    now + period_ns,
+                    now + after + period_ns,
                     Ev::Beat {
                         node: sid,
                         attempt,
@@ -631,7 +641,8 @@ impl World {
         }
     }
 
-    fn send_on(&mut self, conn: u64, from: u64, wire: Wire) {
+    /// `from` sends `wire` on `conn`, `after` ns from now (its loop's fsync first).
+    fn send_on(&mut self, conn: u64, from: u64, wire: Wire, after: u64) {
         let Some(c) = self.conns.get(&conn) else {
             return;
         };
@@ -646,7 +657,7 @@ impl World {
             return;
         };
         let prev = c.queue[dir].back().map_or(0, |(t, _)| *t);
-        let t = (now + lat).max(prev);
+        let t = (now + after + lat).max(prev);
         c.queue[dir].push_back((t, wire));
         if !c.pumping[dir] {
             c.pumping[dir] = true;
@@ -680,9 +691,9 @@ impl World {
         }
     }
 
-    /// `by` closes `conn`: the other end learns it as TCP would (after the latency, or after
-    /// the heal when the link is cut).
-    pub fn close(&mut self, conn: u64, by: u64) {
+    /// `by` closes `conn`, `after` ns from now: the other end learns it as TCP would (after
+    /// the latency, or after the heal when the link is cut).
+    pub fn close(&mut self, conn: u64, by: u64, after: u64) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -690,7 +701,7 @@ impl World {
             return;
         }
         c.open = false;
-        self.send_on(conn, by, Wire::Closed { conn });
+        self.send_on(conn, by, Wire::Closed { conn }, after);
     }
 
     /// After a heal: what TCP held on the links that pass again goes out, in order (TCP's
@@ -724,16 +735,33 @@ impl World {
         self.reconnect_elections(cut);
     }
 
-    fn dial(&mut self, node: u64, attempt: u64, leader: u64) {
+    /// `follow.rs`'s `connect`: the follower dials its leader until its deadline. A leader
+    /// whose process is down refuses at once (the reset of a closed port) and is dialed again
+    /// `DIAL_RETRY` later; a link that drops packets (a partition) drops the SYNs too, so the
+    /// connect waits for the kernel's retransmissions and connects at the first after the heal.
+    fn dial(&mut self, node: u64, attempt: u64, leader: u64, syn_since: Option<u64>) {
         let now = self.now();
         let Some((_, deadline)) = self.servers[&node].following(attempt) else {
             return;
         };
-        let dial_retry = fle_node::zab::DIAL_RETRY.as_nanos() as u64;
-        let reachable = self.life(leader) != Life::Down
-            && self.net.passes(node, leader, Port::Quorum)
+        if now >= deadline {
+            let e = self.server(node).dial_failed(now, leader);
+            self.apply(node, e);
+            return;
+        }
+        let passes = self.net.passes(node, leader, Port::Quorum)
             && self.net.passes(leader, node, Port::Quorum);
-        if reachable {
+        let dial_retry = fle_node::zab::DIAL_RETRY.as_nanos() as u64;
+        let (at, syn_since) = if !passes {
+            let since = syn_since.unwrap_or(now);
+            match net::next_syn(since, now) {
+                Some(at) => (at, Some(since)),
+                // Its retransmissions spent, the connect fails; a new one follows.
+                None => (since + net::SYN_GIVE_UP_NS + dial_retry, None),
+            }
+        } else if self.life(leader) == Life::Down {
+            (now + dial_retry, None)
+        } else {
             self.next_conn += 1;
             let id = self.next_conn;
             self.conns.insert(
@@ -747,19 +775,18 @@ impl World {
             );
             let e = self.server(node).connected(now, id);
             self.apply(node, e);
-        } else if now + dial_retry < deadline {
-            self.at(
-                now + dial_retry,
-                Ev::Dial {
-                    node,
-                    attempt,
-                    leader,
-                },
-            );
-        } else {
-            let e = self.server(node).dial_failed(now, leader);
-            self.apply(node, e);
-        }
+            return;
+        };
+        // The connect gives up at the deadline (tokio's timeout), whatever its SYNs do.
+        self.at(
+            at.min(deadline),
+            Ev::Dial {
+                node,
+                attempt,
+                leader,
+                syn_since,
+            },
+        );
     }
 
     /// A process exits by itself (its store refused a write, its machine panicked): it dies
@@ -796,7 +823,7 @@ impl World {
         self.missed_beats.remove(&sid);
         self.timers.remove(&sid);
         for c in conns {
-            self.close(c, sid);
+            self.close(c, sid, 0);
         }
         // Every connection with this end is gone with the process.
         let mine: Vec<u64> = (self.conns.iter())
@@ -804,7 +831,7 @@ impl World {
             .map(|(id, _)| *id)
             .collect();
         for c in mine {
-            self.close(c, sid);
+            self.close(c, sid, 0);
         }
         for op in ops {
             self.finish_op(op, WriteOutcome::Unknown("connection reset".into()));
@@ -977,7 +1004,7 @@ impl World {
     }
 
     /// `sid` answers `op`: back to the client, through the server the client wrote to.
-    fn reply(&mut self, sid: u64, op: u64, outcome: WriteOutcome) {
+    fn reply(&mut self, sid: u64, op: u64, outcome: WriteOutcome, after: u64) {
         let now = self.now();
         let Some(o) = self.ops.get(&op) else { return };
         let (via, client) = (o.node, o.client);
@@ -987,7 +1014,7 @@ impl World {
         let lat = self.client_latency(client);
         // The client's own connection: not cut by partitions between servers.
         self.at(
-            now + lat,
+            now + after + lat,
             Ev::Deliver {
                 to: via,
                 wire: Wire::Reply { op, outcome },

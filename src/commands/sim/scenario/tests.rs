@@ -326,3 +326,41 @@ fn a_machine_panic_is_a_recorded_node_exit_and_the_cluster_goes_on() {
     let finding = crash::check(&digest, &TestInfo::for_tests(&["n1", "n2", "n3"]));
     assert_eq!(finding.valid, Validity::False, "{}", finding.explanation);
 }
+
+/// A follower cut from its leader's quorum port (a partition drops SYNs without a word) that
+/// dials it again connects at the kernel's next SYN retransmission after the heal, 1 s after
+/// its first SYN, as `follow.rs`'s connect does on a real cluster, not within `DIAL_RETRY`.
+#[test]
+fn a_follower_dialing_through_a_cut_connects_at_the_next_syn_after_the_heal() {
+    let mut s = Scenario::new(&[1, 2, 3], &[]);
+    s.start_at(1, 0).start_at(2, 0).start_at(3, 0);
+    let out = s.run_until(3_000);
+    assert_eq!(out.role(3), (Leading, Some(3)), "the highest sid leads");
+    assert_eq!(out.role(1), (Following, Some(3)));
+    s.cut_quorum_at(1, 3, 3_000);
+    // 1 ms steps: the instant n1 follows n3 again without a connection, dialing it.
+    let follows = |s: &Scenario| s.world.servers[&1].follows();
+    let mut t = 3_000;
+    while follows(&s) != Some((3, false)) {
+        t += 1;
+        assert!(t < 8_000, "n1 never dialed n3 again: {:?}", follows(&s));
+        s.run_until(t);
+    }
+    let first_syn_ms = t;
+    s.heal_at(t + 300);
+    while follows(&s) != Some((3, true)) {
+        t += 1;
+        assert!(
+            t < first_syn_ms + 2_000,
+            "n1 never connected: {:?}",
+            follows(&s)
+        );
+        s.run_until(t);
+    }
+    // The SYN retransmitted 1 s after the first (within the 1 ms steps), not one 20 ms after
+    // the heal at +300 ms.
+    assert!(
+        (first_syn_ms + 999..=first_syn_ms + 1_001).contains(&t),
+        "dialing from {first_syn_ms} ms, healed at +300 ms, connected at {t} ms"
+    );
+}
