@@ -327,7 +327,6 @@ impl Server {
         }
     }
 
-    /// The follow attempt the world's dial or beat belongs to, if it is still this one.
     /// The leader this server follows and whether its Zab connection to it is up; None when
     /// it does not follow.
     #[cfg(test)]
@@ -338,6 +337,7 @@ impl Server {
         }
     }
 
+    /// The follow attempt the world's dial or beat belongs to, if it is still this one.
     pub fn following(&self, attempt: u64) -> Option<(u64, u64)> {
         match &self.role {
             Role::Following {
