@@ -249,79 +249,155 @@ pub enum FaultKind {
     Reconfig,
 }
 
+/// What a fault does to the nodes it names while in force, as the layers below the nemesis
+/// read it (the cluster view, the checkers' notion of a node that is down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The process does not run (killed, stopped by SIGSTOP, powered off, restarted on a
+    /// damaged disk); `forgets`: it comes back as a new process, what it was is not known.
+    Stops { forgets: bool },
+    /// Its links drop what the value's `drops` names.
+    Cuts,
+    /// No node stops and no link is cut by the controller's record of it (clocks, degraded
+    /// packets, bad frames, membership).
+    Neither,
+}
+
+/// What the layers below the nemesis know of a kind: one row per kind in [`FACTS`], the
+/// kind's behaviour in `nemesis::faults`.
+#[derive(Debug, Clone, Copy)]
+pub struct KindFacts {
+    pub kind: FaultKind,
+    /// Its name in the history, schedules and flags (serde's spelling of the variant).
+    pub name: &'static str,
+    /// The `f` of the action that starts it.
+    pub starts: F,
+    /// The `f` of the action that undoes it.
+    pub undone_by: F,
+    /// Whether its undo names it (`undoes`): it shares its undo's `f` with a kind that plainly
+    /// owns that `f` (a `start` ends a kill, a `heal` a partition, a clock `reset` a clock).
+    pub undo_tagged: bool,
+    /// Whether its undo ends every fault of the kind in force, whichever nodes it names (a
+    /// `heal` takes the whole chain or every link's degradation away).
+    pub undo_ends_all: bool,
+    pub effect: Effect,
+    /// Its shade in the report's plots (red, green, blue).
+    pub colour: (u8, u8, u8),
+}
+
+/// Every kind's facts, in the order kinds are listed everywhere ([`FaultKind::ALL`]).
+pub const FACTS: [KindFacts; 9] = {
+    const fn row(kind: FaultKind, name: &'static str, starts: F, undone_by: F) -> KindFacts {
+        KindFacts {
+            kind,
+            name,
+            starts,
+            undone_by,
+            undo_tagged: false,
+            undo_ends_all: false,
+            effect: Effect::Neither,
+            colour: (0, 0, 0),
+        }
+    }
+    use FaultKind as K;
+    let stops = Effect::Stops { forgets: true };
+    [
+        KindFacts {
+            effect: stops,
+            colour: (214, 39, 40),
+            ..row(K::Kill, "kill", F::Kill, F::Start)
+        },
+        KindFacts {
+            effect: Effect::Stops { forgets: false },
+            colour: (148, 103, 189),
+            ..row(K::Pause, "pause", F::Pause, F::Resume)
+        },
+        KindFacts {
+            undo_ends_all: true,
+            effect: Effect::Cuts,
+            colour: (255, 127, 14),
+            ..row(K::Partition, "partition", F::Partition, F::Heal)
+        },
+        KindFacts {
+            colour: (23, 190, 207),
+            ..row(K::Clock, "clock", F::Clock, F::Clock)
+        },
+        KindFacts {
+            undo_tagged: true,
+            effect: stops,
+            colour: (140, 86, 75),
+            ..row(K::PowerLoss, "power-loss", F::PowerLoss, F::Start)
+        },
+        KindFacts {
+            undo_tagged: true,
+            effect: stops,
+            colour: (227, 119, 194),
+            ..row(K::Corrupt, "corrupt", F::Corrupt, F::Start)
+        },
+        KindFacts {
+            undo_tagged: true,
+            undo_ends_all: true,
+            colour: (188, 189, 34),
+            ..row(K::Packet, "packet", F::Packet, F::Heal)
+        },
+        KindFacts {
+            undo_tagged: true,
+            colour: (82, 84, 163),
+            ..row(K::Frames, "frames", F::Frames, F::Heal)
+        },
+        KindFacts {
+            colour: (44, 160, 44),
+            ..row(K::Reconfig, "reconfig", F::Remove, F::Add)
+        },
+    ]
+};
+
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::Partition,
-        FaultKind::Clock,
-        FaultKind::PowerLoss,
-        FaultKind::Corrupt,
-        FaultKind::Packet,
-        FaultKind::Frames,
-        FaultKind::Reconfig,
-    ];
+    /// Every kind, in [`FACTS`]' order.
+    pub const ALL: [FaultKind; FACTS.len()] = {
+        let mut all = [FaultKind::Kill; FACTS.len()];
+        let mut i = 0;
+        while i < FACTS.len() {
+            all[i] = FACTS[i].kind;
+            i += 1;
+        }
+        all
+    };
+
+    /// Its row of [`FACTS`].
+    pub fn facts(self) -> &'static KindFacts {
+        FACTS
+            .iter()
+            .find(|f| f.kind == self)
+            .expect("every FaultKind has a row in FACTS")
+    }
 
     pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::Clock => "clock",
-            FaultKind::PowerLoss => "power-loss",
-            FaultKind::Corrupt => "corrupt",
-            FaultKind::Packet => "packet",
-            FaultKind::Frames => "frames",
-            FaultKind::Reconfig => "reconfig",
-        }
+        self.facts().name
     }
 
     pub fn parse(s: &str) -> Option<FaultKind> {
         FaultKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// Whether the fault stops its nodes' processes (killed, paused, powered off, restarted
-    /// on a damaged disk) until its undo.
+    /// Whether the fault stops its nodes' processes until its undo.
     pub fn stops_node(self) -> bool {
-        matches!(
-            self,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt
-        )
+        matches!(self.facts().effect, Effect::Stops { .. })
     }
 
     /// The `f` of the action that undoes this fault.
     pub fn undo_f(self) -> F {
-        match self {
-            FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => F::Start,
-            FaultKind::Pause => F::Resume,
-            FaultKind::Partition | FaultKind::Packet | FaultKind::Frames => F::Heal,
-            FaultKind::Clock => F::Clock,
-            FaultKind::Reconfig => F::Add,
-        }
+        self.facts().undone_by
     }
 
-    /// Whether its undo names it (`undoes`): it shares its undo's `f` with a kind that plainly
-    /// owns that `f` (a `start` ends a kill, a `heal` a partition, a clock `reset` a clock).
+    /// Whether its undo names it ([`KindFacts::undo_tagged`]).
     pub fn undo_is_tagged(self) -> bool {
-        matches!(
-            self,
-            FaultKind::PowerLoss | FaultKind::Corrupt | FaultKind::Packet | FaultKind::Frames
-        )
+        self.facts().undo_tagged
     }
 
     /// The `f` of the action that starts this fault.
     pub fn f(self) -> F {
-        match self {
-            FaultKind::Kill => F::Kill,
-            FaultKind::Pause => F::Pause,
-            FaultKind::Partition => F::Partition,
-            FaultKind::Clock => F::Clock,
-            FaultKind::PowerLoss => F::PowerLoss,
-            FaultKind::Corrupt => F::Corrupt,
-            FaultKind::Packet => F::Packet,
-            FaultKind::Frames => F::Frames,
-            FaultKind::Reconfig => F::Remove,
-        }
+        self.facts().starts
     }
 }
 
@@ -376,6 +452,9 @@ pub struct FaultValue {
     /// Clock rate: how fast the clock runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factor: Option<f64>,
+    /// Corrupt: the data file damaged ("txnlog", "acceptedEpoch", ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// Reconfig: [`OBSERVER_ROLE`] when the servers were demoted rather than removed,
     /// [`PARTICIPANT_ROLE`] when observers were promoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -536,6 +615,17 @@ mod fault_step_tests {
             assert!(read.r#final, "{text}");
             let step = read.step(kind.undo_f());
             assert_eq!(step, Some(FaultStep::Undoes(kind)), "{kind:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn every_kind_has_one_row_of_facts_named_as_serde_spells_it() {
+        for kind in FaultKind::ALL {
+            let spelled = serde_json::to_value(kind).unwrap();
+            assert_eq!(spelled, serde_json::json!(kind.name()), "{kind:?}");
+            assert_eq!(FaultKind::parse(kind.name()), Some(kind));
+            let rows = super::FACTS.iter().filter(|f| f.kind == kind).count();
+            assert_eq!(rows, 1, "{kind:?}");
         }
     }
 

@@ -13,7 +13,7 @@
 
 use super::line::{Body, Line};
 use super::view::{Fed, NodeRead, View};
-use super::{EventType, FaultKind, FaultStep};
+use super::{Effect, EventType, FaultKind, FaultStep};
 use crate::api::{ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -340,7 +340,7 @@ impl Situations {
                 ..
             } if !value.r#final => match value.step(f) {
                 Some(FaultStep::Starts(kind)) => {
-                    let targets = if kind == FaultKind::Partition {
+                    let targets = if kind.facts().effect == Effect::Cuts {
                         cut_off(view, value)
                     } else {
                         named(view, value, node)
@@ -348,9 +348,9 @@ impl Situations {
                     let s = self.classify(view, kind, &targets, time);
                     self.count(s, index, time);
                 }
-                Some(FaultStep::Undoes(
-                    FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt,
-                )) => {
+                Some(FaultStep::Undoes(kind))
+                    if kind.facts().effect == (Effect::Stops { forgets: true }) =>
+                {
                     for ix in named(view, value, node) {
                         self.grow(ix);
                         self.started_at[ix] = Some(time);

@@ -8,7 +8,6 @@ use super::runner::run_plan;
 use super::schedule::{PlannedFault, Schedule, TargetSpec};
 use super::seam::{Nemesis, NemesisContext};
 use crate::control::fault::clock::ClockSetting;
-use crate::control::fault::iptables::CHAIN;
 use crate::control::sut::BoxFuture;
 use crate::history::situation::{Phase, Situation};
 use crate::history::{F, NEMESIS};
@@ -71,16 +70,7 @@ impl ScheduledNemesis {
     /// Records whether the cluster is really healed: every process running and not stopped,
     /// no tool chain left, every clock at +0.
     fn verify(&self, ctx: &NemesisContext, nodes: &[String]) {
-        let partitions = self
-            .schedule
-            .kinds()
-            .contains(&super::schedule::FaultKind::Partition);
-        let net = ctx.control.net().filter(|_| partitions);
-        let packets = ctx.control.net().filter(|_| {
-            self.schedule
-                .kinds()
-                .contains(&super::schedule::FaultKind::Packet)
-        });
+        let kinds = self.schedule.kinds();
         let mut problems = Vec::new();
         for node in nodes {
             // SIGCONT is harmless to a running process and the one way out of a stop.
@@ -93,28 +83,8 @@ impl ScheduledNemesis {
                 Ok(None) => problems.push(format!("{node} is not running")),
                 Err(e) => problems.push(format!("{node}: cannot signal it: {e:#}")),
             }
-            if let Some(net) = net {
-                match net.is_cut(node) {
-                    Ok(true) => problems.push(format!("{node} still has the {CHAIN} chain")),
-                    Ok(false) => {}
-                    Err(e) => {
-                        problems.push(format!("{node}: cannot list its iptables rules: {e:#}"))
-                    }
-                }
-            }
-            if let Some(net) = packets {
-                let in_netns = net.netns(node).is_some();
-                match crate::control::fault::packet::leftovers(ctx.control.as_ref(), node, in_netns)
-                {
-                    Ok(left) => {
-                        for l in left {
-                            problems.push(format!("{node} still has {l}"));
-                        }
-                    }
-                    Err(e) => {
-                        problems.push(format!("{node}: cannot list its packet faults: {e:#}"))
-                    }
-                }
+            for &kind in &kinds {
+                problems.extend(faults::of(kind).left_on(ctx, node));
             }
             // Every clock that can be moved is checked, with or without clock faults: a
             // libfaketime file is set up by --faketime too, and a host clock left skewed by

@@ -44,7 +44,7 @@ pub use seam::{Nemesis, NemesisContext, NemesisSettings, NoNemesis};
 
 use crate::exit::bad_input;
 use anyhow::Result;
-use schedule::{FaultKind, FaultTemplate, Schedule};
+use schedule::{FaultTemplate, Schedule};
 use std::path::Path;
 use std::time::Duration;
 
@@ -69,16 +69,16 @@ struct Limit {
     /// Names the faults in messages ("partition", "power-loss", ...).
     label: &'static str,
     /// Whether a fault or composed part needs it.
-    needs: fn(&FaultTemplate) -> bool,
+    needs: Box<dyn Fn(&FaultTemplate) -> bool>,
     why: String,
     /// The way out offered to an explicit schedule.
-    fix: &'static str,
+    fix: String,
 }
 
 impl Limit {
     /// Whether `f` or one of its composed parts needs what is missing.
     fn hits(&self, f: &FaultTemplate) -> bool {
-        f.self_and_parts().any(self.needs)
+        f.self_and_parts().any(|f| (self.needs)(f))
     }
 }
 
@@ -95,50 +95,47 @@ impl Abilities {
     fn limits(&self) -> Vec<Limit> {
         let loopback = "--net loopback (nodes share one network stack)";
         let mut limits = Vec::new();
-        if !self.partitions {
+        // Each kind that needs what is missing, by its `Needs`.
+        for fault in faults::FAULTS {
+            let (kind, needs) = (fault.kind(), fault.needs());
+            let (why, fix) = if needs.net && !self.partitions {
+                (
+                    format!("{loopback}: iptables cannot single out one node's links"),
+                    "or run as root with --net netns",
+                )
+            } else if let Some(why) = self.no_power_loss.as_ref().filter(|_| needs.fuse) {
+                (why.clone(), "")
+            } else if let Some(why) = self.no_clock.as_ref().filter(|_| needs.clock) {
+                (
+                    why.clone(),
+                    "or, on throwaway VMs, use --ssh --real-clock-skew",
+                )
+            } else {
+                continue;
+            };
             limits.push(Limit {
-                label: "partition",
-                needs: |f| f.kind == FaultKind::Partition,
-                why: format!("{loopback}: iptables cannot cut one off"),
-                fix: "drop the partition faults or run as root with --net netns",
-            });
-            limits.push(Limit {
-                label: "packet",
-                needs: |f| f.kind == FaultKind::Packet,
-                why: format!("{loopback}: a rule for one link would hit every link"),
-                fix: "drop the packet faults or run as root with --net netns",
-            });
-        }
-        if let Some(why) = &self.no_power_loss {
-            limits.push(Limit {
-                label: "power-loss",
-                needs: |f| f.kind == FaultKind::PowerLoss,
-                why: why.clone(),
-                fix: "drop the power-loss faults",
-            });
-        }
-        if let Some(why) = &self.no_clock {
-            limits.push(Limit {
-                label: "clock",
-                needs: |f| f.kind == FaultKind::Clock,
-                why: why.clone(),
-                fix: "on throwaway VMs use --ssh --real-clock-skew, or drop the clock faults",
+                label: kind.name(),
+                needs: Box::new(move |f| f.kind == kind),
+                why,
+                fix: format!("drop the {} faults {fix}", kind.name())
+                    .trim_end()
+                    .to_string(),
             });
         }
         if let Some(why) = &self.no_local_packets {
             limits.push(Limit {
                 label: "packet delay/duplicate/reorder/bandwidth",
-                needs: |f| f.packet.is_some_and(|m| m.needs_local_netns()),
+                needs: Box::new(|f| f.packet.is_some_and(|m| m.needs_local_netns())),
                 why: why.clone(),
-                fix: "use mode = \"loss\" (an iptables rule) or drop those packet faults (docs/faults.md)",
+                fix: "use mode = \"loss\" (an iptables rule) or drop those packet faults (docs/faults.md)".into(),
             });
         }
         if let Some(why) = &self.no_snapshot_file {
             limits.push(Limit {
                 label: "snapshot corruption",
-                needs: |f| f.file.as_deref() == Some("snapshot"),
+                needs: Box::new(|f| f.file.as_deref() == Some("snapshot")),
                 why: why.clone(),
-                fix: "use file = \"txnlog\", \"acceptedEpoch\" or \"currentEpoch\", or --target zookeeper",
+                fix: "use file = \"txnlog\", \"acceptedEpoch\" or \"currentEpoch\", or --target zookeeper".into(),
             });
         }
         limits
@@ -244,6 +241,7 @@ pub fn build(schedule: Schedule) -> std::sync::Arc<dyn Nemesis> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schedule::FaultKind;
 
     fn able() -> Abilities {
         Abilities {

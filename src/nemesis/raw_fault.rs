@@ -2,20 +2,19 @@
 //! written in TOML, and its checked `FaultTemplate`: every key's value parsed, every mistake
 //! one line naming the key and the fix.
 
+use super::faults;
 use super::schedule::{
-    default_template, kind_names, listed, ClockMode, FaultKind, FaultTemplate, FrameMode,
-    PacketMode, PartitionShape, TargetSpec, CORRUPT_FILES,
+    default_template, kind_names, listed, FaultKind, FaultTemplate, PartitionShape, TargetSpec,
 };
 use super::timing::Timing;
 use super::trigger::Trigger;
-use super::units::{parse_duration, parse_rate_kbit, parse_signed_ms};
-use crate::control::fault::iptables::Cut;
+use super::units::parse_duration;
 use serde::Deserialize;
 use std::time::Duration;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawFault {
+pub struct RawFault {
     kind: String,
     target: Option<String>,
     shape: Option<String>,
@@ -23,29 +22,29 @@ pub(super) struct RawFault {
     groups: Option<Vec<Vec<String>>>,
     /// Clock: "bump" | "strobe" | "rate"; packet: "loss" | "delay" | "duplicate" | "reorder" |
     /// "bandwidth"; frames: "truncated" | "garbage".
-    mode: Option<String>,
+    pub mode: Option<String>,
     /// Clock: "+300s", "-2m", "500ms"; bump without a sign picks one from the seed.
-    delta: Option<String>,
+    pub delta: Option<String>,
     /// Clock strobe: how often to flip.
-    period: Option<String>,
+    pub period: Option<String>,
     /// Clock rate: how fast the clock runs.
-    factor: Option<f64>,
+    pub factor: Option<f64>,
     /// Packet loss, duplicate, reorder: the share of packets, 0-100.
-    percent: Option<f64>,
+    pub percent: Option<f64>,
     /// Packet delay, reorder: how long a held packet waits ("100ms").
-    delay: Option<String>,
+    pub delay: Option<String>,
     /// Packet delay: +/- this much, uniformly, per packet ("20ms").
-    jitter: Option<String>,
+    pub jitter: Option<String>,
     /// Packet bandwidth: "256kbit", "1mbit".
-    rate: Option<String>,
+    pub rate: Option<String>,
     /// Corrupt: which data file ("txnlog", "acceptedEpoch", "currentEpoch").
-    file: Option<String>,
+    pub file: Option<String>,
     /// Reconfig: "observer" demotes the servers instead of removing them; "participant"
     /// promotes observers to voters.
-    role: Option<String>,
+    pub role: Option<String>,
     /// Reconfig: the removed servers are replaced (killed, their data wiped, started afresh)
     /// before the undo adds them back.
-    replace: Option<bool>,
+    pub replace: Option<bool>,
     duration: Option<String>,
     weight: Option<u32>,
     /// Aimed: a `Trigger` name ("election", "new-leader", ...).
@@ -62,7 +61,7 @@ pub(super) struct RawFault {
     /// The composed group's name.
     compose: Option<String>,
     /// Partition: "quorum" cuts only the Zab connections (the election ones pass).
-    port: Option<String>,
+    pub port: Option<String>,
     /// How this fault's own duration is drawn ("fixed" | "exponential" | "jittered"); the
     /// schedule's `timing` by default.
     timing: Option<String>,
@@ -79,9 +78,14 @@ impl RawFault {
     pub(super) fn into_template(self) -> Result<FaultTemplate, String> {
         let kind = FaultKind::parse(&self.kind)
             .ok_or_else(|| format!("kind = \"{}\" is unknown; use {}", self.kind, kind_names()))?;
+        let fault = faults::of(kind);
+        if let Some(key) = (self.kind_keys_given().into_iter()).find(|k| !fault.keys().contains(k))
+        {
+            return Err(faults::only_for(key));
+        }
         let mut t = default_template(kind);
         self.where_keys(&mut t)?;
-        self.kind_keys(&mut t)?;
+        fault.read_keys(&self, &mut t)?;
         self.how_long_keys(&mut t)?;
         self.aim_keys(&mut t)?;
         if self.after.is_some() {
@@ -101,16 +105,12 @@ impl RawFault {
 
     /// target, shape, groups.
     fn where_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
-        let kind = t.kind;
         if let Some(target) = &self.target {
             t.target = TargetSpec::parse(target).ok_or_else(|| {
                 format!("target = \"{target}\" is unknown; use leader, follower, random, minority, majority, all, highest, followers, followers-low, followers-high, trigger, main or others (composed parts), or node names like \"n1,n2\"")
             })?;
         }
         if let Some(shape) = &self.shape {
-            if kind != FaultKind::Partition && kind != FaultKind::Packet {
-                return Err("shape is only for kind = \"partition\" or \"packet\"".into());
-            }
             t.shape = Some(PartitionShape::parse(shape).ok_or_else(|| {
                 let names = listed(&PartitionShape::ALL, PartitionShape::name);
                 format!("shape = \"{shape}\" is unknown; use one of {names}")
@@ -140,80 +140,28 @@ impl RawFault {
         Ok(())
     }
 
-    /// port, the clock, packet and frames keys, file, role and replace: each only for its kind.
-    fn kind_keys(&self, t: &mut FaultTemplate) -> Result<(), String> {
-        let kind = t.kind;
-        if let Some(port) = &self.port {
-            if kind != FaultKind::Partition {
-                return Err("port is only for kind = \"partition\"".into());
-            }
-            t.cut = Cut::of_port(Some(port)).ok_or_else(|| format!("port = \"{port}\" is unknown; use \"quorum\" (only the Zab connections are cut) or leave it out (every packet)"))?;
-        }
-        let clock_keys = self.delta.is_some() || self.period.is_some() || self.factor.is_some();
-        if clock_keys && kind != FaultKind::Clock {
-            return Err("delta, period and factor are only for kind = \"clock\"".into());
-        }
-        let packet_keys = self.percent.is_some()
-            || self.delay.is_some()
-            || self.jitter.is_some()
-            || self.rate.is_some();
-        if packet_keys && kind != FaultKind::Packet {
-            return Err("percent, delay, jitter and rate are only for kind = \"packet\"".into());
-        }
-        if self.mode.is_some()
-            && kind != FaultKind::Clock
-            && kind != FaultKind::Packet
-            && kind != FaultKind::Frames
-        {
-            return Err("mode is only for kind = \"clock\", \"packet\" or \"frames\"".into());
-        }
-        if kind == FaultKind::Frames {
-            if let Some(m) = &self.mode {
-                t.frames = Some(FrameMode::parse(m).ok_or_else(|| {
-                    format!(
-                        "mode = \"{m}\" is unknown for kind = \"frames\"; use truncated or garbage"
-                    )
-                })?);
-            }
-        }
-        if kind == FaultKind::Clock {
-            t.clock = Some(self.clock_mode()?);
-        }
-        if kind == FaultKind::Packet {
-            t.packet = Some(self.packet_mode()?);
-        }
-        if let Some(file) = &self.file {
-            if kind != FaultKind::Corrupt {
-                return Err("file is only for kind = \"corrupt\"".into());
-            }
-            if !CORRUPT_FILES.contains(&file.as_str()) {
-                return Err(format!(
-                    "file = \"{file}\" is unknown; use one of {}",
-                    CORRUPT_FILES.join(", ")
-                ));
-            }
-            t.file = Some(file.clone());
-        }
-        if let Some(role) = &self.role {
-            if kind != FaultKind::Reconfig {
-                return Err("role is only for kind = \"reconfig\"".into());
-            }
-            match role.as_str() {
-                crate::history::OBSERVER_ROLE => t.demote = true,
-                crate::history::PARTICIPANT_ROLE => t.promote = true,
-                _ => return Err(format!("role = \"{role}\" is unknown; use \"observer\" (voters demoted, they stay as observers), \"participant\" (observers promoted to voters) or leave it out (the servers leave the config)")),
-            }
-        }
-        if let Some(replace) = self.replace {
-            if kind != FaultKind::Reconfig {
-                return Err("replace is only for kind = \"reconfig\"".into());
-            }
-            if replace && (t.demote || t.promote) {
-                return Err("replace = true and role do not go together: a replaced server leaves the config; drop one of them".into());
-            }
-            t.replace = replace;
-        }
-        Ok(())
+    /// The keys set in this table that only some kinds take (`faults::KIND_KEYS`).
+    fn kind_keys_given(&self) -> Vec<&'static str> {
+        let given = [
+            ("shape", self.shape.is_some()),
+            ("port", self.port.is_some()),
+            ("mode", self.mode.is_some()),
+            ("delta", self.delta.is_some()),
+            ("period", self.period.is_some()),
+            ("factor", self.factor.is_some()),
+            ("percent", self.percent.is_some()),
+            ("delay", self.delay.is_some()),
+            ("jitter", self.jitter.is_some()),
+            ("rate", self.rate.is_some()),
+            ("file", self.file.is_some()),
+            ("role", self.role.is_some()),
+            ("replace", self.replace.is_some()),
+        ];
+        given
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(key, _)| key)
+            .collect()
     }
 
     /// timing, quiet_after, duration, weight.
@@ -326,136 +274,5 @@ impl RawFault {
             }
         }
         Ok(p)
-    }
-
-    fn packet_mode(&self) -> Result<PacketMode, String> {
-        let mode = self.mode.as_deref().unwrap_or("loss");
-        let percent = |default: f64| -> Result<f64, String> {
-            let p = self.percent.unwrap_or(default);
-            if !(p > 0.0 && p <= 100.0) {
-                return Err(format!(
-                    "percent = {p}: use a number above 0 and at most 100"
-                ));
-            }
-            Ok(p)
-        };
-        let ms = |key: &str, value: &Option<String>, default: &str| -> Result<u64, String> {
-            let d = parse_duration(value.as_deref().unwrap_or(default))
-                .map_err(|e| format!("{key}: {e}"))?;
-            Ok(d.as_millis() as u64)
-        };
-        let unused = |keys: &[(&str, bool)]| -> Result<(), String> {
-            match keys.iter().find(|(_, set)| *set) {
-                Some((key, _)) => Err(format!("{key} does not apply to mode = \"{mode}\"")),
-                None => Ok(()),
-            }
-        };
-        let (percent_set, delay_set) = (self.percent.is_some(), self.delay.is_some());
-        let (jitter_set, rate_set) = (self.jitter.is_some(), self.rate.is_some());
-        let m = match mode {
-            "loss" => {
-                unused(&[
-                    ("delay", delay_set),
-                    ("jitter", jitter_set),
-                    ("rate", rate_set),
-                ])?;
-                PacketMode::Loss {
-                    percent: percent(30.0)?,
-                }
-            }
-            "delay" => {
-                unused(&[("percent", percent_set), ("rate", rate_set)])?;
-                let delay_ms = ms("delay", &self.delay, "100ms")?;
-                let jitter_ms = ms("jitter", &self.jitter, "0ms")?;
-                if delay_ms == 0 || jitter_ms > delay_ms {
-                    return Err(format!(
-                        "delay {delay_ms} ms, jitter {jitter_ms} ms: use a delay above 0 and a \
-                         jitter at most the delay"
-                    ));
-                }
-                PacketMode::Delay {
-                    delay_ms,
-                    jitter_ms,
-                }
-            }
-            "duplicate" => {
-                unused(&[
-                    ("delay", delay_set),
-                    ("jitter", jitter_set),
-                    ("rate", rate_set),
-                ])?;
-                PacketMode::Duplicate {
-                    percent: percent(20.0)?,
-                }
-            }
-            "reorder" => {
-                unused(&[("jitter", jitter_set), ("rate", rate_set)])?;
-                let delay_ms = ms("delay", &self.delay, "50ms")?;
-                if delay_ms == 0 {
-                    return Err("delay = 0: a reordered packet must wait; use e.g. 50ms".into());
-                }
-                PacketMode::Reorder {
-                    percent: percent(25.0)?,
-                    delay_ms,
-                }
-            }
-            "bandwidth" => {
-                unused(&[
-                    ("percent", percent_set),
-                    ("delay", delay_set),
-                    ("jitter", jitter_set),
-                ])?;
-                let text = self.rate.as_deref().unwrap_or("1mbit");
-                PacketMode::Bandwidth {
-                    rate_kbit: parse_rate_kbit(text).map_err(|e| format!("rate: {e}"))?,
-                }
-            }
-            other => {
-                return Err(format!(
-                    "mode = \"{other}\" is unknown for kind = \"packet\"; use loss, delay, \
-                     duplicate, reorder or bandwidth"
-                ))
-            }
-        };
-        Ok(m)
-    }
-
-    fn clock_mode(&self) -> Result<ClockMode, String> {
-        let delta = |default: &str| -> Result<(i64, bool), String> {
-            let text = self.delta.as_deref().unwrap_or(default);
-            let signed = text.starts_with('+') || text.starts_with('-');
-            let ms = parse_signed_ms(text).map_err(|e| format!("delta: {e}"))?;
-            Ok((ms, !signed))
-        };
-        match self.mode.as_deref().unwrap_or("bump") {
-            "bump" => {
-                let (delta_ms, random_sign) = delta("60s")?;
-                Ok(ClockMode::Bump {
-                    delta_ms,
-                    random_sign,
-                })
-            }
-            "strobe" => {
-                let (delta_ms, _) = delta("+10s")?;
-                let period = parse_duration(self.period.as_deref().unwrap_or("200ms"))
-                    .map_err(|e| format!("period: {e}"))?;
-                Ok(ClockMode::Strobe {
-                    delta_ms,
-                    period_ms: period.as_millis().max(10) as u64,
-                })
-            }
-            "rate" => {
-                let factor = self.factor.unwrap_or(2.0);
-                if !(factor > 0.0 && factor <= 1000.0) {
-                    return Err(format!(
-                        "factor = {factor}: use a number above 0 and at most 1000"
-                    ));
-                }
-                Ok(ClockMode::Rate { factor })
-            }
-            other => Err(format!(
-                "mode = \"{other}\" is unknown; use bump, strobe or rate"
-            )),
-        }
     }
 }

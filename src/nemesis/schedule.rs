@@ -417,37 +417,18 @@ pub(super) fn listed<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> St
     names.join(", ")
 }
 
-/// The defaults `--nemesis KIND` uses.
+/// The defaults `--nemesis KIND` uses: a random target and its kind's own
+/// (`faults::Fault::defaults`).
 pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
-    let (target, shape, clock) = match kind {
-        FaultKind::Kill | FaultKind::Pause | FaultKind::PowerLoss | FaultKind::Corrupt => {
-            (TargetSpec::Random, None, None)
-        }
-        // Every link of every node: packet faults degrade a network rather than cut it.
-        FaultKind::Packet => (TargetSpec::All, None, None),
-        // A follower: a deaf one is what the next election needs.
-        FaultKind::Frames => (TargetSpec::Follower, None, None),
-        // One server, the leader as likely as any other (its removal ends its term).
-        FaultKind::Reconfig => (TargetSpec::Random, None, None),
-        FaultKind::Partition => (TargetSpec::Random, Some(PartitionShape::RandomHalves), None),
-        FaultKind::Clock => (
-            TargetSpec::Random,
-            None,
-            Some(ClockMode::Bump {
-                delta_ms: 60_000,
-                random_sign: true,
-            }),
-        ),
-    };
-    FaultTemplate {
+    let mut t = FaultTemplate {
         kind,
-        target,
-        shape,
+        target: TargetSpec::Random,
+        shape: None,
         groups: None,
-        clock,
-        packet: (kind == FaultKind::Packet).then_some(PacketMode::Loss { percent: 30.0 }),
+        clock: None,
+        packet: None,
         file: None,
-        frames: (kind == FaultKind::Frames).then_some(FrameMode::Truncated),
+        frames: None,
         demote: false,
         promote: false,
         replace: false,
@@ -465,5 +446,7 @@ pub(super) fn default_template(kind: FaultKind) -> FaultTemplate {
         duration_timing: None,
         quiet_after: Duration::ZERO,
         goal: None,
-    }
+    };
+    super::faults::of(kind).defaults(&mut t);
+    t
 }

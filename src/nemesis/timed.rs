@@ -20,15 +20,10 @@
 //! [`of_run`] makes the steps of a recorded run from its history's fault intervals
 //! (`history::view`, the one definition of when a fault was in force); [`to_toml`] writes them.
 
-use super::partition::{components, groups_grudge};
+use super::faults::{self, RecordedStart, StepKeys};
 use super::raw_fault::RawFault;
-use super::schedule::{
-    ClockMode, FaultKind, FaultTemplate, FrameMode, Grudge, PacketMode, PartitionShape,
-    PlannedFault, Schedule, TargetSpec,
-};
+use super::schedule::{ClockMode, FaultTemplate, Grudge, PlannedFault, Schedule, TargetSpec};
 use super::units::{line_of, parse_duration, table_line, toml_error};
-use crate::control::fault::iptables::Cut;
-use crate::control::fault::packet::PacketRecord;
 use crate::exit::bad_input;
 use crate::history::line::Body;
 use crate::history::read::{self, BadLine};
@@ -165,14 +160,17 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
     if rest.contains_key("quiet_after") {
         return Err("quiet_after is for [[fault]] tables; a step starts at its `at`".into());
     }
-    let drops = match rest.remove("drops") {
-        None => None,
-        Some(v) => Some(parse_drops(&v)?),
+    let mut exact = StepKeys {
+        target_given: rest.contains_key("target"),
+        shape_given: rest.contains_key("shape"),
+        ..StepKeys::default()
     };
-    let links = match rest.remove("links") {
-        None => None,
-        Some(v) => Some(parse_links(&v)?),
-    };
+    if let Some(v) = rest.remove("drops") {
+        exact.drops = Some(parse_drops(&v)?);
+    }
+    if let Some(v) = rest.remove("links") {
+        exact.links = Some(parse_links(&v)?);
+    }
     // groups alone means shape "groups", as the recorded replays write it.
     if rest.contains_key("groups") && !rest.contains_key("shape") {
         rest.insert("shape".into(), toml::Value::String("groups".into()));
@@ -182,67 +180,15 @@ fn parse_step(step: &toml::Table, i: usize) -> Result<PlannedFault, String> {
         .map_err(|e: toml::de::Error| e.message().trim().to_string())?;
     let mut t: FaultTemplate = raw.into_template()?;
     t.duration = Some(duration);
-    match (t.kind, links) {
-        (FaultKind::Packet, Some(links)) => {
-            if step.contains_key("target") || step.contains_key("shape") {
-                return Err("links are the whole packet fault: leave out target and shape".into());
-            }
-            let mut ends: Vec<String> = links
-                .iter()
-                .flat_map(|(to, froms)| std::iter::once(to).chain(froms))
-                .cloned()
-                .collect();
-            ends.sort_by_key(|n| sid_of(n));
-            ends.dedup();
-            t.target = TargetSpec::Nodes(ends);
-            t.drops = Some(links);
-        }
-        (_, Some(_)) => return Err("links is only for kind = \"packet\"".into()),
-        _ => {}
+    let fault = faults::of(t.kind);
+    let given = [
+        ("drops", exact.drops.is_some()),
+        ("links", exact.links.is_some()),
+    ];
+    if let Some((key, _)) = (given.iter()).find(|(k, set)| *set && !fault.keys().contains(k)) {
+        return Err(faults::only_for(key));
     }
-    if !matches!(t.target, TargetSpec::Nodes(_))
-        && (t.kind != FaultKind::Partition || step.contains_key("target"))
-    {
-        return Err(format!(
-            "target = \"{}\": a step names its nodes (target = \"n1\" or \"n1,n3\"); roles such as \
-             the leader are resolved by [[fault]] schedules at run time",
-            t.target.describe()
-        ));
-    }
-    if t.kind == FaultKind::Partition {
-        partition_is_exact(&t, drops.is_some(), step.contains_key("shape"))?;
-        // The nodes it cuts are its target (as the history records it).
-        let mut named: Vec<String> = match (&drops, &t.groups) {
-            (Some(d), _) => d
-                .iter()
-                .flat_map(|(a, f)| std::iter::once(a).chain(f))
-                .cloned()
-                .collect(),
-            (None, Some(g)) => g.iter().flatten().cloned().collect(),
-            (None, None) => Vec::new(),
-        };
-        if !named.is_empty() {
-            named.sort_by_key(|n| sid_of(n));
-            named.dedup();
-            t.target = TargetSpec::Nodes(named);
-        }
-        t.drops = drops;
-    } else if drops.is_some() {
-        return Err("drops is only for kind = \"partition\"".into());
-    }
-    if matches!(
-        t.clock,
-        Some(ClockMode::Bump {
-            random_sign: true,
-            ..
-        })
-    ) {
-        return Err(
-            "delta needs a sign (\"+60s\" or \"-60s\"): a step is replayed exactly, never \
-             with a drawn sign"
-                .into(),
-        );
-    }
+    fault.exact_step(&mut t, &exact)?;
     Ok(planned_step(i, at, duration, t))
 }
 
@@ -268,34 +214,6 @@ fn planned_step(
         quiet: Duration::ZERO,
         parts: Vec::new(),
         annotations: Default::default(),
-    }
-}
-
-/// A partition step must cut exactly the same way every time: explicit groups or drops, or a
-/// shape that needs no random draw and no role.
-fn partition_is_exact(t: &FaultTemplate, drops: bool, shape_given: bool) -> Result<(), String> {
-    if drops {
-        if shape_given || t.groups.is_some() {
-            return Err("drops is the whole partition: leave out shape and groups".into());
-        }
-        return Ok(());
-    }
-    match (t.shape, &t.target) {
-        (Some(PartitionShape::Groups | PartitionShape::Halves), _) => Ok(()),
-        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), TargetSpec::Nodes(n))
-            if n.len() == 1 =>
-        {
-            Ok(())
-        }
-        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), _) => {
-            Err("shape isolate-one and one-way need target = one node, e.g. \"n2\"".into())
-        }
-        _ => Err(
-            "a partition step needs groups = [[\"n1\", \"n2\"], [\"n3\"]], or drops = { n1 = \
-             [\"n3\"] } (node = the nodes whose traffic it drops), or shape = \"halves\" / \
-             \"isolate-one\" / \"one-way\" with a target; random shapes are not exact"
-                .into(),
-        ),
     }
 }
 
@@ -376,16 +294,6 @@ pub fn secs(d: Duration) -> String {
     }
 }
 
-fn signed_secs(ms: i64) -> String {
-    let sign = if ms < 0 { "-" } else { "+" };
-    format!("{sign}{}", secs(Duration::from_millis(ms.unsigned_abs())))
-}
-
-fn quoted_list(items: &[String]) -> String {
-    let q: Vec<String> = items.iter().map(|n| format!("{n:?}")).collect();
-    format!("[{}]", q.join(", "))
-}
-
 /// Writes `steps` as a timed schedule, each line of `header` as a comment on top.
 pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> String {
     let mut out = String::new();
@@ -402,95 +310,10 @@ pub fn to_toml(steps: &[PlannedFault], header: &str, fake_monotonic: bool) -> St
             secs(s.start),
             t.kind.name()
         ));
-        if let (FaultKind::Partition, Some(d)) = (t.kind, &t.drops) {
-            let entries: Vec<String> = d
-                .iter()
-                .map(|(n, from)| {
-                    format!(
-                        "{n} = {}",
-                        quoted_list(&from.iter().cloned().collect::<Vec<_>>())
-                    )
-                })
-                .collect();
-            out.push_str(&format!("drops = {{ {} }}\n", entries.join(", ")));
-        } else if let (FaultKind::Packet, Some(g)) = (t.kind, &t.drops) {
-            let pairs: Vec<String> = g
-                .iter()
-                .flat_map(|(to, froms)| froms.iter().map(move |from| (from, to)))
-                .map(|(from, to)| quoted_list(&[from.clone(), to.clone()]))
-                .collect();
-            out.push_str(&format!("links = [{}]\n", pairs.join(", ")));
-        } else if let (FaultKind::Partition, Some(g)) = (t.kind, &t.groups) {
-            let groups: Vec<String> = g.iter().map(|g| quoted_list(g)).collect();
-            out.push_str(&format!("groups = [{}]\n", groups.join(", ")));
-        } else {
-            if t.kind == FaultKind::Partition {
-                let shape = t.shape.unwrap_or(PartitionShape::Halves);
-                out.push_str(&format!("shape = \"{}\"\n", shape.name()));
-            }
-            if let TargetSpec::Nodes(n) = &t.target {
-                out.push_str(&format!("target = \"{}\"\n", n.join(",")));
-            }
-        }
-        if let Some(port) = t.cut.port() {
-            out.push_str(&format!("port = \"{port}\"\n"));
-        }
-        match t.clock {
-            Some(ClockMode::Bump { delta_ms, .. }) => out.push_str(&format!(
-                "mode = \"bump\"\ndelta = \"{}\"\n",
-                signed_secs(s.clock_delta_ms.unwrap_or(delta_ms))
-            )),
-            Some(ClockMode::Strobe {
-                delta_ms,
-                period_ms,
-            }) => out.push_str(&format!(
-                "mode = \"strobe\"\ndelta = \"{}\"\nperiod = \"{period_ms}ms\"\n",
-                signed_secs(delta_ms)
-            )),
-            Some(ClockMode::Rate { factor }) => {
-                out.push_str(&format!("mode = \"rate\"\nfactor = {factor:?}\n"))
-            }
-            None => {}
-        }
-        if let (FaultKind::Frames, Some(mode)) = (t.kind, t.frames) {
-            out.push_str(&format!("mode = \"{}\"\n", mode.name()));
-        }
-        if let (FaultKind::Packet, Some(mode)) = (t.kind, t.packet) {
-            out.push_str(&packet_keys(mode));
-        }
-        if t.demote {
-            out.push_str(&format!("role = \"{}\"\n", crate::history::OBSERVER_ROLE));
-        }
-        if t.promote {
-            out.push_str(&format!(
-                "role = \"{}\"\n",
-                crate::history::PARTICIPANT_ROLE
-            ));
-        }
-        if t.replace {
-            out.push_str("replace = true\n");
-        }
+        out.push_str(&faults::of(t.kind).step_lines(s));
         out.push_str(&format!("duration = \"{}\"\n", secs(s.duration)));
     }
     out
-}
-
-/// A packet mode as the keys of a `[[fault]]` (what `RawFault` reads back to the same mode).
-fn packet_keys(mode: PacketMode) -> String {
-    let name = format!("mode = \"{}\"\n", mode.name());
-    name + &match mode {
-        PacketMode::Loss { percent } | PacketMode::Duplicate { percent } => {
-            format!("percent = {percent:?}\n")
-        }
-        PacketMode::Delay {
-            delay_ms,
-            jitter_ms,
-        } => format!("delay = \"{delay_ms}ms\"\njitter = \"{jitter_ms}ms\"\n"),
-        PacketMode::Reorder { percent, delay_ms } => {
-            format!("percent = {percent:?}\ndelay = \"{delay_ms}ms\"\n")
-        }
-        PacketMode::Bandwidth { rate_kbit } => format!("rate = \"{rate_kbit}kbit\"\n"),
-    }
 }
 
 /// What a recorded run did: its settings and its faults as timed steps.
@@ -518,9 +341,8 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         ))
     })?;
     let mut view = info.view();
-    let mut starts: BTreeMap<u64, FaultValue> = BTreeMap::new();
-    // A packet fault's mode and links, from its done start (absent: not recorded, or damaged).
-    let mut packets: BTreeMap<u64, PacketRecord> = BTreeMap::new();
+    // Each done start: its typed value and its line, for what its kind recorded beyond it.
+    let mut starts: BTreeMap<u64, (FaultValue, String)> = BTreeMap::new();
     let mut first_ns: Option<u64> = None;
     let history = crate::history::file::in_run(run_dir);
     read::for_each(&history, |at, line, _| {
@@ -530,16 +352,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         if let Body::Fault(v) = &line.body {
             let done = line.kind == EventType::Info && line.process == NEMESIS;
             if done && matches!(v.step(line.f), Some(FaultStep::Starts(_))) {
-                starts.insert(line.index, v.clone());
-            }
-            if done && v.step(line.f) == Some(FaultStep::Starts(FaultKind::Packet)) {
-                #[derive(serde::Deserialize)]
-                struct Start {
-                    value: PacketRecord,
-                }
-                if let Ok(start) = serde_json::from_str::<Start>(line.text) {
-                    packets.insert(line.index, start.value);
-                }
+                starts.insert(line.index, (v.clone(), line.text.to_string()));
             }
         }
     })
@@ -554,7 +367,7 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         .intervals
         .iter()
         .filter_map(|i| {
-            let at = starts.get(&i.start_index)?.at_ms?;
+            let at = starts.get(&i.start_index)?.0.at_ms?;
             Some(i.start_ns.saturating_sub(at * 1_000_000))
         })
         .min()
@@ -562,67 +375,34 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
         .unwrap_or(0);
     let mut steps = Vec::new();
     for (i, interval) in done.intervals.iter().enumerate() {
-        let value = starts
+        let (value, text) = starts
             .get(&interval.start_index)
             .cloned()
             .unwrap_or_default();
         let end = interval.end_ns.unwrap_or(done.end_ns);
-        let mut t = FaultTemplate {
+        let t = FaultTemplate {
             target: TargetSpec::Nodes(interval.nodes.clone()),
             ..super::schedule::default_template(interval.kind)
         };
-        match interval.kind {
-            FaultKind::Partition => {
-                let g: Grudge = value
-                    .drops
-                    .iter()
-                    .map(|(n, from)| (n.clone(), from.iter().cloned().collect()))
-                    .collect();
-                let comps = components(&info.nodes, &g);
-                t.cut = Cut::of_port(value.port.as_deref()).unwrap_or(Cut::Every);
-                if groups_grudge(&info.nodes, &comps) == g {
-                    t.shape = Some(PartitionShape::Groups);
-                    t.groups = Some(comps);
-                } else {
-                    t.drops = Some(g);
-                }
+        let start = RecordedStart {
+            value: &value,
+            line: &text,
+            nodes: &info.nodes,
+        };
+        let replayed = faults::of(interval.kind).replayed(t, &start);
+        let mut t = match replayed {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(why) => {
+                return Err(bad_input(format!(
+                    "{}: its {} fault (history index {}) {why}; shrink a run whose history is as \
+                     fle-chaos wrote it",
+                    run_dir.display(),
+                    interval.kind.name(),
+                    interval.start_index
+                )))
             }
-            FaultKind::Clock => t.clock = Some(clock_of(&value)),
-            // A replace's own kill: its reconfig step replays it.
-            FaultKind::Kill if value.replace => continue,
-            FaultKind::Reconfig => {
-                t.demote = value.role.as_deref() == Some(crate::history::OBSERVER_ROLE);
-                t.promote = value.role.as_deref() == Some(crate::history::PARTICIPANT_ROLE);
-                t.replace = value.replace;
-            }
-            FaultKind::Frames => {
-                let recorded = value.mode.as_deref().and_then(FrameMode::parse);
-                t.frames = recorded.or(t.frames);
-            }
-            FaultKind::Packet => {
-                // Exactly the mode and links it had, or no replay: another packet fault would
-                // shrink a different run.
-                let Some(record) = packets.get(&interval.start_index) else {
-                    return Err(bad_input(format!(
-                        "{}: its packet fault (history index {}) does not record a mode and \
-                         links that read back (a damaged or edited line), so it cannot be \
-                         replayed as it was; shrink a run whose history is as fle-chaos wrote it",
-                        run_dir.display(),
-                        interval.start_index
-                    )));
-                };
-                if record.links.is_empty() {
-                    continue; // it degraded nothing
-                }
-                t.packet = Some(record.mode);
-                let mut g = Grudge::new();
-                for [from, to] in &record.links {
-                    g.entry(to.clone()).or_default().insert(from.clone());
-                }
-                t.drops = Some(g);
-            }
-            _ => {}
-        }
+        };
         // As long as the nemesis held it: the planned duration, unless the run's stop cut it
         // short (the final heal ended it); the time between the done start and the done undo
         // would add the undo's own time at every generation of replays.
@@ -646,27 +426,10 @@ pub fn of_run(run_dir: &Path) -> Result<Recorded> {
     })
 }
 
-/// The clock fault a start event records.
-fn clock_of(v: &FaultValue) -> ClockMode {
-    let offset = v.offset_ms.unwrap_or(0);
-    match v.mode.as_deref() {
-        Some("strobe") => ClockMode::Strobe {
-            delta_ms: offset,
-            period_ms: v.period_ms.unwrap_or(200),
-        },
-        Some("rate") => ClockMode::Rate {
-            factor: v.factor.unwrap_or(1.0),
-        },
-        _ => ClockMode::Bump {
-            delta_ms: offset,
-            random_sign: false,
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nemesis::schedule::{FaultKind, FrameMode, PacketMode};
 
     const FILE: &str = r#"# a replay
 [[step]]
@@ -812,6 +575,42 @@ duration = "1s"
         ];
         assert_eq!(kept(&steps), want);
         assert_eq!(kept(&again.timed.unwrap()), kept(&steps), "{text}");
+    }
+
+    #[test]
+    fn corrupt_and_frames_steps_keep_their_file_and_mode() {
+        let file = "[[step]]\nat = \"2s\"\nkind = \"corrupt\"\ntarget = \"n2\"\n\
+                    file = \"acceptedEpoch\"\nduration = \"3s\"\n\n[[step]]\nat = \"6s\"\n\
+                    kind = \"frames\"\ntarget = \"n1\"\nmode = \"garbage\"\nduration = \"1s\"\n";
+        let steps = Schedule::from_toml("t", file).unwrap().timed.unwrap();
+        let text = to_toml(&steps, "replay", false);
+        let again = Schedule::from_toml("t", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let kept = |s: &[PlannedFault]| -> Vec<(Option<String>, Option<FrameMode>)> {
+            let t = |f: &PlannedFault| (f.template.file.clone(), f.template.frames);
+            s.iter().map(t).collect()
+        };
+        let want = vec![
+            (Some("acceptedEpoch".to_string()), None),
+            (None, Some(FrameMode::Garbage)),
+        ];
+        assert_eq!(kept(&steps), want);
+        assert_eq!(kept(&again.timed.unwrap()), want, "{text}");
+    }
+
+    #[test]
+    fn a_recorded_corrupt_is_replayed_on_the_file_it_damaged() {
+        // The start's value as a history line holds it.
+        let text = r#"{"nodes":["n2"],"file":"acceptedEpoch","damage":{"n2":{"op":"truncate"}}}"#;
+        let value: FaultValue = serde_json::from_str(text).unwrap();
+        let nodes = ["n1".to_string(), "n2".to_string(), "n3".to_string()];
+        let start = RecordedStart {
+            value: &value,
+            line: "",
+            nodes: &nodes,
+        };
+        let fresh = super::super::schedule::default_template(FaultKind::Corrupt);
+        let t = faults::of(FaultKind::Corrupt).replayed(fresh, &start);
+        assert_eq!(t.unwrap().unwrap().file.as_deref(), Some("acceptedEpoch"));
     }
 
     #[test]

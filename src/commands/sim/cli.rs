@@ -10,7 +10,6 @@ use super::summary::{RunSummary, SimSummary};
 use crate::checker::Validity;
 use crate::commands::run::interrupt::Interrupts;
 use crate::exit::bad_input;
-use crate::history::FaultKind;
 use crate::nemesis::env::Steering;
 use crate::nemesis::schedule::Schedule;
 use crate::nemesis::steer::Strategy;
@@ -119,24 +118,10 @@ pub fn settings_of<S: AsRef<str>>(words: &[S]) -> Result<SimSettings> {
     Ok(settings(&args)?.0)
 }
 
-/// What the simulator cannot model yet, for a fault or composed part (None: it can).
+/// What the simulator cannot model yet, for a fault or composed part (None: it can): its
+/// kind's `Fault::cannot_simulate`.
 pub fn cannot_model(f: &crate::nemesis::schedule::FaultTemplate) -> Option<&'static str> {
-    match f.kind {
-        FaultKind::Frames => Some("frames (the simulator runs no election wire decoder)"),
-        FaultKind::Reconfig => Some("reconfig (the simulated ensemble never changes its membership)"),
-        FaultKind::Corrupt if f.file.as_deref().is_some_and(|file| file != "txnlog") => Some(
-            "corrupt of an epoch file (a damaged epoch file makes fle-node refuse to start, which the simulator does not model)",
-        ),
-        FaultKind::Packet
-            if matches!(
-                f.packet,
-                Some(crate::control::fault::packet::PacketMode::Bandwidth { .. })
-            ) =>
-        {
-            Some("packet bandwidth (not simulated)")
-        }
-        _ => None,
-    }
+    crate::nemesis::faults::of(f.kind).cannot_simulate(f)
 }
 
 /// Why the simulator cannot reach a seeded bug (None: it can): these live in the node's async

@@ -4,7 +4,7 @@
 //! change these entries here; what a fault *was* (its interval) is `faults`' business.
 
 use super::super::line::StatusRead;
-use super::super::{sid_of, FaultKind, FaultValue};
+use super::super::{sid_of, Effect, FaultKind, FaultValue};
 use crate::api::{ConfigView, ServerState, ZabPhase};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -177,20 +177,21 @@ impl Cluster {
         (0..self.nodes.len().min(64)).filter(move |i| group & (1 << i) != 0)
     }
 
-    /// A fault of `kind` started on `nodes`: what it does to them (a kill, power loss or
-    /// corruption forgets what was known and waits for a new answer; a pause stops a node; a
-    /// partition adds its drops; clock, packet and frames faults cut nothing).
+    /// A fault of `kind` started on `nodes`: what its [`Effect`] does to them (a process that
+    /// comes back new forgets what was known and waits for a new answer; a paused one is only
+    /// down; a partition adds its drops).
     pub(super) fn fault_starts(&mut self, kind: FaultKind, nodes: &[usize], v: &FaultValue) {
-        match kind {
-            FaultKind::Kill | FaultKind::PowerLoss | FaultKind::Corrupt => {
+        match kind.facts().effect {
+            Effect::Stops { forgets } => {
                 for &i in nodes {
                     self.nodes[i].down = true;
-                    self.nodes[i].read = None;
-                    self.nodes[i].answered = false;
+                    if forgets {
+                        self.nodes[i].read = None;
+                        self.nodes[i].answered = false;
+                    }
                 }
             }
-            FaultKind::Pause => nodes.iter().for_each(|&i| self.nodes[i].down = true),
-            FaultKind::Partition => {
+            Effect::Cuts => {
                 for (a, from) in &v.drops {
                     let a = self.node_ix(a);
                     for b in from {
@@ -201,7 +202,7 @@ impl Cluster {
                     }
                 }
             }
-            FaultKind::Clock | FaultKind::Packet | FaultKind::Frames | FaultKind::Reconfig => {}
+            Effect::Neither => {}
         }
     }
 
@@ -214,7 +215,7 @@ impl Cluster {
                     n.down = false;
                 }
             }
-        } else if kind == FaultKind::Partition {
+        } else if kind.facts().effect == Effect::Cuts {
             self.nodes.iter_mut().for_each(|n| n.drops.clear());
         }
     }

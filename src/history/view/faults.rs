@@ -143,8 +143,7 @@ impl Faults {
     pub(super) fn undone(&mut self, kind: FaultKind, undone: &[String], at: At, last: bool) {
         for i in self.intervals.iter_mut().filter(|i| i.end_ns.is_none()) {
             let hits = last
-                || kind == FaultKind::Partition
-                || kind == FaultKind::Packet
+                || kind.facts().undo_ends_all
                 || undone.is_empty()
                 || i.nodes.iter().any(|n| undone.contains(n));
             if i.kind == kind && hits {

@@ -3,11 +3,17 @@
 //! (`--real-clock-skew`); undone by a clock `reset` to +0.
 
 use super::kill::undo_value;
-use super::{record_undo, single, Active, Fault, Needs, Order, SimWorld};
+use super::{
+    names_its_nodes, record_undo, single, target_line, Active, Fault, Needs, Order, RecordedStart,
+    Replayed, SimWorld, StepKeys,
+};
 use crate::control::fault::clock::{Clock as MovableClock, ClockChange, ClockSetting};
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
-use crate::nemesis::schedule::ClockMode;
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{ClockMode, FaultTemplate, PlannedFault};
 use crate::nemesis::seam::NemesisContext;
+use crate::nemesis::timed::secs;
+use crate::nemesis::units::{parse_duration, parse_signed_ms};
 use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -123,6 +129,81 @@ impl Fault for Clock {
             w.set_clock(s, None);
         }
     }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["mode", "delta", "period", "factor"]
+    }
+
+    fn defaults(&self, t: &mut FaultTemplate) {
+        t.clock = Some(DEFAULT_MODE);
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        t.clock = Some(mode_of(raw)?);
+        Ok(())
+    }
+
+    /// Named nodes, and a bump's sign written: a step is replayed exactly, never drawn.
+    fn exact_step(&self, t: &mut FaultTemplate, _: &StepKeys) -> Result<(), String> {
+        names_its_nodes(t)?;
+        if let Some(ClockMode::Bump {
+            random_sign: true, ..
+        }) = t.clock
+        {
+            return Err(
+                "delta needs a sign (\"+60s\" or \"-60s\"): a step is replayed exactly, never \
+                 with a drawn sign"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let mut out = target_line(&s.template);
+        out.push_str(&match s.template.clock {
+            Some(ClockMode::Bump { delta_ms, .. }) => format!(
+                "mode = \"bump\"\ndelta = \"{}\"\n",
+                signed_secs(s.clock_delta_ms.unwrap_or(delta_ms))
+            ),
+            Some(ClockMode::Strobe {
+                delta_ms,
+                period_ms,
+            }) => format!(
+                "mode = \"strobe\"\ndelta = \"{}\"\nperiod = \"{period_ms}ms\"\n",
+                signed_secs(delta_ms)
+            ),
+            Some(ClockMode::Rate { factor }) => format!("mode = \"rate\"\nfactor = {factor:?}\n"),
+            None => String::new(),
+        });
+        out
+    }
+
+    /// The mode and offset its start recorded (a bump's sign as it was drawn).
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        let v = start.value;
+        let offset = v.offset_ms.unwrap_or(0);
+        t.clock = Some(match v.mode.as_deref() {
+            Some("strobe") => ClockMode::Strobe {
+                delta_ms: offset,
+                period_ms: v.period_ms.unwrap_or(200),
+            },
+            Some("rate") => ClockMode::Rate {
+                factor: v.factor.unwrap_or(1.0),
+            },
+            _ => ClockMode::Bump {
+                delta_ms: offset,
+                random_sign: false,
+            },
+        });
+        Ok(Some(t))
+    }
+}
+
+/// `+60s`, `-2.5s`: a signed offset as a step writes it.
+fn signed_secs(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "+" };
+    format!("{sign}{}", secs(Duration::from_millis(ms.unsigned_abs())))
 }
 
 /// The planned fault's setting: a bump's offset is the plan's drawn delta (its sign drawn).
@@ -229,5 +310,46 @@ impl ClockSkew {
                 ((now.saturating_sub(since) as f64 / 1e6) * (factor - 1.0)) as i64
             }
         }
+    }
+}
+
+/// The clock mode a `[[fault]]` table's keys set (a bump of 60 s, its sign drawn, when it
+/// sets none); a bump without a sign draws one from the seed.
+fn mode_of(raw: &RawFault) -> Result<ClockMode, String> {
+    let delta = |default: &str| -> Result<(i64, bool), String> {
+        let text = raw.delta.as_deref().unwrap_or(default);
+        let signed = text.starts_with('+') || text.starts_with('-');
+        let ms = parse_signed_ms(text).map_err(|e| format!("delta: {e}"))?;
+        Ok((ms, !signed))
+    };
+    match raw.mode.as_deref().unwrap_or("bump") {
+        "bump" => {
+            let (delta_ms, random_sign) = delta("60s")?;
+            Ok(ClockMode::Bump {
+                delta_ms,
+                random_sign,
+            })
+        }
+        "strobe" => {
+            let (delta_ms, _) = delta("+10s")?;
+            let period = parse_duration(raw.period.as_deref().unwrap_or("200ms"))
+                .map_err(|e| format!("period: {e}"))?;
+            Ok(ClockMode::Strobe {
+                delta_ms,
+                period_ms: period.as_millis().max(10) as u64,
+            })
+        }
+        "rate" => {
+            let factor = raw.factor.unwrap_or(2.0);
+            if !(factor > 0.0 && factor <= 1000.0) {
+                return Err(format!(
+                    "factor = {factor}: use a number above 0 and at most 1000"
+                ));
+            }
+            Ok(ClockMode::Rate { factor })
+        }
+        other => Err(format!(
+            "mode = \"{other}\" is unknown; use bump, strobe or rate"
+        )),
     }
 }

@@ -5,10 +5,12 @@
 
 use super::kill::undo_value;
 use super::{
-    insert, record_outcome, sim_start_again, single, start_again, Active, Fault, Life, Order,
-    SimWorld,
+    insert, record_outcome, sim_start_again, single, start_again, target_line, Active, Fault, Life,
+    Order, RecordedStart, Replayed, SimWorld,
 };
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{FaultTemplate, PlannedFault, CORRUPT_FILES};
 use crate::nemesis::seam::NemesisContext;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -26,7 +28,7 @@ impl Fault for Corrupt {
 
     fn apply(&self, ctx: &NemesisContext, order: &Order) -> Result<Active> {
         let (f, nodes, base) = (F::Corrupt, order.nodes(), order.base);
-        let file = order.fault.template.file.as_deref().unwrap_or(DEFAULT_FILE);
+        let file = file_of(&order.fault.template);
         ctx.recorder
             .record(NEMESIS, EventType::Invoke, f, single(nodes), base.clone());
         let (mut pids, mut done, mut errors) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
@@ -53,6 +55,7 @@ impl Fault for Corrupt {
             }
         }
         let mut value = base.clone();
+        value["file"] = json!(file);
         value["pids"] = json!(pids);
         value["damage"] = json!(done);
         let done = (!pids.is_empty(), "no node was stopped to damage its file");
@@ -86,6 +89,7 @@ impl Fault for Corrupt {
                 None => {}
             }
         }
+        value["file"] = json!(file_of(&order.fault.template));
         value["damage"] = Value::Object(damage);
         if !errors.is_empty() {
             value["errors"] = Value::Object(errors);
@@ -96,4 +100,47 @@ impl Fault for Corrupt {
     fn undo_sim(&self, w: &mut dyn SimWorld, nodes: &[String], _: u64) {
         sim_start_again(w, nodes);
     }
+
+    fn cannot_simulate(&self, t: &FaultTemplate) -> Option<&'static str> {
+        (file_of(t) != DEFAULT_FILE).then_some(
+            "corrupt of an epoch file (a damaged epoch file makes fle-node refuse to start, \
+             which the simulator does not model)",
+        )
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["file"]
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        if let Some(file) = &raw.file {
+            if !CORRUPT_FILES.contains(&file.as_str()) {
+                return Err(format!(
+                    "file = \"{file}\" is unknown; use one of {}",
+                    CORRUPT_FILES.join(", ")
+                ));
+            }
+            t.file = Some(file.clone());
+        }
+        Ok(())
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let mut out = target_line(&s.template);
+        if let Some(file) = &s.template.file {
+            out.push_str(&format!("file = \"{file}\"\n"));
+        }
+        out
+    }
+
+    /// The file its start damaged (runs that did not record it: the txnlog, the default).
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        t.file = start.value.file.clone();
+        Ok(Some(t))
+    }
+}
+
+/// The file a corrupt fault damages.
+fn file_of(t: &FaultTemplate) -> &str {
+    t.file.as_deref().unwrap_or(DEFAULT_FILE)
 }

@@ -4,10 +4,14 @@
 //! messages are values, not bytes) and refuses it before a run.
 
 use super::kill::undo_value;
-use super::{record_outcome, record_undo, single, Active, Fault, Order, SimWorld};
+use super::{
+    record_outcome, record_undo, single, target_line, Active, Fault, Order, RecordedStart,
+    Replayed, SimWorld,
+};
 use crate::control::fault::frames;
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
-use crate::nemesis::schedule::{FrameMode, TargetSpec};
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{FaultTemplate, FrameMode, PlannedFault, TargetSpec};
 use crate::nemesis::seam::NemesisContext;
 use crate::nemesis::targets::{drawn, resolve, Ensemble, Resolved};
 use anyhow::{anyhow, bail, Result};
@@ -102,6 +106,43 @@ impl Fault for Frames {
 
     fn undo_sim(&self, w: &mut dyn SimWorld, _: &[String], id: u64) {
         w.heal_links(id);
+    }
+
+    fn cannot_simulate(&self, _: &FaultTemplate) -> Option<&'static str> {
+        Some("frames (the simulator runs no election wire decoder)")
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["mode"]
+    }
+
+    /// A follower, sent truncated frames: a deaf follower is what the next election needs.
+    fn defaults(&self, t: &mut FaultTemplate) {
+        t.target = TargetSpec::Follower;
+        t.frames = Some(FrameMode::Truncated);
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        if let Some(m) = &raw.mode {
+            t.frames = Some(FrameMode::parse(m).ok_or_else(|| {
+                format!("mode = \"{m}\" is unknown for kind = \"frames\"; use truncated or garbage")
+            })?);
+        }
+        Ok(())
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let mut out = target_line(&s.template);
+        if let Some(mode) = s.template.frames {
+            out.push_str(&format!("mode = \"{}\"\n", mode.name()));
+        }
+        out
+    }
+
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        let recorded = start.value.mode.as_deref().and_then(FrameMode::parse);
+        t.frames = recorded.or(t.frames);
+        Ok(Some(t))
     }
 }
 

@@ -3,9 +3,11 @@
 //! part's undo.
 
 use super::{
-    signal_all, sim_running, sim_start_again, start_again, Active, Fault, Order, SimWorld,
+    signal_all, sim_running, sim_start_again, start_again, Active, Fault, Order, RecordedStart,
+    Replayed, SimWorld,
 };
 use crate::history::{sid_of, FaultKind, FaultValue, F};
+use crate::nemesis::schedule::FaultTemplate;
 use crate::nemesis::seam::NemesisContext;
 use anyhow::Result;
 use serde_json::Value;
@@ -42,6 +44,11 @@ impl Fault for Kill {
 
     fn undo_sim(&self, w: &mut dyn SimWorld, nodes: &[String], _: u64) {
         sim_start_again(w, nodes);
+    }
+
+    /// Not a reconfig's replace: its reconfig step replays that kill.
+    fn replayed(&self, t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        Ok((!start.value.replace).then_some(t))
     }
 }
 

@@ -18,10 +18,11 @@ pub mod pause;
 pub mod power_loss;
 pub mod reconfig;
 
-use super::schedule::{PlannedFault, TargetSpec};
+use super::raw_fault::RawFault;
+use super::schedule::{FaultTemplate, Grudge, PlannedFault, TargetSpec};
 use super::seam::NemesisContext;
 use super::targets::{resolve, Ensemble, Resolved};
-use crate::history::{EventType, FaultKind, F, NEMESIS};
+use crate::history::{EventType, FaultKind, FaultValue, F, NEMESIS};
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
 use std::any::Any;
@@ -72,6 +73,120 @@ pub trait Fault: Sync {
 
     /// Undoes it in the simulated world (`id` 0: the final heal's, of every fault of the kind).
     fn undo_sim(&self, w: &mut dyn SimWorld, nodes: &[String], id: u64);
+
+    /// What of this kind the final heal left on `node`, one line each (the heal's check of a
+    /// real cluster asks the kinds its schedule has).
+    fn left_on(&self, _ctx: &NemesisContext, _node: &str) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Why the simulator cannot model this fault as set (None: it can); a simulated run
+    /// refuses such a schedule before it starts.
+    fn cannot_simulate(&self, _t: &FaultTemplate) -> Option<&'static str> {
+        None
+    }
+
+    /// The schedule keys that only some kinds take which this one does ([`KIND_KEYS`]); a
+    /// table giving a key its kind does not take is refused, naming the kinds that do.
+    fn keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Its settings when the schedule names none (`--nemesis KIND`, a bare `[[fault]]`);
+    /// `t` comes with a random target and nothing of any kind's own.
+    fn defaults(&self, _t: &mut FaultTemplate) {}
+
+    /// Reads its own keys (those in [`Fault::keys`]) of a `[[fault]]` table into `t`; the
+    /// error is one line naming the key and the fix.
+    fn read_keys(&self, _raw: &RawFault, _t: &mut FaultTemplate) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// A timed `[[step]]` of this kind made exact, so a replay does the same every time: what
+    /// the step-only keys give (`drops`, `links`), and a refusal of what would be drawn or
+    /// resolved at run time. By default the step must name its nodes.
+    fn exact_step(&self, t: &mut FaultTemplate, _step: &StepKeys) -> Result<(), String> {
+        names_its_nodes(t)
+    }
+
+    /// Its lines of a timed step, between `kind` and `duration`: whom it hits and its settings,
+    /// as [`Fault::read_keys`] and [`Fault::exact_step`] read them back.
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        target_line(&s.template)
+    }
+
+    /// The template that replays a recorded start of this kind (`t`: its defaults, on the
+    /// nodes it hit); `Ok(None)`: nothing to replay. The error says why it cannot be replayed
+    /// as it was.
+    fn replayed(&self, t: FaultTemplate, _start: &RecordedStart) -> Replayed {
+        Ok(Some(t))
+    }
+}
+
+/// What [`Fault::replayed`] gives: the template replaying a start, none, or why not.
+pub type Replayed = Result<Option<FaultTemplate>, String>;
+
+/// The schedule keys of a `[[fault]]` or `[[step]]` that only some kinds take; each is in the
+/// [`Fault::keys`] of at least one kind (test).
+pub const KIND_KEYS: &[&str] = &[
+    "shape", "port", "mode", "delta", "period", "factor", "percent", "delay", "jitter", "rate",
+    "file", "role", "replace", "drops", "links",
+];
+
+/// The refusal of `key` in a table of a kind that does not take it: the kinds that do.
+pub fn only_for(key: &str) -> String {
+    let kinds: Vec<String> = FAULTS
+        .iter()
+        .filter(|f| f.keys().contains(&key))
+        .map(|f| format!("\"{}\"", f.kind().name()))
+        .collect();
+    let list = match kinds.as_slice() {
+        [] => "none".to_string(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    };
+    format!("{key} is only for kind = {list}")
+}
+
+/// The keys only a timed `[[step]]` has, parsed, and which of the fault's keys it gave.
+#[derive(Debug, Default)]
+pub struct StepKeys {
+    /// `drops = { n1 = ["n3"] }`: an exact grudge (node -> the nodes whose traffic it drops).
+    pub drops: Option<Grudge>,
+    /// `links = [["n1", "n2"]]`: directed links, kept as a grudge (to -> froms).
+    pub links: Option<Grudge>,
+    pub target_given: bool,
+    pub shape_given: bool,
+}
+
+/// A recorded start, as a replay reads it: its typed value, and its history line for what
+/// its kind's file recorded beyond it.
+pub struct RecordedStart<'a> {
+    pub value: &'a FaultValue,
+    /// The start's line as the history holds it (empty: no done start was recorded).
+    pub line: &'a str,
+    /// The recorded run's nodes.
+    pub nodes: &'a [String],
+}
+
+/// A step names its nodes: roles such as the leader are resolved at run time.
+pub fn names_its_nodes(t: &FaultTemplate) -> Result<(), String> {
+    match t.target {
+        TargetSpec::Nodes(_) => Ok(()),
+        _ => Err(format!(
+            "target = \"{}\": a step names its nodes (target = \"n1\" or \"n1,n3\"); roles such as \
+             the leader are resolved by [[fault]] schedules at run time",
+            t.target.describe()
+        )),
+    }
+}
+
+/// `target = "n1,n3"` of a step on named nodes (nothing for another target).
+pub fn target_line(t: &FaultTemplate) -> String {
+    match &t.target {
+        TargetSpec::Nodes(n) => format!("target = \"{}\"\n", n.join(",")),
+        _ => String::new(),
+    }
 }
 
 /// Every kind, in `FaultKind::ALL`'s order.
@@ -337,8 +452,25 @@ pub(crate) fn single(nodes: &[String]) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{of, FAULTS};
+    use super::{of, only_for, FAULTS, KIND_KEYS};
     use crate::history::FaultKind;
+
+    #[test]
+    fn every_key_of_a_kind_is_a_kind_key_and_every_kind_key_has_a_kind() {
+        for f in FAULTS {
+            for key in f.keys() {
+                assert!(KIND_KEYS.contains(key), "{:?} takes {key}", f.kind());
+            }
+        }
+        for key in KIND_KEYS {
+            assert!(FAULTS.iter().any(|f| f.keys().contains(key)), "{key}");
+        }
+        assert_eq!(only_for("port"), "port is only for kind = \"partition\"");
+        assert_eq!(
+            only_for("mode"),
+            "mode is only for kind = \"clock\", \"packet\" or \"frames\""
+        );
+    }
 
     #[test]
     fn every_kind_has_one_row_in_its_order() {

@@ -5,14 +5,20 @@
 //! they hold.
 
 use super::kill::undo_value;
-use super::{Active, Fault, Needs, Order, SimWorld};
+use super::partition::quoted_list;
+use super::{
+    names_its_nodes, target_line, Active, Fault, Needs, Order, RecordedStart, Replayed, SimWorld,
+    StepKeys,
+};
 use crate::control::fault::packet::{self, engine::Engine, PacketMode, PacketRecord};
 use crate::control::Net;
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::partition::{groups_grudge, grudge};
-use crate::nemesis::schedule::{Grudge, PartitionShape};
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{FaultTemplate, Grudge, PartitionShape, PlannedFault, TargetSpec};
 use crate::nemesis::seam::NemesisContext;
 use crate::nemesis::targets::Ensemble;
+use crate::nemesis::units::{parse_duration, parse_rate_kbit};
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -125,6 +131,126 @@ impl Fault for Packet {
 
     fn undo_sim(&self, w: &mut dyn SimWorld, _: &[String], id: u64) {
         w.heal_links(id);
+    }
+
+    fn left_on(&self, ctx: &NemesisContext, node: &str) -> Vec<String> {
+        let Some(net) = ctx.control.net() else {
+            return Vec::new();
+        };
+        let in_netns = net.netns(node).is_some();
+        match packet::leftovers(ctx.control.as_ref(), node, in_netns) {
+            Ok(left) => left
+                .into_iter()
+                .map(|l| format!("{node} still has {l}"))
+                .collect(),
+            Err(e) => vec![format!("{node}: cannot list its packet faults: {e:#}")],
+        }
+    }
+
+    fn cannot_simulate(&self, t: &FaultTemplate) -> Option<&'static str> {
+        matches!(t.packet, Some(PacketMode::Bandwidth { .. }))
+            .then_some("packet bandwidth (not simulated)")
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "shape", "mode", "percent", "delay", "jitter", "rate", "links",
+        ]
+    }
+
+    /// Every link of every node, 30 % lost: a degraded network rather than a cut one.
+    fn defaults(&self, t: &mut FaultTemplate) {
+        t.target = TargetSpec::All;
+        t.packet = Some(PacketMode::Loss { percent: 30.0 });
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        t.packet = Some(mode_of(raw)?);
+        Ok(())
+    }
+
+    /// Its exact directed links (`links`), whose ends become its target; or named nodes.
+    fn exact_step(&self, t: &mut FaultTemplate, step: &StepKeys) -> Result<(), String> {
+        if let Some(links) = &step.links {
+            if step.target_given || step.shape_given {
+                return Err("links are the whole packet fault: leave out target and shape".into());
+            }
+            let mut ends: Vec<String> = links
+                .iter()
+                .flat_map(|(to, froms)| std::iter::once(to).chain(froms))
+                .cloned()
+                .collect();
+            ends.sort_by_key(|n| sid_of(n));
+            ends.dedup();
+            t.target = TargetSpec::Nodes(ends);
+            t.drops = Some(links.clone());
+        }
+        names_its_nodes(t)
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let t = &s.template;
+        let mut out = match &t.drops {
+            Some(g) => {
+                let pairs: Vec<String> = g
+                    .iter()
+                    .flat_map(|(to, froms)| {
+                        froms.iter().map(move |from| [from.clone(), to.clone()])
+                    })
+                    .map(|pair| quoted_list(pair.iter()))
+                    .collect();
+                format!("links = [{}]\n", pairs.join(", "))
+            }
+            None => target_line(t),
+        };
+        if let Some(mode) = t.packet {
+            out.push_str(&mode_keys(mode));
+        }
+        out
+    }
+
+    /// Exactly the mode and links it had, or no replay: another packet fault would replay a
+    /// different run. One that degraded no link is not replayed.
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        #[derive(serde::Deserialize)]
+        struct Start {
+            value: PacketRecord,
+        }
+        let Ok(Start { value: record }) = serde_json::from_str::<Start>(start.line) else {
+            return Err(
+                "does not record a mode and links that read back (a damaged or \
+                        edited line), so it cannot be replayed as it was"
+                    .into(),
+            );
+        };
+        if record.links.is_empty() {
+            return Ok(None);
+        }
+        t.packet = Some(record.mode);
+        let mut g = Grudge::new();
+        for [from, to] in &record.links {
+            g.entry(to.clone()).or_default().insert(from.clone());
+        }
+        t.drops = Some(g);
+        Ok(Some(t))
+    }
+}
+
+/// A packet mode as the keys of a `[[fault]]` (what [`mode_of`] reads back to the same mode).
+fn mode_keys(mode: PacketMode) -> String {
+    let name = format!("mode = \"{}\"\n", mode.name());
+    name + &match mode {
+        PacketMode::Loss { percent } | PacketMode::Duplicate { percent } => {
+            format!("percent = {percent:?}\n")
+        }
+        PacketMode::Delay {
+            delay_ms,
+            jitter_ms,
+        } => format!("delay = \"{delay_ms}ms\"\njitter = \"{jitter_ms}ms\"\n"),
+        PacketMode::Reorder { percent, delay_ms } => {
+            format!("percent = {percent:?}\ndelay = \"{delay_ms}ms\"\n")
+        }
+        PacketMode::Bandwidth { rate_kbit } => format!("rate = \"{rate_kbit}kbit\"\n"),
     }
 }
 
@@ -336,6 +462,100 @@ fn heal(
         EventType::Fail
     };
     ctx.recorder.record(NEMESIS, kind, F::Heal, None, value);
+}
+
+/// The packet mode a `[[fault]]` table's keys set (loss of 30 % when it sets none); each
+/// value checked, a key its mode does not use refused.
+fn mode_of(raw: &RawFault) -> Result<PacketMode, String> {
+    let mode = raw.mode.as_deref().unwrap_or("loss");
+    let percent = |default: f64| -> Result<f64, String> {
+        let p = raw.percent.unwrap_or(default);
+        if !(p > 0.0 && p <= 100.0) {
+            return Err(format!(
+                "percent = {p}: use a number above 0 and at most 100"
+            ));
+        }
+        Ok(p)
+    };
+    let ms = |key: &str, value: &Option<String>, default: &str| -> Result<u64, String> {
+        let d = parse_duration(value.as_deref().unwrap_or(default))
+            .map_err(|e| format!("{key}: {e}"))?;
+        Ok(d.as_millis() as u64)
+    };
+    let unused = |keys: &[(&str, bool)]| -> Result<(), String> {
+        match keys.iter().find(|(_, set)| *set) {
+            Some((key, _)) => Err(format!("{key} does not apply to mode = \"{mode}\"")),
+            None => Ok(()),
+        }
+    };
+    let (percent_set, delay_set) = (raw.percent.is_some(), raw.delay.is_some());
+    let (jitter_set, rate_set) = (raw.jitter.is_some(), raw.rate.is_some());
+    let m = match mode {
+        "loss" => {
+            unused(&[
+                ("delay", delay_set),
+                ("jitter", jitter_set),
+                ("rate", rate_set),
+            ])?;
+            PacketMode::Loss {
+                percent: percent(30.0)?,
+            }
+        }
+        "delay" => {
+            unused(&[("percent", percent_set), ("rate", rate_set)])?;
+            let delay_ms = ms("delay", &raw.delay, "100ms")?;
+            let jitter_ms = ms("jitter", &raw.jitter, "0ms")?;
+            if delay_ms == 0 || jitter_ms > delay_ms {
+                return Err(format!(
+                    "delay {delay_ms} ms, jitter {jitter_ms} ms: use a delay above 0 and a \
+                     jitter at most the delay"
+                ));
+            }
+            PacketMode::Delay {
+                delay_ms,
+                jitter_ms,
+            }
+        }
+        "duplicate" => {
+            unused(&[
+                ("delay", delay_set),
+                ("jitter", jitter_set),
+                ("rate", rate_set),
+            ])?;
+            PacketMode::Duplicate {
+                percent: percent(20.0)?,
+            }
+        }
+        "reorder" => {
+            unused(&[("jitter", jitter_set), ("rate", rate_set)])?;
+            let delay_ms = ms("delay", &raw.delay, "50ms")?;
+            if delay_ms == 0 {
+                return Err("delay = 0: a reordered packet must wait; use e.g. 50ms".into());
+            }
+            PacketMode::Reorder {
+                percent: percent(25.0)?,
+                delay_ms,
+            }
+        }
+        "bandwidth" => {
+            unused(&[
+                ("percent", percent_set),
+                ("delay", delay_set),
+                ("jitter", jitter_set),
+            ])?;
+            let text = raw.rate.as_deref().unwrap_or("1mbit");
+            PacketMode::Bandwidth {
+                rate_kbit: parse_rate_kbit(text).map_err(|e| format!("rate: {e}"))?,
+            }
+        }
+        other => {
+            return Err(format!(
+                "mode = \"{other}\" is unknown for kind = \"packet\"; use loss, delay, \
+                 duplicate, reorder or bandwidth"
+            ))
+        }
+    };
+    Ok(m)
 }
 
 #[cfg(test)]

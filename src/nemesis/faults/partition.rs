@@ -3,11 +3,15 @@
 //! Zab connections' (`cut = "quorum"`). Undone by `heal`, which removes the chain.
 
 use super::kill::undo_value;
-use super::{record_undo, Active, Fault, Needs, Order, SimWorld};
+use super::{
+    names_its_nodes, record_undo, target_line, Active, Fault, Needs, Order, RecordedStart,
+    Replayed, SimWorld, StepKeys,
+};
 use crate::control::{fault::iptables, Net};
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::partition::{components, groups_grudge, grudge};
-use crate::nemesis::schedule::{Grudge, PartitionShape, TargetSpec};
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{FaultTemplate, Grudge, PartitionShape, PlannedFault, TargetSpec};
 use crate::nemesis::seam::NemesisContext;
 use crate::nemesis::targets::resolve;
 use anyhow::{bail, Result};
@@ -85,6 +89,137 @@ impl Fault for Partition {
 
     fn undo_sim(&self, w: &mut dyn SimWorld, _: &[String], id: u64) {
         w.heal_links(id);
+    }
+
+    fn left_on(&self, ctx: &NemesisContext, node: &str) -> Vec<String> {
+        let Some(net) = ctx.control.net() else {
+            return Vec::new();
+        };
+        match net.is_cut(node) {
+            Ok(true) => vec![format!("{node} still has the {} chain", iptables::CHAIN)],
+            Ok(false) => Vec::new(),
+            Err(e) => vec![format!("{node}: cannot list its iptables rules: {e:#}")],
+        }
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["shape", "port", "drops"]
+    }
+
+    fn defaults(&self, t: &mut FaultTemplate) {
+        t.shape = Some(PartitionShape::RandomHalves);
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        if let Some(port) = &raw.port {
+            t.cut = iptables::Cut::of_port(Some(port)).ok_or_else(|| {
+                format!(
+                    "port = \"{port}\" is unknown; use \"quorum\" (only the Zab connections are \
+                     cut) or leave it out (every packet)"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Exact groups or drops, or a shape that needs no draw and no role; the nodes it cuts
+    /// become its target, as the history records them.
+    fn exact_step(&self, t: &mut FaultTemplate, step: &StepKeys) -> Result<(), String> {
+        if step.target_given {
+            names_its_nodes(t)?;
+        }
+        is_exact(t, step.drops.is_some(), step.shape_given)?;
+        let mut named: Vec<String> = match (&step.drops, &t.groups) {
+            (Some(d), _) => d
+                .iter()
+                .flat_map(|(a, f)| std::iter::once(a).chain(f))
+                .cloned()
+                .collect(),
+            (None, Some(g)) => g.iter().flatten().cloned().collect(),
+            (None, None) => Vec::new(),
+        };
+        if !named.is_empty() {
+            named.sort_by_key(|n| sid_of(n));
+            named.dedup();
+            t.target = TargetSpec::Nodes(named);
+        }
+        t.drops = step.drops.clone();
+        Ok(())
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let t = &s.template;
+        let mut out = match (&t.drops, &t.groups) {
+            (Some(d), _) => {
+                let entries: Vec<String> = d
+                    .iter()
+                    .map(|(n, from)| format!("{n} = {}", quoted_list(from.iter())))
+                    .collect();
+                format!("drops = {{ {} }}\n", entries.join(", "))
+            }
+            (None, Some(g)) => {
+                let groups: Vec<String> = g.iter().map(|g| quoted_list(g.iter())).collect();
+                format!("groups = [{}]\n", groups.join(", "))
+            }
+            (None, None) => {
+                let shape = t.shape.unwrap_or(PartitionShape::Halves);
+                format!("shape = \"{}\"\n{}", shape.name(), target_line(t))
+            }
+        };
+        if let Some(port) = t.cut.port() {
+            out.push_str(&format!("port = \"{port}\"\n"));
+        }
+        out
+    }
+
+    /// Who dropped whom, as groups when groups say it exactly, else as drops.
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        let g: Grudge = (start.value.drops.iter())
+            .map(|(n, from)| (n.clone(), from.iter().cloned().collect()))
+            .collect();
+        let comps = components(start.nodes, &g);
+        t.cut = iptables::Cut::of_port(start.value.port.as_deref()).unwrap_or(iptables::Cut::Every);
+        if groups_grudge(start.nodes, &comps) == g {
+            t.shape = Some(PartitionShape::Groups);
+            t.groups = Some(comps);
+        } else {
+            t.drops = Some(g);
+        }
+        Ok(Some(t))
+    }
+}
+
+/// `["n1", "n2"]`.
+pub(crate) fn quoted_list<'a>(items: impl Iterator<Item = &'a String>) -> String {
+    let q: Vec<String> = items.map(|n| format!("{n:?}")).collect();
+    format!("[{}]", q.join(", "))
+}
+
+/// A partition step must cut exactly the same way every time: explicit groups or drops, or a
+/// shape that needs no random draw and no role.
+fn is_exact(t: &FaultTemplate, drops: bool, shape_given: bool) -> Result<(), String> {
+    if drops {
+        if shape_given || t.groups.is_some() {
+            return Err("drops is the whole partition: leave out shape and groups".into());
+        }
+        return Ok(());
+    }
+    match (t.shape, &t.target) {
+        (Some(PartitionShape::Groups | PartitionShape::Halves), _) => Ok(()),
+        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), TargetSpec::Nodes(n))
+            if n.len() == 1 =>
+        {
+            Ok(())
+        }
+        (Some(PartitionShape::IsolateOne | PartitionShape::OneWay), _) => {
+            Err("shape isolate-one and one-way need target = one node, e.g. \"n2\"".into())
+        }
+        _ => Err(
+            "a partition step needs groups = [[\"n1\", \"n2\"], [\"n3\"]], or drops = { n1 = \
+             [\"n3\"] } (node = the nodes whose traffic it drops), or shape = \"halves\" / \
+             \"isolate-one\" / \"one-way\" with a target; random shapes are not exact"
+                .into(),
+        ),
     }
 }
 

@@ -20,11 +20,17 @@
 //! - The simulator cannot model it (its ensemble never changes) and refuses it before a run.
 
 use super::kill::undo_value;
-use super::{signal_all, single, start_again, Active, Fault, Order, SimWorld};
+use super::{
+    signal_all, single, start_again, target_line, Active, Fault, Order, RecordedStart, Replayed,
+    SimWorld,
+};
 use crate::api::ConfigView;
 use crate::control::sut::{DataOutcome, Member};
-use crate::history::{sid_of, EventType, FaultKind, FaultValue, F, NEMESIS};
-use crate::nemesis::schedule::TargetSpec;
+use crate::history::{
+    sid_of, EventType, FaultKind, FaultValue, F, NEMESIS, OBSERVER_ROLE, PARTICIPANT_ROLE,
+};
+use crate::nemesis::raw_fault::RawFault;
+use crate::nemesis::schedule::{FaultTemplate, PlannedFault, TargetSpec};
 use crate::nemesis::seam::NemesisContext;
 use crate::nemesis::targets::{resolve, Ensemble, Resolved};
 use anyhow::{bail, Result};
@@ -158,6 +164,54 @@ impl Fault for Reconfig {
     }
 
     fn undo_sim(&self, _: &mut dyn SimWorld, _: &[String], _: u64) {}
+
+    fn cannot_simulate(&self, _: &FaultTemplate) -> Option<&'static str> {
+        Some("reconfig (the simulated ensemble never changes its membership)")
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["role", "replace"]
+    }
+
+    fn read_keys(&self, raw: &RawFault, t: &mut FaultTemplate) -> Result<(), String> {
+        if let Some(role) = &raw.role {
+            match role.as_str() {
+                OBSERVER_ROLE => t.demote = true,
+                PARTICIPANT_ROLE => t.promote = true,
+                _ => return Err(format!("role = \"{role}\" is unknown; use \"observer\" (voters demoted, they stay as observers), \"participant\" (observers promoted to voters) or leave it out (the servers leave the config)")),
+            }
+        }
+        if let Some(replace) = raw.replace {
+            if replace && (t.demote || t.promote) {
+                return Err("replace = true and role do not go together: a replaced server leaves the config; drop one of them".into());
+            }
+            t.replace = replace;
+        }
+        Ok(())
+    }
+
+    fn step_lines(&self, s: &PlannedFault) -> String {
+        let t = &s.template;
+        let mut out = target_line(t);
+        if t.demote {
+            out.push_str(&format!("role = \"{OBSERVER_ROLE}\"\n"));
+        }
+        if t.promote {
+            out.push_str(&format!("role = \"{PARTICIPANT_ROLE}\"\n"));
+        }
+        if t.replace {
+            out.push_str("replace = true\n");
+        }
+        out
+    }
+
+    fn replayed(&self, mut t: FaultTemplate, start: &RecordedStart) -> Replayed {
+        let role = start.value.role.as_deref();
+        t.demote = role == Some(OBSERVER_ROLE);
+        t.promote = role == Some(PARTICIPANT_ROLE);
+        t.replace = start.value.replace;
+        Ok(Some(t))
+    }
 }
 
 /// Replaces servers a committed reconfig removed: each is killed, wiped (`Target::wipe`) and

@@ -26,18 +26,10 @@ pub fn lane_color(state: LaneState) -> RGBColor {
     }
 }
 
+/// A kind's shade (`history::KindFacts::colour`).
 pub fn fault_color(kind: FaultKind) -> RGBColor {
-    match kind {
-        FaultKind::Kill => RGBColor(214, 39, 40),
-        FaultKind::Pause => RGBColor(148, 103, 189),
-        FaultKind::Partition => RGBColor(255, 127, 14),
-        FaultKind::Clock => RGBColor(23, 190, 207),
-        FaultKind::PowerLoss => RGBColor(140, 86, 75),
-        FaultKind::Corrupt => RGBColor(227, 119, 194),
-        FaultKind::Packet => RGBColor(188, 189, 34),
-        FaultKind::Frames => RGBColor(82, 84, 163),
-        FaultKind::Reconfig => RGBColor(44, 160, 44),
-    }
+    let (r, g, b) = kind.facts().colour;
+    RGBColor(r, g, b)
 }
 
 /// The color of a checker's markers: one per checker name, stable across runs, none of them
