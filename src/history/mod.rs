@@ -484,6 +484,12 @@ pub enum ClockLead {
 }
 
 impl FaultValue {
+    /// The kill a reconfig's `replace` made (its servers replaced once removed): part of that
+    /// reconfig, not a fault of its own.
+    pub fn made_by_replace(&self, f: F) -> bool {
+        f == F::Kill && self.replace
+    }
+
     /// A clock fault's start: how far ahead it may put the clock ([`ClockLead`]).
     pub fn clock_lead(&self) -> ClockLead {
         match (self.mode.as_deref(), self.offset_ms, self.factor) {

@@ -12,6 +12,8 @@ use super::units::parse_duration;
 use serde::Deserialize;
 use std::time::Duration;
 
+/// A table's keys as written. The keys only some kinds take (`faults::KIND_KEYS`) are public:
+/// each kind's file reads its own (`faults::Fault::read_keys`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {

@@ -16,7 +16,7 @@
 //! keeps the plan's order.
 
 use super::goal::Goal;
-use super::schedule::{PartitionShape, PlannedFault, TargetSpec};
+use super::schedule::{PlannedFault, TargetSpec};
 use crate::history::situation::{Situation, Who};
 use crate::history::FaultKind;
 use clap::ValueEnum;
@@ -52,17 +52,9 @@ pub fn lookahead(entries: usize) -> usize {
 /// What one fault or part aims at: its kind and, when its target names it, whom.
 pub type Aim = (FaultKind, Option<Who>);
 
-/// Whom a target names, when it names a role.
-fn whom(f: &super::schedule::FaultTemplate) -> Option<Who> {
-    if f.kind == FaultKind::Partition {
-        return match f.shape {
-            Some(PartitionShape::IsolateLeader | PartitionShape::LeaderMinority) => {
-                Some(Who::Leader)
-            }
-            _ => None,
-        };
-    }
-    match f.target {
+/// Whom a target names, when it names a role (a random node names nobody in particular).
+pub fn named_by(target: &TargetSpec) -> Option<Who> {
+    match target {
         TargetSpec::Leader => Some(Who::Leader),
         TargetSpec::Follower => Some(Who::Follower),
         TargetSpec::Followers | TargetSpec::Majority => Some(Who::Quorum),
@@ -77,7 +69,7 @@ fn whom(f: &super::schedule::FaultTemplate) -> Option<Who> {
 pub fn aims(f: &PlannedFault) -> Vec<Aim> {
     std::iter::once(&f.template)
         .chain(f.parts.iter().map(|p| &p.template))
-        .map(|t| (t.kind, whom(t)))
+        .map(|t| (t.kind, super::faults::of(t.kind).whom(t)))
         .collect()
 }
 

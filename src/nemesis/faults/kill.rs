@@ -48,7 +48,7 @@ impl Fault for Kill {
 
     /// Not a reconfig's replace: its reconfig step replays that kill.
     fn replayed(&self, t: FaultTemplate, start: &RecordedStart) -> Replayed {
-        Ok((!start.value.replace).then_some(t))
+        Ok((!start.value.made_by_replace(F::Kill)).then_some(t))
     }
 }
 

@@ -22,6 +22,7 @@ use super::raw_fault::RawFault;
 use super::schedule::{FaultTemplate, Grudge, PlannedFault, TargetSpec};
 use super::seam::NemesisContext;
 use super::targets::{resolve, Ensemble, Resolved};
+use crate::history::situation::Who;
 use crate::history::{EventType, FaultKind, FaultValue, F, NEMESIS};
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
@@ -32,6 +33,11 @@ use std::sync::Arc;
 /// A kind of fault, done to a real cluster or to the simulated world.
 pub trait Fault: Sync {
     fn kind(&self) -> FaultKind;
+
+    /// Whom it aims at, for steering (`steer::aims`): the role its target names.
+    fn whom(&self, t: &FaultTemplate) -> Option<Who> {
+        crate::nemesis::steer::named_by(&t.target)
+    }
 
     /// What it needs of the machine, beyond running nodes.
     fn needs(&self) -> Needs {

@@ -8,6 +8,7 @@ use super::{
     Replayed, SimWorld, StepKeys,
 };
 use crate::control::{fault::iptables, Net};
+use crate::history::situation::Who;
 use crate::history::{sid_of, EventType, FaultKind, F, NEMESIS};
 use crate::nemesis::partition::{components, groups_grudge, grudge};
 use crate::nemesis::raw_fault::RawFault;
@@ -23,6 +24,17 @@ pub struct Partition;
 impl Fault for Partition {
     fn kind(&self) -> FaultKind {
         FaultKind::Partition
+    }
+
+    /// The leader when its shape is drawn around the leader; else nobody in particular
+    /// (its target only seeds the draw).
+    fn whom(&self, t: &FaultTemplate) -> Option<Who> {
+        match t.shape {
+            Some(PartitionShape::IsolateLeader | PartitionShape::LeaderMinority) => {
+                Some(Who::Leader)
+            }
+            _ => None,
+        }
     }
 
     fn needs(&self) -> Needs {
