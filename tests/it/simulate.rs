@@ -46,10 +46,9 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
     let summary: SimSummary =
         serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
     let failure = summary.failures().next().expect("a failing simulated run");
-    let replay = failure
-        .replay
-        .as_ref()
-        .expect("the first failure was replayed");
+    let [replay] = failure.replays.as_slice() else {
+        panic!("the first failure replayed once: {:?}", failure.replays);
+    };
     assert_eq!(replay.error, None);
     let real = replay.folder.as_ref().expect("the real run's folder");
     let results = fle_chaos::commands::run::child::read_results(real).expect("its results.json");

@@ -76,6 +76,11 @@ pub struct SimulateArgs {
     /// one at a time; the summary says for each whether the real run reproduced it.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub confirm: usize,
+    /// How many times `--confirm` replays each failure: the summary gives each failure's
+    /// reproduction rate (a timing-dependent bug may show in some real runs only).
+    #[arg(long, default_value_t = 1, value_name = "K", requires = "confirm",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub confirm_replays: u32,
     /// Run every seed twice and fail on any difference in its history.
     #[arg(long)]
     pub check_determinism: bool,
@@ -325,7 +330,8 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
     let (a, s, i) = (args.clone(), settings.clone(), interrupts.clone());
     let (mut summary, out) = tokio::task::spawn_blocking(move || run_all(&a, &s, &i)).await??;
     if args.confirm > 0 {
-        super::confirm::confirm(&mut summary, &settings, args.confirm, &interrupts).await?;
+        let (n, k) = (args.confirm, args.confirm_replays as usize);
+        super::confirm::confirm(&mut summary, &settings, (n, k), &interrupts).await?;
     }
     let path = summary.write(&out)?;
     println!("{}; summary {}", summary.line(), path.display());
@@ -336,7 +342,7 @@ pub async fn simulate(args: SimulateArgs) -> Result<i32> {
                 r.seed,
                 r.valid.word(),
                 r.failed.join(", "),
-                super::summary::replay_text(r.replay.as_ref()),
+                super::summary::replays_text(&r.replays),
                 settings.real_command(),
                 f.join(crate::store::SCHEDULE).display()
             );
@@ -433,7 +439,7 @@ fn run_all(
             valid,
             failed: run.failed(),
             folder,
-            replay: None,
+            replays: Vec::new(),
         });
         progress(&d, a.runs, started);
     });

@@ -14,79 +14,91 @@ use std::time::Duration;
 /// How long a replay may take beyond its time limit (start, final phase, checkers).
 const MARGIN: Duration = Duration::from_secs(180);
 
-/// Replays the first `n` failures of `summary` (lowest seeds first) and records each outcome.
+/// Replays the first `n` failures of `summary` (lowest seeds first) `k` times each, one run at
+/// a time, and records each outcome.
 pub async fn confirm(
     summary: &mut SimSummary,
     s: &SimSettings,
-    n: usize,
+    (n, k): (usize, usize),
     interrupts: &Interrupts,
 ) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
-    let deadline = s.time_limit + s.recovery_timeout + MARGIN;
     let failures = (summary.results.iter_mut())
         .filter(|r| r.valid != Validity::True && r.folder.is_some())
         .take(n);
     for r in failures {
-        if interrupts.received().is_some() {
-            break;
-        }
         let Some(folder) = r.folder.clone() else {
             continue;
         };
-        let mut args = s.real_args.clone();
-        args.extend([
-            "--nemesis-file".to_string(),
-            folder.join(crate::store::SCHEDULE).display().to_string(),
-        ]);
-        let out = folder.join("real");
-        let log = folder.join("real.log");
-        eprintln!(
-            "fle-chaos simulate: replaying seed {} on real processes (log {})",
-            r.seed,
-            log.display()
-        );
-        let place = ChildPlace {
-            out: &out,
-            name: "replay",
-            log: &log,
-            command: ChildCommand::Test,
-        };
-        let stop = async { Stop::Interrupted(interrupts.wait().await) };
-        r.replay = Some(
-            match run_child(&exe, &args, place, Some(deadline), stop).await {
-                Err(e) => Replay::error(format!("{e:#}")),
-                Ok(child) => {
-                    let valid = match child.code {
-                        exit::VALID => Validity::True,
-                        exit::INVALID => Validity::False,
-                        _ => Validity::Unknown,
-                    };
-                    match &child.results {
-                        None => Replay::error(format!(
-                            "no verdict (exit {}{}); see {}",
-                            child.code,
-                            child
-                                .note
-                                .as_deref()
-                                .map(|n| format!(": {n}"))
-                                .unwrap_or_default(),
-                            log.display()
-                        )),
-                        Some(results) => {
-                            let failed = crate::commands::run::child::invalid_checkers(results);
-                            Replay {
-                                valid,
-                                reproduced: valid == Validity::False
-                                    && failed.iter().any(|c| r.failed.contains(c)),
-                                failed,
-                                folder: child.run_dir,
-                                error: None,
-                            }
-                        }
-                    }
-                }
-            },
-        );
+        for i in 1..=k {
+            if interrupts.received().is_some() {
+                return Ok(());
+            }
+            // One replay keeps the folder names it always had; several are numbered.
+            let (name, log) = match k {
+                1 => ("replay".to_string(), folder.join("real.log")),
+                _ => (format!("replay-{i}"), folder.join(format!("real-{i}.log"))),
+            };
+            eprintln!(
+                "fle-chaos simulate: replaying seed {} on real processes ({i} of {k}; log {})",
+                r.seed,
+                log.display()
+            );
+            let replay = replay_once(&exe, s, (&folder, &name, &log), &r.failed, interrupts).await;
+            r.replays.push(replay);
+        }
     }
     Ok(())
+}
+
+/// One real run of the schedule in `folder` (into `folder/real/NAME`, its output in `log`):
+/// reproduced when it is invalid for a checker of `failed`.
+async fn replay_once(
+    exe: &std::path::Path,
+    s: &SimSettings,
+    (folder, name, log): (&std::path::Path, &str, &std::path::Path),
+    failed: &[String],
+    interrupts: &Interrupts,
+) -> Replay {
+    let deadline = s.time_limit + s.recovery_timeout + MARGIN;
+    let mut args = s.real_args.clone();
+    args.extend([
+        "--nemesis-file".to_string(),
+        folder.join(crate::store::SCHEDULE).display().to_string(),
+    ]);
+    let out = folder.join("real");
+    let place = ChildPlace {
+        out: &out,
+        name,
+        log,
+        command: ChildCommand::Test,
+    };
+    let stop = async { Stop::Interrupted(interrupts.wait().await) };
+    let child = match run_child(exe, &args, place, Some(deadline), stop).await {
+        Err(e) => return Replay::error(format!("{e:#}")),
+        Ok(child) => child,
+    };
+    let valid = match child.code {
+        exit::VALID => Validity::True,
+        exit::INVALID => Validity::False,
+        _ => Validity::Unknown,
+    };
+    let Some(results) = &child.results else {
+        let note = (child.note.as_deref())
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default();
+        return Replay::error(format!(
+            "no verdict (exit {}{note}); see {}",
+            child.code,
+            log.display()
+        ));
+    };
+    let real_failed = crate::commands::run::child::invalid_checkers(results);
+    Replay {
+        valid,
+        reproduced: valid == Validity::False && real_failed.iter().any(|c| failed.contains(c)),
+        failed: real_failed,
+        folder: child.run_dir,
+        error: None,
+    }
 }

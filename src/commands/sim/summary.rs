@@ -27,9 +27,10 @@ pub struct RunSummary {
     pub failed: Vec<String>,
     /// The run's folder, kept when it was not valid.
     pub folder: Option<PathBuf>,
-    /// Its schedule replayed on real processes (`--confirm`), when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<Replay>,
+    /// Its schedule replayed on real processes (`--confirm`, `--confirm-replays` times), in
+    /// order; empty when it was not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<Replay>,
 }
 
 /// What a real run of a simulated failure's schedule said.
@@ -111,15 +112,11 @@ impl SimSummary {
         self.results.iter().filter(|r| r.valid != Validity::True)
     }
 
-    /// Of the failures replayed on real processes (`--confirm`), how many reproduced and how
-    /// many were replayed (a replay that could not run counts in neither); None without any.
+    /// Of the real replays of failures (`--confirm`), how many reproduced and how many ran (a
+    /// replay that could not run counts in neither); None without any.
     pub fn reproduction(&self) -> Option<(usize, usize)> {
-        let replays: Vec<&Replay> = (self.failures())
-            .filter_map(|r| r.replay.as_ref())
-            .filter(|r| r.error.is_none())
-            .collect();
-        let reproduced = replays.iter().filter(|r| r.reproduced).count();
-        (!replays.is_empty()).then_some((reproduced, replays.len()))
+        let replays: Vec<&Replay> = self.failures().flat_map(|r| &r.replays).collect();
+        rate(&replays)
     }
 
     /// "; real replays: 3 of 4 reproduced", or nothing when none ran.
@@ -239,7 +236,7 @@ impl SimSummary {
                     escape(&r.failed.join(", ")),
                     folder(&r.folder, store::REPORT, "report"),
                     folder(&r.folder, store::SCHEDULE, store::SCHEDULE),
-                    replay_text(r.replay.as_ref())
+                    replays_text(&r.replays)
                 );
             }
             h.push_str("</table>\n");
@@ -287,7 +284,7 @@ impl SimSummary {
                     .as_ref()
                     .map(|d| format!("run folder {}", d.display()))
                     .unwrap_or_else(|| "no run folder".to_string()),
-                replay_text(r.replay.as_ref())
+                replays_text(&r.replays)
             );
             let _ = write!(
                 x,
@@ -304,11 +301,35 @@ impl SimSummary {
 }
 
 /// What a failure's real replay said, in words ("not replayed" when it was not).
-pub fn replay_text(r: Option<&Replay>) -> String {
+/// Of `replays`, how many reproduced and how many ran (with a verdict); None if none ran.
+pub fn rate<'a>(replays: impl IntoIterator<Item = &'a &'a Replay>) -> Option<(usize, usize)> {
+    let ran: Vec<&Replay> = (replays.into_iter().copied())
+        .filter(|r| r.error.is_none())
+        .collect();
+    let reproduced = ran.iter().filter(|r| r.reproduced).count();
+    (!ran.is_empty()).then_some((reproduced, ran.len()))
+}
+
+/// What a failure's real replays said: one replay's outcome, or for several the rate and each
+/// one's ("reproduced in 2 of 3 replays: ...; ...").
+pub fn replays_text(replays: &[Replay]) -> String {
+    match replays {
+        [] => "not replayed".to_string(),
+        [one] => replay_text(one),
+        several => {
+            let all: Vec<&Replay> = several.iter().collect();
+            let (k, n) = rate(&all).unwrap_or((0, 0));
+            let each: Vec<String> = several.iter().map(replay_text).collect();
+            format!("reproduced in {k} of {n} replays: {}", each.join("; "))
+        }
+    }
+}
+
+/// What one real replay said.
+fn replay_text(r: &Replay) -> String {
     match r {
-        None => "not replayed".to_string(),
-        Some(Replay { error: Some(e), .. }) => format!("not replayed: {e}"),
-        Some(r) => format!(
+        Replay { error: Some(e), .. } => format!("not replayed: {e}"),
+        r => format!(
             "{} ({}){}",
             if r.reproduced {
                 "reproduced"
@@ -337,7 +358,7 @@ mod tests {
             valid,
             failed: failed.iter().map(|s| s.to_string()).collect(),
             folder: None,
-            replay: None,
+            replays: Vec::new(),
         }
     }
 
@@ -372,23 +393,36 @@ mod tests {
         assert!(h.contains("<td>election-safety</td><td>1</td>"), "{h}");
     }
 
+    fn replay(reproduced: bool) -> Replay {
+        Replay {
+            valid: if reproduced {
+                Validity::False
+            } else {
+                Validity::True
+            },
+            failed: if reproduced {
+                vec!["durability".into()]
+            } else {
+                Vec::new()
+            },
+            folder: None,
+            reproduced,
+            error: None,
+        }
+    }
+
     #[test]
     fn the_line_and_page_give_the_real_replays_reproduction_rate() {
-        let replayed = |seed, reproduced: bool| RunSummary {
-            replay: Some(Replay {
-                valid: Validity::False,
-                failed: vec!["durability".into()],
-                folder: None,
-                reproduced,
-                error: None,
-            }),
+        let replayed = |seed, replays: Vec<Replay>| RunSummary {
+            replays,
             ..run(seed, Validity::False, &["durability"])
         };
-        let mut results = vec![replayed(1, true), replayed(2, false), replayed(3, true)];
-        results.push(RunSummary {
-            replay: Some(Replay::error("no root".into())),
-            ..run(4, Validity::False, &["durability"])
-        });
+        let mut results = vec![
+            replayed(1, vec![replay(true)]),
+            replayed(2, vec![replay(false)]),
+            replayed(3, vec![replay(true)]),
+        ];
+        results.push(replayed(4, vec![Replay::error("no root".into())]));
         results.push(run(5, Validity::False, &["durability"]));
         let s = SimSummary::new("c".into(), chrono::Utc::now(), 1.0, None, results);
         assert_eq!(s.reproduction(), Some((2, 3)));
@@ -407,6 +441,35 @@ mod tests {
         );
         assert_eq!(none.reproduction(), None);
         assert!(!none.line().contains("replays"), "{}", none.line());
+    }
+
+    #[test]
+    fn several_replays_of_one_failure_give_its_rate_and_each_outcome() {
+        let three = vec![replay(true), replay(false), Replay::error("no root".into())];
+        let text = replays_text(&three);
+        assert!(text.starts_with("reproduced in 1 of 2 replays: "), "{text}");
+        assert!(
+            text.contains(
+                "reproduced (invalid: durability); not reproduced (valid); not replayed: no root"
+            ),
+            "{text}"
+        );
+        assert_eq!(replays_text(&three[1..2]), "not reproduced (valid)");
+        assert_eq!(replays_text(&[]), "not replayed");
+        let s = SimSummary::new(
+            "c".into(),
+            chrono::Utc::now(),
+            1.0,
+            None,
+            vec![RunSummary {
+                replays: three,
+                ..run(7, Validity::False, &["durability"])
+            }],
+        );
+        assert_eq!(s.reproduction(), Some((1, 2)));
+        // Read back as written.
+        let again: SimSummary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(again.results[0].replays.len(), 3);
     }
 
     #[test]
