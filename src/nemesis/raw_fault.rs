@@ -278,3 +278,36 @@ impl RawFault {
         Ok(p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RawFault;
+    use crate::nemesis::faults::KIND_KEYS;
+
+    /// Every key only some kinds take is checked against the kind (a key missing from
+    /// `kind_keys_given` would be read by its kind without the check).
+    #[test]
+    fn every_kind_key_a_table_can_give_is_checked_against_its_kind() {
+        let every = r#"kind = "clock"
+shape = "halves"
+port = "quorum"
+mode = "bump"
+delta = "+1s"
+period = "1s"
+factor = 2.0
+percent = 10.0
+delay = "1ms"
+jitter = "1ms"
+rate = "1mbit"
+file = "txnlog"
+role = "observer"
+replace = true
+"#;
+        let raw: RawFault = toml::from_str(every).unwrap();
+        let step_only = ["drops", "links"];
+        let table_keys: Vec<&str> = (KIND_KEYS.iter().copied())
+            .filter(|k| !step_only.contains(k))
+            .collect();
+        assert_eq!(raw.kind_keys_given(), table_keys);
+    }
+}
