@@ -14,9 +14,12 @@ pub fn check(d: &Digest, info: &TestInfo) -> Finding {
     let planned = info.settings.faults_planned;
     let injected = d
         .records()
-        .filter(|r| matches!(r, Rec::Nemesis(op) if op.starts_fault() && !op.value.r#final))
         // A replaced server's kill is its reconfig's, counted once with it.
-        .filter(|r| !matches!(r, Rec::Nemesis(op) if op.value.made_by_replace(op.f)))
+        .filter(|r| {
+            matches!(r, Rec::Nemesis(op) if op.starts_fault()
+                && !op.value.r#final
+                && !op.value.made_by_replace(op.f))
+        })
         .count();
     let mut gaps: Vec<Item> = Vec::new();
     // Without a recorded plan (runs before plans were), test.json's fault kinds say whether

@@ -43,7 +43,7 @@ use crate::api::{ServerState, ZabPhase};
 use crate::duration::moment;
 use crate::history::test_info::TestInfo;
 use crate::history::view::{quorum_backed, NodeRead, View};
-use crate::history::{Effect, EventType, FaultStep};
+use crate::history::{EventType, FaultStep};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "leader-stepdown";
@@ -253,7 +253,7 @@ impl Tracker {
         };
         let pick: fn(&mut Undoing) -> &mut Option<u64> = if kind.stops_node() {
             |u| &mut u.stop
-        } else if kind.facts().effect == Effect::Cuts {
+        } else if kind.cuts_links() {
             |u| &mut u.cut
         } else {
             return;

@@ -64,6 +64,15 @@ impl Validity {
         }
     }
 
+    /// The verdict an exit code says (any code but 0 and 1: unknown).
+    pub fn of_exit_code(code: i32) -> Validity {
+        match code {
+            crate::exit::VALID => Validity::True,
+            crate::exit::INVALID => Validity::False,
+            _ => Validity::Unknown,
+        }
+    }
+
     /// The process exit code for this verdict (Jepsen's: 0 valid, 1 invalid, 2 unknown).
     pub fn exit_code(self) -> i32 {
         match self {

@@ -364,12 +364,9 @@ impl FaultKind {
         all
     };
 
-    /// Its row of [`FACTS`].
+    /// Its row of [`FACTS`] (rows are in the variants' order, test).
     pub fn facts(self) -> &'static KindFacts {
-        FACTS
-            .iter()
-            .find(|f| f.kind == self)
-            .expect("every FaultKind has a row in FACTS")
+        &FACTS[self as usize]
     }
 
     pub fn name(self) -> &'static str {
@@ -383,6 +380,11 @@ impl FaultKind {
     /// Whether the fault stops its nodes' processes until its undo.
     pub fn stops_node(self) -> bool {
         matches!(self.facts().effect, Effect::Stops { .. })
+    }
+
+    /// Whether the fault cuts links (its value's `drops`) until its undo.
+    pub fn cuts_links(self) -> bool {
+        self.facts().effect == Effect::Cuts
     }
 
     /// The `f` of the action that undoes this fault.
@@ -630,8 +632,11 @@ mod fault_step_tests {
             let spelled = serde_json::to_value(kind).unwrap();
             assert_eq!(spelled, serde_json::json!(kind.name()), "{kind:?}");
             assert_eq!(FaultKind::parse(kind.name()), Some(kind));
-            let rows = super::FACTS.iter().filter(|f| f.kind == kind).count();
-            assert_eq!(rows, 1, "{kind:?}");
+            assert_eq!(
+                kind.facts().kind,
+                kind,
+                "FACTS' rows in the variants' order"
+            );
         }
     }
 

@@ -182,7 +182,7 @@ impl Recorder {
             v.active_faults()
                 .flat_map(|i| {
                     let kind = i.kind.name();
-                    if i.nodes.is_empty() || i.kind.facts().effect == crate::history::Effect::Cuts {
+                    if i.nodes.is_empty() || i.kind.cuts_links() {
                         vec![kind.to_string()]
                     } else {
                         i.nodes.iter().map(|n| format!("{kind} {n}")).collect()

@@ -340,7 +340,7 @@ impl Situations {
                 ..
             } if !value.r#final => match value.step(f) {
                 Some(FaultStep::Starts(kind)) => {
-                    let targets = if kind.facts().effect == Effect::Cuts {
+                    let targets = if kind.cuts_links() {
                         cut_off(view, value)
                     } else {
                         named(view, value, node)

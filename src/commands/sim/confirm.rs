@@ -8,7 +8,6 @@ use super::summary::{Replay, SimSummary};
 use crate::checker::Validity;
 use crate::commands::run::child::{run_child, ChildCommand, ChildPlace, Stop};
 use crate::commands::run::interrupt::Interrupts;
-use crate::exit;
 use std::time::Duration;
 
 /// How long a replay may take beyond its time limit (start, final phase, checkers).
@@ -78,11 +77,7 @@ async fn replay_once(
         Err(e) => return Replay::error(format!("{e:#}")),
         Ok(child) => child,
     };
-    let valid = match child.code {
-        exit::VALID => Validity::True,
-        exit::INVALID => Validity::False,
-        _ => Validity::Unknown,
-    };
+    let valid = Validity::of_exit_code(child.code);
     let Some(results) = &child.results else {
         let note = (child.note.as_deref())
             .map(|n| format!(": {n}"))

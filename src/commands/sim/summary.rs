@@ -115,8 +115,7 @@ impl SimSummary {
     /// Of the real replays of failures (`--confirm`), how many reproduced and how many ran (a
     /// replay that could not run counts in neither); None without any.
     pub fn reproduction(&self) -> Option<(usize, usize)> {
-        let replays: Vec<&Replay> = self.failures().flat_map(|r| &r.replays).collect();
-        rate(&replays)
+        rate(self.failures().flat_map(|r| &r.replays))
     }
 
     /// "; real replays: 3 of 4 reproduced", or nothing when none ran.
@@ -168,11 +167,8 @@ impl SimSummary {
     }
 
     pub fn html(&self) -> String {
-        let banner = crate::report::html::verdict_class(Some(match self.exit_code {
-            crate::exit::VALID => Validity::True,
-            crate::exit::INVALID => Validity::False,
-            _ => Validity::Unknown,
-        }));
+        let banner =
+            crate::report::html::verdict_class(Some(Validity::of_exit_code(self.exit_code)));
         let mut h = String::new();
         let _ = write!(
             h,
@@ -300,10 +296,9 @@ impl SimSummary {
     }
 }
 
-/// What a failure's real replay said, in words ("not replayed" when it was not).
 /// Of `replays`, how many reproduced and how many ran (with a verdict); None if none ran.
-pub fn rate<'a>(replays: impl IntoIterator<Item = &'a &'a Replay>) -> Option<(usize, usize)> {
-    let ran: Vec<&Replay> = (replays.into_iter().copied())
+pub fn rate<'a>(replays: impl IntoIterator<Item = &'a Replay>) -> Option<(usize, usize)> {
+    let ran: Vec<&Replay> = (replays.into_iter())
         .filter(|r| r.error.is_none())
         .collect();
     let reproduced = ran.iter().filter(|r| r.reproduced).count();
@@ -317,8 +312,7 @@ pub fn replays_text(replays: &[Replay]) -> String {
         [] => "not replayed".to_string(),
         [one] => replay_text(one),
         several => {
-            let all: Vec<&Replay> = several.iter().collect();
-            let (k, n) = rate(&all).unwrap_or((0, 0));
+            let (k, n) = rate(several).unwrap_or((0, 0));
             let each: Vec<String> = several.iter().map(replay_text).collect();
             format!("reproduced in {k} of {n} replays: {}", each.join("; "))
         }

@@ -215,7 +215,7 @@ impl Cluster {
                     n.down = false;
                 }
             }
-        } else if kind.facts().effect == Effect::Cuts {
+        } else if kind.cuts_links() {
             self.nodes.iter_mut().for_each(|n| n.drops.clear());
         }
     }
