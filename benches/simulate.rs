@@ -12,6 +12,10 @@
 //!   `FLC_BUGS=a,b` for only those bugs); then the correct node over `FLC_CORRECT` runs
 //!   (default 10 000): how many invalid and unknown (the goals: 0 invalid, <= 0.1 % unknown).
 //!
+//! - exploration (`-- explore`, not in the default): random seeds against `--explore` for every
+//!   reachable bug, `FLC_TRIALS` trials each way, `FLC_CAP` runs at most (default 600): how
+//!   many trials found it and the median runs to the first invalid run.
+//!
 //! Nothing is written to disk: runs are judged in memory.
 #![allow(
     clippy::too_many_lines,
@@ -24,6 +28,7 @@ use support::{cpu_s, env_or, load_average, median};
 use fle_chaos::checker::Validity;
 use fle_chaos::commands::sim::batch::run_seeds;
 use fle_chaos::commands::sim::cli::{cannot_reach, settings_of};
+use fle_chaos::commands::sim::explore::explore;
 use fle_chaos::commands::sim::run::SimSettings;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -109,6 +114,70 @@ fn first_invalid(s: &SimSettings, first: u64, cap: u64) -> Option<(f64, u64, Vec
         .into_inner()
         .unwrap()
         .map(|(seed, failed)| (took, seed - first + 1, failed))
+}
+
+/// [`first_invalid`] by `simulate --explore` from `first`: the wall time and runs to the
+/// first invalid run, and its failed checkers.
+fn first_invalid_explored(
+    s: &SimSettings,
+    first: u64,
+    cap: u64,
+) -> Option<(f64, u64, Vec<String>)> {
+    let started = Instant::now();
+    let mut found = None;
+    explore(
+        s,
+        first,
+        cap,
+        cores(),
+        || true,
+        |e| {
+            if e.run.results.valid != Validity::False {
+                return true;
+            }
+            found = Some((started.elapsed().as_secs_f64(), e.index + 1, e.run.failed()));
+            false
+        },
+    );
+    found
+}
+
+/// Random seeds against `--explore`, bug by bug: `FLC_TRIALS` trials each way (seeds 1,
+/// 100 001, ...), each until the first invalid run or `FLC_CAP` runs (default 600).
+fn explore_table() {
+    let trials: u64 = env_or("FLC_TRIALS", 5);
+    let cap: u64 = env_or("FLC_CAP", 600);
+    println!(
+        "random seeds vs --explore: 5 nodes, writes, default mixed; {trials} trials each way, \
+         at most {cap} runs each"
+    );
+    println!("| bug | random: found | median runs | explore: found | median runs |");
+    println!("|---|---|---|---|---|");
+    let only = std::env::var("FLC_BUGS").unwrap_or_default();
+    let chosen = |name: &str| only.is_empty() || only.split(',').any(|b| b == name);
+    for bug in fle_node::bugs::CATALOGUE.iter().filter(|b| chosen(b.name)) {
+        if cannot_reach(bug.bug).is_some() {
+            continue;
+        }
+        let s = if bug.bug.needs_observers() {
+            sim(&["--bug", bug.name, "--nodes", "7", "--observers", "2"])
+        } else {
+            sim(&["--bug", bug.name])
+        };
+        let mut cells = Vec::new();
+        for explored in [false, true] {
+            let runs: Vec<f64> = (0..trials)
+                .filter_map(|t| match explored {
+                    false => first_invalid(&s, 1 + t * 100_000, cap),
+                    true => first_invalid_explored(&s, 1 + t * 100_000, cap),
+                })
+                .map(|(_, n, _)| n as f64)
+                .collect();
+            cells.push(format!("{}/{trials}", runs.len()));
+            cells.push(median(runs).map_or("-".into(), |m| format!("{m:.0}")));
+        }
+        println!("| {} | {} |", bug.name, cells.join(" | "));
+    }
 }
 
 fn detect() {
@@ -210,5 +279,9 @@ fn main() {
     }
     if all || which.iter().any(|w| w == "detect") {
         detect();
+    }
+    // Not in `all`: 2 x 5 trials per bug, about 20 minutes on 2 cores.
+    if which.iter().any(|w| w == "explore") {
+        explore_table();
     }
 }

@@ -2,7 +2,8 @@
 //! `quorum-minority` bug (FLE and Zab count n/2 servers as a quorum) in simulated runs under
 //! partitions, replays the first failure's `schedule.toml` with `fle-chaos test` on real
 //! fle-node processes, and the real run is invalid for a checker the simulated run failed, as
-//! the real run's own results.json says; the real run leaves nothing behind.
+//! the real run's own results.json says; the real run leaves nothing behind. And
+//! `simulate --explore` keeps a failing input that its own replay command runs again.
 
 use crate::support::run::{fle_chaos, leftovers, resources, root_or_skip};
 use fle_chaos::checker::Validity;
@@ -72,4 +73,81 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
             "{name} says nothing of the replay"
         );
     }
+}
+
+/// `simulate --explore` as a user runs it: it finds a seeded bug, says what it learnt, keeps
+/// the failing input's folder under its own name, and that folder's replay command runs the
+/// same failure again from its schedule.toml (no root: simulation only).
+#[test]
+fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fle_chaos()
+        .args([
+            "simulate",
+            "--explore",
+            "--runs",
+            "300",
+            "--nodes",
+            "3",
+            "--bug",
+            "follow-single-leading",
+            "--time-limit",
+            "30",
+            "--until-invalid",
+            "--out",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("explored: "), "{stdout}");
+    let folder = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("summary.json").is_file())
+        .expect("a simulate folder with its summary");
+    let summary: SimSummary =
+        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let learnt = summary
+        .exploration
+        .as_ref()
+        .expect("summary.json's exploration");
+    assert!(
+        learnt.corpus > 0 && !learnt.novelty.is_empty(),
+        "{learnt:?}"
+    );
+    let failure = summary.failures().next().expect("a failing explored run");
+    assert!(failure.explored.is_some(), "{failure:?}");
+    let run_dir = failure.folder.as_ref().expect("its folder");
+    let name = run_dir.file_name().unwrap().to_string_lossy();
+    assert!(name.starts_with("explore-"), "{name}");
+    let info = fle_chaos::history::test_info::TestInfo::read(&run_dir.join("test.json")).unwrap();
+    let words: Vec<&str> = info.replay_command.split_whitespace().collect();
+    assert_eq!(
+        words[..2],
+        ["fle-chaos", "simulate"],
+        "{}",
+        info.replay_command
+    );
+    assert!(words.contains(&"--nemesis-file"), "{}", info.replay_command);
+    let again = tempfile::tempdir().unwrap();
+    let replay = fle_chaos()
+        .args(&words[1..])
+        .arg("--out")
+        .arg(again.path())
+        .output()
+        .unwrap();
+    let replayed = String::from_utf8_lossy(&replay.stdout);
+    assert_eq!(
+        replay.status.code(),
+        Some(1),
+        "{}: {replayed}",
+        info.replay_command
+    );
+    assert!(
+        failure.failed.iter().any(|c| replayed.contains(c.as_str())),
+        "the replay fails {:?} again: {replayed}",
+        failure.failed
+    );
 }

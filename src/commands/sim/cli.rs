@@ -4,7 +4,7 @@
 //! --nemesis-file` replays on real processes). One summary, and the worst verdict as the
 //! exit code.
 
-use super::run::{simulate_one, SimSettings};
+use super::run::{simulate_one, SimRun, SimSettings};
 use super::server::Timing;
 use super::summary::{RunSummary, SimSummary};
 use crate::checker::Validity;
@@ -82,8 +82,13 @@ pub struct SimulateArgs {
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub confirm_replays: u32,
     /// Run every seed twice and fail on any difference in its history.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "explore")]
     pub check_determinism: bool,
+    /// Explore instead of one fresh seed per run: keep the inputs (a seed and its faults at
+    /// their times) whose runs reached a transition or cluster state no run reached before,
+    /// and mostly run mutations of them (docs/simulate.md, Exploration).
+    #[arg(long)]
+    pub explore: bool,
     /// Refused: the simulator runs fle-node's own code, never ZooKeeper (kept so the flag
     /// gets that answer rather than "unexpected argument").
     #[arg(long, hide = true, value_name = "VERSION")]
@@ -410,53 +415,84 @@ fn run_all(
         }
         !stop.flag.load(Ordering::Relaxed)
     };
-    super::batch::run_seeds(s, a.seed, total, parallel, go_on, |seed, run| {
-        if a.check_determinism && simulate_one(s, seed).history != run.history {
-            *mismatch.lock().unwrap() = Some(seed);
-            stop.now(format!("seed {seed} was not deterministic"));
-        }
+    // A finished run: judged, its folder kept when it is not valid, counted.
+    let keep = |name: String, mut run: SimRun, explored: Option<String>| {
+        let seed = run.info.seed;
         let valid = run.results.valid;
+        if explored.is_some() {
+            run.info.replay_command = explored_replay(s, &out.join(&name), seed);
+        }
         // One folder at a time: each report also rewrites the folder's index.html.
-        let folder = (valid != Validity::True)
-            .then(|| {
-                let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
-                write_folder(&out, &run, Some(&s.real_command()))
-            })
-            .transpose()
-            .unwrap_or_else(|e| {
-                eprintln!("fle-chaos: {e:#}");
-                None
-            });
+        let folder = (valid != Validity::True).then(|| {
+            let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
+            write_folder_as(&out, &name, &run, Some(&s.real_command()))
+                .map_err(|e| eprintln!("fle-chaos: {e:#}"))
+                .ok()
+        });
         if valid != Validity::True && a.until_invalid {
-            stop.now(format!(
-                "seed {seed} was {} (--until-invalid)",
-                valid.word()
-            ));
+            stop.now(format!("{name} was {} (--until-invalid)", valid.word()));
         }
         let mut d = done.lock().unwrap();
         d.push(RunSummary {
             seed,
             valid,
             failed: run.failed(),
-            folder,
+            folder: folder.flatten(),
             replays: Vec::new(),
+            explored,
         });
         progress(&d, a.runs, started);
-    });
+    };
+    let exploration = match a.explore {
+        true => Some(super::explore::explore(
+            s,
+            a.seed,
+            total,
+            parallel,
+            go_on,
+            |e| {
+                let name = format!("explore-{}-seed-{}", e.index + 1, e.input.seed);
+                let how = format!("run {} ({})", e.index, e.input.origin);
+                keep(name, e.run, Some(how));
+                !stop.flag.load(Ordering::Relaxed)
+            },
+        )),
+        false => {
+            super::batch::run_seeds(s, a.seed, total, parallel, go_on, |seed, run| {
+                if a.check_determinism && simulate_one(s, seed).history != run.history {
+                    *mismatch.lock().unwrap() = Some(seed);
+                    stop.now(format!("seed {seed} was not deterministic"));
+                }
+                keep(format!("seed-{seed}"), run, None);
+            });
+            None
+        }
+    };
     eprintln!();
     if let Some(seed) = *mismatch.lock().unwrap() {
         anyhow::bail!(
             "seed {seed} gave two different histories: the simulator is not deterministic (a bug: report it with the seed)"
         );
     }
-    let summary = SimSummary::new(
+    let mut summary = SimSummary::new(
         s.command.clone(),
         started_at,
         started.elapsed().as_secs_f64(),
         stop.why.into_inner().unwrap(),
         done.into_inner().unwrap(),
     );
+    summary.exploration = exploration;
     Ok((summary, out))
+}
+
+/// The command that re-runs an explored run kept in `folder`: its faults are its own, not
+/// its seed's plan, so they come from its schedule.toml.
+fn explored_replay(s: &SimSettings, folder: &Path, seed: u64) -> String {
+    format!(
+        "fle-chaos simulate {} --nemesis-file {} --runs 1 --seed {seed}",
+        s.real_args.join(" "),
+        folder.join(crate::store::SCHEDULE).display()
+    )
 }
 
 fn progress(done: &[RunSummary], total: Option<u64>, started: Instant) {
@@ -482,7 +518,18 @@ pub fn write_folder(
     run: &super::run::SimRun,
     real_command: Option<&str>,
 ) -> Result<PathBuf> {
-    let dir = RunDir::create_at(out.join(format!("seed-{}", run.info.seed)))?;
+    write_folder_as(out, &format!("seed-{}", run.info.seed), run, real_command)
+}
+
+/// [`write_folder`] under the folder name `name` (an explored run's, whose seed other runs of
+/// the exploration share).
+pub fn write_folder_as(
+    out: &Path,
+    name: &str,
+    run: &super::run::SimRun,
+    real_command: Option<&str>,
+) -> Result<PathBuf> {
+    let dir = RunDir::create_at(out.join(name))?;
     dir.save_info(&run.info)?;
     let history = dir.path().join(crate::history::file::PLAIN);
     std::fs::write(&history, &run.history)

@@ -20,6 +20,8 @@
 //! - [`nemesis`]: planned faults done to the simulated cluster;
 //! - [`record`]: the history lines, with the live view, situations and observations;
 //! - [`run`]: one run, judged; [`batch`]: many on every core; [`cli`]: `fle-chaos simulate`;
+//!   [`explore`]: `--explore`, inputs kept and mutated for what their runs reached
+//!   ([`coverage`]);
 //!   [`summary`]: its summary; [`confirm`]: failures replayed on real processes;
 //!   [`replay`]: a simulated failure replayed in-process under other schedules (shrink);
 //! - [`scenario`]: a scripted cluster with no faults and no clients (who starts when, on which
@@ -31,7 +33,9 @@ pub mod batch;
 pub mod cli;
 pub mod codec;
 pub mod confirm;
+pub mod coverage;
 pub mod disk;
+pub mod explore;
 pub mod nemesis;
 pub mod net;
 pub mod oracle;

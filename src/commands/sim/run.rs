@@ -4,6 +4,7 @@
 //! real run's rule: `View::settled` on reads after the heal) and the final reads. The history is
 //! judged in memory by the same checkers a real run's is (`checker::check_digest`).
 
+use super::coverage::Coverage;
 use super::nemesis::SimNemesis;
 use super::record::SimRecorder;
 use super::server::{Server, Timing};
@@ -60,6 +61,8 @@ pub struct SimRun {
     /// history.jsonl, byte for byte.
     pub history: String,
     pub results: Results,
+    /// What it reached, for exploration (`simulate_covered` only).
+    pub coverage: Option<Coverage>,
 }
 
 impl SimRun {
@@ -79,6 +82,15 @@ impl SimRun {
 const WALL_START_MS: i64 = 1_800_000_000_000;
 
 pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
+    simulate(s, seed, false)
+}
+
+/// [`simulate_one`], also taking what the run reached after every event (`coverage.rs`).
+pub fn simulate_covered(s: &SimSettings, seed: u64) -> SimRun {
+    simulate(s, seed, true)
+}
+
+fn simulate(s: &SimSettings, seed: u64, covered: bool) -> SimRun {
     let names: Vec<String> = (1..=s.nodes as u64).map(node_name).collect();
     let sids: Vec<u64> = (1..=s.nodes as u64).collect();
     let observers: Vec<u64> = s.observers.iter().filter_map(|o| sid_of(o)).collect();
@@ -100,6 +112,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
     w.status_timeout_ns = crate::commands::run::STATUS_TIMEOUT.as_nanos() as u64;
     w.wall_start_ms = WALL_START_MS;
     w.max_events = s.max_events;
+    w.coverage = covered.then(Default::default);
 
     for &sid in &sids {
         w.start(sid);
@@ -168,6 +181,7 @@ pub fn simulate_one(s: &SimSettings, seed: u64) -> SimRun {
         info,
         history: std::mem::take(&mut w.rec.text),
         results,
+        coverage: w.coverage.take(),
     }
 }
 

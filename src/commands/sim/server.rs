@@ -740,7 +740,7 @@ impl Server {
         }
     }
 
-    fn zab_phase(&self) -> ZabPhase {
+    pub fn zab_phase(&self) -> ZabPhase {
         match &self.role {
             Role::Looking => ZabPhase::Election,
             Role::Leading { sm, .. } => sm.phase(),

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub const JSON: &str = "summary.json";
 pub const HTML: &str = "summary.html";
+use super::explore::Exploration;
 use crate::store::{self, JUNIT};
 
 /// One run's line in the summary.
@@ -31,6 +32,10 @@ pub struct RunSummary {
     /// order; empty when it was not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<Replay>,
+    /// An explored run (`--explore`): its place and how its input was made ("run 41 (run 7 +
+    /// shift, reseed)"); None for a fresh seed's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explored: Option<String>,
 }
 
 /// What a real run of a simulated failure's schedule said.
@@ -78,6 +83,9 @@ pub struct SimSummary {
     /// The exit code: the worst verdict.
     pub exit_code: i32,
     pub results: Vec<RunSummary>,
+    /// What `--explore` learnt: its corpus, the coverage reached, the novelty curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exploration: Option<Exploration>,
 }
 
 impl SimSummary {
@@ -104,6 +112,7 @@ impl SimSummary {
                 crate::exit::worse(c, r.valid.exit_code())
             }),
             results,
+            exploration: None,
         }
     }
 
@@ -123,6 +132,23 @@ impl SimSummary {
         self.reproduction()
             .map(|(k, n)| format!("; real replays: {k} of {n} reproduced"))
             .unwrap_or_default()
+    }
+
+    /// "; explored: 12 inputs kept, 140 transitions, 610 cluster states, new per 1,000
+    /// runs: 690, 40, 20", or nothing for fresh seeds.
+    fn exploration_text(&self) -> String {
+        let Some(e) = &self.exploration else {
+            return String::new();
+        };
+        let curve: Vec<String> = e.novelty.iter().map(u64::to_string).collect();
+        format!(
+            "; explored: {} inputs kept, {} transitions, {} cluster states, new per {} runs: {}",
+            e.corpus,
+            e.transitions,
+            e.cluster_states,
+            super::explore::CURVE_RUNS,
+            curve.join(", ")
+        )
     }
 
     /// How many runs each checker failed, by name.
@@ -151,7 +177,7 @@ impl SimSummary {
     /// One line for the terminal.
     pub fn line(&self) -> String {
         format!(
-            "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown{}{}",
+            "{} runs in {:.1} s ({:.0} runs/min): {} valid, {} invalid, {} unknown{}{}{}",
             self.runs,
             self.seconds,
             self.runs_per_minute,
@@ -159,6 +185,7 @@ impl SimSummary {
             self.invalid,
             self.unknown,
             self.reproduction_text(),
+            self.exploration_text(),
             self.stopped
                 .as_deref()
                 .map(|s| format!(" (stopped: {s})"))
@@ -175,7 +202,7 @@ impl SimSummary {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>simulate</title>\
              <style>{CSS}</style></head><body>\n<div class=\"banner {banner}\"><h1>simulate: exit {}</h1>\
              <div class=\"sub\">{} run(s): {} valid, {} invalid, {} unknown; {:.0} runs/min; \
-             started {} UTC, took {}{}{}</div></div>\n<main>\n",
+             started {} UTC, took {}{}{}{}</div></div>\n<main>\n",
             self.exit_code,
             self.runs,
             self.valid,
@@ -185,6 +212,7 @@ impl SimSummary {
             self.started_at.format("%Y-%m-%d %H:%M:%S"),
             span(self.seconds),
             self.reproduction_text(),
+            escape(&self.exploration_text()),
             self.stopped
                 .as_deref()
                 .map(|s| format!("; stopped: {}", escape(s)))
@@ -225,8 +253,9 @@ impl SimSummary {
                 };
                 let _ = writeln!(
                     h,
-                    "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     r.seed,
+                    r.explored.as_deref().map(|e| format!(", {}", escape(e))).unwrap_or_default(),
                     crate::report::html::verdict_class(Some(r.valid)),
                     r.valid.word(),
                     escape(&r.failed.join(", ")),
@@ -353,6 +382,7 @@ mod tests {
             failed: failed.iter().map(|s| s.to_string()).collect(),
             folder: None,
             replays: Vec::new(),
+            explored: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! The observers and clients record through `record.rs` exactly what the real ones record.
 
 use super::codec;
+use super::coverage::{self, Coverage};
 use super::disk;
 use super::net::{self, Net, Port};
 use super::oracle::Oracle;
@@ -231,6 +232,8 @@ pub struct World {
     pub wall_start_ms: i64,
     /// The ground truth's checks after every event (`oracle.rs`).
     pub oracle: Oracle,
+    /// What the run reached, taken after every event when it is explored (`coverage.rs`).
+    pub coverage: Option<Coverage>,
 }
 
 impl World {
@@ -268,6 +271,7 @@ impl World {
             status_timeout_ns: 0,
             wall_start_ms: 0,
             oracle: Oracle::default(),
+            coverage: None,
         }
     }
 
@@ -322,10 +326,20 @@ impl World {
     /// Handles one event.
     pub fn handle(&mut self, ev: Ev) {
         let node = ev_node(&ev);
+        let before = (self.coverage.is_some())
+            .then(|| node.and_then(|sid| self.servers.get(&sid)))
+            .flatten()
+            .map(|s| (s.sid, coverage::place(s), coverage::input_of(&ev)));
         let handled = catch_unwind(AssertUnwindSafe(|| self.handle_one(ev)));
         let Err(panic) = handled else {
             let now = self.now();
             self.oracle.after_event(now, &self.servers);
+            if let Some(c) = self.coverage.as_mut() {
+                if let Some((sid, place, input)) = before {
+                    c.transition(place, input, coverage::place(&self.servers[&sid]));
+                }
+                c.cluster(&self.servers);
+            }
             return;
         };
         // A machine that panics takes its process down, as a real node's panic does: recorded
