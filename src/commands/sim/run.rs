@@ -105,10 +105,13 @@ fn simulate(s: &SimSettings, seed: u64, covered: bool) -> SimRun {
     w.client_timeout_ns = s.workload.timeout_ms * 1_000_000;
     w.client_period_ns = (s.workload.clients as f64 / s.workload.rate * 1e9) as u64;
     w.read_period_ns = (1e9 / s.workload.observe_hz) as u64;
-    // Status reads, about 1 KB each, are most of the history: reserved at once, its text is
-    // not copied again and again as it grows.
+    // Status reads and their invokes are most of the history: reserved at once, its text is
+    // not copied again as it grows (a copy of 15 MB was a tenth of a run's time). A read's two
+    // lines take about 300 bytes per node (the election's votes), 1.6 KB at 5 nodes (23.4 MB
+    // in a default run); reserved with some room.
     let reads = s.time_limit.as_secs_f64() * s.workload.observe_hz * s.nodes as f64;
-    w.rec.text.reserve((reads * 1024.0) as usize);
+    let per_read = 150.0 + 350.0 * s.nodes as f64;
+    w.rec.text.reserve((reads * per_read) as usize);
     w.status_timeout_ns = crate::commands::run::STATUS_TIMEOUT.as_nanos() as u64;
     w.wall_start_ms = WALL_START_MS;
     w.max_events = s.max_events;
