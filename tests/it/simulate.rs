@@ -8,6 +8,18 @@
 use crate::support::run::{fle_chaos, leftovers, resources, root_or_skip};
 use fle_chaos::checker::Validity;
 use fle_chaos::commands::sim::summary::SimSummary;
+use fle_chaos::history::test_info::TestInfo;
+
+/// The one `sim-*` folder `simulate --out OUT` made, and its summary.json.
+fn summary_in(out: &std::path::Path) -> (std::path::PathBuf, SimSummary) {
+    let folder = std::fs::read_dir(out)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("summary.json").is_file())
+        .expect("a simulate folder with its summary");
+    let summary = serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap());
+    (folder, summary.unwrap())
+}
 
 #[test]
 fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() {
@@ -39,13 +51,7 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1), "the simulated verdict is invalid");
-    let folder = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.join("summary.json").is_file())
-        .expect("a simulate folder with its summary");
-    let summary: SimSummary =
-        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let (folder, summary) = summary_in(tmp.path());
     let failure = summary.failures().next().expect("a failing simulated run");
     let [replay] = failure.replays.as_slice() else {
         panic!("the first failure replayed once: {:?}", failure.replays);
@@ -76,8 +82,9 @@ fn a_simulated_failure_replays_on_real_processes_invalid_for_the_same_checker() 
 }
 
 /// `simulate --explore` as a user runs it: it finds a seeded bug, says what it learnt, keeps
-/// the failing input's folder under its own name, and that folder's replay command runs the
-/// same failure again from its schedule.toml (no root: simulation only).
+/// each failing input's folder under its own name; a fresh seed's failure replays as that seed,
+/// a mutated input's from its schedule.toml, and that replay command fails it again (no root:
+/// simulation only).
 #[test]
 fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
     let tmp = tempfile::tempdir().unwrap();
@@ -86,14 +93,13 @@ fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
             "simulate",
             "--explore",
             "--runs",
-            "300",
+            "48",
             "--nodes",
             "3",
             "--bug",
             "follow-single-leading",
             "--time-limit",
             "30",
-            "--until-invalid",
             "--out",
         ])
         .arg(tmp.path())
@@ -102,13 +108,7 @@ fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("explored: "), "{stdout}");
-    let folder = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.join("summary.json").is_file())
-        .expect("a simulate folder with its summary");
-    let summary: SimSummary =
-        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    let (_, summary) = summary_in(tmp.path());
     let learnt = summary
         .exploration
         .as_ref()
@@ -117,20 +117,32 @@ fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
         learnt.corpus > 0 && !learnt.novelty.is_empty(),
         "{learnt:?}"
     );
-    let failure = summary.failures().next().expect("a failing explored run");
-    assert!(failure.explored.is_some(), "{failure:?}");
-    let run_dir = failure.folder.as_ref().expect("its folder");
-    let name = run_dir.file_name().unwrap().to_string_lossy();
-    assert!(name.starts_with("explore-"), "{name}");
-    let info = fle_chaos::history::test_info::TestInfo::read(&run_dir.join("test.json")).unwrap();
-    let words: Vec<&str> = info.replay_command.split_whitespace().collect();
-    assert_eq!(
-        words[..2],
-        ["fle-chaos", "simulate"],
-        "{}",
-        info.replay_command
+    let replay_of = |fresh: bool| {
+        let failure = summary
+            .failures()
+            .find(|f| {
+                f.explored
+                    .as_deref()
+                    .unwrap_or_default()
+                    .ends_with("(fresh)")
+                    == fresh
+            })
+            .unwrap_or_else(|| panic!("a failing input (fresh: {fresh}): {stdout}"));
+        let run_dir = failure.folder.clone().expect("its folder");
+        let name = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("explore-"), "{name}");
+        let info = TestInfo::read(&run_dir.join("test.json")).unwrap();
+        (failure.failed.clone(), info.replay_command)
+    };
+    let (_, fresh) = replay_of(true);
+    assert!(
+        !fresh.contains("--nemesis-file"),
+        "a fresh seed replays as that seed: {fresh}"
     );
-    assert!(words.contains(&"--nemesis-file"), "{}", info.replay_command);
+    let (failed, mutated) = replay_of(false);
+    let words: Vec<&str> = mutated.split_whitespace().collect();
+    assert_eq!(words[..2], ["fle-chaos", "simulate"], "{mutated}");
+    assert!(words.contains(&"--nemesis-file"), "{mutated}");
     let again = tempfile::tempdir().unwrap();
     let replay = fle_chaos()
         .args(&words[1..])
@@ -139,15 +151,9 @@ fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
         .output()
         .unwrap();
     let replayed = String::from_utf8_lossy(&replay.stdout);
-    assert_eq!(
-        replay.status.code(),
-        Some(1),
-        "{}: {replayed}",
-        info.replay_command
-    );
+    assert_eq!(replay.status.code(), Some(1), "{mutated}: {replayed}");
     assert!(
-        failure.failed.iter().any(|c| replayed.contains(c.as_str())),
-        "the replay fails {:?} again: {replayed}",
-        failure.failed
+        failed.iter().any(|c| replayed.contains(c.as_str())),
+        "the replay fails {failed:?} again: {replayed}"
     );
 }

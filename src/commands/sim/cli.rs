@@ -416,12 +416,9 @@ fn run_all(
         !stop.flag.load(Ordering::Relaxed)
     };
     // A finished run: judged, its folder kept when it is not valid, counted.
-    let keep = |name: String, mut run: SimRun, explored: Option<String>| {
+    let keep = |name: String, run: SimRun, explored: Option<String>| {
         let seed = run.info.seed;
         let valid = run.results.valid;
-        if explored.is_some() {
-            run.info.replay_command = explored_replay(s, &out.join(&name), seed);
-        }
         // One folder at a time: each report also rewrites the folder's index.html.
         let folder = (valid != Validity::True).then(|| {
             let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
@@ -453,7 +450,11 @@ fn run_all(
             |e| {
                 let name = format!("explore-{}-seed-{}", e.index + 1, e.input.seed);
                 let how = format!("run {} ({})", e.index, e.input.origin);
-                keep(name, e.run, Some(how));
+                let mut run = e.run;
+                if !e.input.fresh {
+                    run.info.replay_command = explored_replay(s, &out.join(&name), run.info.seed);
+                }
+                keep(name, run, Some(how));
                 !stop.flag.load(Ordering::Relaxed)
             },
         )),
@@ -485,8 +486,8 @@ fn run_all(
     Ok((summary, out))
 }
 
-/// The command that re-runs an explored run kept in `folder`: its faults are its own, not
-/// its seed's plan, so they come from its schedule.toml.
+/// The command that re-runs a mutated input's run kept in `folder`: its faults are its own,
+/// not its seed's plan, so they come from its schedule.toml.
 fn explored_replay(s: &SimSettings, folder: &Path, seed: u64) -> String {
     format!(
         "fle-chaos simulate {} --nemesis-file {} --runs 1 --seed {seed}",

@@ -2,17 +2,18 @@
 //! of one fresh seed per run (greybox fuzzing, as Mallory and model-guided fuzzers of
 //! distributed systems do).
 //!
-//! An input is a network seed and the faults at fixed times (the seeded plan of a fresh seed, or
-//! a mutation of a kept input), run as a timed schedule. Each run reports its coverage
-//! (`coverage.rs`: the servers' transitions and the cluster states); an input that reached a key
-//! no earlier run reached is kept in the corpus. The next inputs are mostly mutations of kept
+//! An input is a network seed and its faults: a fresh seed, run as `simulate` runs it (its plan,
+//! steered), or a mutation of a kept input's faults, run at fixed times as a timed schedule.
+//! Each run reports its coverage (`coverage.rs`: the servers' transitions and the cluster
+//! states); an input that reached a key no earlier run reached is kept in the corpus. The next inputs are mostly mutations of kept
 //! ones, parents chosen by how rare the keys they found still are: a fault moved, stretched,
 //! aimed elsewhere, a partition given another shape, two inputs spliced at a time, a fault copied
 //! in or dropped, the network re-seeded. A quarter of the inputs stay fresh seeds.
 //!
-//! Runs go in rounds: the round's inputs are drawn from the corpus as it stood, run on every
-//! core, then learnt from in input order, so the same `--seed` gives the same inputs, runs and
-//! corpus whatever the threads' timing.
+//! Runs go in rounds of 16: the round's inputs are drawn from the corpus as it stood, run on
+//! every core, and learnt from in input order (each as soon as those before it are done), so the
+//! same `--seed` gives the same inputs, runs and corpus whatever `--parallel` and the threads'
+//! timing.
 
 use super::coverage::{Coverage, Seen};
 use super::run::{simulate_covered, SimRun, SimSettings};
@@ -21,8 +22,8 @@ use crate::nemesis::plan::{fault_window, plan};
 use crate::nemesis::schedule::{FaultKind, PartitionShape, PlannedFault, TargetSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Runs per round: inputs drawn from the corpus as it stood before the round. Fixed, not per
@@ -35,13 +36,16 @@ const TOURNAMENT: usize = 4;
 /// The novelty curve's bucket: new keys per this many runs.
 pub const CURVE_RUNS: u64 = 1000;
 
-/// One explored input: the network seed and the faults at their times.
+/// One explored input: the network seed and its faults.
 #[derive(Debug, Clone)]
 pub struct Input {
     pub seed: u64,
     pub steps: Vec<PlannedFault>,
     /// How it was made: `fresh`, or its parent's run and the mutations applied.
     pub origin: String,
+    /// A fresh seed's input runs as `simulate` runs that seed (its plan steered), so that
+    /// exploring starts where random seeds do; `steps` keep its plan for mutations.
+    pub fresh: bool,
 }
 
 /// A mutation of an input.
@@ -165,13 +169,17 @@ impl Explorer {
         }
         input.steps.sort_by_key(|f| f.start);
         input.origin = format!("run {} + {}", self.corpus[parent].run, done.join(", "));
+        input.fresh = false;
         input
     }
 
-    /// The settings that run `input`: its faults as a timed schedule.
+    /// The settings that run `input`: a fresh seed's as they are, a mutation's faults as a
+    /// timed schedule.
     pub fn settings_of(&self, input: &Input) -> SimSettings {
         let mut s = self.settings.clone();
-        s.schedule.timed = Some(input.steps.clone());
+        if !input.fresh {
+            s.schedule.timed = Some(input.steps.clone());
+        }
         s
     }
 
@@ -220,6 +228,7 @@ impl Explorer {
             seed,
             steps,
             origin: "fresh".into(),
+            fresh: true,
         }
     }
 
@@ -313,7 +322,10 @@ impl Explorer {
                     return false;
                 }
                 let i = partitions[self.rng.gen_range(0..partitions.len())];
-                let shape = RESHAPES[self.rng.gen_range(0..RESHAPES.len())];
+                let shapes: Vec<PartitionShape> = (PartitionShape::ALL.into_iter())
+                    .filter(|p| reshapes_to(*p))
+                    .collect();
+                let shape = shapes[self.rng.gen_range(0..shapes.len())];
                 let t = &mut input.steps[i].template;
                 t.shape = Some(shape);
                 t.groups = None;
@@ -398,18 +410,14 @@ fn whole_ms(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64)
 }
 
-/// The shapes a partition is given by `reshape` (not `groups`, which needs its groups, nor
-/// `isolate-observers`, which needs observers).
-const RESHAPES: [PartitionShape; 8] = [
-    PartitionShape::IsolateLeader,
-    PartitionShape::IsolateOne,
-    PartitionShape::Halves,
-    PartitionShape::RandomHalves,
-    PartitionShape::MajoritiesRing,
-    PartitionShape::Bridge,
-    PartitionShape::OneWay,
-    PartitionShape::LeaderMinority,
-];
+/// Whether `reshape` may give a partition this shape: not `groups`, which needs its groups, nor
+/// `isolate-observers`, which needs observers.
+fn reshapes_to(shape: PartitionShape) -> bool {
+    !matches!(
+        shape,
+        PartitionShape::Groups | PartitionShape::IsolateObservers
+    )
+}
 
 /// One explored run, as handed to the caller.
 pub struct Explored {
@@ -421,8 +429,9 @@ pub struct Explored {
     pub run: SimRun,
 }
 
-/// Explores up to `count` runs on `parallel` threads, while `go_on` (asked before each round)
-/// says so; hands each run to `each` in exploration order, which returns false to stop.
+/// Explores up to `count` runs on `parallel` threads, while `go_on` (asked before each run
+/// starts) says so; hands each run to `each` in exploration order as soon as the runs before
+/// it are done; `each` returns false to stop (the runs in flight finish and are dropped).
 /// Returns what the exploration learnt.
 pub fn explore(
     s: &SimSettings,
@@ -433,15 +442,14 @@ pub fn explore(
     mut each: impl FnMut(Explored) -> bool,
 ) -> Exploration {
     let mut explorer = Explorer::new(s, first);
-    let parallel = parallel.max(1);
     let mut index = 0;
-    'rounds: while index < count && go_on() {
+    while index < count && go_on() {
         let size = ROUND.min(count - index) as usize;
         let inputs: Vec<Input> = (0..size).map(|_| explorer.next_input()).collect();
-        let runs = run_round(&explorer, &inputs, parallel, &go_on);
-        for (input, run) in inputs.into_iter().zip(runs) {
-            let Some(run) = run else { break 'rounds };
+        let settings: Vec<SimSettings> = inputs.iter().map(|i| explorer.settings_of(i)).collect();
+        let mut hand = |i: usize, run: SimRun| {
             let empty = Coverage::default();
+            let input = inputs[i].clone();
             let new_keys = explorer.learn(input.clone(), run.coverage.as_ref().unwrap_or(&empty));
             let go = each(Explored {
                 index,
@@ -450,44 +458,61 @@ pub fn explore(
                 run,
             });
             index += 1;
-            if !go {
-                break 'rounds;
-            }
+            go
+        };
+        let (handed, stopped) = run_round(&inputs, &settings, parallel, &go_on, &mut hand);
+        if stopped || handed < size {
+            break;
         }
     }
     explorer.summary()
 }
 
-/// Runs a round's inputs on `parallel` threads; a run not started (`go_on` said stop) is None,
-/// and so is every run after it, so that a round learns from a prefix only.
+/// Runs a round's inputs on `parallel` threads and hands each finished run to `hand` in input
+/// order (run i once runs 0..i are handed), so that the corpus learns the same whatever the
+/// threads' timing. Returns how many were handed and whether `hand` said stop.
 fn run_round(
-    explorer: &Explorer,
     inputs: &[Input],
+    settings: &[SimSettings],
     parallel: usize,
     go_on: &(impl Fn() -> bool + Sync),
-) -> Vec<Option<SimRun>> {
+    hand: &mut impl FnMut(usize, SimRun) -> bool,
+) -> (usize, bool) {
     let next = AtomicUsize::new(0);
-    let out: Vec<Mutex<Option<SimRun>>> = inputs.iter().map(|_| Mutex::new(None)).collect();
+    let stop = AtomicBool::new(false);
+    let (done, finished) = std::sync::mpsc::channel::<(usize, SimRun)>();
     std::thread::scope(|scope| {
-        for _ in 0..parallel.min(inputs.len()) {
-            scope.spawn(|| {
-                while go_on() {
+        for _ in 0..parallel.clamp(1, inputs.len().max(1)) {
+            let done = done.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) && go_on() {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(input) = inputs.get(i) else { return };
-                    let run = simulate_covered(&explorer.settings_of(input), input.seed);
-                    *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
+                    if done
+                        .send((i, simulate_covered(&settings[i], input.seed)))
+                        .is_err()
+                    {
+                        return;
+                    }
                 }
             });
         }
-    });
-    let mut runs: Vec<Option<SimRun>> = out
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect();
-    if let Some(gap) = runs.iter().position(Option::is_none) {
-        runs.truncate(gap);
-    }
-    runs
+        drop(done);
+        let mut waiting: BTreeMap<usize, SimRun> = BTreeMap::new();
+        let mut handed = 0;
+        for (i, run) in finished.iter() {
+            waiting.insert(i, run);
+            while let Some(run) = waiting.remove(&handed) {
+                handed += 1;
+                if !hand(handed - 1, run) {
+                    stop.store(true, Ordering::Relaxed);
+                    return (handed, true);
+                }
+            }
+        }
+        (handed, false)
+    })
 }
 
 #[cfg(test)]
