@@ -7,6 +7,7 @@
 
 use crate::support::run::{fle_chaos, leftovers, resources, root_or_skip};
 use fle_chaos::checker::Validity;
+use fle_chaos::commands::sim::explore::Made;
 use fle_chaos::commands::sim::summary::SimSummary;
 use fle_chaos::history::test_info::TestInfo;
 
@@ -120,13 +121,7 @@ fn an_explored_failure_keeps_its_input_and_its_replay_command_finds_it_again() {
     let replay_of = |fresh: bool| {
         let failure = summary
             .failures()
-            .find(|f| {
-                f.explored
-                    .as_deref()
-                    .unwrap_or_default()
-                    .ends_with("(fresh)")
-                    == fresh
-            })
+            .find(|f| (f.explored.as_ref()).is_some_and(|e| (e.made == Made::Fresh) == fresh))
             .unwrap_or_else(|| panic!("a failing input (fresh: {fresh}): {stdout}"));
         let run_dir = failure.folder.clone().expect("its folder");
         let name = run_dir.file_name().unwrap().to_string_lossy().into_owned();

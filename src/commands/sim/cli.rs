@@ -416,7 +416,7 @@ fn run_all(
         !stop.flag.load(Ordering::Relaxed)
     };
     // A finished run: judged, its folder kept when it is not valid, counted.
-    let keep = |name: String, run: SimRun, explored: Option<String>| {
+    let keep = |name: String, run: SimRun, explored: Option<super::explore::ExploredRun>| {
         let seed = run.info.seed;
         let valid = run.results.valid;
         // One folder at a time: each report also rewrites the folder's index.html.
@@ -449,9 +449,12 @@ fn run_all(
             go_on,
             |e| {
                 let name = format!("explore-{}-seed-{}", e.index + 1, e.input.seed);
-                let how = format!("run {} ({})", e.index, e.input.origin);
+                let how = super::explore::ExploredRun {
+                    run: e.index,
+                    made: e.input.made.clone(),
+                };
                 let mut run = e.run;
-                if !e.input.fresh {
+                if e.input.made != super::explore::Made::Fresh {
                     run.info.replay_command = explored_replay(s, &out.join(&name), run.info.seed);
                 }
                 keep(name, run, Some(how));

@@ -41,11 +41,51 @@ pub const CURVE_RUNS: u64 = 1000;
 pub struct Input {
     pub seed: u64,
     pub steps: Vec<PlannedFault>,
-    /// How it was made: `fresh`, or its parent's run and the mutations applied.
-    pub origin: String,
-    /// A fresh seed's input runs as `simulate` runs that seed (its plan steered), so that
-    /// exploring starts where random seeds do; `steps` keep its plan for mutations.
-    pub fresh: bool,
+    pub made: Made,
+}
+
+/// How an input was made.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase", tag = "made")]
+pub enum Made {
+    /// A fresh seed: it runs as `simulate` runs that seed (its plan steered), so that exploring
+    /// starts where random seeds do; the input's `steps` keep its plan for mutations.
+    Fresh,
+    /// A kept input's faults, mutated: they run at their times as a timed schedule.
+    Mutated {
+        /// The kept input's run (0-based, in exploration order).
+        parent: u64,
+        /// The mutations applied, by name ("shift", "reseed").
+        mutations: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for Made {
+    /// "fresh", or "run 7 + shift, reseed".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Made::Fresh => write!(f, "fresh"),
+            Made::Mutated { parent, mutations } => {
+                write!(f, "run {parent} + {}", mutations.join(", "))
+            }
+        }
+    }
+}
+
+/// An explored run's place and how its input was made, as the summary gives it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExploredRun {
+    /// Its place in the exploration (0-based).
+    pub run: u64,
+    #[serde(flatten)]
+    pub made: Made,
+}
+
+impl std::fmt::Display for ExploredRun {
+    /// "run 41 (run 7 + shift, reseed)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run {} ({})", self.run, self.made)
+    }
 }
 
 /// A mutation of an input.
@@ -155,13 +195,13 @@ impl Explorer {
         let parent = self.choose_parent();
         self.corpus[parent].picked += 1;
         let mut input = self.corpus[parent].input.clone();
-        let mut done = Vec::new();
+        let mut done: Vec<String> = Vec::new();
         let wanted = self.rng.gen_range(1..=3);
         // A mutation that does not apply (no partition to reshape) is drawn again.
         for _ in 0..4 * wanted {
             let m = self.draw_mutation();
             if self.mutate(&mut input, m) {
-                done.push(m.name());
+                done.push(m.name().to_string());
             }
             if done.len() == wanted {
                 break;
@@ -169,8 +209,10 @@ impl Explorer {
         }
         input.steps.sort_by_key(|f| f.start);
         drop_overlaps(&mut input.steps);
-        input.origin = format!("run {} + {}", self.corpus[parent].run, done.join(", "));
-        input.fresh = false;
+        input.made = Made::Mutated {
+            parent: self.corpus[parent].run,
+            mutations: done,
+        };
         input
     }
 
@@ -178,32 +220,29 @@ impl Explorer {
     /// timed schedule.
     pub fn settings_of(&self, input: &Input) -> SimSettings {
         let mut s = self.settings.clone();
-        if !input.fresh {
+        if input.made != Made::Fresh {
             s.schedule.timed = Some(input.steps.clone());
         }
         s
     }
 
-    /// Learns from a finished run of `input`: keeps it when it reached a new key; returns how
-    /// many it reached.
-    pub fn learn(&mut self, input: Input, coverage: &Coverage) -> usize {
+    /// Learns from a finished run of `input`: keeps it when it reached a new key.
+    pub fn learn(&mut self, input: &Input, coverage: &Coverage) {
         let found = self.seen.add(coverage);
         let bucket = (self.runs / CURVE_RUNS) as usize;
         if self.novelty.len() <= bucket {
             self.novelty.resize(bucket + 1, 0);
         }
         self.novelty[bucket] += found.len() as u64;
-        let new = found.len();
-        if new > 0 {
+        if !found.is_empty() {
             self.corpus.push(Entry {
                 run: self.runs,
-                input,
+                input: input.clone(),
                 found,
                 picked: 0,
             });
         }
         self.runs += 1;
-        new
     }
 
     pub fn summary(&self) -> Exploration {
@@ -228,8 +267,7 @@ impl Explorer {
         Input {
             seed,
             steps,
-            origin: "fresh".into(),
-            fresh: true,
+            made: Made::Fresh,
         }
     }
 
@@ -416,8 +454,8 @@ fn drop_overlaps(steps: &mut Vec<PlannedFault>) {
     let mut kept: Vec<(Duration, Duration, FaultKind)> = Vec::new();
     steps.retain(|f| {
         let (from, to) = (f.start, f.start + f.span());
-        let kinds: Vec<FaultKind> = (f.template.self_and_parts().map(|t| t.kind))
-            .chain(f.parts.iter().map(|p| p.template.kind))
+        let kinds: Vec<FaultKind> = (std::iter::once(f).chain(&f.parts))
+            .map(|p| p.template.kind)
             .collect();
         let clash = (kept.iter()).any(|(a, b, k)| *a < to && from < *b && kinds.contains(k));
         if !clash {
@@ -446,8 +484,6 @@ pub struct Explored {
     /// Its place in the exploration (0-based).
     pub index: u64,
     pub input: Input,
-    /// Keys it reached first.
-    pub new_keys: usize,
     pub run: SimRun,
 }
 
@@ -471,12 +507,10 @@ pub fn explore(
         let settings: Vec<SimSettings> = inputs.iter().map(|i| explorer.settings_of(i)).collect();
         let mut hand = |i: usize, run: SimRun| {
             let empty = Coverage::default();
-            let input = inputs[i].clone();
-            let new_keys = explorer.learn(input.clone(), run.coverage.as_ref().unwrap_or(&empty));
+            explorer.learn(&inputs[i], run.coverage.as_ref().unwrap_or(&empty));
             let go = each(Explored {
                 index,
-                input,
-                new_keys,
+                input: inputs[i].clone(),
                 run,
             });
             index += 1;
@@ -555,13 +589,13 @@ mod tests {
         settings_of(&words).unwrap()
     }
 
-    /// What an exploration did, run by run: the input's seed and origin, its verdict and its
+    /// What an exploration did, run by run: the input's seed, how it was made, its verdict and its
     /// history's length.
     fn trace(
         s: &SimSettings,
         count: u64,
         parallel: usize,
-    ) -> (Vec<(u64, String, String, usize)>, Exploration) {
+    ) -> (Vec<(u64, Made, String, usize)>, Exploration) {
         let mut runs = Vec::new();
         let learnt = explore(
             s,
@@ -571,7 +605,7 @@ mod tests {
             || true,
             |e| {
                 let valid = e.run.results.valid.word().to_string();
-                runs.push((e.input.seed, e.input.origin, valid, e.run.history.len()));
+                runs.push((e.input.seed, e.input.made, valid, e.run.history.len()));
                 true
             },
         );
@@ -596,7 +630,7 @@ mod tests {
         assert_eq!(learnt_a.novelty.iter().sum::<u64>() as usize, {
             learnt_a.transitions + learnt_a.cluster_states
         });
-        let mutated = a.iter().filter(|r| r.1 != "fresh").count();
+        let mutated = a.iter().filter(|r| r.1 != Made::Fresh).count();
         // The first round (16) is fresh seeds; then three in four are mutations.
         assert!(
             mutated > 24,
@@ -612,13 +646,13 @@ mod tests {
         let s = small(&["--nemesis", "kill,pause,partition,clock"]);
         let mut x = Explorer::new(&s, 1);
         let first = x.next_input();
-        assert_eq!(first.origin, "fresh");
+        assert_eq!(first.made, Made::Fresh);
         let planned = plan(&s.schedule, 1, x.window);
         assert_eq!(first.steps.len(), planned.len());
         assert!((first.steps.iter().zip(&planned)).all(|(a, b)| a.start == b.start));
         let mut coverage = Coverage::default();
         coverage.transition(0, 1, 0);
-        x.learn(first, &coverage);
+        x.learn(&first, &coverage);
         for i in 0..500 {
             let input = x.next_input();
             for f in &input.steps {
@@ -633,7 +667,7 @@ mod tests {
             }
             let mut c = Coverage::default();
             c.transition(0, 1, (i % 7) as u8);
-            x.learn(input, &c);
+            x.learn(&input, &c);
         }
         assert_eq!(x.corpus.len(), 7, "one kept per new key");
     }

@@ -106,7 +106,7 @@ fn simulate(s: &SimSettings, seed: u64, covered: bool) -> SimRun {
     w.client_period_ns = (s.workload.clients as f64 / s.workload.rate * 1e9) as u64;
     w.read_period_ns = (1e9 / s.workload.observe_hz) as u64;
     // Status reads and their invokes are most of the history: reserved at once, its text is
-    // not copied again as it grows (a copy of 15 MB was a tenth of a run's time). A read's two
+    // not copied again as it grows (a 15 MB copy, 3 % of a run's time). A read's two
     // lines take about 300 bytes per node (the election's votes), 1.6 KB at 5 nodes (23.4 MB
     // in a default run); reserved with some room.
     let reads = s.time_limit.as_secs_f64() * s.workload.observe_hz * s.nodes as f64;

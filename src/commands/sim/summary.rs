@@ -5,10 +5,12 @@
 //! `junit.xml` (one testcase per run that is not valid, one for all the valid runs together,
 //! so that 100,000 runs stay a small file).
 
+use super::explore::{Exploration, ExploredRun};
 use crate::checker::Validity;
 use crate::duration::span;
 use crate::report::html::CSS;
 use crate::report::text::escape;
+use crate::store::{self, JUNIT};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,8 +18,6 @@ use std::path::{Path, PathBuf};
 
 pub const JSON: &str = "summary.json";
 pub const HTML: &str = "summary.html";
-use super::explore::Exploration;
-use crate::store::{self, JUNIT};
 
 /// One run's line in the summary.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -32,10 +32,10 @@ pub struct RunSummary {
     /// order; empty when it was not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<Replay>,
-    /// An explored run (`--explore`): its place and how its input was made ("run 41 (run 7 +
-    /// shift, reseed)"); None for a fresh seed's run.
+    /// An explored run (`--explore`): its place and how its input was made; None without
+    /// `--explore`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explored: Option<String>,
+    pub explored: Option<ExploredRun>,
 }
 
 /// What a real run of a simulated failure's schedule said.
@@ -255,7 +255,7 @@ impl SimSummary {
                     h,
                     "<tr><td>{}{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     r.seed,
-                    r.explored.as_deref().map(|e| format!(", {}", escape(e))).unwrap_or_default(),
+                    r.explored.as_ref().map(|e| format!(", {}", escape(&e.to_string()))).unwrap_or_default(),
                     crate::report::html::verdict_class(Some(r.valid)),
                     r.valid.word(),
                     escape(&r.failed.join(", ")),
